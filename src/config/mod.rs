@@ -1,0 +1,346 @@
+//! The gateway configuration (`config/gateway.toml`): TOML model, defaults and validation (reads files only).
+//!
+//! Parsing is two steps, as in agentgateway and linkerd: a raw serde model that rejects unknown keys,
+//! then [`Config::from_raw`] which checks every value and reports all problems at once. A config that
+//! fails either step is never used; callers keep the one they had.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Default cap on an Agent Card's size, in bytes (256 KiB).
+pub const DEFAULT_MAX_CARD_BYTES: usize = 256 * 1024;
+
+/// Errors loading or validating a configuration file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The TOML did not parse, or had an unknown key or a wrongly typed value (the message names the line).
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, including line and column.
+        message: String,
+    },
+    /// Values parsed but break a rule; every problem is listed.
+    #[error("{path}: invalid configuration:\n  - {}", problems.join("\n  - "))]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// One line per problem, each naming its key.
+        problems: Vec<String>,
+    },
+}
+
+/// The raw `[client]` table: what this client implements and how strictly it reads cards.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawClient {
+    /// Bindings the client speaks (`"JSONRPC"`, `"HTTP+JSON"`), default both.
+    #[serde(default = "default_bindings")]
+    pub bindings: Vec<String>,
+    /// Protocol versions (`Major.Minor`), default `["1.0"]`.
+    #[serde(default = "default_versions")]
+    pub versions: Vec<String>,
+    /// Extension URIs the client understands (and may activate).
+    #[serde(default)]
+    pub extensions: Vec<String>,
+    /// Card size cap in bytes (default 262144).
+    #[serde(default = "default_max_card_bytes")]
+    pub max_card_bytes: usize,
+    /// Reject unsigned or wrongly signed cards (default false).
+    #[serde(default)]
+    pub require_signatures: bool,
+    /// Accept `http://` interface and card URLs (default false; for loopback tests and the demo).
+    #[serde(default)]
+    pub allow_plain_http: bool,
+    /// JWKS files trusted for one origin each.
+    #[serde(default)]
+    pub trusted_keys: Vec<RawTrustedKeys>,
+}
+
+/// One `[[client.trusted_keys]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTrustedKeys {
+    /// `scheme://host[:port]` whose cards these keys may sign.
+    pub origin: String,
+    /// Path of a JWKS (RFC 7517) file, relative to the config file's folder.
+    pub jwks: PathBuf,
+}
+
+fn default_bindings() -> Vec<String> {
+    vec!["JSONRPC".into(), "HTTP+JSON".into()]
+}
+fn default_versions() -> Vec<String> {
+    vec!["1.0".into()]
+}
+fn default_max_card_bytes() -> usize {
+    DEFAULT_MAX_CARD_BYTES
+}
+
+impl Default for RawClient {
+    fn default() -> Self {
+        RawClient {
+            bindings: default_bindings(),
+            versions: default_versions(),
+            extensions: Vec::new(),
+            max_card_bytes: DEFAULT_MAX_CARD_BYTES,
+            require_signatures: false,
+            allow_plain_http: false,
+            trusted_keys: Vec::new(),
+        }
+    }
+}
+
+/// The whole raw file. Tables are added here as the gateway grows; unknown tables are errors.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    /// `[client]`.
+    #[serde(default)]
+    pub client: RawClient,
+}
+
+/// Validated client capabilities: the input of [`crate::card::compile`] besides the card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCaps {
+    /// Supported (binding, version) pairs, i.e. the product of `bindings` and `versions`.
+    pub bindings: Vec<crate::profile::Binding>,
+    /// Supported `Major.Minor` versions.
+    pub versions: Vec<String>,
+    /// Known extension URIs, sorted and deduplicated.
+    pub extensions: Vec<String>,
+}
+
+impl ClientCaps {
+    /// Whether the client implements this (binding, version) pair as written on the wire.
+    pub fn supports(&self, binding: &str, version: &str) -> bool {
+        crate::profile::Binding::from_wire(binding).is_some_and(|b| self.bindings.contains(&b))
+            && self.versions.iter().any(|v| v == version)
+    }
+}
+
+impl Default for ClientCaps {
+    fn default() -> Self {
+        ClientCaps {
+            bindings: vec![crate::profile::Binding::JsonRpc, crate::profile::Binding::HttpJson],
+            versions: vec!["1.0".into()],
+            extensions: Vec::new(),
+        }
+    }
+}
+
+/// Validated card-reading policy: the input of [`crate::card::validate`].
+#[derive(Debug, Clone)]
+pub struct CardPolicy {
+    /// Card size cap in bytes.
+    pub max_card_bytes: usize,
+    /// Reject unsigned or wrongly signed cards.
+    pub require_signatures: bool,
+    /// Accept `http://` URLs.
+    pub allow_plain_http: bool,
+    /// JWKS files by origin (paths resolved against the config folder).
+    pub trusted_keys: Vec<(String, PathBuf)>,
+}
+
+impl Default for CardPolicy {
+    fn default() -> Self {
+        CardPolicy {
+            max_card_bytes: DEFAULT_MAX_CARD_BYTES,
+            require_signatures: false,
+            allow_plain_http: false,
+            trusted_keys: Vec::new(),
+        }
+    }
+}
+
+/// A validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it came from (relative paths in it resolve against its folder).
+    pub path: PathBuf,
+    /// What the client implements.
+    pub caps: ClientCaps,
+    /// How cards are read.
+    pub card_policy: CardPolicy,
+}
+
+impl Config {
+    /// Reads, parses and validates a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and validates config text; `path` is used for messages and relative paths.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        Self::from_raw(raw, path)
+    }
+
+    /// Checks every value of a raw config, reporting all problems at once.
+    pub fn from_raw(raw: RawConfig, path: &Path) -> Result<Config, ConfigError> {
+        let mut problems = Vec::new();
+        let base = path.parent().unwrap_or(Path::new("."));
+        let c = raw.client;
+
+        let mut bindings = Vec::new();
+        for b in &c.bindings {
+            match crate::profile::Binding::from_wire(b) {
+                Some(b) if !bindings.contains(&b) => bindings.push(b),
+                Some(_) => {}
+                None => problems.push(format!(
+                    "client.bindings: unsupported binding {b:?} (this client implements \"JSONRPC\" and \"HTTP+JSON\")"
+                )),
+            }
+        }
+        if bindings.is_empty() && problems.is_empty() {
+            problems.push("client.bindings: must name at least one binding".into());
+        }
+        for v in &c.versions {
+            if !is_major_minor(v) {
+                problems.push(format!(
+                    "client.versions: {v:?} is not a Major.Minor protocol version (e.g. \"1.0\")"
+                ));
+            }
+        }
+        if c.versions.is_empty() {
+            problems.push("client.versions: must name at least one version".into());
+        }
+        for e in &c.extensions {
+            if url::Url::parse(e).is_err() {
+                problems.push(format!("client.extensions: {e:?} is not an absolute URI"));
+            }
+        }
+        if c.max_card_bytes == 0 || c.max_card_bytes > 16 * 1024 * 1024 {
+            problems.push(format!(
+                "client.max_card_bytes: {} is outside 1..=16777216",
+                c.max_card_bytes
+            ));
+        }
+        let mut trusted = Vec::new();
+        for (i, k) in c.trusted_keys.iter().enumerate() {
+            match crate::config::normalize_origin(&k.origin) {
+                Some(o) => trusted.push((o, base.join(&k.jwks))),
+                None => problems.push(format!(
+                    "client.trusted_keys[{i}].origin: {:?} is not a scheme://host[:port] origin",
+                    k.origin
+                )),
+            }
+        }
+        if c.require_signatures && trusted.is_empty() {
+            problems.push(
+                "client.require_signatures: true but no [[client.trusted_keys]] are configured".into(),
+            );
+        }
+        if !problems.is_empty() {
+            return Err(ConfigError::Invalid {
+                path: path.to_owned(),
+                problems,
+            });
+        }
+        let mut extensions = c.extensions.clone();
+        extensions.sort();
+        extensions.dedup();
+        Ok(Config {
+            path: path.to_owned(),
+            caps: ClientCaps {
+                bindings,
+                versions: c.versions.clone(),
+                extensions,
+            },
+            card_policy: CardPolicy {
+                max_card_bytes: c.max_card_bytes,
+                require_signatures: c.require_signatures,
+                allow_plain_http: c.allow_plain_http,
+                trusted_keys: trusted,
+            },
+        })
+    }
+}
+
+/// `"1.0"`-style version: digits, one dot, digits.
+pub fn is_major_minor(v: &str) -> bool {
+    let mut it = v.split('.');
+    matches!((it.next(), it.next(), it.next()),
+        (Some(a), Some(b), None) if !a.is_empty() && !b.is_empty()
+            && a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit()))
+}
+
+/// Normalises `scheme://host[:port]` to its ASCII serialisation (default ports dropped), or `None`
+/// if the text is not a bare http(s) origin (no path, query, fragment or credentials).
+pub fn normalize_origin(s: &str) -> Option<String> {
+    let u = url::Url::parse(s).ok()?;
+    if !matches!(u.scheme(), "http" | "https")
+        || !u.username().is_empty()
+        || u.password().is_some()
+        || u.query().is_some()
+        || u.fragment().is_some()
+        || !(u.path() == "/" || u.path().is_empty())
+    {
+        return None;
+    }
+    match u.origin() {
+        url::Origin::Tuple(..) => Some(u.origin().ascii_serialization()),
+        url::Origin::Opaque(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_is_an_error_naming_its_line() {
+        let err = Config::parse("[client]\nbindings = [\"JSONRPC\"]\nbogus = 1\n", Path::new("g.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bogus"), "{err}");
+        assert!(err.contains("line 3"), "{err}");
+    }
+
+    #[test]
+    fn all_problems_reported_at_once() {
+        let err = Config::parse(
+            "[client]\nbindings = [\"GRPC\"]\nversions = [\"1\"]\nmax_card_bytes = 0\n",
+            Path::new("g.toml"),
+        )
+        .unwrap_err();
+        let ConfigError::Invalid { problems, .. } = err else {
+            panic!("expected Invalid, got {err}")
+        };
+        assert_eq!(problems.len(), 3, "{problems:?}");
+    }
+
+    #[test]
+    fn defaults() {
+        let c = Config::parse("", Path::new("g.toml")).unwrap();
+        assert_eq!(c.caps, ClientCaps::default());
+        assert_eq!(c.card_policy.max_card_bytes, DEFAULT_MAX_CARD_BYTES);
+        assert!(!c.card_policy.allow_plain_http);
+    }
+
+    #[test]
+    fn origins_normalise() {
+        assert_eq!(normalize_origin("https://A.example:443").as_deref(), Some("https://a.example"));
+        assert_eq!(normalize_origin("http://127.0.0.1:7400/").as_deref(), Some("http://127.0.0.1:7400"));
+        assert_eq!(normalize_origin("https://a.example/path"), None);
+        assert_eq!(normalize_origin("ftp://a.example"), None);
+        assert_eq!(normalize_origin("https://u:p@a.example"), None);
+    }
+}

@@ -1,0 +1,1 @@
+//! The control plane: card fetch, refresh scheduling and the arc-swap profile store (I/O).

@@ -1,0 +1,1 @@
+//! Capability lockfiles: read/write, profile diff and compatible/review/breaking classification (pure).

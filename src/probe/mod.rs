@@ -1,0 +1,1 @@
+//! Safe probes that check one card claim each and record evidence (I/O).

@@ -1,0 +1,165 @@
+//! The compiled profile of one remote agent: the only view of a card the rest of the gateway reads (no I/O).
+//!
+//! A [`Profile`] is produced by [`crate::card::compile`] and never mutated afterwards; runtime
+//! evidence and overrides live beside it (see `control/`), and a new card means a new profile.
+//! Field names in the JSON form follow seed 000 (`usable`, `reason`, `agent_version`, `interface`,
+//! `streaming`, `push`, `extended_card`, `extensions`, `skills`) so lockfiles and tools can rely on them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A protocol binding the gateway can speak upstream.
+///
+/// gRPC and custom bindings exist in the protocol but are never selected by this client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Binding {
+    /// JSON-RPC 2.0 over HTTP POST to the interface URL.
+    #[serde(rename = "JSONRPC")]
+    JsonRpc,
+    /// The HTTP+JSON ("REST") binding: paths appended to the interface URL.
+    #[serde(rename = "HTTP+JSON")]
+    HttpJson,
+}
+
+impl Binding {
+    /// The wire name used in `protocolBinding`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Binding::JsonRpc => "JSONRPC",
+            Binding::HttpJson => "HTTP+JSON",
+        }
+    }
+
+    /// Parses a wire name; `None` for bindings this client does not implement (e.g. `GRPC`).
+    pub fn from_wire(s: &str) -> Option<Self> {
+        match s {
+            "JSONRPC" => Some(Binding::JsonRpc),
+            "HTTP+JSON" => Some(Binding::HttpJson),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Binding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The one interface chosen from `supportedInterfaces` (the first, in card order, that the client supports).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interface {
+    /// Absolute URL of the interface, as declared (validated: `https`, or `http` when allowed).
+    pub url: String,
+    /// The binding spoken on that URL.
+    pub binding: Binding,
+    /// `Major.Minor` protocol version, sent as `A2A-Version` on every call.
+    pub version: String,
+    /// Opaque tenant to copy into every request, when the interface declares one.
+    pub tenant: Option<String>,
+}
+
+/// One alternative of a security requirement: scheme name → required scopes (all schemes together, AND).
+pub type SecurityAlternative = BTreeMap<String, Vec<String>>;
+
+/// What one skill accepts and produces, after the inheritance rules were applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillProfile {
+    /// Accepted input media types: the skill's `inputModes` if present, else the card default (replace, never merge).
+    pub input: Vec<String>,
+    /// Produced output media types: the skill's `outputModes` if present, else the card default.
+    pub output: Vec<String>,
+    /// Security requirements (OR of alternatives): the skill's own, else the card's.
+    pub security: Vec<SecurityAlternative>,
+    /// Routing tags (provider-written; sanitised and length-limited, never used in a hard decision).
+    pub tags: Vec<String>,
+}
+
+/// Why a compiled card cannot be used by this client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Unusable {
+    /// No entry of `supportedInterfaces` has a (binding, version) the client implements.
+    NoSupportedInterface {
+        /// The (binding, version) pairs the card offered, in card order.
+        offered: Vec<(String, String)>,
+    },
+    /// The card marks extensions `required` that the client does not know.
+    RequiredExtensions {
+        /// The unknown required extension URIs, sorted.
+        uris: Vec<String>,
+    },
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unusable::NoSupportedInterface { offered } => {
+                write!(f, "no mutually supported interface (card offers")?;
+                if offered.is_empty() {
+                    write!(f, " none")?;
+                }
+                for (i, (b, v)) in offered.iter().enumerate() {
+                    write!(f, "{}{b} {v}", if i == 0 { " " } else { ", " })?;
+                }
+                write!(f, ")")
+            }
+            Unusable::RequiredExtensions { uris } => {
+                write!(f, "required extensions not supported: {}", uris.join(", "))
+            }
+        }
+    }
+}
+
+/// Provider-written strings, kept apart from every compile decision: sanitised (control characters
+/// removed, whitespace folded) and cut to a fixed length, for quoting to a planning model as data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Display {
+    /// The card's `name`.
+    pub name: String,
+    /// The card's `description`.
+    pub description: String,
+    /// Per skill id: its name, description and examples.
+    pub skills: BTreeMap<String, SkillDisplay>,
+}
+
+/// The untrusted, sanitised strings of one skill.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillDisplay {
+    /// The skill's `name`.
+    pub name: String,
+    /// The skill's `description`.
+    pub description: String,
+    /// The skill's `examples`.
+    pub examples: Vec<String>,
+}
+
+/// A compiled Agent Card: the explicit answers to "can we talk to it" and "what will it accept".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Whether the client can use this agent at all.
+    pub usable: bool,
+    /// Why not, when `usable` is false (also as a human sentence in `reason`).
+    pub unusable: Option<Unusable>,
+    /// Human-readable form of `unusable` (seed 000's `reason`).
+    pub reason: Option<String>,
+    /// The card's `version` (the agent's version, not the protocol's).
+    pub agent_version: String,
+    /// `sha256:<hex>` of the RFC 8785 canonical form of the card (with `signatures` removed).
+    pub card_digest: String,
+    /// The chosen interface; `None` exactly when no interface is supported.
+    pub interface: Option<Interface>,
+    /// `capabilities.streaming` (absent means false).
+    pub streaming: bool,
+    /// `capabilities.pushNotifications` (absent means false).
+    pub push: bool,
+    /// `capabilities.extendedAgentCard` (absent means false).
+    pub extended_card: bool,
+    /// Extensions both sides know (declared by the card and listed in the client config), sorted.
+    pub extensions: Vec<String>,
+    /// Skill id → effective modes, security and tags.
+    pub skills: BTreeMap<String, SkillProfile>,
+    /// Untrusted strings, sanitised; never read by a decision.
+    pub display: Display,
+}

@@ -1,0 +1,1 @@
+//! The data plane: pingora `ProxyHttp` that routes, enforces policy, shapes and downgrades calls (I/O).
