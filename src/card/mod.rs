@@ -3,3 +3,5 @@
 //! The flow is always `validate` (bytes → [`ValidatedCard`], may read trusted key files) then
 //! `compile` (pure: [`ValidatedCard`] + client capabilities → [`crate::profile::Profile`]).
 //! Nothing downstream reads raw card JSON.
+
+pub mod canonical;
