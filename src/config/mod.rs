@@ -147,7 +147,10 @@ impl ClientCaps {
 impl Default for ClientCaps {
     fn default() -> Self {
         ClientCaps {
-            bindings: vec![crate::profile::Binding::JsonRpc, crate::profile::Binding::HttpJson],
+            bindings: vec![
+                crate::profile::Binding::JsonRpc,
+                crate::profile::Binding::HttpJson,
+            ],
             versions: vec!["1.0".into()],
             extensions: Vec::new(),
         }
@@ -266,7 +269,8 @@ impl Config {
         }
         if c.require_signatures && trusted.is_empty() {
             problems.push(
-                "client.require_signatures: true but no [[client.trusted_keys]] are configured".into(),
+                "client.require_signatures: true but no [[client.trusted_keys]] are configured"
+                    .into(),
             );
         }
         let mut extensions = c.extensions.clone();
@@ -335,9 +339,12 @@ mod tests {
 
     #[test]
     fn unknown_key_is_an_error_naming_its_line() {
-        let err = Config::parse("[client]\nbindings = [\"JSONRPC\"]\nbogus = 1\n", Path::new("g.toml"))
-            .unwrap_err()
-            .to_string();
+        let err = Config::parse(
+            "[client]\nbindings = [\"JSONRPC\"]\nbogus = 1\n",
+            Path::new("g.toml"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("bogus"), "{err}");
         assert!(err.contains("line 3"), "{err}");
     }
@@ -365,8 +372,14 @@ mod tests {
 
     #[test]
     fn origins_normalise() {
-        assert_eq!(normalize_origin("https://A.example:443").as_deref(), Some("https://a.example"));
-        assert_eq!(normalize_origin("http://127.0.0.1:7400/").as_deref(), Some("http://127.0.0.1:7400"));
+        assert_eq!(
+            normalize_origin("https://A.example:443").as_deref(),
+            Some("https://a.example")
+        );
+        assert_eq!(
+            normalize_origin("http://127.0.0.1:7400/").as_deref(),
+            Some("http://127.0.0.1:7400")
+        );
         assert_eq!(normalize_origin("https://a.example/path"), None);
         assert_eq!(normalize_origin("ftp://a.example"), None);
         assert_eq!(normalize_origin("https://u:p@a.example"), None);
