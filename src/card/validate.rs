@@ -26,6 +26,8 @@
 //!   `https`. A gRPC interface may instead give a bare `host:port` (A2A spec, main branch);
 //! - **media types**: non-empty, at most [`MAX_ID_BYTES`], no whitespace or control characters; a
 //!   value without `/` (e.g. the pre-1.0 sample value `"text"`) is accepted with a warning;
+//! - **scope lists** (`{"list":[…]}`) admit no member but `list`, since a misspelt key would
+//!   otherwise read as "no scopes";
 //! - **consistency**: skill ids unique; extension URIs unique; every scheme named by a security
 //!   requirement is declared in `securitySchemes`;
 //! - **descriptive text** (names, descriptions, examples, tags) is never refused for length (the
@@ -163,6 +165,14 @@ pub enum CardError {
         path: String,
         /// The known members found.
         found: Vec<String>,
+        /// The members allowed.
+        allowed: &'static str,
+    },
+    /// An object that admits only known members has another one.
+    #[error("{path}: unknown member (only {allowed} is allowed here)")]
+    UnknownMember {
+        /// Path of the unknown member.
+        path: String,
         /// The members allowed.
         allowed: &'static str,
     },
@@ -859,6 +869,14 @@ impl Checker<'_> {
                         expected: SHAPE,
                     }),
                     Value::Object(lm) => {
+                        // Only `list` is allowed: a misspelt `"lists"` would otherwise mean
+                        // "no scopes", silently widening the requirement (a2a-lf refuses it too).
+                        if let Some(k) = lm.keys().find(|k| *k != "list") {
+                            self.errors.push(CardError::UnknownMember {
+                                path: np.key(k).to_string(),
+                                allowed: "list",
+                            });
+                        }
                         if let Some(lv) = lm.get("list") {
                             let lp = np.key("list");
                             if let Some(items) = self.array(lv, &lp) {
