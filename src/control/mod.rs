@@ -4,3 +4,4 @@ pub mod extended;
 pub mod fetch;
 pub mod schedule;
 pub mod state;
+pub mod metrics;
