@@ -2,6 +2,8 @@
 
 pub mod extended;
 pub mod fetch;
+pub mod metrics;
+pub mod refresh;
+pub mod reload;
 pub mod schedule;
 pub mod state;
-pub mod metrics;
