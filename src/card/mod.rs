@@ -5,3 +5,4 @@
 //! Nothing downstream reads raw card JSON.
 
 pub mod canonical;
+pub mod signature;
