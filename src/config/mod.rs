@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod integrations;
+pub use integrations::{
+    Credential, DEFAULT_MAX_BODY_BYTES, Integration, Listen, Policy, RawCredential, RawIntegration,
+    RawListen, RawPolicy, SecretSource, StreamingMode,
+};
+
 /// Default cap on an Agent Card's size, in bytes (256 KiB).
 pub const DEFAULT_MAX_CARD_BYTES: usize = 256 * 1024;
 
@@ -108,6 +114,15 @@ pub struct RawConfig {
     /// `[client]`.
     #[serde(default)]
     pub client: RawClient,
+    /// `[listen]`.
+    #[serde(default)]
+    pub listen: RawListen,
+    /// `[policy]`.
+    #[serde(default)]
+    pub policy: RawPolicy,
+    /// `[[integrations]]`.
+    #[serde(default)]
+    pub integrations: Vec<RawIntegration>,
 }
 
 /// Validated client capabilities: the input of [`crate::card::compile`] besides the card.
@@ -175,6 +190,12 @@ pub struct Config {
     pub caps: ClientCaps,
     /// How cards are read.
     pub card_policy: CardPolicy,
+    /// Where the gateway listens.
+    pub listen: Listen,
+    /// Gateway-wide request policy.
+    pub policy: Policy,
+    /// The integrations, in file order (names are unique).
+    pub integrations: Vec<Integration>,
 }
 
 impl Config {
@@ -252,16 +273,23 @@ impl Config {
                     .into(),
             );
         }
+        let mut extensions = c.extensions.clone();
+        extensions.sort();
+        extensions.dedup();
+        let listen = integrations::listen(&raw.listen, &mut problems);
+        let policy = integrations::policy(&raw.policy, &mut problems);
+        let integrations =
+            integrations::integrations(&raw.integrations, &c, &extensions, base, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.to_owned(),
                 problems,
             });
         }
-        let mut extensions = c.extensions.clone();
-        extensions.sort();
-        extensions.dedup();
         Ok(Config {
+            listen,
+            policy,
+            integrations,
             path: path.to_owned(),
             caps: ClientCaps {
                 bindings,

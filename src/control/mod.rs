@@ -1,1 +1,3 @@
 //! The control plane: card fetch, refresh scheduling and the arc-swap profile store (I/O).
+
+pub mod fetch;
