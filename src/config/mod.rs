@@ -290,7 +290,8 @@ impl Config {
         let policy = integrations::policy(&raw.policy, &mut problems);
         let integrations =
             integrations::integrations(&raw.integrations, &c, &extensions, base, &mut problems);
-        let refresh = crate::control::schedule::RefreshSettings::from_raw(&raw.refresh, &mut problems);
+        let refresh =
+            crate::control::schedule::RefreshSettings::from_raw(&raw.refresh, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
