@@ -17,15 +17,12 @@ fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sdk")
 }
 
-/// Every captured card (not the JWKS files), sorted by name.
+/// Every captured card (`*.json`; the public keys are `*.jwks`), sorted by name.
 fn cards() -> Vec<(String, Vec<u8>)> {
     let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir())
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_str().unwrap();
-            n.ends_with(".json") && !n.ends_with(".jwks.json")
-        })
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .map(|p| {
             let name = p.file_stem().unwrap().to_str().unwrap().to_owned();
             (name, std::fs::read(&p).unwrap())
@@ -143,7 +140,7 @@ fn compiled_profiles_reflect_the_capture_flags() {
 }
 
 fn keys_for(name: &str, origin: &str) -> TrustedKeys {
-    TrustedKeys::load(&[(origin.to_owned(), dir().join(format!("{name}.jwks.json")))]).unwrap()
+    TrustedKeys::load(&[(origin.to_owned(), dir().join(format!("{name}.jwks")))]).unwrap()
 }
 
 #[test]
