@@ -42,8 +42,48 @@ fn validate_valid_file_exits_0_and_prints_the_digest() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    assert!(stdout.starts_with("valid sha256:"), "{stdout}");
-    assert_eq!(stdout.trim().len(), "valid sha256:".len() + 64);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("valid sha256:"), "{stdout}");
+    assert_eq!(lines[0].len(), "valid sha256:".len() + 64);
+    assert_eq!(lines[1], "signature: none");
+}
+
+#[test]
+fn validate_verifies_a_signed_sdk_card_with_configured_keys() {
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sdk");
+    let card = sdk.join("python-signed.json");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&card).unwrap()).unwrap();
+    let url = url::Url::parse(v["supportedInterfaces"][0]["url"].as_str().unwrap()).unwrap();
+    let origin = url.origin().ascii_serialization();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("g.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[client]\nallow_plain_http = true\nrequire_signatures = true\n\n[[client.trusted_keys]]\norigin = \"{origin}\"\njwks = {:?}\n",
+            sdk.join("python-signed.jwks").to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let (cfg, card) = (cfg.to_str().unwrap(), card.to_str().unwrap());
+    let out = run(
+        &["validate", "--config", cfg, "--origin", &origin, card],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("signature: verified (signatures[0]"),
+        "{}",
+        text(&out.stdout)
+    );
+    // Without --origin no key applies, and signatures are required: invalid.
+    let out = run(&["validate", "--config", cfg, card], b"");
+    assert_eq!(out.status.code(), Some(65));
+    assert!(
+        text(&out.stderr).starts_with("signatures: "),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
