@@ -1,1 +1,181 @@
 //! The one `Metrics` struct: a Prometheus registry and every metric the gateway exports (no I/O).
+//!
+//! Built once in `serve` and passed explicitly to the data plane, the control plane and the admin
+//! listener. Names are `a2a_egress_<thing>_<unit>`; label values come only from enums and from
+//! integration names in the validated config (unknown routes are labelled `""`), never from raw
+//! paths or agent-supplied strings, so cardinality is bounded by the config.
+//! Other components register their own metrics on [`Metrics::registry`] with the same naming rules.
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
+
+/// Upstream latency buckets, seconds: 1 ms .. 60 s. Twelve buckets per integration keeps the
+/// series count small while covering both unary calls and long streams.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 60.0,
+];
+
+/// Every metric of the gateway.
+#[derive(Clone)]
+pub struct Metrics {
+    /// The registry everything is registered on (served at `/metrics`).
+    pub registry: Registry,
+    /// `a2a_egress_requests_total{integration, method, outcome}`: data-plane requests by outcome.
+    pub requests: IntCounterVec,
+    /// `a2a_egress_policy_denials_total{integration, reason}`: requests refused by policy.
+    pub policy_denials: IntCounterVec,
+    /// `a2a_egress_downgrades_total{integration, cause}`: streaming calls answered via `SendMessage`.
+    pub downgrades: IntCounterVec,
+    /// `a2a_egress_stale_marks_total{integration, error}`: agent errors that marked a profile stale.
+    pub stale_marks: IntCounterVec,
+    /// `a2a_egress_stale_marks_dropped_total`: stale marks not queued because the channel was full.
+    pub stale_marks_dropped: IntCounter,
+    /// `a2a_egress_upstream_duration_seconds{integration}`: time to the upstream's response header.
+    pub upstream_duration: HistogramVec,
+    /// `a2a_egress_profile_usable{integration}`: 1 when the integration has a usable profile.
+    pub profile_usable: IntGaugeVec,
+    /// `a2a_egress_inflight_requests`: data-plane requests in progress.
+    pub inflight: IntGauge,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Creates the registry and registers every data-plane metric.
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "a2a_egress_requests_total",
+                "Data-plane requests by integration, A2A method and outcome.",
+            ),
+            &["integration", "method", "outcome"],
+        )
+        .expect("valid metric");
+        let policy_denials = IntCounterVec::new(
+            Opts::new(
+                "a2a_egress_policy_denials_total",
+                "Requests refused by gateway policy, by reason.",
+            ),
+            &["integration", "reason"],
+        )
+        .expect("valid metric");
+        let downgrades = IntCounterVec::new(
+            Opts::new(
+                "a2a_egress_downgrades_total",
+                "Streaming calls sent as SendMessage and answered as one SSE event, by cause.",
+            ),
+            &["integration", "cause"],
+        )
+        .expect("valid metric");
+        let stale_marks = IntCounterVec::new(
+            Opts::new(
+                "a2a_egress_stale_marks_total",
+                "Agent errors that marked an integration's profile stale, by A2A error reason.",
+            ),
+            &["integration", "error"],
+        )
+        .expect("valid metric");
+        let stale_marks_dropped = IntCounter::new(
+            "a2a_egress_stale_marks_dropped_total",
+            "Stale marks dropped because the control-plane channel was full.",
+        )
+        .expect("valid metric");
+        let upstream_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "a2a_egress_upstream_duration_seconds",
+                "Time from sending a request upstream to its response header.",
+            )
+            .buckets(LATENCY_BUCKETS.to_vec()),
+            &["integration"],
+        )
+        .expect("valid metric");
+        let profile_usable = IntGaugeVec::new(
+            Opts::new(
+                "a2a_egress_profile_usable",
+                "1 when the integration has a usable profile, else 0.",
+            ),
+            &["integration"],
+        )
+        .expect("valid metric");
+        let inflight = IntGauge::new(
+            "a2a_egress_inflight_requests",
+            "Data-plane requests in progress.",
+        )
+        .expect("valid metric");
+        for c in [
+            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(policy_denials.clone()),
+            Box::new(downgrades.clone()),
+            Box::new(stale_marks.clone()),
+            Box::new(stale_marks_dropped.clone()),
+            Box::new(upstream_duration.clone()),
+            Box::new(profile_usable.clone()),
+            Box::new(inflight.clone()),
+        ] {
+            registry.register(c).expect("metric names are unique");
+        }
+        Metrics {
+            registry,
+            requests,
+            policy_denials,
+            downgrades,
+            stale_marks,
+            stale_marks_dropped,
+            upstream_duration,
+            profile_usable,
+            inflight,
+        }
+    }
+
+    /// The Prometheus text exposition of every registered metric.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        let enc = TextEncoder::new();
+        // Encoding into a Vec cannot fail for well-formed metrics.
+        let _ = enc.encode(&self.registry.gather(), &mut buf);
+        String::from_utf8(buf).unwrap_or_default()
+    }
+
+    /// Sets the usable gauge of every integration from a snapshot.
+    pub fn observe_snapshot(&self, snapshot: &crate::profile::snapshot::Snapshot) {
+        for (name, s) in &snapshot.integrations {
+            self.profile_usable
+                .with_label_values(&[name.as_str()])
+                .set(i64::from(s.usable().is_some()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_convention_and_render() {
+        let m = Metrics::new();
+        m.requests
+            .with_label_values(&["echo", "SendMessage", "ok"])
+            .inc();
+        m.upstream_duration
+            .with_label_values(&["echo"])
+            .observe(0.01);
+        let text = m.render();
+        assert!(text.contains("a2a_egress_requests_total{integration=\"echo\",method=\"SendMessage\",outcome=\"ok\"} 1"), "{text}");
+        for fam in m.registry.gather() {
+            assert!(fam.name().starts_with("a2a_egress_"), "{}", fam.name());
+        }
+    }
+}

@@ -26,7 +26,10 @@ pub fn payload(card: &Value) -> Result<Vec<u8>, CanonicalError> {
 
 /// `sha256:<lowercase hex>` of [`payload`]: stable under key order, whitespace and signature changes.
 pub fn digest(card: &Value) -> Result<String, CanonicalError> {
-    Ok(format!("sha256:{}", hex::encode(Sha256::digest(payload(card)?))))
+    Ok(format!(
+        "sha256:{}",
+        hex::encode(Sha256::digest(payload(card)?))
+    ))
 }
 
 #[cfg(test)]
@@ -44,6 +47,9 @@ mod tests {
 
     #[test]
     fn a_changed_value_changes_the_digest() {
-        assert_ne!(digest(&json!({"a": 1})).unwrap(), digest(&json!({"a": 2})).unwrap());
+        assert_ne!(
+            digest(&json!({"a": 1})).unwrap(),
+            digest(&json!({"a": 2})).unwrap()
+        );
     }
 }

@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+mod integrations;
+pub use integrations::{
+    Credential, DEFAULT_MAX_BODY_BYTES, Integration, Listen, Policy, RawCredential, RawIntegration,
+    RawListen, RawPolicy, SecretSource, StreamingMode,
+};
+
 /// Default cap on an Agent Card's size, in bytes (256 KiB).
 pub const DEFAULT_MAX_CARD_BYTES: usize = 256 * 1024;
 
@@ -108,6 +114,21 @@ pub struct RawConfig {
     /// `[client]`.
     #[serde(default)]
     pub client: RawClient,
+    /// `[listen]`.
+    #[serde(default)]
+    pub listen: RawListen,
+    /// `[policy]`.
+    #[serde(default)]
+    pub policy: RawPolicy,
+    /// `[[integrations]]`.
+    #[serde(default)]
+    pub integrations: Vec<RawIntegration>,
+    /// `[refresh]`: card refresh period bounds, backoff and stale-mark debounce.
+    #[serde(default)]
+    pub refresh: crate::control::schedule::RawRefresh,
+    /// `[state]`: where last-known-good cards are kept.
+    #[serde(default)]
+    pub state: crate::control::schedule::RawState,
 }
 
 /// Validated client capabilities: the input of [`crate::card::compile`] besides the card.
@@ -132,7 +153,10 @@ impl ClientCaps {
 impl Default for ClientCaps {
     fn default() -> Self {
         ClientCaps {
-            bindings: vec![crate::profile::Binding::JsonRpc, crate::profile::Binding::HttpJson],
+            bindings: vec![
+                crate::profile::Binding::JsonRpc,
+                crate::profile::Binding::HttpJson,
+            ],
             versions: vec!["1.0".into()],
             extensions: Vec::new(),
         }
@@ -172,6 +196,16 @@ pub struct Config {
     pub caps: ClientCaps,
     /// How cards are read.
     pub card_policy: CardPolicy,
+    /// Where the gateway listens.
+    pub listen: Listen,
+    /// Gateway-wide request policy.
+    pub policy: Policy,
+    /// The integrations, in file order (names are unique).
+    pub integrations: Vec<Integration>,
+    /// Refresh scheduling (`[refresh]`).
+    pub refresh: crate::control::schedule::RefreshSettings,
+    /// Last-known-good directory (`[state] dir`, resolved against the config folder); `None` = off.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Config {
@@ -245,19 +279,32 @@ impl Config {
         }
         if c.require_signatures && trusted.is_empty() {
             problems.push(
-                "client.require_signatures: true but no [[client.trusted_keys]] are configured".into(),
+                "client.require_signatures: true but no [[client.trusted_keys]] are configured"
+                    .into(),
             );
         }
+        let mut extensions = c.extensions.clone();
+        extensions.sort();
+        extensions.dedup();
+        let listen = integrations::listen(&raw.listen, &mut problems);
+        let policy = integrations::policy(&raw.policy, &mut problems);
+        let integrations =
+            integrations::integrations(&raw.integrations, &c, &extensions, base, &mut problems);
+        let refresh =
+            crate::control::schedule::RefreshSettings::from_raw(&raw.refresh, &mut problems);
+        let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.to_owned(),
                 problems,
             });
         }
-        let mut extensions = c.extensions.clone();
-        extensions.sort();
-        extensions.dedup();
         Ok(Config {
+            refresh,
+            state_dir,
+            listen,
+            policy,
+            integrations,
             path: path.to_owned(),
             caps: ClientCaps {
                 bindings,
@@ -307,9 +354,12 @@ mod tests {
 
     #[test]
     fn unknown_key_is_an_error_naming_its_line() {
-        let err = Config::parse("[client]\nbindings = [\"JSONRPC\"]\nbogus = 1\n", Path::new("g.toml"))
-            .unwrap_err()
-            .to_string();
+        let err = Config::parse(
+            "[client]\nbindings = [\"JSONRPC\"]\nbogus = 1\n",
+            Path::new("g.toml"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("bogus"), "{err}");
         assert!(err.contains("line 3"), "{err}");
     }
@@ -337,8 +387,14 @@ mod tests {
 
     #[test]
     fn origins_normalise() {
-        assert_eq!(normalize_origin("https://A.example:443").as_deref(), Some("https://a.example"));
-        assert_eq!(normalize_origin("http://127.0.0.1:7400/").as_deref(), Some("http://127.0.0.1:7400"));
+        assert_eq!(
+            normalize_origin("https://A.example:443").as_deref(),
+            Some("https://a.example")
+        );
+        assert_eq!(
+            normalize_origin("http://127.0.0.1:7400/").as_deref(),
+            Some("http://127.0.0.1:7400")
+        );
         assert_eq!(normalize_origin("https://a.example/path"), None);
         assert_eq!(normalize_origin("ftp://a.example"), None);
         assert_eq!(normalize_origin("https://u:p@a.example"), None);

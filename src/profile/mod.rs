@@ -163,3 +163,5 @@ pub struct Profile {
     /// Untrusted strings, sanitised; never read by a decision.
     pub display: Display,
 }
+
+pub mod snapshot;

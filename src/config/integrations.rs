@@ -1,0 +1,644 @@
+//! The `[listen]`, `[policy]` and `[[integrations]]` tables: raw serde model and validation (no I/O).
+//!
+//! An integration is the reviewed contract with one remote agent (seed 003's "integration manifest"):
+//! approved origins, card URL, pinned binding/version, accepted skills, scopes, data classes, the
+//! streaming requirement, optional extensions to activate, tenant, credential, body cap and extra
+//! TLS roots. Secrets never appear here: a credential names an environment variable or a file.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{RawClient, is_major_minor, normalize_origin};
+use crate::profile::Binding;
+
+/// Default cap on a request body sent to an agent, in bytes (1 MiB).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Upper bound accepted for `max_body_bytes` (64 MiB): bodies are held in memory while policy runs.
+const MAX_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// The raw `[listen]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListen {
+    /// Data plane address, default `127.0.0.1:7411` (port 0 picks a free port).
+    #[serde(default = "default_proxy")]
+    pub proxy: String,
+    /// Admin address (health, readiness, metrics), default `127.0.0.1:7412`.
+    #[serde(default = "default_admin")]
+    pub admin: String,
+    /// The gateway's own base URL as callers reach it, written into effective cards
+    /// (default `http://{proxy address}` once bound).
+    #[serde(default)]
+    pub public_url: Option<String>,
+}
+
+fn default_proxy() -> String {
+    "127.0.0.1:7411".into()
+}
+fn default_admin() -> String {
+    "127.0.0.1:7412".into()
+}
+
+impl Default for RawListen {
+    fn default() -> Self {
+        RawListen {
+            proxy: default_proxy(),
+            admin: default_admin(),
+            public_url: None,
+        }
+    }
+}
+
+/// The raw `[policy]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPolicy {
+    /// Data class assumed for requests without an `A2A-Egress-Data-Class` header (default `"internal"`).
+    #[serde(default = "default_data_class")]
+    pub default_data_class: String,
+}
+
+fn default_data_class() -> String {
+    "internal".into()
+}
+
+impl Default for RawPolicy {
+    fn default() -> Self {
+        RawPolicy {
+            default_data_class: default_data_class(),
+        }
+    }
+}
+
+/// Whether an integration's workflow needs streaming (seed 003: never silently downgrade a required feature).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StreamingMode {
+    /// Streaming calls must stream; a profile without streaming is refused, never downgraded.
+    Required,
+    /// Stream when the profile allows it, otherwise downgrade to `SendMessage` answered as SSE.
+    #[default]
+    Preferred,
+    /// Never stream upstream: streaming calls are always sent as `SendMessage`.
+    Off,
+}
+
+impl StreamingMode {
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StreamingMode::Required => "required",
+            StreamingMode::Preferred => "preferred",
+            StreamingMode::Off => "off",
+        }
+    }
+}
+
+/// The raw `credential` value of an integration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", deny_unknown_fields)]
+pub enum RawCredential {
+    /// No `Authorization` header is sent upstream (the caller's is dropped).
+    #[serde(rename = "none")]
+    None,
+    /// Forward the caller's own `Authorization` header unchanged.
+    #[serde(rename = "pass-through")]
+    PassThrough,
+    /// `Authorization: Bearer <token>`, the token read from an environment variable or a file.
+    #[serde(rename = "bearer")]
+    Bearer {
+        /// Environment variable holding the token.
+        #[serde(default)]
+        env: Option<String>,
+        /// File holding the token (trailing whitespace trimmed), relative to the config folder.
+        #[serde(default)]
+        file: Option<PathBuf>,
+    },
+}
+
+/// Where a secret is read from (never the secret itself).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SecretSource {
+    /// An environment variable.
+    Env(String),
+    /// A file (absolute, or resolved against the config folder).
+    File(PathBuf),
+}
+
+/// The validated credential policy of an integration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum Credential {
+    /// Send no `Authorization`.
+    #[default]
+    None,
+    /// Forward the caller's `Authorization` unchanged.
+    PassThrough,
+    /// A bearer token from this source.
+    Bearer(SecretSource),
+}
+
+/// One raw `[[integrations]]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawIntegration {
+    /// Route name: `/agents/{name}/…`; `[A-Za-z0-9._-]`, 1..=64 characters, unique.
+    pub name: String,
+    /// URL of the agent's public card.
+    pub card: String,
+    /// Approved `scheme://host[:port]` origins; the card and the chosen interface must be on them.
+    pub origins: Vec<String>,
+    /// Pin the binding (`"JSONRPC"` or `"HTTP+JSON"`); default: whatever the profile chose.
+    #[serde(default)]
+    pub binding: Option<String>,
+    /// Pin the protocol version (`Major.Minor`); default: whatever the profile chose.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Accepted skill ids (at least one).
+    pub skills: Vec<String>,
+    /// Scopes the workflow's credential holds (informational until the extended-card work).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// Data classes that may be sent to this agent (at least one).
+    pub data_classes: Vec<String>,
+    /// `"required"`, `"preferred"` (default) or `"off"`.
+    #[serde(default)]
+    pub streaming: StreamingMode,
+    /// Optional extensions to activate (must also be in `[client] extensions`).
+    #[serde(default)]
+    pub extensions: Vec<String>,
+    /// Tenant override; default: the interface's declared tenant.
+    #[serde(default)]
+    pub tenant: Option<String>,
+    /// Credential; default none.
+    #[serde(default)]
+    pub credential: Option<RawCredential>,
+    /// Largest request body forwarded, bytes (default 1 MiB).
+    #[serde(default)]
+    pub max_body_bytes: Option<usize>,
+    /// PEM file of root certificates trusted for this upstream (relative to the config folder).
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+}
+
+/// Validated `[listen]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listen {
+    /// Data plane address.
+    pub proxy: SocketAddr,
+    /// Admin address.
+    pub admin: SocketAddr,
+    /// Explicit public base URL (no trailing slash); `None` means `http://{bound proxy address}`.
+    pub public_url: Option<String>,
+}
+
+/// Validated `[policy]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Data class of unlabelled requests.
+    pub default_data_class: String,
+}
+
+/// A validated integration.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Integration {
+    /// Route name.
+    pub name: String,
+    /// Card URL (absolute).
+    pub card: String,
+    /// Normalised approved origins (`scheme://host[:port]`, default ports dropped).
+    pub origins: Vec<String>,
+    /// Pinned binding.
+    pub binding: Option<Binding>,
+    /// Pinned protocol version.
+    pub version: Option<String>,
+    /// Accepted skill ids.
+    pub skills: Vec<String>,
+    /// Scopes.
+    pub scopes: Vec<String>,
+    /// Allowed data classes (lowercase).
+    pub data_classes: Vec<String>,
+    /// Streaming requirement.
+    pub streaming: StreamingMode,
+    /// Optional extensions to activate.
+    pub extensions: Vec<String>,
+    /// Tenant override.
+    pub tenant: Option<String>,
+    /// Credential policy.
+    pub credential: Credential,
+    /// Body cap in bytes.
+    pub max_body_bytes: usize,
+    /// Extra roots for the upstream, resolved against the config folder.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Integration {
+    /// Whether `url`'s origin is one of the approved origins.
+    pub fn origin_allowed(&self, url: &str) -> bool {
+        url::Url::parse(url)
+            .ok()
+            .map(|u| u.origin().ascii_serialization())
+            .is_some_and(|o| self.origins.contains(&o))
+    }
+}
+
+fn socket_addr(key: &str, v: &str, problems: &mut Vec<String>) -> SocketAddr {
+    v.parse().unwrap_or_else(|_| {
+        problems.push(format!("{key}: {v:?} is not an IP:port socket address"));
+        SocketAddr::from(([127, 0, 0, 1], 0))
+    })
+}
+
+pub(super) fn listen(raw: &RawListen, problems: &mut Vec<String>) -> Listen {
+    let proxy = socket_addr("listen.proxy", &raw.proxy, problems);
+    let admin = socket_addr("listen.admin", &raw.admin, problems);
+    if proxy == admin && proxy.port() != 0 {
+        problems.push("listen.admin: must differ from listen.proxy".into());
+    }
+    let public_url = raw
+        .public_url
+        .as_ref()
+        .and_then(|p| match url::Url::parse(p) {
+            Ok(u)
+                if matches!(u.scheme(), "http" | "https")
+                    && u.host().is_some()
+                    && u.query().is_none()
+                    && u.fragment().is_none()
+                    && u.username().is_empty() =>
+            {
+                Some(p.trim_end_matches('/').to_owned())
+            }
+            _ => {
+                problems.push(format!(
+                "listen.public_url: {p:?} is not an absolute http(s) URL without query or fragment"
+            ));
+                None
+            }
+        });
+    Listen {
+        proxy,
+        admin,
+        public_url,
+    }
+}
+
+/// Data classes and similar labels: short lowercase tokens.
+fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes().all(|c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'-' | b'_' | b'.')
+        })
+}
+
+pub(super) fn policy(raw: &RawPolicy, problems: &mut Vec<String>) -> Policy {
+    if !is_token(&raw.default_data_class) {
+        problems.push(format!(
+            "policy.default_data_class: {:?} must be a lowercase token [a-z0-9._-]",
+            raw.default_data_class
+        ));
+    }
+    Policy {
+        default_data_class: raw.default_data_class.clone(),
+    }
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && s != "."
+        && s != ".."
+}
+
+pub(super) fn integrations(
+    raws: &[RawIntegration],
+    client: &RawClient,
+    known_extensions: &[String],
+    base: &Path,
+    problems: &mut Vec<String>,
+) -> Vec<Integration> {
+    let mut out: Vec<Integration> = Vec::new();
+    for (i, r) in raws.iter().enumerate() {
+        let at = if is_name(&r.name) {
+            format!("integrations[{i}] ({})", r.name)
+        } else {
+            problems.push(format!(
+                "integrations[{i}].name: {:?} must be 1..=64 characters of [A-Za-z0-9._-]",
+                r.name
+            ));
+            format!("integrations[{i}]")
+        };
+        if out.iter().any(|o| o.name == r.name) {
+            problems.push(format!(
+                "{at}.name: duplicate integration name {:?}",
+                r.name
+            ));
+        }
+        let mut origins = Vec::new();
+        for o in &r.origins {
+            match normalize_origin(o) {
+                Some(n) if n.starts_with("http://") && !client.allow_plain_http => {
+                    problems.push(format!(
+                        "{at}.origins: {o:?} is plain http but [client] allow_plain_http is false"
+                    ))
+                }
+                Some(n) => {
+                    if !origins.contains(&n) {
+                        origins.push(n)
+                    }
+                }
+                None => problems.push(format!(
+                    "{at}.origins: {o:?} is not a scheme://host[:port] origin"
+                )),
+            }
+        }
+        if r.origins.is_empty() {
+            problems.push(format!(
+                "{at}.origins: must list at least one approved origin"
+            ));
+        }
+        match url::Url::parse(&r.card) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
+                if u.scheme() == "http" && !client.allow_plain_http {
+                    problems.push(format!(
+                        "{at}.card: {:?} is plain http but [client] allow_plain_http is false",
+                        r.card
+                    ));
+                }
+                let o = u.origin().ascii_serialization();
+                if !r.origins.is_empty() && !origins.contains(&o) {
+                    problems.push(format!(
+                        "{at}.card: origin {o} is not in this integration's origins"
+                    ));
+                }
+            }
+            _ => problems.push(format!(
+                "{at}.card: {:?} is not an absolute http(s) URL",
+                r.card
+            )),
+        }
+        let binding = r.binding.as_ref().and_then(|b| {
+            let parsed = Binding::from_wire(b);
+            if parsed.is_none() {
+                problems.push(format!(
+                    "{at}.binding: {b:?} is not \"JSONRPC\" or \"HTTP+JSON\""
+                ));
+            }
+            parsed
+        });
+        if let Some(b) = binding
+            && !client.bindings.iter().any(|c| c == b.as_str())
+        {
+            problems.push(format!("{at}.binding: {b} is not in [client] bindings"));
+        }
+        if let Some(v) = &r.version {
+            if !is_major_minor(v) {
+                problems.push(format!(
+                    "{at}.version: {v:?} is not Major.Minor (e.g. \"1.0\")"
+                ));
+            } else if !client.versions.contains(v) {
+                problems.push(format!("{at}.version: {v} is not in [client] versions"));
+            }
+        }
+        if r.skills.is_empty() {
+            problems.push(format!(
+                "{at}.skills: must list at least one accepted skill id"
+            ));
+        }
+        if r.skills.iter().any(|s| s.is_empty()) {
+            problems.push(format!("{at}.skills: skill ids must not be empty"));
+        }
+        if r.data_classes.is_empty() {
+            problems.push(format!(
+                "{at}.data_classes: must list at least one allowed data class"
+            ));
+        }
+        for d in &r.data_classes {
+            if !is_token(d) {
+                problems.push(format!(
+                    "{at}.data_classes: {d:?} must be a lowercase token [a-z0-9._-]"
+                ));
+            }
+        }
+        for e in &r.extensions {
+            if !known_extensions.contains(e) {
+                problems.push(format!(
+                    "{at}.extensions: {e:?} is not in [client] extensions, so it cannot be activated"
+                ));
+            }
+        }
+        if let Some(t) = &r.tenant
+            && (t.is_empty() || t.len() > 256 || t.chars().any(|c| c.is_control() || c == '/'))
+        {
+            problems.push(format!(
+                "{at}.tenant: must be 1..=256 characters without '/' or control characters"
+            ));
+        }
+        let credential = match &r.credential {
+            None | Some(RawCredential::None) => Credential::None,
+            Some(RawCredential::PassThrough) => Credential::PassThrough,
+            Some(RawCredential::Bearer { env, file }) => match (env, file) {
+                (Some(e), None) if !e.is_empty() && !e.contains('=') => {
+                    Credential::Bearer(SecretSource::Env(e.clone()))
+                }
+                (None, Some(f)) => Credential::Bearer(SecretSource::File(base.join(f))),
+                _ => {
+                    problems.push(format!(
+                        "{at}.credential: a bearer credential names exactly one of env = \"VAR\" or file = \"path\""
+                    ));
+                    Credential::None
+                }
+            },
+        };
+        let max_body_bytes = r.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        if max_body_bytes == 0 || max_body_bytes > MAX_MAX_BODY_BYTES {
+            problems.push(format!(
+                "{at}.max_body_bytes: {max_body_bytes} is outside 1..={MAX_MAX_BODY_BYTES}"
+            ));
+        }
+        let mut skills = r.skills.clone();
+        skills.dedup();
+        let mut data_classes = r.data_classes.clone();
+        data_classes.sort();
+        data_classes.dedup();
+        let mut extensions = r.extensions.clone();
+        extensions.sort();
+        extensions.dedup();
+        out.push(Integration {
+            name: r.name.clone(),
+            card: r.card.clone(),
+            origins,
+            binding,
+            version: r.version.clone(),
+            skills,
+            scopes: r.scopes.clone(),
+            data_classes,
+            streaming: r.streaming,
+            extensions,
+            tenant: r.tenant.clone(),
+            credential,
+            max_body_bytes,
+            ca_file: r.ca_file.as_ref().map(|f| base.join(f)),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Config, ConfigError, Credential, SecretSource, StreamingMode};
+    use std::path::Path;
+
+    const GOOD: &str = r#"
+[listen]
+proxy = "127.0.0.1:0"
+admin = "127.0.0.1:0"
+public_url = "http://gw.local:7411/"
+[client]
+bindings = ["JSONRPC", "HTTP+JSON"]
+versions = ["1.0"]
+extensions = ["https://example.com/ext/trace/v1"]
+allow_plain_http = true
+[policy]
+default_data_class = "internal"
+[[integrations]]
+name = "echo"
+card = "http://127.0.0.1:7400/.well-known/agent-card.json"
+origins = ["http://127.0.0.1:7400"]
+skills = ["echo"]
+data_classes = ["public", "internal"]
+streaming = "preferred"
+extensions = ["https://example.com/ext/trace/v1"]
+credential = { type = "bearer", env = "ECHO_TOKEN" }
+[[integrations]]
+name = "pricing"
+card = "http://127.0.0.1:7401/.well-known/agent-card.json"
+origins = ["http://127.0.0.1:7401"]
+skills = ["quote"]
+data_classes = ["public"]
+streaming = "required"
+credential = { type = "bearer", file = "secrets/pricing.token" }
+max_body_bytes = 4096
+ca_file = "ca.pem"
+tenant = "acme"
+"#;
+
+    #[test]
+    fn issue_example_parses_with_every_table() {
+        let c = Config::parse(GOOD, Path::new("/etc/gw/gateway.toml")).unwrap();
+        assert_eq!(c.listen.public_url.as_deref(), Some("http://gw.local:7411"));
+        assert_eq!(c.policy.default_data_class, "internal");
+        assert_eq!(c.integrations.len(), 2);
+        let e = &c.integrations[0];
+        assert_eq!(e.origins, vec!["http://127.0.0.1:7400".to_string()]);
+        assert_eq!(e.streaming, StreamingMode::Preferred);
+        assert_eq!(
+            e.credential,
+            Credential::Bearer(SecretSource::Env("ECHO_TOKEN".into()))
+        );
+        assert_eq!(e.max_body_bytes, super::DEFAULT_MAX_BODY_BYTES);
+        let p = &c.integrations[1];
+        assert_eq!(p.streaming, StreamingMode::Required);
+        assert_eq!(
+            p.credential,
+            Credential::Bearer(SecretSource::File("/etc/gw/secrets/pricing.token".into()))
+        );
+        assert_eq!(p.ca_file.as_deref(), Some(Path::new("/etc/gw/ca.pem")));
+        assert_eq!(p.tenant.as_deref(), Some("acme"));
+        assert!(p.origin_allowed("http://127.0.0.1:7401/a2a"));
+        assert!(!p.origin_allowed("http://127.0.0.1:7402/a2a"));
+    }
+
+    #[test]
+    fn every_integration_problem_is_reported() {
+        let bad = r#"
+[listen]
+proxy = "nope"
+[client]
+allow_plain_http = false
+[policy]
+default_data_class = "Internal"
+[[integrations]]
+name = "a/b"
+card = "http://127.0.0.1:7400/card"
+origins = ["http://127.0.0.1:7400/path"]
+skills = []
+data_classes = []
+streaming = "preferred"
+extensions = ["https://unknown.example/ext"]
+credential = { type = "bearer", env = "A", file = "b" }
+max_body_bytes = 0
+binding = "GRPC"
+version = "1"
+[[integrations]]
+name = "x"
+card = "https://b.example/card"
+origins = ["https://a.example"]
+skills = ["s"]
+data_classes = ["public"]
+[[integrations]]
+name = "x"
+card = "https://a.example/card"
+origins = ["https://a.example"]
+skills = ["s"]
+data_classes = ["public"]
+"#;
+        let err = Config::parse(bad, Path::new("g.toml")).unwrap_err();
+        let ConfigError::Invalid { problems, .. } = &err else {
+            panic!("expected Invalid, got {err}")
+        };
+        let all = problems.join("\n");
+        for needle in [
+            "listen.proxy",
+            "policy.default_data_class",
+            "integrations[0].name",
+            "integrations[0].origins",
+            "integrations[0].card",
+            "integrations[0].skills",
+            "integrations[0].data_classes",
+            "integrations[0].extensions",
+            "integrations[0].credential",
+            "integrations[0].max_body_bytes",
+            "integrations[0].binding",
+            "integrations[0].version",
+            "integrations[1] (x).card: origin https://b.example",
+            "integrations[2] (x).name: duplicate",
+        ] {
+            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+    }
+
+    #[test]
+    fn unknown_integration_key_and_bad_streaming_value_are_parse_errors() {
+        let e = Config::parse(
+            "[[integrations]]\nname=\"a\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\"]\ndata_classes=[\"p\"]\nstreaming=\"maybe\"\n",
+            Path::new("g.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("maybe") || e.contains("streaming"), "{e}");
+        let e = Config::parse(
+            "[[integrations]]\nname=\"a\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\"]\ndata_classes=[\"p\"]\nsecret=\"x\"\n",
+            Path::new("g.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn pass_through_and_none_credentials() {
+        let c = Config::parse(
+            "[[integrations]]\nname=\"a\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\"]\ndata_classes=[\"p\"]\ncredential={type=\"pass-through\"}\n[[integrations]]\nname=\"b\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\"]\ndata_classes=[\"p\"]\ncredential={type=\"none\"}\n",
+            Path::new("g.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.integrations[0].credential, Credential::PassThrough);
+        assert_eq!(c.integrations[1].credential, Credential::None);
+        assert_eq!(c.listen.proxy.to_string(), "127.0.0.1:7411");
+        assert_eq!(c.listen.admin.to_string(), "127.0.0.1:7412");
+    }
+}

@@ -1,0 +1,658 @@
+//! The runtime state every request reads: an immutable [`Snapshot`] behind arc-swap, and the
+//! stale-mark channel from the data plane to the control plane (no I/O).
+//!
+//! A request loads one `Arc<Snapshot>` in `early_request_filter` and uses it to the end, through
+//! any retry, so no request ever mixes two profile versions. Changes (a new profile, a runtime
+//! override after a refused stream, a blocked verdict) build a new `Snapshot` and swap it in whole
+//! ([`Store::rcu`]); readers never see a half-built state.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use arc_swap::ArcSwap;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::config::Integration;
+use crate::profile::Profile;
+use crate::proxy::upstream::Upstream;
+
+/// Most evidence records kept per integration (oldest dropped first).
+pub const MAX_EVIDENCE: usize = 32;
+
+/// Whether an integration can take traffic, and why not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Status {
+    /// No verdict yet (first fetch not finished).
+    Pending,
+    /// A usable profile is loaded.
+    Usable,
+    /// No usable profile: fetch, validation or compilation failed, or the profile does not meet the
+    /// integration's contract (origin, pins, skills, credential).
+    Unusable {
+        /// Human-readable reason (logged and shown on the admin API; never a metric label).
+        reason: String,
+    },
+    /// Traffic stopped on purpose (e.g. a breaking change against the lockfile).
+    Blocked {
+        /// Human-readable reason.
+        reason: String,
+    },
+}
+
+impl Status {
+    /// Bounded label for metrics and logs.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Usable => "usable",
+            Status::Unusable { .. } => "unusable",
+            Status::Blocked { .. } => "blocked",
+        }
+    }
+}
+
+/// Agent errors that mean the profile may be wrong for this deployment (seed 000: "runtime errors are evidence").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StaleCause {
+    /// -32004 on a call the profile allowed.
+    UnsupportedOperation,
+    /// -32005.
+    ContentTypeNotSupported,
+    /// -32008.
+    ExtensionSupportRequired,
+    /// -32009.
+    VersionNotSupported,
+}
+
+impl StaleCause {
+    /// All causes (for pre-registering metric series).
+    pub const ALL: [StaleCause; 4] = [
+        StaleCause::UnsupportedOperation,
+        StaleCause::ContentTypeNotSupported,
+        StaleCause::ExtensionSupportRequired,
+        StaleCause::VersionNotSupported,
+    ];
+
+    /// Bounded label, the A2A ErrorInfo reason.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StaleCause::UnsupportedOperation => "UNSUPPORTED_OPERATION",
+            StaleCause::ContentTypeNotSupported => "CONTENT_TYPE_NOT_SUPPORTED",
+            StaleCause::ExtensionSupportRequired => "EXTENSION_SUPPORT_REQUIRED",
+            StaleCause::VersionNotSupported => "VERSION_NOT_SUPPORTED",
+        }
+    }
+
+    /// The cause for an A2A error code, if the code means "the profile may be stale".
+    /// -32004 is included; the caller decides whether the call was one the profile allowed.
+    pub fn from_code(code: i64) -> Option<StaleCause> {
+        match code {
+            -32004 => Some(StaleCause::UnsupportedOperation),
+            -32005 => Some(StaleCause::ContentTypeNotSupported),
+            -32008 => Some(StaleCause::ExtensionSupportRequired),
+            -32009 => Some(StaleCause::VersionNotSupported),
+            _ => None,
+        }
+    }
+
+    /// The cause for an A2A `ErrorInfo.reason` (HTTP+JSON errors carry no JSON-RPC code).
+    pub fn from_reason(reason: &str) -> Option<StaleCause> {
+        Self::ALL.into_iter().find(|c| c.as_str() == reason)
+    }
+}
+
+/// One "this profile may be stale" signal from the data plane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleMark {
+    /// Integration name.
+    pub integration: String,
+    /// Which agent error was seen.
+    pub cause: StaleCause,
+    /// When.
+    pub at: SystemTime,
+}
+
+/// Sending half of the stale-mark channel (bounded; the data plane never waits on it).
+pub type StaleSender = mpsc::Sender<StaleMark>;
+/// Receiving half, consumed by the control plane.
+pub type StaleReceiver = mpsc::Receiver<StaleMark>;
+
+/// The stale-mark channel. Bounded so an error storm cannot grow memory: the data plane uses
+/// `try_send` and counts what it drops (one queued mark per integration is enough to trigger a refresh).
+pub fn stale_channel(capacity: usize) -> (StaleSender, StaleReceiver) {
+    mpsc::channel(capacity)
+}
+
+/// What kind of runtime observation an evidence record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceKind {
+    /// The agent refused a streaming call with UnsupportedOperationError although the card claims streaming.
+    StreamingRefused,
+    /// After a refused stream, the same request as `SendMessage` succeeded (streaming forced off).
+    StreamingDowngradeVerified,
+    /// The agent answered with an error that marks the profile stale.
+    StaleError(StaleCause),
+}
+
+/// A timestamped runtime observation (seed 000: record results with a timestamp as evidence).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Evidence {
+    /// When it was observed.
+    pub at: SystemTime,
+    /// What was observed.
+    pub kind: EvidenceKind,
+    /// Short gateway-written detail (never agent-supplied text).
+    pub detail: String,
+}
+
+/// Runtime overrides of the compiled profile, valid until the next refresh replaces the state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Overrides {
+    /// Streaming is treated as off (the agent refused a stream the card claimed).
+    pub streaming_off: bool,
+}
+
+/// Everything the data plane needs about one integration, immutable once built.
+#[derive(Debug, Clone)]
+pub struct IntegrationState {
+    /// The validated `[[integrations]]` entry.
+    pub integration: Arc<Integration>,
+    /// The current compiled profile (may be present while unusable, to explain why).
+    pub profile: Option<Arc<Profile>>,
+    /// Usable, unusable, blocked or pending.
+    pub status: Status,
+    /// Extension URIs the card marks `required` (all known to the client when the profile is usable);
+    /// activated on every call together with the integration's optional ones.
+    pub required_extensions: Vec<String>,
+    /// The prepared upstream (address, TLS, credential); present exactly when `status` is usable.
+    pub upstream: Option<Arc<Upstream>>,
+    /// Runtime overrides.
+    pub overrides: Overrides,
+    /// Recent evidence, oldest first, at most [`MAX_EVIDENCE`].
+    pub evidence: Vec<Evidence>,
+    /// When this profile (not the overrides) was installed.
+    pub installed_at: SystemTime,
+    /// How current the profile is (maintained by the control plane's refresh).
+    pub freshness: Freshness,
+}
+
+/// How current an integration's profile is: set by `control::refresh`, shown on the admin API.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Freshness {
+    /// Served from the last-known-good file on disk; no fetch has confirmed it since start.
+    pub unrevalidated: bool,
+    /// When a fetch (200 or 304) last confirmed the card.
+    pub validated_at: Option<SystemTime>,
+    /// The last refresh failed; the profile is the last good one.
+    pub degraded: Option<Degraded>,
+    /// The extended card's verdict for this integration's credential, when one was asked for.
+    pub extended: Option<ExtendedCardStatus>,
+}
+
+/// A refresh failure kept beside the last good profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Degraded {
+    /// Why the last refresh failed (gateway-written; never a metric label).
+    pub reason: String,
+    /// When the first of the consecutive failures happened.
+    pub since: SystemTime,
+    /// Consecutive failures.
+    pub failures: u32,
+}
+
+/// What became of `GetExtendedAgentCard` for the integration's credential.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExtendedCardStatus {
+    /// `sha256:<hex>` of the credential (never the secret).
+    pub identity: String,
+    /// The extended card replaced the public one in the profile.
+    pub used: bool,
+    /// Why the public card is used instead (`unsupported_operation`, `not_configured`, or an error).
+    pub fallback: Option<String>,
+    /// When it was decided.
+    pub at: SystemTime,
+}
+
+impl IntegrationState {
+    /// An integration with no verdict yet.
+    pub fn pending(integration: Arc<Integration>) -> Self {
+        IntegrationState {
+            integration,
+            profile: None,
+            status: Status::Pending,
+            required_extensions: Vec::new(),
+            upstream: None,
+            overrides: Overrides::default(),
+            evidence: Vec::new(),
+            installed_at: SystemTime::now(),
+            freshness: Freshness::default(),
+        }
+    }
+
+    /// An integration without a usable profile, for `reason` (fetch, validation or compile failure).
+    pub fn unusable(
+        integration: Arc<Integration>,
+        profile: Option<Arc<Profile>>,
+        reason: impl Into<String>,
+    ) -> Self {
+        IntegrationState {
+            status: Status::Unusable {
+                reason: reason.into(),
+            },
+            profile,
+            ..Self::pending(integration)
+        }
+    }
+
+    /// Builds the state for a freshly compiled profile, checking it against the integration's
+    /// contract (pure). `card` is the validated card JSON (for the `required` flags of extensions);
+    /// `upstream` is the result of [`Upstream::prepare`] for the profile's interface.
+    pub fn from_profile(
+        integration: Arc<Integration>,
+        profile: Profile,
+        card: &serde_json::Value,
+        upstream: Result<Upstream, String>,
+    ) -> Self {
+        let profile = Arc::new(profile);
+        if let Err(reason) = check_contract(&integration, &profile) {
+            return Self::unusable(integration, Some(profile), reason);
+        }
+        let upstream = match upstream {
+            Ok(u) => Arc::new(u),
+            Err(reason) => return Self::unusable(integration, Some(profile), reason),
+        };
+        let required_extensions = required_extensions(card)
+            .into_iter()
+            .filter(|u| profile.extensions.contains(u))
+            .collect();
+        IntegrationState {
+            integration,
+            profile: Some(profile),
+            status: Status::Usable,
+            required_extensions,
+            upstream: Some(upstream),
+            overrides: Overrides::default(),
+            evidence: Vec::new(),
+            installed_at: SystemTime::now(),
+            freshness: Freshness::default(),
+        }
+    }
+
+    /// The usable profile and upstream, or `None`.
+    pub fn usable(&self) -> Option<(&Profile, &Upstream)> {
+        match (&self.status, &self.profile, &self.upstream) {
+            (Status::Usable, Some(p), Some(u)) => Some((p, u)),
+            _ => None,
+        }
+    }
+
+    /// Whether streaming may be used upstream: the profile claims it, no runtime override turned it
+    /// off, and the integration does not forbid it.
+    pub fn streaming_allowed(&self) -> bool {
+        self.profile.as_ref().is_some_and(|p| p.streaming)
+            && !self.overrides.streaming_off
+            && self.integration.streaming != crate::config::StreamingMode::Off
+    }
+
+    /// Extensions activated on every call: the card's required ones plus the integration's optional
+    /// ones that the profile knows, sorted and deduplicated.
+    pub fn activated_extensions(&self) -> Vec<String> {
+        let Some(p) = &self.profile else {
+            return Vec::new();
+        };
+        let mut v: Vec<String> = p
+            .extensions
+            .iter()
+            .filter(|e| {
+                self.required_extensions.contains(e) || self.integration.extensions.contains(e)
+            })
+            .cloned()
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// A copy with one more evidence record (bounded).
+    pub fn with_evidence(&self, e: Evidence) -> Self {
+        let mut s = self.clone();
+        s.evidence.push(e);
+        if s.evidence.len() > MAX_EVIDENCE {
+            let extra = s.evidence.len() - MAX_EVIDENCE;
+            s.evidence.drain(..extra);
+        }
+        s
+    }
+}
+
+/// Extension URIs a card marks `required: true` (from `capabilities.extensions`).
+pub fn required_extensions(card: &serde_json::Value) -> Vec<String> {
+    let mut v: Vec<String> = card
+        .pointer("/capabilities/extensions")
+        .and_then(|e| e.as_array())
+        .into_iter()
+        .flatten()
+        .filter(|e| e.get("required").and_then(|r| r.as_bool()) == Some(true))
+        .filter_map(|e| e.get("uri").and_then(|u| u.as_str()).map(str::to_owned))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Checks a compiled profile against the integration contract; `Err` is the unusable reason.
+pub fn check_contract(integration: &Integration, profile: &Profile) -> Result<(), String> {
+    if !profile.usable {
+        return Err(profile
+            .reason
+            .clone()
+            .unwrap_or_else(|| "profile not usable".into()));
+    }
+    let Some(iface) = &profile.interface else {
+        return Err("profile has no interface".into());
+    };
+    if !integration.origin_allowed(&iface.url) {
+        let origin = url::Url::parse(&iface.url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_else(|_| "an unparsable URL".into());
+        return Err(format!(
+            "the card's interface origin {origin} is not in the integration's approved origins"
+        ));
+    }
+    if let Some(b) = integration.binding
+        && b != iface.binding
+    {
+        return Err(format!(
+            "binding pinned to {b} but the profile chose {}",
+            iface.binding
+        ));
+    }
+    if let Some(v) = &integration.version
+        && v != &iface.version
+    {
+        return Err(format!(
+            "protocol version pinned to {v} but the profile chose {}",
+            iface.version
+        ));
+    }
+    if !integration
+        .skills
+        .iter()
+        .any(|s| profile.skills.contains_key(s))
+    {
+        return Err(format!(
+            "none of the accepted skills ({}) is offered by the card",
+            integration.skills.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// The whole runtime state: one immutable value per version.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Increases by one on every swap.
+    pub version: u64,
+    /// Integration name → state.
+    pub integrations: BTreeMap<String, Arc<IntegrationState>>,
+}
+
+impl Snapshot {
+    /// The state of integration `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<IntegrationState>> {
+        self.integrations.get(name)
+    }
+
+    /// A copy with `name` replaced (or added), version bumped.
+    pub fn with(&self, state: IntegrationState) -> Snapshot {
+        let mut s = self.clone();
+        s.version = self.version + 1;
+        s.integrations
+            .insert(state.integration.name.clone(), Arc::new(state));
+        s
+    }
+
+    /// Whether every integration has a verdict (usable, unusable or blocked): the `/readyz` rule.
+    pub fn ready(&self) -> bool {
+        self.integrations
+            .values()
+            .all(|s| s.status != Status::Pending)
+    }
+}
+
+/// The arc-swap store holding the current [`Snapshot`].
+#[derive(Debug)]
+pub struct Store {
+    inner: ArcSwap<Snapshot>,
+}
+
+impl Store {
+    /// A store starting at `snapshot`.
+    pub fn new(snapshot: Snapshot) -> Self {
+        Store {
+            inner: ArcSwap::from_pointee(snapshot),
+        }
+    }
+
+    /// The current snapshot; hold the `Arc` for the whole request.
+    pub fn load(&self) -> Arc<Snapshot> {
+        self.inner.load_full()
+    }
+
+    /// Replaces the snapshot wholesale (its `version` is set to the previous one plus one).
+    pub fn store(&self, mut snapshot: Snapshot) {
+        self.inner.rcu(|cur| {
+            snapshot.version = cur.version + 1;
+            snapshot.clone()
+        });
+    }
+
+    /// Read-copy-update: `f` builds the next snapshot from the current one; it may run more than
+    /// once under contention, so it must be pure. The version is bumped for you.
+    pub fn rcu(&self, mut f: impl FnMut(&Snapshot) -> Snapshot) -> Arc<Snapshot> {
+        let prev = self.inner.rcu(|cur| {
+            let mut next = f(cur);
+            next.version = cur.version + 1;
+            next
+        });
+        drop(prev);
+        self.load()
+    }
+
+    /// Updates one integration's state with `f` if it exists (e.g. a runtime override), atomically.
+    pub fn update_integration(
+        &self,
+        name: &str,
+        mut f: impl FnMut(&IntegrationState) -> IntegrationState,
+    ) {
+        self.rcu(|cur| match cur.get(name) {
+            Some(s) => cur.with(f(s)),
+            None => cur.clone(),
+        });
+    }
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store::new(Snapshot::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Credential, StreamingMode};
+    use crate::profile::{Binding, Display, Interface, SkillProfile};
+
+    fn integration() -> Integration {
+        Integration {
+            name: "echo".into(),
+            card: "https://a.example/.well-known/agent-card.json".into(),
+            origins: vec!["https://a.example".into()],
+            binding: None,
+            version: None,
+            skills: vec!["echo".into()],
+            scopes: vec![],
+            data_classes: vec!["internal".into()],
+            streaming: StreamingMode::Preferred,
+            extensions: vec!["urn:opt".into()],
+            tenant: None,
+            credential: Credential::None,
+            max_body_bytes: 1024,
+            ca_file: None,
+        }
+    }
+
+    pub(crate) fn profile(url: &str) -> Profile {
+        Profile {
+            usable: true,
+            unusable: None,
+            reason: None,
+            agent_version: "1".into(),
+            card_digest: "sha256:00".into(),
+            interface: Some(Interface {
+                url: url.into(),
+                binding: Binding::JsonRpc,
+                version: "1.0".into(),
+                tenant: None,
+            }),
+            streaming: true,
+            push: false,
+            extended_card: false,
+            extensions: vec!["urn:opt".into(), "urn:other".into(), "urn:req".into()],
+            skills: [(
+                "echo".to_string(),
+                SkillProfile {
+                    input: vec!["text/plain".into()],
+                    output: vec!["text/plain".into()],
+                    security: vec![],
+                    tags: vec![],
+                },
+            )]
+            .into(),
+            display: Display::default(),
+        }
+    }
+
+    fn upstream() -> Upstream {
+        Upstream::for_tests("https://a.example/a2a")
+    }
+
+    #[test]
+    fn contract_checks_origin_pins_and_skills() {
+        let i = integration();
+        assert!(check_contract(&i, &profile("https://a.example/a2a")).is_ok());
+        let e = check_contract(&i, &profile("https://evil.example/a2a")).unwrap_err();
+        assert!(e.contains("https://evil.example"), "{e}");
+        let mut pinned = integration();
+        pinned.binding = Some(Binding::HttpJson);
+        assert!(check_contract(&pinned, &profile("https://a.example/a2a")).is_err());
+        let mut v = integration();
+        v.version = Some("1.1".into());
+        assert!(check_contract(&v, &profile("https://a.example/a2a")).is_err());
+        let mut s = integration();
+        s.skills = vec!["other".into()];
+        assert!(
+            check_contract(&s, &profile("https://a.example/a2a"))
+                .unwrap_err()
+                .contains("other")
+        );
+    }
+
+    #[test]
+    fn activated_extensions_are_required_plus_configured_optional() {
+        let card = serde_json::json!({"capabilities": {"extensions": [
+            {"uri": "urn:req", "required": true}, {"uri": "urn:opt"}, {"uri": "urn:other", "required": false}]}});
+        let s = IntegrationState::from_profile(
+            Arc::new(integration()),
+            profile("https://a.example/a2a"),
+            &card,
+            Ok(upstream()),
+        );
+        assert_eq!(s.status, Status::Usable);
+        assert_eq!(s.activated_extensions(), vec!["urn:opt", "urn:req"]);
+    }
+
+    #[test]
+    fn unusable_when_upstream_cannot_be_prepared() {
+        let s = IntegrationState::from_profile(
+            Arc::new(integration()),
+            profile("https://a.example/a2a"),
+            &serde_json::json!({}),
+            Err("credential env ECHO_TOKEN is not set".into()),
+        );
+        assert!(matches!(&s.status, Status::Unusable { reason } if reason.contains("ECHO_TOKEN")));
+        assert!(s.usable().is_none());
+    }
+
+    #[test]
+    fn streaming_override_and_mode() {
+        let s = IntegrationState::from_profile(
+            Arc::new(integration()),
+            profile("https://a.example/a2a"),
+            &serde_json::json!({}),
+            Ok(upstream()),
+        );
+        assert!(s.streaming_allowed());
+        let mut off = s.clone();
+        off.overrides.streaming_off = true;
+        assert!(!off.streaming_allowed());
+        let mut cfg_off = integration();
+        cfg_off.streaming = StreamingMode::Off;
+        let s = IntegrationState::from_profile(
+            Arc::new(cfg_off),
+            profile("https://a.example/a2a"),
+            &serde_json::json!({}),
+            Ok(upstream()),
+        );
+        assert!(!s.streaming_allowed());
+    }
+
+    #[test]
+    fn store_swaps_whole_snapshots_and_bumps_versions() {
+        let store = Store::default();
+        let first = store.load();
+        store.rcu(|s| s.with(IntegrationState::pending(Arc::new(integration()))));
+        let second = store.load();
+        assert_eq!(first.version + 1, second.version);
+        assert!(first.get("echo").is_none(), "an old snapshot never changes");
+        assert!(!second.ready());
+        store.update_integration("echo", |s| {
+            IntegrationState::unusable(s.integration.clone(), None, "x")
+        });
+        assert!(store.load().ready());
+        assert_eq!(store.load().version, second.version + 1);
+    }
+
+    #[test]
+    fn evidence_is_bounded() {
+        let mut s = IntegrationState::pending(Arc::new(integration()));
+        for i in 0..(MAX_EVIDENCE + 5) {
+            s = s.with_evidence(Evidence {
+                at: SystemTime::now(),
+                kind: EvidenceKind::StreamingRefused,
+                detail: i.to_string(),
+            });
+        }
+        assert_eq!(s.evidence.len(), MAX_EVIDENCE);
+        assert_eq!(s.evidence[0].detail, "5");
+    }
+
+    #[test]
+    fn stale_causes_map_codes_and_reasons() {
+        assert_eq!(
+            StaleCause::from_code(-32009),
+            Some(StaleCause::VersionNotSupported)
+        );
+        assert_eq!(StaleCause::from_code(-32001), None);
+        assert_eq!(
+            StaleCause::from_reason("EXTENSION_SUPPORT_REQUIRED"),
+            Some(StaleCause::ExtensionSupportRequired)
+        );
+    }
+}

@@ -1,0 +1,149 @@
+//! The official-SDK test agent (`tests/peers/sdk_agent.py`, a2a-sdk 1.3.0) as a Rust handle
+//! (spawns Python, talks to it over loopback HTTP).
+
+use std::net::SocketAddr;
+use std::process::Command;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::ChildGuard;
+
+/// Startup deadline: the agent serves in ≈0.5 s; generous for a loaded 2-core CI machine.
+const START_DEADLINE: Duration = Duration::from_secs(30);
+
+/// A running `sdk_agent.py`, killed on drop. Interfaces live at `{base_url}/jsonrpc` (JSON-RPC)
+/// and `{base_url}/rest` (HTTP+JSON); which of them the card lists is chosen by `--binding`.
+pub struct SdkAgent {
+    /// The process guard (stderr tail, pid, …).
+    pub process: ChildGuard,
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    pub base_url: String,
+    /// `http://127.0.0.1:PORT/.well-known/agent-card.json`.
+    pub card_url: String,
+}
+
+/// One request as the agent recorded it (`GET /_test/seen`). Header values are as received
+/// (several header lines joined with ", "); `None` when absent.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Seen {
+    /// Request path, e.g. `/jsonrpc`, `/rest/t1/message:send`, `/.well-known/agent-card.json`.
+    pub path: String,
+    /// HTTP method.
+    pub http_method: String,
+    /// JSON-RPC `method` when the request went to the JSON-RPC interface.
+    pub rpc_method: Option<String>,
+    /// HTTP+JSON route without the tenant, e.g. `POST /message:send`, `GET /tasks/abc`.
+    pub rest_route: Option<String>,
+    /// The tenant: JSON-RPC `params.tenant`, or the REST path prefix.
+    pub tenant: Option<String>,
+    /// `A2A-Version` header.
+    pub a2a_version: Option<String>,
+    /// `A2A-Extensions` header.
+    pub a2a_extensions: Option<String>,
+    /// `Authorization` header.
+    pub authorization: Option<String>,
+    /// `Content-Type` header.
+    pub content_type: Option<String>,
+    /// The request body as JSON (a string if it was not JSON, `null` if empty).
+    pub body: serde_json::Value,
+}
+
+impl Seen {
+    /// Whether this was a card fetch rather than an A2A call.
+    pub fn is_card_fetch(&self) -> bool {
+        self.path == "/.well-known/agent-card.json"
+    }
+}
+
+impl SdkAgent {
+    /// Starts the agent with `args` (see `sdk_agent.py --help`, e.g. `["--binding", "both",
+    /// "--tenant", "t1"]`) and waits until it listens. Panics with its stderr if it cannot start.
+    pub fn start(args: &[&str]) -> SdkAgent {
+        let mut cmd = Command::new(super::python());
+        cmd.arg(super::repo_root().join("tests/peers/sdk_agent.py"))
+            .arg("--exit-on-stdin-eof")
+            .args(args)
+            .env("PYTHONUNBUFFERED", "1");
+        let process = ChildGuard::spawn("sdk_agent.py", cmd, START_DEADLINE);
+        let addr = process.addr();
+        let card_url = process.first()["card_url"]
+            .as_str()
+            .expect("sdk_agent.py announces card_url")
+            .to_owned();
+        SdkAgent {
+            addr,
+            base_url: format!("http://{addr}"),
+            card_url,
+            process,
+        }
+    }
+
+    /// The JSON-RPC interface URL.
+    pub fn jsonrpc_url(&self) -> String {
+        format!("{}/jsonrpc", self.base_url)
+    }
+
+    /// The HTTP+JSON interface URL (routes and `/{tenant}` are appended to it).
+    pub fn rest_url(&self) -> String {
+        format!("{}/rest", self.base_url)
+    }
+
+    /// The card as the agent serves it.
+    pub async fn card(&self) -> serde_json::Value {
+        let resp = super::http()
+            .get(&self.card_url)
+            .header("A2A-Version", "1.0")
+            .send()
+            .await
+            .expect("fetching the agent card");
+        assert!(
+            resp.status().is_success(),
+            "card fetch: HTTP {}",
+            resp.status()
+        );
+        resp.json().await.expect("card is JSON")
+    }
+
+    /// Every request the agent received since start (or the last [`reset`](Self::reset)), in order.
+    pub async fn seen(&self) -> Vec<Seen> {
+        let resp = super::http()
+            .get(format!("{}/_test/seen", self.base_url))
+            .send()
+            .await
+            .expect("GET /_test/seen");
+        assert!(
+            resp.status().is_success(),
+            "/_test/seen: HTTP {}",
+            resp.status()
+        );
+        resp.json()
+            .await
+            .expect("/_test/seen is a JSON list of requests")
+    }
+
+    /// The recorded A2A calls only (card fetches left out).
+    pub async fn seen_calls(&self) -> Vec<Seen> {
+        self.seen()
+            .await
+            .into_iter()
+            .filter(|s| !s.is_card_fetch())
+            .collect()
+    }
+
+    /// Forgets the recorded requests.
+    pub async fn reset(&self) {
+        let resp = super::http()
+            .post(format!("{}/_test/reset", self.base_url))
+            .send()
+            .await
+            .expect("POST /_test/reset");
+        assert!(
+            resp.status().is_success(),
+            "/_test/reset: HTTP {}",
+            resp.status()
+        );
+    }
+}
