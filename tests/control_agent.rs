@@ -307,3 +307,50 @@ async fn two_credentials_see_their_own_extended_cards() {
     assert!(!public["skills"].to_string().contains("reconcile-invoice"));
     h.shutdown();
 }
+
+#[tokio::test]
+async fn the_extended_card_over_http_json() {
+    let dir = tempfile::tempdir().unwrap();
+    // Only the HTTP+JSON interface: GetExtendedAgentCard is `GET {url}/extendedAgentCard`.
+    let text = registry_text().replacen(
+        "[[agent.interfaces]]           # preference order: JSON-RPC first\nbinding = \"JSONRPC\"\npath = \"/a2a/jsonrpc\"\nprotocol_version = \"1.0\"\n",
+        "",
+        1,
+    );
+    let reg = RefAgent::write_registry(dir.path(), "registry.toml", &text);
+    let agent = RefAgent::start(&reg, &RefAgent::demo_envs());
+    std::fs::write(dir.path().join("partner.token"), PARTNER_TOKEN).unwrap();
+    let integrations = format!(
+        "{}credential = {{ type = \"bearer\", file = \"partner.token\" }}\n",
+        ECHO.replace("name = \"echo\"", "name = \"partner\""),
+    );
+    let h = start(gateway_config(
+        dir.path(),
+        &agent,
+        "min = \"1h\"",
+        &integrations,
+    ));
+    until(&h, "partner", "usable over HTTP+JSON", |p, s| {
+        *s == Status::Usable
+            && p.interface
+                .as_ref()
+                .is_some_and(|i| i.binding == a2a_egress::profile::Binding::HttpJson)
+    })
+    .await;
+    let snap = h.store().load();
+    let s = snap.get("partner").unwrap();
+    assert!(
+        s.freshness.extended.as_ref().is_some_and(|e| e.used),
+        "{:?}",
+        s.freshness.extended
+    );
+    assert!(
+        s.profile
+            .as_ref()
+            .unwrap()
+            .skills
+            .contains_key("reconcile-invoice")
+    );
+
+    h.shutdown();
+}
