@@ -3,5 +3,24 @@
 //! The flow is always `validate` (bytes → [`ValidatedCard`], may read trusted key files) then
 //! `compile` (pure: [`ValidatedCard`] + client capabilities → [`crate::profile::Profile`]).
 //! Nothing downstream reads raw card JSON.
+//!
+//! Public API (stable; other modules build on it):
+//! - [`validate`]`(bytes: &[u8], policy: &CardPolicy, origin: Option<&str>) -> Result<ValidatedCard, CardErrors>`:
+//!   every rule of [`validate`](mod@validate) (size first, then JSON, duplicate keys, 0.3 detection,
+//!   REQUIRED fields and types, URLs, ids, limits, signatures). On failure, [`CardErrors`] lists
+//!   every problem, each a [`CardError`] whose message starts with the JSON path of the field
+//!   (`supportedInterfaces[1].url: …`). `origin` (`scheme://host[:port]`, where the card was
+//!   fetched) scopes which trusted keys may verify its signatures.
+//! - [`compile`]`(&ValidatedCard, &ClientCaps) -> Profile`: seed 000's rules, pure.
+//! - [`wire::read_bounded`]: read a card from a stream without buffering more than the limit + 1 byte.
+//!
+//! [`CardPolicy`]: crate::config::CardPolicy
 
 pub mod canonical;
+pub mod compile;
+pub mod sanitize;
+pub mod validate;
+pub mod wire;
+
+pub use compile::compile;
+pub use validate::{CardError, CardErrors, CardWarning, SignatureStatus, ValidatedCard, validate};

@@ -1,11 +1,27 @@
 //! The `a2a-egress` command line (clap); the only place besides `main` that uses `anyhow`.
+//!
+//! Output conventions: results (the profile JSON, `valid sha256:…`) go to stdout; problems go to
+//! stderr, one per line, each starting with the JSON path (or config key) it is about. Exit codes:
+//! 0 success, [`EXIT_INVALID`] (65) for an invalid card, [`EXIT_USAGE`] (64) for a bad config or
+//! command line, 1 for I/O failures.
 
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+
+use crate::card;
+use crate::config::{CardPolicy, ClientCaps, Config};
 
 /// Exit code for an invalid input document (sysexits EX_DATAERR).
 pub const EXIT_INVALID: u8 = 65;
+/// Exit code for a bad command line or configuration (sysexits EX_USAGE).
+pub const EXIT_USAGE: u8 = 64;
+
+/// The config file used when `--config` is not given and this file exists.
+pub const DEFAULT_CONFIG: &str = "config/gateway.toml";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -19,11 +35,110 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Validates an Agent Card (size, JSON, A2A 1.0 structure, URLs, signatures); prints each problem.
+    ///
+    /// Exit 0 if valid (stdout: `valid <card_digest>`; warnings on stderr), 65 if invalid (stderr:
+    /// one problem per line, each starting with the JSON path of the field).
+    Validate(CardArgs),
+    /// Validates and compiles an Agent Card; prints the compiled profile as JSON on stdout.
+    ///
+    /// Exit 0 (even for a profile with `usable: false`: the card itself is valid), 65 if the card is invalid.
+    Compile(CardArgs),
+}
+
+#[derive(Debug, Args)]
+struct CardArgs {
+    /// The card: a file path, or `-` for stdin.
+    card: String,
+    /// Config file with the `[client]` table [default: config/gateway.toml if it exists, else built-in defaults].
+    #[arg(long, short = 'c')]
+    config: Option<PathBuf>,
+    /// Origin (`https://host[:port]`) the card came from; selects which trusted keys may verify its signatures.
+    #[arg(long)]
+    origin: Option<String>,
+}
 
 /// Parses the command line, runs the command and maps its outcome to an exit code.
-// `Command` has no variants yet, so rustc sees the parse as diverging; goes away with the first subcommand.
-#[allow(unreachable_code)]
 pub fn main() -> ExitCode {
-    match Cli::parse().command {}
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Validate(a) => card_command(&a, false),
+        Command::Compile(a) => card_command(&a, true),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Loads `--config`, or the default file if present, or built-in defaults.
+fn load_config(
+    explicit: Option<&Path>,
+) -> Result<(ClientCaps, CardPolicy), crate::config::ConfigError> {
+    let path = match explicit {
+        Some(p) => Some(p.to_owned()),
+        None => Some(PathBuf::from(DEFAULT_CONFIG)).filter(|p| p.exists()),
+    };
+    match path {
+        Some(p) => Config::load(&p).map(|c| (c.caps, c.card_policy)),
+        None => Ok((ClientCaps::default(), CardPolicy::default())),
+    }
+}
+
+fn card_command(a: &CardArgs, compile: bool) -> anyhow::Result<ExitCode> {
+    let (caps, policy) = match load_config(a.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(EXIT_USAGE));
+        }
+    };
+    let origin = match a.origin.as_deref() {
+        None => None,
+        Some(o) => match crate::config::normalize_origin(o) {
+            Some(o) => Some(o),
+            None => {
+                eprintln!("--origin: {o:?} is not a scheme://host[:port] origin");
+                return Ok(ExitCode::from(EXIT_USAGE));
+            }
+        },
+    };
+    // Read at most limit + 1 bytes: an oversized card is refused without buffering it whole.
+    let bytes = if a.card == "-" {
+        card::wire::read_bounded(std::io::stdin().lock(), policy.max_card_bytes)
+            .context("reading the card from stdin")?
+    } else {
+        let f = std::fs::File::open(&a.card).with_context(|| format!("opening {}", a.card))?;
+        card::wire::read_bounded(f, policy.max_card_bytes)
+            .with_context(|| format!("reading {}", a.card))?
+    };
+    let validated = match card::validate(&bytes, &policy, origin.as_deref()) {
+        Ok(v) => v,
+        Err(errors) => {
+            let mut err = std::io::stderr().lock();
+            for e in errors.iter() {
+                writeln!(err, "{e}")?;
+            }
+            return Ok(ExitCode::from(EXIT_INVALID));
+        }
+    };
+    {
+        let mut err = std::io::stderr().lock();
+        for w in validated.warnings() {
+            writeln!(err, "warning: {w}")?;
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    if compile {
+        let profile = card::compile(&validated, &caps);
+        serde_json::to_writer_pretty(&mut out, &profile)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "valid {}", validated.digest())?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

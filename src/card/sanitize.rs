@@ -1,0 +1,143 @@
+//! Sanitising provider-written text before it is shown to a planner or an operator (pure).
+//!
+//! Card strings are a prompt-injection channel (seed 000, "Treat card content as untrusted input").
+//! The rule, applied to every string in [`crate::profile::Display`] and to skill tags:
+//! 1. remove control characters (Unicode Cc other than whitespace) and invisible format
+//!    characters: bidi embeddings/overrides/isolates and marks, zero-width space/joiners, word joiner
+//!    and invisible operators, BOM, soft hyphen, interlinear annotation marks, variation selectors,
+//!    and the Unicode "tag" block (U+E0000–U+E007F, used to smuggle invisible text);
+//! 2. fold every run of whitespace (including newlines and tabs) into one space, and trim;
+//! 3. cut to a fixed number of characters; a cut string ends with `…` (counted in the limit).
+
+/// Longest card or skill `name` kept, in characters.
+pub const MAX_NAME_CHARS: usize = 128;
+/// Longest card `description` kept, in characters.
+pub const MAX_CARD_DESCRIPTION_CHARS: usize = 2048;
+/// Longest skill `description` kept, in characters.
+pub const MAX_SKILL_DESCRIPTION_CHARS: usize = 1024;
+/// Longest example kept, in characters.
+pub const MAX_EXAMPLE_CHARS: usize = 512;
+/// Most examples kept per skill (the rest are dropped).
+pub const MAX_EXAMPLES: usize = 10;
+/// Longest tag kept, in characters.
+pub const MAX_TAG_CHARS: usize = 64;
+/// Most tags kept per skill (the rest are dropped).
+pub const MAX_TAGS: usize = 32;
+
+/// Whether `c` is removed by [`sanitize`]: a non-whitespace control character or an invisible
+/// format character (see the module docs). Also used by validation to refuse such characters in
+/// identifiers, where removing them silently would change meaning.
+pub fn is_hidden(c: char) -> bool {
+    (c.is_control() && !c.is_whitespace())
+        || matches!(c,
+            '\u{00AD}'                   // soft hyphen
+            | '\u{034F}'                 // combining grapheme joiner
+            | '\u{061C}'                 // Arabic letter mark (bidi)
+            | '\u{115F}' | '\u{1160}'    // Hangul fillers (render blank)
+            | '\u{17B4}' | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}'    // Mongolian variation selectors, vowel separator
+            | '\u{200B}'..='\u{200F}'    // zero-width space/non-joiner/joiner, LRM, RLM
+            | '\u{202A}'..='\u{202E}'    // bidi embeddings and overrides
+            | '\u{2060}'..='\u{206F}'    // word joiner, invisible operators, bidi isolates, deprecated formats
+            | '\u{3164}'                 // Hangul filler
+            | '\u{FE00}'..='\u{FE0F}'    // variation selectors
+            | '\u{FEFF}'                 // BOM / zero-width no-break space
+            | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}'    // interlinear annotation
+            | '\u{1D173}'..='\u{1D17A}'  // musical invisible formatting
+            | '\u{E0000}'..='\u{E007F}'  // tags
+            | '\u{E0100}'..='\u{E01EF}') // variation selectors supplement
+}
+
+/// Applies the module's rule to `text`, keeping at most `max_chars` characters (`max_chars >= 1`).
+pub fn sanitize(text: &str, max_chars: usize) -> String {
+    let max_chars = max_chars.max(1);
+    let mut out = String::with_capacity(text.len().min(max_chars * 4));
+    let mut n = 0usize;
+    let mut pending_space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            pending_space = n > 0;
+            continue;
+        }
+        if is_hidden(c) {
+            continue;
+        }
+        let need = usize::from(pending_space) + 1;
+        if n + need > max_chars {
+            // Make room for the ellipsis inside the limit.
+            while n >= max_chars {
+                if out.pop().is_some() {
+                    n -= 1;
+                } else {
+                    break;
+                }
+            }
+            let trimmed = out.trim_end().len();
+            out.truncate(trimmed);
+            out.push('…');
+            return out;
+        }
+        if pending_space {
+            out.push(' ');
+            n += 1;
+            pending_space = false;
+        }
+        out.push(c);
+        n += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_bidi_and_zero_width_are_removed() {
+        assert_eq!(
+            sanitize("a\u{0007}b\u{202E}c\u{200B}d\u{FEFF}e\u{E0041}f", 100),
+            "abcdef"
+        );
+        assert_eq!(sanitize("x\u{2066}y\u{2069}z\u{FE0F}", 100), "xyz");
+    }
+
+    #[test]
+    fn whitespace_is_folded_and_trimmed() {
+        assert_eq!(
+            sanitize("  Ignore\n\n previous\t\tinstructions \r\n", 100),
+            "Ignore previous instructions"
+        );
+        assert_eq!(sanitize(" \n\t ", 100), "");
+    }
+
+    #[test]
+    fn long_text_is_cut_with_an_ellipsis_within_the_limit() {
+        let s = sanitize(&"é".repeat(50), 10);
+        assert_eq!(s.chars().count(), 10);
+        assert!(s.ends_with('…'));
+        assert_eq!(sanitize("abcd", 4), "abcd");
+        let cut = sanitize("abc def", 5);
+        assert_eq!(cut, "abc…");
+        assert!(cut.chars().count() <= 5);
+        assert_eq!(sanitize("abcdef", 1), "…");
+    }
+
+    #[test]
+    fn hidden_chars_cover_the_documented_set() {
+        for c in [
+            '\u{0}',
+            '\u{1b}',
+            '\u{7f}',
+            '\u{200d}',
+            '\u{2067}',
+            '\u{E0001}',
+            '\u{00AD}',
+        ] {
+            assert!(is_hidden(c), "{:x}", c as u32);
+        }
+        for c in ['a', ' ', '\n', 'é', '中', '😀'] {
+            assert!(!is_hidden(c), "{:x}", c as u32);
+        }
+    }
+}

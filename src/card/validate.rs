@@ -1,0 +1,1368 @@
+//! Strict validation of A2A 1.0 Agent Cards, before anything is compiled (pure apart from the
+//! signature check, which may read the configured JWKS files).
+//!
+//! The official `a2a-lf` types are the typed parse layer, but they are lenient (missing
+//! `description`/`defaultInputModes`/`defaultOutputModes`/`skills` default to empty, an empty
+//! `supportedInterfaces` passes, a 0.3-shaped security requirement `{"name":["scope"]}` is accepted
+//! as 1.0, a security scheme with two oneof members keeps the first, unknown fields vanish). So the
+//! rules below are checked on the parsed JSON first, and every problem is collected with the JSON
+//! path of the field, not just the first one.
+//!
+//! The rules, in order:
+//! - **size**: more than `max_card_bytes` is refused before parsing;
+//! - **JSON**: one valid JSON document, no duplicated object key anywhere;
+//! - **0.3 cards**: no non-empty `supportedInterfaces` but a top-level `url`, `preferredTransport`,
+//!   `additionalInterfaces` or `protocolVersion` is a 0.3 card, refused as such (alone: the 1.0
+//!   rules would only add noise);
+//! - **structure**: every REQUIRED field of the proto present with the right JSON type; REQUIRED
+//!   repeated fields non-empty (A2A §5.7); `null` counts as absent (ProtoJSON); oneofs (security
+//!   schemes, OAuth flows) carry exactly one member; the one closed enum (`apiKeySecurityScheme.location`)
+//!   has a known value; unknown members are ignored (A2A §5.7);
+//! - **identifiers** (skill ids, tags are not identifiers) and versions: non-empty, at most
+//!   [`MAX_ID_BYTES`], no control/bidi/zero-width characters; `protocolVersion` is `Major.Minor`;
+//! - **URLs**: at most [`MAX_URL_BYTES`]; absolute, with no user name or password. Interface URLs and
+//!   the URLs of security schemes must be `https` (`http` only with `allow_plain_http`); descriptive
+//!   URLs that are never fetched (`provider.url`, `documentationUrl`, `iconUrl`) may be `http` or
+//!   `https`. A gRPC interface may instead give a bare `host:port` (A2A spec, main branch);
+//! - **media types**: non-empty, at most [`MAX_ID_BYTES`], no whitespace or control characters; a
+//!   value without `/` (e.g. the pre-1.0 sample value `"text"`) is accepted with a warning;
+//! - **consistency**: skill ids unique; extension URIs unique; every scheme named by a security
+//!   requirement is declared in `securitySchemes`;
+//! - **descriptive text** (names, descriptions, examples, tags) is never refused for length (the
+//!   size cap bounds it); it is sanitised and cut in the profile's display part instead
+//!   ([`crate::card::sanitize`]);
+//! - **signatures**: structure here; cryptographic verification through
+//!   [`check_signatures`] (the integration point with `card::signature`).
+//!
+//! Stricter than the proto, on purpose: an extension must have a `uri` (REQUIRED in 0.3; an
+//! extension without one cannot be matched), and the deprecated `implicit`/`password` OAuth flows
+//! need their `authorizationUrl`/`tokenUrl` and `scopes` as OAuth 2.0 itself requires.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::sanitize::is_hidden;
+use super::wire::{self, Path, quote};
+use crate::config::CardPolicy;
+
+/// Longest identifier, version, scope, tenant or media type accepted, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+/// Longest URL or URI accepted, in bytes.
+pub const MAX_URL_BYTES: usize = 2048;
+
+/// One problem that makes a card invalid; the message starts with the JSON path of the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CardError {
+    /// Larger than `client.max_card_bytes` (refused before parsing).
+    #[error(
+        "$: card is larger than the {limit}-byte limit (client.max_card_bytes); {size} bytes or more"
+    )]
+    TooLarge {
+        /// Bytes seen (at least this many).
+        size: usize,
+        /// The configured limit.
+        limit: usize,
+    },
+    /// Not one valid JSON document.
+    #[error("$: not valid JSON: {message}")]
+    Json {
+        /// serde_json's message, with line and column.
+        message: String,
+    },
+    /// The same key appears twice in one object.
+    #[error("{path}: duplicate key in a JSON object")]
+    DuplicateKey {
+        /// Path of the duplicated member.
+        path: String,
+    },
+    /// The card is an A2A 0.3 card.
+    #[error(
+        "$: this is an A2A 0.3 card (top-level {}, no supportedInterfaces); a2a-egress accepts A2A 1.0 cards only",
+        markers.join(", ")
+    )]
+    Version03 {
+        /// The 0.3 members found at the top level.
+        markers: Vec<String>,
+    },
+    /// A REQUIRED field is absent or `null`.
+    #[error("{path}: required field is missing")]
+    Missing {
+        /// Path of the missing field.
+        path: String,
+    },
+    /// A field has the wrong JSON type.
+    #[error("{path}: expected {expected}, found {found}")]
+    WrongType {
+        /// Path of the field.
+        path: String,
+        /// The JSON type the proto requires.
+        expected: &'static str,
+        /// The JSON type found.
+        found: &'static str,
+    },
+    /// A REQUIRED string is empty or a REQUIRED repeated field has no element.
+    #[error("{path}: must not be empty")]
+    Empty {
+        /// Path of the field.
+        path: String,
+    },
+    /// An identifier, media type or URL is over its length limit.
+    #[error("{path}: {len} bytes, over the {limit}-byte limit")]
+    TooLong {
+        /// Path of the field.
+        path: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// An identifier or media type contains characters it must not.
+    #[error("{path}: {value} contains {what}")]
+    BadChars {
+        /// Path of the field.
+        path: String,
+        /// The value, quoted and escaped.
+        value: String,
+        /// What was found.
+        what: &'static str,
+    },
+    /// A URL is malformed or breaks the URL rules.
+    #[error("{path}: {value}: {reason}")]
+    BadUrl {
+        /// Path of the field.
+        path: String,
+        /// The URL, quoted and escaped.
+        value: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// A protocol version is not `Major.Minor`.
+    #[error("{path}: {value} is not a Major.Minor protocol version (e.g. \"1.0\")")]
+    BadProtocolVersion {
+        /// Path of the field.
+        path: String,
+        /// The value, quoted and escaped.
+        value: String,
+    },
+    /// A closed enum has a value outside its set.
+    #[error("{path}: {value} is not one of {allowed}")]
+    UnknownEnum {
+        /// Path of the field.
+        path: String,
+        /// The value, quoted and escaped.
+        value: String,
+        /// The allowed values.
+        allowed: &'static str,
+    },
+    /// A oneof has no member or more than one.
+    #[error("{path}: must have exactly one of {allowed}; found {}", if found.is_empty() { "none".to_string() } else { found.join(", ") })]
+    OneOf {
+        /// Path of the oneof's object.
+        path: String,
+        /// The known members found.
+        found: Vec<String>,
+        /// The members allowed.
+        allowed: &'static str,
+    },
+    /// Two skills share an id.
+    #[error("{path}: duplicate skill id {id} (first used by skills[{first}])")]
+    DuplicateSkillId {
+        /// Path of the later skill's id.
+        path: String,
+        /// The id, quoted and escaped.
+        id: String,
+        /// Index of the first skill with that id.
+        first: usize,
+    },
+    /// Two extensions share a URI.
+    #[error("{path}: duplicate extension uri {uri}")]
+    DuplicateExtension {
+        /// Path of the later extension's uri.
+        path: String,
+        /// The URI, quoted and escaped.
+        uri: String,
+    },
+    /// A security requirement names a scheme that `securitySchemes` does not declare.
+    #[error("{path}: security scheme {scheme} is not declared in securitySchemes")]
+    UndeclaredScheme {
+        /// Path of the requirement's scheme entry.
+        path: String,
+        /// The scheme name, quoted and escaped.
+        scheme: String,
+    },
+    /// A 0.3-shaped security object inside an otherwise 1.0 card.
+    #[error("{path}: 0.3-style {what}; A2A 1.0 uses {expected}")]
+    Security03 {
+        /// Path of the object.
+        path: String,
+        /// What was found.
+        what: &'static str,
+        /// The 1.0 shape.
+        expected: &'static str,
+    },
+    /// A JWS member is not base64url.
+    #[error("{path}: not base64url (RFC 7515 §2, no padding)")]
+    BadBase64Url {
+        /// Path of the member.
+        path: String,
+    },
+    /// Signature policy failed (unsigned, or no signature verified, while signatures are required).
+    #[error("{path}: {reason}")]
+    Signature {
+        /// `signatures` or `signatures[i]`.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The typed `a2a-lf` model refused a card that passed every rule above (a gap in our rules).
+    #[error("$: card does not fit the A2A 1.0 model: {message}")]
+    Model {
+        /// The deserializer's message.
+        message: String,
+    },
+    /// The card cannot be canonicalised for its digest (RFC 8785), e.g. an out-of-range number.
+    #[error("$: {message}")]
+    Canonical {
+        /// Why.
+        message: String,
+    },
+}
+
+/// Every problem found in one card, in document order; `Display` prints one per line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardErrors(pub Vec<CardError>);
+
+impl std::fmt::Display for CardErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CardErrors {}
+
+impl CardErrors {
+    /// The problems.
+    pub fn iter(&self) -> std::slice::Iter<'_, CardError> {
+        self.0.iter()
+    }
+}
+
+/// Something worth telling an operator about a card that is nevertheless valid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CardWarning {
+    /// JSON path of the field.
+    pub path: String,
+    /// What is odd about it.
+    pub message: String,
+}
+
+impl std::fmt::Display for CardWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// What is known about a card's signatures after validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignatureStatus {
+    /// The card carries no `signatures` (allowed only when signatures are not required).
+    Unsigned,
+    /// At least one signature verified with a key trusted for the card's origin.
+    Verified {
+        /// The `kid` of the key that verified it.
+        kid: String,
+    },
+    /// Signatures are present but none verified (allowed only when signatures are not required;
+    /// also reported as a warning).
+    Unverified {
+        /// Why not.
+        reason: String,
+    },
+}
+
+/// A card that passed every rule of this module: the only input [`crate::card::compile`] accepts.
+///
+/// Fields are private so a `ValidatedCard` can only come from [`validate`].
+#[derive(Debug, Clone)]
+pub struct ValidatedCard {
+    card: a2a::AgentCard,
+    json: Value,
+    digest: String,
+    signature: SignatureStatus,
+    warnings: Vec<CardWarning>,
+}
+
+impl ValidatedCard {
+    /// The typed card (`a2a-lf` model).
+    pub fn card(&self) -> &a2a::AgentCard {
+        &self.card
+    }
+    /// The card as parsed JSON (document order kept; unknown members kept).
+    pub fn json(&self) -> &Value {
+        &self.json
+    }
+    /// `sha256:<hex>` of the RFC 8785 canonical card without `signatures`.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+    /// The signature verdict.
+    pub fn signature(&self) -> &SignatureStatus {
+        &self.signature
+    }
+    /// Non-fatal findings.
+    pub fn warnings(&self) -> &[CardWarning] {
+        &self.warnings
+    }
+}
+
+/// Validates a card's bytes against the rules of this module and `policy`.
+///
+/// `origin` is the `scheme://host[:port]` the card was fetched from; it scopes which trusted keys
+/// may verify its signatures (`None`: no origin, e.g. a local file, so no key applies).
+pub fn validate(
+    bytes: &[u8],
+    policy: &CardPolicy,
+    origin: Option<&str>,
+) -> Result<ValidatedCard, CardErrors> {
+    if bytes.len() > policy.max_card_bytes {
+        return Err(CardErrors(vec![CardError::TooLarge {
+            size: bytes.len(),
+            limit: policy.max_card_bytes,
+        }]));
+    }
+    let parsed = wire::parse(bytes).map_err(|e| {
+        CardErrors(vec![CardError::Json {
+            message: e.to_string(),
+        }])
+    })?;
+    let mut ck = Checker {
+        policy,
+        errors: parsed
+            .duplicates
+            .into_iter()
+            .map(|path| CardError::DuplicateKey { path })
+            .collect(),
+        warnings: Vec::new(),
+    };
+    ck.card(&parsed.value);
+    if !ck.errors.is_empty() {
+        return Err(CardErrors(ck.errors));
+    }
+    let card = match a2a::AgentCard::deserialize(&parsed.value) {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(CardErrors(vec![CardError::Model {
+                message: e.to_string(),
+            }]));
+        }
+    };
+    let digest = super::canonical::digest(&parsed.value).map_err(|e| {
+        CardErrors(vec![CardError::Canonical {
+            message: e.to_string(),
+        }])
+    })?;
+    let signature =
+        check_signatures(&parsed.value, policy, origin).map_err(|e| CardErrors(vec![e]))?;
+    if let SignatureStatus::Unverified { reason } = &signature {
+        ck.warnings.push(CardWarning {
+            path: "signatures".into(),
+            message: format!("present but not verified: {reason}"),
+        });
+    }
+    Ok(ValidatedCard {
+        card,
+        json: parsed.value,
+        digest,
+        signature,
+        warnings: ck.warnings,
+    })
+}
+
+/// The integration point with `card::signature` (JWS over the JCS payload).
+///
+/// Policy: with `require_signatures`, an unsigned card or one whose signatures all fail is an
+/// error; without it, a present-but-unverifiable signature is [`SignatureStatus::Unverified`].
+fn check_signatures(
+    card: &Value,
+    policy: &CardPolicy,
+    origin: Option<&str>,
+) -> Result<SignatureStatus, CardError> {
+    let signed = card
+        .get("signatures")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    if !signed {
+        return if policy.require_signatures {
+            Err(CardError::Signature {
+                path: "signatures".into(),
+                reason: "card is unsigned but client.require_signatures is true".into(),
+            })
+        } else {
+            Ok(SignatureStatus::Unsigned)
+        };
+    }
+    // Cryptographic verification lives in card::signature (JWS, RFC 7515 + JCS payload); until it
+    // is wired in, no signature can be verified.
+    let _ = origin;
+    let reason = "signature verification is not available in this build".to_string();
+    if policy.require_signatures {
+        Err(CardError::Signature {
+            path: "signatures".into(),
+            reason,
+        })
+    } else {
+        Ok(SignatureStatus::Unverified { reason })
+    }
+}
+
+/// How a string field is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Descriptive text: any string, may be empty (sanitised later, for display only).
+    Text,
+    /// Descriptive text that must not be empty (names).
+    Name,
+    /// Identifier: non-empty, ≤ MAX_ID_BYTES, no hidden characters.
+    Id,
+    /// Optional identifier that may be empty (`tenant`: "" means unset in proto3).
+    IdOrEmpty,
+    /// `Major.Minor`.
+    ProtocolVersion,
+    /// Media type: non-empty, ≤ MAX_ID_BYTES, no whitespace/hidden characters.
+    MediaType,
+    /// URL of an interface of the given binding (https; http if allowed; gRPC may be host:port).
+    InterfaceUrl,
+    /// URL a client would call for auth (https; http if allowed).
+    SecurityUrl,
+    /// URL that is never fetched (http or https).
+    DescriptiveUrl,
+    /// Any absolute URI (extension identifiers).
+    Uri,
+    /// base64url without padding.
+    Base64Url,
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A member of an object, `null` counting as absent (ProtoJSON).
+fn get<'v>(m: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+    m.get(key).filter(|v| !v.is_null())
+}
+
+struct Checker<'p> {
+    policy: &'p CardPolicy,
+    errors: Vec<CardError>,
+    warnings: Vec<CardWarning>,
+}
+
+impl Checker<'_> {
+    fn card(&mut self, v: &Value) {
+        let root = Path::ROOT;
+        let Some(m) = self.object(v, &root) else {
+            return;
+        };
+        let has_interfaces =
+            matches!(m.get("supportedInterfaces"), Some(Value::Array(a)) if !a.is_empty());
+        let markers: Vec<String> = [
+            "url",
+            "preferredTransport",
+            "additionalInterfaces",
+            "protocolVersion",
+        ]
+        .into_iter()
+        .filter(|k| m.contains_key(*k))
+        .map(|k| match (k, m.get(k)) {
+            ("protocolVersion", Some(Value::String(s))) => format!("protocolVersion {}", quote(s)),
+            _ => k.to_string(),
+        })
+        .collect();
+        if !has_interfaces && !markers.is_empty() {
+            self.errors.push(CardError::Version03 { markers });
+            return;
+        }
+        for k in markers {
+            self.warnings.push(CardWarning {
+                path: k.split(' ').next().unwrap_or_default().to_string(),
+                message:
+                    "0.3 field ignored (the card has supportedInterfaces, so it is read as 1.0)"
+                        .into(),
+            });
+        }
+
+        self.req_str(m, "name", &root, Kind::Name);
+        self.req_str(m, "description", &root, Kind::Text);
+        self.req_str(m, "version", &root, Kind::Id);
+        self.opt_str(m, "documentationUrl", &root, Kind::DescriptiveUrl);
+        self.opt_str(m, "iconUrl", &root, Kind::DescriptiveUrl);
+
+        if let Some(arr) = self.req_array(m, "supportedInterfaces", &root) {
+            let p = root.key("supportedInterfaces");
+            for (i, it) in arr.iter().enumerate() {
+                self.interface(it, &p.index(i));
+            }
+        }
+        if let Some(v) = get(m, "provider") {
+            let p = root.key("provider");
+            if let Some(pm) = self.object(v, &p) {
+                self.req_str(pm, "url", &p, Kind::DescriptiveUrl);
+                self.req_str(pm, "organization", &p, Kind::Name);
+            }
+        }
+        match get(m, "capabilities") {
+            None => self.errors.push(CardError::Missing {
+                path: root.key("capabilities").to_string(),
+            }),
+            Some(v) => self.capabilities(v, &root.key("capabilities")),
+        }
+        let mut schemes: Option<&Map<String, Value>> = None;
+        if let Some(v) = get(m, "securitySchemes") {
+            let p = root.key("securitySchemes");
+            if let Some(sm) = self.object(v, &p) {
+                schemes = Some(sm);
+                for (name, s) in sm {
+                    let sp = p.key(name);
+                    self.id_text(name, &sp, "scheme name");
+                    self.security_scheme(s, &sp);
+                }
+            }
+        }
+        self.security_requirements(m, &root, schemes);
+        for key in ["defaultInputModes", "defaultOutputModes"] {
+            if let Some(arr) = self.req_array(m, key, &root) {
+                self.str_items(arr, &root.key(key), Kind::MediaType);
+            }
+        }
+        if let Some(arr) = self.req_array(m, "skills", &root) {
+            let p = root.key("skills");
+            let mut seen: HashMap<&str, usize> = HashMap::with_capacity(arr.len());
+            for (i, s) in arr.iter().enumerate() {
+                let sp = p.index(i);
+                if let Some(id) = self.skill(s, &sp, schemes)
+                    && let Some(first) = seen.insert(id, i)
+                {
+                    seen.insert(id, first);
+                    self.errors.push(CardError::DuplicateSkillId {
+                        path: sp.key("id").to_string(),
+                        id: quote(id),
+                        first,
+                    });
+                }
+            }
+        }
+        if let Some(v) = get(m, "signatures") {
+            let p = root.key("signatures");
+            if let Some(arr) = self.array(v, &p) {
+                for (i, s) in arr.iter().enumerate() {
+                    let sp = p.index(i);
+                    if let Some(sm) = self.object(s, &sp) {
+                        self.req_str(sm, "protected", &sp, Kind::Base64Url);
+                        self.req_str(sm, "signature", &sp, Kind::Base64Url);
+                        if let Some(h) = get(sm, "header") {
+                            self.object(h, &sp.key("header"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn interface(&mut self, v: &Value, p: &Path<'_>) {
+        let Some(m) = self.object(v, p) else { return };
+        let binding = self.req_str(m, "protocolBinding", p, Kind::Id);
+        self.req_str(m, "protocolVersion", p, Kind::ProtocolVersion);
+        self.opt_str(m, "tenant", p, Kind::IdOrEmpty);
+        let up = p.key("url");
+        match get(m, "url") {
+            None => self.errors.push(CardError::Missing {
+                path: up.to_string(),
+            }),
+            Some(Value::String(s)) => {
+                let grpc = binding.is_some_and(|b| b.eq_ignore_ascii_case("GRPC"));
+                if grpc && !s.contains("://") {
+                    self.grpc_authority(s, &up);
+                } else {
+                    self.string(s, &up, Kind::InterfaceUrl);
+                }
+            }
+            Some(other) => self.wrong(&up, "string", other),
+        }
+    }
+
+    fn capabilities(&mut self, v: &Value, p: &Path<'_>) {
+        let Some(m) = self.object(v, p) else { return };
+        for key in ["streaming", "pushNotifications", "extendedAgentCard"] {
+            self.opt_bool(m, key, p);
+        }
+        let Some(v) = get(m, "extensions") else {
+            return;
+        };
+        let ep = p.key("extensions");
+        let Some(arr) = self.array(v, &ep) else {
+            return;
+        };
+        let mut seen: Vec<&str> = Vec::with_capacity(arr.len());
+        for (i, e) in arr.iter().enumerate() {
+            let xp = ep.index(i);
+            let Some(em) = self.object(e, &xp) else {
+                continue;
+            };
+            if let Some(uri) = self.req_str(em, "uri", &xp, Kind::Uri) {
+                if seen.contains(&uri) {
+                    self.errors.push(CardError::DuplicateExtension {
+                        path: xp.key("uri").to_string(),
+                        uri: quote(uri),
+                    });
+                } else {
+                    seen.push(uri);
+                }
+            }
+            self.opt_str(em, "description", &xp, Kind::Text);
+            self.opt_bool(em, "required", &xp);
+            if let Some(pv) = get(em, "params") {
+                self.object(pv, &xp.key("params"));
+            }
+        }
+    }
+
+    fn skill<'v>(
+        &mut self,
+        v: &'v Value,
+        p: &Path<'_>,
+        schemes: Option<&Map<String, Value>>,
+    ) -> Option<&'v str> {
+        let m = self.object(v, p)?;
+        let id = self.req_str(m, "id", p, Kind::Id);
+        self.req_str(m, "name", p, Kind::Name);
+        self.req_str(m, "description", p, Kind::Text);
+        if let Some(arr) = self.req_array(m, "tags", p) {
+            self.str_items(arr, &p.key("tags"), Kind::Text);
+        }
+        if let Some(ev) = get(m, "examples") {
+            let xp = p.key("examples");
+            if let Some(arr) = self.array(ev, &xp) {
+                self.str_items(arr, &xp, Kind::Text);
+            }
+        }
+        for key in ["inputModes", "outputModes"] {
+            if let Some(mv) = get(m, key) {
+                let mp = p.key(key);
+                if let Some(arr) = self.array(mv, &mp) {
+                    self.str_items(arr, &mp, Kind::MediaType);
+                }
+            }
+        }
+        self.security_requirements(m, p, schemes);
+        id
+    }
+
+    fn security_scheme(&mut self, v: &Value, p: &Path<'_>) {
+        const ALLOWED: &str = "apiKeySecurityScheme, httpAuthSecurityScheme, oauth2SecurityScheme, openIdConnectSecurityScheme, mtlsSecurityScheme";
+        let Some(m) = self.object(v, p) else { return };
+        let found: Vec<&str> = [
+            "apiKeySecurityScheme",
+            "httpAuthSecurityScheme",
+            "oauth2SecurityScheme",
+            "openIdConnectSecurityScheme",
+            "mtlsSecurityScheme",
+        ]
+        .into_iter()
+        // `null` members count as present here, so `{"a":null,"b":{…}}` is refused as ambiguous.
+        .filter(|k| m.contains_key(*k))
+        .collect();
+        if found.len() != 1 {
+            if found.is_empty() && m.contains_key("type") {
+                self.errors.push(CardError::Security03 {
+                    path: p.to_string(),
+                    what: "security scheme with a \"type\" discriminator",
+                    expected: "one member key such as {\"httpAuthSecurityScheme\":{\"scheme\":\"bearer\"}}",
+                });
+            } else {
+                self.errors.push(CardError::OneOf {
+                    path: p.to_string(),
+                    found: found.iter().map(|s| s.to_string()).collect(),
+                    allowed: ALLOWED,
+                });
+            }
+            return;
+        }
+        let key = found[0];
+        let sp = p.key(key);
+        let Some(sm) = self.object(&m[key], &sp) else {
+            return;
+        };
+        self.opt_str(sm, "description", &sp, Kind::Text);
+        match key {
+            "apiKeySecurityScheme" => {
+                if let Some(loc) = self.req_str(sm, "location", &sp, Kind::Id)
+                    && !matches!(loc, "query" | "header" | "cookie")
+                {
+                    self.errors.push(CardError::UnknownEnum {
+                        path: sp.key("location").to_string(),
+                        value: quote(loc),
+                        allowed: "\"query\", \"header\", \"cookie\"",
+                    });
+                }
+                self.req_str(sm, "name", &sp, Kind::Id);
+            }
+            "httpAuthSecurityScheme" => {
+                self.req_str(sm, "scheme", &sp, Kind::Id);
+                self.opt_str(sm, "bearerFormat", &sp, Kind::IdOrEmpty);
+            }
+            "oauth2SecurityScheme" => {
+                match get(sm, "flows") {
+                    None => self.errors.push(CardError::Missing {
+                        path: sp.key("flows").to_string(),
+                    }),
+                    Some(f) => self.oauth_flows(f, &sp.key("flows")),
+                }
+                self.opt_str(sm, "oauth2MetadataUrl", &sp, Kind::SecurityUrl);
+            }
+            "openIdConnectSecurityScheme" => {
+                self.req_str(sm, "openIdConnectUrl", &sp, Kind::SecurityUrl);
+            }
+            _ => {} // mtlsSecurityScheme: description only.
+        }
+    }
+
+    fn oauth_flows(&mut self, v: &Value, p: &Path<'_>) {
+        const ALLOWED: &str =
+            "authorizationCode, clientCredentials, deviceCode, implicit, password";
+        let Some(m) = self.object(v, p) else { return };
+        let found: Vec<&str> = [
+            "authorizationCode",
+            "clientCredentials",
+            "deviceCode",
+            "implicit",
+            "password",
+        ]
+        .into_iter()
+        .filter(|k| m.contains_key(*k))
+        .collect();
+        if found.len() != 1 {
+            self.errors.push(CardError::OneOf {
+                path: p.to_string(),
+                found: found.iter().map(|s| s.to_string()).collect(),
+                allowed: ALLOWED,
+            });
+            return;
+        }
+        let key = found[0];
+        let fp = p.key(key);
+        let Some(fm) = self.object(&m[key], &fp) else {
+            return;
+        };
+        let required: &[&str] = match key {
+            "authorizationCode" => &["authorizationUrl", "tokenUrl"],
+            "clientCredentials" => &["tokenUrl"],
+            "deviceCode" => &["deviceAuthorizationUrl", "tokenUrl"],
+            "implicit" => &["authorizationUrl"],
+            _ => &["tokenUrl"], // password
+        };
+        for k in required {
+            self.req_str(fm, k, &fp, Kind::SecurityUrl);
+        }
+        self.opt_str(fm, "refreshUrl", &fp, Kind::SecurityUrl);
+        // A REQUIRED map: present, an object of strings; empty is allowed (a flow with no scopes).
+        let sp = fp.key("scopes");
+        match get(fm, "scopes") {
+            None => self.errors.push(CardError::Missing {
+                path: sp.to_string(),
+            }),
+            Some(sv) => {
+                if let Some(sm) = self.object(sv, &sp) {
+                    for (scope, d) in sm {
+                        let scp = sp.key(scope);
+                        self.id_text(scope, &scp, "scope");
+                        if !d.is_string() {
+                            self.wrong(&scp, "string", d);
+                        }
+                    }
+                }
+            }
+        }
+        if key == "authorizationCode" {
+            self.opt_bool(fm, "pkceRequired", &fp);
+        }
+    }
+
+    /// `securityRequirements` of the card or a skill: `[{"schemes":{name:{"list":[scope…]}}}]`.
+    fn security_requirements(
+        &mut self,
+        m: &Map<String, Value>,
+        p: &Path<'_>,
+        schemes: Option<&Map<String, Value>>,
+    ) {
+        const SHAPE: &str = "{\"schemes\":{\"<name>\":{\"list\":[\"<scope>\"]}}}";
+        if m.contains_key("security") && !m.contains_key("securityRequirements") {
+            self.errors.push(CardError::Security03 {
+                path: p.key("security").to_string(),
+                what: "\"security\" member",
+                expected: "\"securityRequirements\": [{\"schemes\":{\"<name>\":{\"list\":[\"<scope>\"]}}}]",
+            });
+        }
+        let Some(v) = get(m, "securityRequirements") else {
+            return;
+        };
+        let rp = p.key("securityRequirements");
+        let Some(arr) = self.array(v, &rp) else {
+            return;
+        };
+        for (i, r) in arr.iter().enumerate() {
+            let ip = rp.index(i);
+            let Some(rm) = self.object(r, &ip) else {
+                continue;
+            };
+            let Some(sv) = rm.get("schemes") else {
+                if !rm.is_empty() {
+                    // `{"oauth": ["read"]}`: the OpenAPI / 0.3 shape.
+                    self.errors.push(CardError::Security03 {
+                        path: ip.to_string(),
+                        what: "security requirement",
+                        expected: SHAPE,
+                    });
+                }
+                continue;
+            };
+            let sp = ip.key("schemes");
+            let Some(sm) = self.object(sv, &sp) else {
+                continue;
+            };
+            for (name, list) in sm {
+                let np = sp.key(name);
+                if schemes.is_none_or(|s| !s.contains_key(name)) {
+                    self.errors.push(CardError::UndeclaredScheme {
+                        path: np.to_string(),
+                        scheme: quote(name),
+                    });
+                }
+                match list {
+                    Value::Array(_) => self.errors.push(CardError::Security03 {
+                        path: np.to_string(),
+                        what: "scope list (a bare array)",
+                        expected: SHAPE,
+                    }),
+                    Value::Object(lm) => {
+                        if let Some(lv) = lm.get("list") {
+                            let lp = np.key("list");
+                            if let Some(items) = self.array(lv, &lp) {
+                                for (j, s) in items.iter().enumerate() {
+                                    let xp = lp.index(j);
+                                    match s {
+                                        Value::String(s) => self.id_text(s, &xp, "scope"),
+                                        other => self.wrong(&xp, "string", other),
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    other => self.wrong(&np, "object", other),
+                }
+            }
+        }
+    }
+
+    // --- primitives -------------------------------------------------------------------------
+
+    fn opt_bool(&mut self, m: &Map<String, Value>, key: &str, p: &Path<'_>) {
+        if let Some(b) = get(m, key)
+            && !b.is_boolean()
+        {
+            self.wrong(&p.key(key), "boolean", b);
+        }
+    }
+
+    fn wrong(&mut self, p: &Path<'_>, expected: &'static str, found: &Value) {
+        self.errors.push(CardError::WrongType {
+            path: p.to_string(),
+            expected,
+            found: type_name(found),
+        });
+    }
+
+    fn object<'v>(&mut self, v: &'v Value, p: &Path<'_>) -> Option<&'v Map<String, Value>> {
+        match v {
+            Value::Object(m) => Some(m),
+            other => {
+                self.wrong(p, "object", other);
+                None
+            }
+        }
+    }
+
+    fn array<'v>(&mut self, v: &'v Value, p: &Path<'_>) -> Option<&'v Vec<Value>> {
+        match v {
+            Value::Array(a) => Some(a),
+            other => {
+                self.wrong(p, "array", other);
+                None
+            }
+        }
+    }
+
+    /// A REQUIRED repeated field: present, an array, at least one element.
+    fn req_array<'v>(
+        &mut self,
+        m: &'v Map<String, Value>,
+        key: &str,
+        p: &Path<'_>,
+    ) -> Option<&'v Vec<Value>> {
+        let kp = p.key(key);
+        match get(m, key) {
+            None => {
+                self.errors.push(CardError::Missing {
+                    path: kp.to_string(),
+                });
+                None
+            }
+            Some(v) => {
+                let a = self.array(v, &kp)?;
+                if a.is_empty() {
+                    self.errors.push(CardError::Empty {
+                        path: kp.to_string(),
+                    });
+                }
+                Some(a)
+            }
+        }
+    }
+
+    fn str_items(&mut self, arr: &[Value], p: &Path<'_>, kind: Kind) {
+        for (i, v) in arr.iter().enumerate() {
+            match v {
+                Value::String(s) => self.string(s, &p.index(i), kind),
+                other => self.wrong(&p.index(i), "string", other),
+            }
+        }
+    }
+
+    fn req_str<'v>(
+        &mut self,
+        m: &'v Map<String, Value>,
+        key: &str,
+        p: &Path<'_>,
+        kind: Kind,
+    ) -> Option<&'v str> {
+        match get(m, key) {
+            None => {
+                self.errors.push(CardError::Missing {
+                    path: p.key(key).to_string(),
+                });
+                None
+            }
+            Some(Value::String(s)) => {
+                self.string(s, &p.key(key), kind);
+                Some(s)
+            }
+            Some(other) => {
+                self.wrong(&p.key(key), "string", other);
+                None
+            }
+        }
+    }
+
+    fn opt_str<'v>(
+        &mut self,
+        m: &'v Map<String, Value>,
+        key: &str,
+        p: &Path<'_>,
+        kind: Kind,
+    ) -> Option<&'v str> {
+        match get(m, key) {
+            None => None,
+            Some(Value::String(s)) => {
+                self.string(s, &p.key(key), kind);
+                Some(s)
+            }
+            Some(other) => {
+                self.wrong(&p.key(key), "string", other);
+                None
+            }
+        }
+    }
+
+    /// Checks an identifier-like string (scheme names, scopes): non-empty, bounded, no hidden chars.
+    fn id_text(&mut self, s: &str, p: &Path<'_>, _what: &str) {
+        self.string(s, p, Kind::Id);
+    }
+
+    fn string(&mut self, s: &str, p: &Path<'_>, kind: Kind) {
+        match kind {
+            Kind::Text => {}
+            Kind::Name => {
+                if s.trim().is_empty() {
+                    self.errors.push(CardError::Empty {
+                        path: p.to_string(),
+                    });
+                }
+            }
+            Kind::Id | Kind::IdOrEmpty => {
+                if s.is_empty() {
+                    if kind == Kind::Id {
+                        self.errors.push(CardError::Empty {
+                            path: p.to_string(),
+                        });
+                    }
+                } else if self.bounded(s, p, MAX_ID_BYTES) && s.chars().any(is_hidden) {
+                    self.bad_chars(s, p, "control, bidi or zero-width characters");
+                }
+            }
+            Kind::ProtocolVersion => {
+                if !crate::config::is_major_minor(s) {
+                    self.errors.push(CardError::BadProtocolVersion {
+                        path: p.to_string(),
+                        value: quote(s),
+                    });
+                }
+            }
+            Kind::MediaType => {
+                if s.is_empty() {
+                    self.errors.push(CardError::Empty {
+                        path: p.to_string(),
+                    });
+                } else if self.bounded(s, p, MAX_ID_BYTES) {
+                    if s.chars().any(|c| c.is_whitespace() || is_hidden(c)) {
+                        self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
+                    } else if !s.contains('/') {
+                        self.warnings.push(CardWarning {
+                            path: p.to_string(),
+                            message: format!("{} is not a type/subtype media type", quote(s)),
+                        });
+                    }
+                }
+            }
+            Kind::Base64Url => {
+                if s.is_empty() {
+                    self.errors.push(CardError::Empty {
+                        path: p.to_string(),
+                    });
+                } else if !s
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                {
+                    self.errors.push(CardError::BadBase64Url {
+                        path: p.to_string(),
+                    });
+                }
+            }
+            Kind::InterfaceUrl | Kind::SecurityUrl | Kind::DescriptiveUrl | Kind::Uri => {
+                if s.is_empty() {
+                    self.errors.push(CardError::Empty {
+                        path: p.to_string(),
+                    });
+                } else if self.bounded(s, p, MAX_URL_BYTES) {
+                    self.url(s, p, kind);
+                }
+            }
+        }
+    }
+
+    fn bounded(&mut self, s: &str, p: &Path<'_>, limit: usize) -> bool {
+        if s.len() > limit {
+            self.errors.push(CardError::TooLong {
+                path: p.to_string(),
+                len: s.len(),
+                limit,
+            });
+            false
+        } else {
+            true
+        }
+    }
+
+    fn bad_chars(&mut self, s: &str, p: &Path<'_>, what: &'static str) {
+        self.errors.push(CardError::BadChars {
+            path: p.to_string(),
+            value: quote(s),
+            what,
+        });
+    }
+
+    fn bad_url(&mut self, s: &str, p: &Path<'_>, reason: impl Into<String>) {
+        self.errors.push(CardError::BadUrl {
+            path: p.to_string(),
+            value: quote(s),
+            reason: reason.into(),
+        });
+    }
+
+    fn url(&mut self, s: &str, p: &Path<'_>, kind: Kind) {
+        if s.chars().any(|c| c.is_whitespace() || is_hidden(c)) {
+            self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
+            return;
+        }
+        let u = match url::Url::parse(s) {
+            Ok(u) => u,
+            Err(e) => return self.bad_url(s, p, format!("not an absolute URL ({e})")),
+        };
+        if kind == Kind::Uri {
+            return;
+        }
+        if !u.username().is_empty() || u.password().is_some() {
+            return self.bad_url(s, p, "URL must not carry credentials (user:password@)");
+        }
+        let plain_ok = kind == Kind::DescriptiveUrl || self.policy.allow_plain_http;
+        match u.scheme() {
+            "https" => {}
+            "http" if plain_ok => {}
+            "http" => {
+                return self.bad_url(
+                    s,
+                    p,
+                    "plain http is not allowed (https required; set client.allow_plain_http for loopback tests)",
+                );
+            }
+            other => {
+                let only = if plain_ok {
+                    "http or https only"
+                } else {
+                    "https only"
+                };
+                return self.bad_url(
+                    s,
+                    p,
+                    format!("scheme {} is not allowed ({only})", quote(other)),
+                );
+            }
+        }
+        if u.host().is_none() {
+            return self.bad_url(s, p, "URL has no host");
+        }
+        if kind == Kind::InterfaceUrl && u.fragment().is_some() {
+            self.bad_url(s, p, "interface URL must not have a #fragment");
+        }
+    }
+
+    /// A gRPC interface given as a bare `host:port` authority.
+    fn grpc_authority(&mut self, s: &str, p: &Path<'_>) {
+        if s.is_empty() {
+            self.errors.push(CardError::Empty {
+                path: p.to_string(),
+            });
+            return;
+        }
+        if !self.bounded(s, p, MAX_URL_BYTES) {
+            return;
+        }
+        if s.chars().any(|c| c.is_whitespace() || is_hidden(c)) {
+            return self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
+        }
+        let ok = url::Url::parse(&format!("https://{s}")).is_ok_and(|u| {
+            u.host().is_some()
+                && u.username().is_empty()
+                && u.password().is_none()
+                && u.path() == "/"
+                && u.query().is_none()
+                && u.fragment().is_none()
+                && !s.contains('/')
+        });
+        if !ok {
+            self.bad_url(
+                s,
+                p,
+                "gRPC interface must be an https URL or a bare host:port",
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn minimal() -> Value {
+        json!({"name":"Echo","description":"echo agent","version":"1.0.0",
+            "supportedInterfaces":[{"url":"https://a.example/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}],
+            "capabilities":{},
+            "defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
+            "skills":[{"id":"echo","name":"Echo","description":"echoes","tags":["demo"]}]})
+    }
+
+    fn check(card: &Value, policy: &CardPolicy) -> Result<ValidatedCard, CardErrors> {
+        validate(&serde_json::to_vec(card).unwrap(), policy, None)
+    }
+
+    #[test]
+    fn size_limit_is_checked_before_parsing() {
+        let bytes = serde_json::to_vec(&minimal()).unwrap();
+        let exact = CardPolicy {
+            max_card_bytes: bytes.len(),
+            ..CardPolicy::default()
+        };
+        assert!(validate(&bytes, &exact, None).is_ok());
+        let under = CardPolicy {
+            max_card_bytes: bytes.len() - 1,
+            ..CardPolicy::default()
+        };
+        let err = validate(&bytes, &under, None).unwrap_err();
+        assert_eq!(
+            err.0,
+            vec![CardError::TooLarge {
+                size: bytes.len(),
+                limit: bytes.len() - 1
+            }]
+        );
+        // Refused before parsing: garbage over the limit is "too large", not "not JSON".
+        let err = validate(
+            &[b'{'; 300],
+            &CardPolicy {
+                max_card_bytes: 10,
+                ..CardPolicy::default()
+            },
+            None,
+        )
+        .unwrap_err();
+        assert!(matches!(err.0[..], [CardError::TooLarge { .. }]), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("$: card is larger than the 10-byte limit")
+        );
+    }
+
+    #[test]
+    fn plain_http_interfaces_need_allow_plain_http_but_descriptive_urls_do_not() {
+        let mut card = minimal();
+        card["supportedInterfaces"][0]["url"] = json!("http://127.0.0.1:8080/a2a");
+        card["documentationUrl"] = json!("http://docs.example");
+        let err = check(&card, &CardPolicy::default()).unwrap_err();
+        assert_eq!(err.0.len(), 1, "{err}");
+        assert!(
+            err.to_string().starts_with("supportedInterfaces[0].url: "),
+            "{err}"
+        );
+        let allow = CardPolicy {
+            allow_plain_http: true,
+            ..CardPolicy::default()
+        };
+        assert!(check(&card, &allow).is_ok());
+        // No other scheme, even when plain http is allowed.
+        card["supportedInterfaces"][0]["url"] = json!("ws://127.0.0.1:8080/a2a");
+        assert!(
+            check(&card, &allow)
+                .unwrap_err()
+                .to_string()
+                .contains("scheme \"ws\"")
+        );
+    }
+
+    #[test]
+    fn grpc_interfaces_may_be_host_port() {
+        let mut card = minimal();
+        card["supportedInterfaces"] = json!([
+            {"url":"a.example:50051","protocolBinding":"GRPC","protocolVersion":"1.0"},
+            {"url":"https://a.example/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]);
+        assert!(check(&card, &CardPolicy::default()).is_ok());
+        // host:port is not accepted for the HTTP bindings.
+        card["supportedInterfaces"][1]["url"] = json!("a.example:443");
+        let err = check(&card, &CardPolicy::default()).unwrap_err();
+        assert!(
+            err.to_string().starts_with("supportedInterfaces[1].url: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn every_problem_is_collected_not_only_the_first() {
+        let mut card = minimal();
+        card["name"] = json!(1);
+        card["supportedInterfaces"][0]["url"] = json!("ftp://x");
+        card["skills"][0]["tags"] = json!([]);
+        let err = check(&card, &CardPolicy::default()).unwrap_err();
+        let lines: Vec<String> = err.to_string().lines().map(str::to_owned).collect();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[0].starts_with("name: "));
+        assert!(lines[1].starts_with("supportedInterfaces[0].url: "));
+        assert!(lines[2].starts_with("skills[0].tags: "));
+    }
+
+    #[test]
+    fn unsigned_card_status_and_require_signatures() {
+        let v = check(&minimal(), &CardPolicy::default()).unwrap();
+        assert_eq!(v.signature(), &SignatureStatus::Unsigned);
+        assert!(v.warnings().is_empty());
+        let require = CardPolicy {
+            require_signatures: true,
+            ..CardPolicy::default()
+        };
+        let err = check(&minimal(), &require).unwrap_err();
+        assert!(
+            matches!(&err.0[..], [CardError::Signature { path, .. }] if path == "signatures"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unverifiable_signature_is_a_warning_unless_required() {
+        let mut card = minimal();
+        card["signatures"] = json!([{"protected":"eyJhbGciOiJFUzI1NiJ9","signature":"AAAA"}]);
+        let v = check(&card, &CardPolicy::default()).unwrap();
+        assert!(matches!(v.signature(), SignatureStatus::Unverified { .. }));
+        assert!(v.warnings().iter().any(|w| w.path == "signatures"));
+        // The digest ignores signatures.
+        assert_eq!(
+            v.digest(),
+            check(&minimal(), &CardPolicy::default()).unwrap().digest()
+        );
+        let require = CardPolicy {
+            require_signatures: true,
+            ..CardPolicy::default()
+        };
+        assert!(check(&card, &require).is_err());
+    }
+
+    #[test]
+    fn unknown_members_are_ignored_but_kept_in_the_json() {
+        let mut card = minimal();
+        card["futureField"] = json!({"x": 1});
+        card["skills"][0]["futureSkillField"] = json!(true);
+        let v = check(&card, &CardPolicy::default()).unwrap();
+        assert_eq!(v.json()["futureField"]["x"], 1);
+        assert_eq!(v.card().skills[0].id, "echo");
+    }
+
+    #[test]
+    fn media_type_without_slash_is_a_warning() {
+        let mut card = minimal();
+        card["defaultInputModes"] = json!(["text"]);
+        let v = check(&card, &CardPolicy::default()).unwrap();
+        assert_eq!(v.warnings().len(), 1);
+        assert_eq!(v.warnings()[0].path, "defaultInputModes[0]");
+    }
+
+    #[test]
+    fn js_card_with_both_shapes_is_read_as_1_0_with_warnings() {
+        let mut card = minimal();
+        card["url"] = json!("https://a.example/a2a");
+        card["protocolVersion"] = json!("0.3.0");
+        let v = check(&card, &CardPolicy::default()).unwrap();
+        let paths: Vec<&str> = v.warnings().iter().map(|w| w.path.as_str()).collect();
+        assert_eq!(paths, vec!["url", "protocolVersion"]);
+    }
+
+    #[test]
+    fn null_optional_fields_count_as_absent() {
+        let mut card = minimal();
+        card["provider"] = Value::Null;
+        card["securitySchemes"] = Value::Null;
+        card["skills"][0]["examples"] = Value::Null;
+        card["supportedInterfaces"][0]["tenant"] = Value::Null;
+        assert!(check(&card, &CardPolicy::default()).is_ok());
+    }
+}

@@ -1,0 +1,140 @@
+//! Fixture-driven tests of `card::validate` and `card::compile`.
+//!
+//! - `tests/fixtures/cards/invalid/NAME.json` must fail validation under the default policy with
+//!   exactly the problems listed, one per line, in `NAME.expect` (each line starts with the JSON path).
+//! - `tests/fixtures/cards/valid/*.json` must validate and compile (files named `loopback*` are read
+//!   with `allow_plain_http`, as the demo config does).
+//! - `tests/fixtures/sdk/**.json`, real cards captured from the official SDK agents, must validate
+//!   (with `allow_plain_http`: they are served on loopback) and compile to a usable profile.
+
+use std::path::{Path, PathBuf};
+
+use a2a_egress::card;
+use a2a_egress::config::{CardPolicy, ClientCaps};
+
+fn fixtures(sub: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(sub);
+    let mut out = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "json") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_invalid_fixture_fails_with_exactly_its_expected_problems() {
+    let files = fixtures("cards/invalid");
+    assert!(
+        files.len() >= 20,
+        "expected the invalid fixture set, found {}",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let expect_path = f.with_extension("expect");
+        let expected = std::fs::read_to_string(&expect_path)
+            .unwrap_or_else(|_| panic!("{} has no .expect file", f.display()));
+        let expected: Vec<&str> = expected.lines().filter(|l| !l.is_empty()).collect();
+        assert!(!expected.is_empty(), "{} is empty", expect_path.display());
+        match card::validate(&bytes, &CardPolicy::default(), None) {
+            Ok(_) => failures.push(format!("{}: validated, expected {expected:?}", f.display())),
+            Err(errs) => {
+                let got: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+                if got != expected {
+                    failures.push(format!(
+                        "{}:\n  expected: {expected:#?}\n  got: {got:#?}",
+                        f.display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn policy_for(f: &Path) -> CardPolicy {
+    let name = f.file_name().unwrap().to_string_lossy();
+    CardPolicy {
+        allow_plain_http: name.starts_with("loopback"),
+        ..CardPolicy::default()
+    }
+}
+
+#[test]
+fn every_valid_fixture_validates_and_compiles() {
+    let files = fixtures("cards/valid");
+    assert!(files.len() >= 5);
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let v = card::validate(&bytes, &policy_for(f), None)
+            .unwrap_or_else(|e| panic!("{}:\n{e}", f.display()));
+        let p = card::compile(&v, &ClientCaps::default());
+        assert_eq!(p.card_digest, v.digest());
+        assert!(p.card_digest.starts_with("sha256:") && p.card_digest.len() == 7 + 64);
+        // Serialises with the seed's field names.
+        let j = serde_json::to_value(&p).unwrap();
+        for k in [
+            "usable",
+            "reason",
+            "agent_version",
+            "interface",
+            "streaming",
+            "push",
+            "extended_card",
+            "extensions",
+            "skills",
+            "card_digest",
+        ] {
+            assert!(
+                j.get(k).is_some(),
+                "{}: profile JSON lacks {k}",
+                f.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn loopback_fixture_needs_allow_plain_http() {
+    let f =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cards/valid/loopback_http.json");
+    let bytes = std::fs::read(&f).unwrap();
+    let err = card::validate(&bytes, &CardPolicy::default(), None).unwrap_err();
+    assert_eq!(err.0.len(), 1, "{err}");
+    assert!(
+        err.to_string().starts_with("supportedInterfaces[0].url: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn sdk_cards_validate_and_compile() {
+    let files = fixtures("sdk");
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let policy = CardPolicy {
+            allow_plain_http: true,
+            ..CardPolicy::default()
+        };
+        let v = card::validate(&bytes, &policy, None)
+            .unwrap_or_else(|e| panic!("{}:\n{e}", f.display()));
+        let p = card::compile(&v, &ClientCaps::default());
+        assert!(p.usable, "{}: {:?}", f.display(), p.reason);
+        assert!(!p.skills.is_empty(), "{}", f.display());
+    }
+}
