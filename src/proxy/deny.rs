@@ -167,7 +167,10 @@ impl Deny {
             }
             Deny::MethodNotFound => "method not found".into(),
             Deny::MethodNotAllowed(m) => {
-                format!("{} is not allowed by this integration's profile", m.as_str())
+                format!(
+                    "{} is not allowed by this integration's profile",
+                    m.as_str()
+                )
             }
             Deny::StreamingRequired => {
                 "streaming is required for this integration and the agent does not offer it; \

@@ -179,7 +179,11 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         _ => return Err(Deny::BindingNotOffered),
     };
 
-    check_data_classes(f.data_class, f.default_data_class, &integration.data_classes)?;
+    check_data_classes(
+        f.data_class,
+        f.default_data_class,
+        &integration.data_classes,
+    )?;
 
     if let Some(v) = f.a2a_version.map(str::trim).filter(|v| !v.is_empty())
         && major_minor(v).as_deref() != Some(iface.version.as_str())
@@ -419,7 +423,10 @@ mod tests {
         let plan = decide(&s, &facts(&RPC, Some(&r))).unwrap();
         assert_eq!(plan.stream, StreamPlan::Unary);
         assert_eq!(plan.upstream_path, "/jsonrpc");
-        assert_eq!(plan.rewritten_body, None, "nothing to change: original bytes go");
+        assert_eq!(
+            plan.rewritten_body, None,
+            "nothing to change: original bytes go"
+        );
         assert_eq!(plan.version, "1.0");
     }
 
@@ -435,7 +442,10 @@ mod tests {
         let mut m = text_msg();
         m["tenant"] = json!("t1");
         let r = rpc("SendMessage", m.clone());
-        assert_eq!(decide(&s, &facts(&RPC, Some(&r))).unwrap().rewritten_body, None);
+        assert_eq!(
+            decide(&s, &facts(&RPC, Some(&r))).unwrap().rewritten_body,
+            None
+        );
         m["tenant"] = json!("other");
         let r = rpc("SendMessage", m);
         assert_eq!(
@@ -454,7 +464,10 @@ mod tests {
         f.http_method = "GET";
         f.query = Some("historyLength=2");
         let plan = decide(&s, &f).unwrap();
-        assert_eq!(plan.upstream_path, "/rest/override/tasks/a b?historyLength=2");
+        assert_eq!(
+            plan.upstream_path,
+            "/rest/override/tasks/a b?historyLength=2"
+        );
         let route = Route::Rest {
             name: "echo".into(),
             tenant: Some("t1".into()),
@@ -568,7 +581,9 @@ mod tests {
             profile(Binding::JsonRpc, false, None),
         );
         assert_eq!(
-            decide(&declared_off, &facts(&RPC, Some(&r))).unwrap().stream,
+            decide(&declared_off, &facts(&RPC, Some(&r)))
+                .unwrap()
+                .stream,
             StreamPlan::Downgrade(DowngradeCause::DeclaredOff)
         );
         let cfg_off = state(

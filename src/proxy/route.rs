@@ -43,7 +43,10 @@ const CARD_PATH: &str = "/.well-known/agent-card.json";
 
 /// First path segments of the HTTP+JSON routes (anything else in first position is a tenant).
 fn is_rest_root(seg: &str) -> bool {
-    matches!(seg, "message:send" | "message:stream" | "tasks" | "extendedAgentCard")
+    matches!(
+        seg,
+        "message:send" | "message:stream" | "tasks" | "extendedAgentCard"
+    )
 }
 
 /// Routes a request path (without query).
@@ -327,7 +330,13 @@ pub fn part_media_types(send_request: &Value) -> Vec<String> {
 /// Whether media type `mt` is accepted by a mode list entry (`type/subtype`, `type/*`, `*/*`;
 /// parameters ignored; case-insensitive).
 pub fn media_type_accepted(mt: &str, modes: &[String]) -> bool {
-    let essence = |s: &str| s.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = |s: &str| {
+        s.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
+    };
     let mt = essence(mt);
     let (t, _) = mt.split_once('/').unwrap_or((mt.as_str(), ""));
     modes.iter().any(|m| {
@@ -343,11 +352,23 @@ mod tests {
 
     #[test]
     fn routes() {
-        assert_eq!(route("/agents/echo"), Route::JsonRpc { name: "echo".into() });
-        assert_eq!(route("/agents/echo/"), Route::JsonRpc { name: "echo".into() });
+        assert_eq!(
+            route("/agents/echo"),
+            Route::JsonRpc {
+                name: "echo".into()
+            }
+        );
+        assert_eq!(
+            route("/agents/echo/"),
+            Route::JsonRpc {
+                name: "echo".into()
+            }
+        );
         assert_eq!(
             route("/agents/echo/.well-known/agent-card.json"),
-            Route::Card { name: "echo".into() }
+            Route::Card {
+                name: "echo".into()
+            }
         );
         assert_eq!(
             route("/agents/echo/message:send"),
@@ -379,14 +400,20 @@ mod tests {
 
     #[test]
     fn rest_methods() {
-        assert_eq!(Method::from_rest("POST", "/message:send"), Method::SendMessage);
+        assert_eq!(
+            Method::from_rest("POST", "/message:send"),
+            Method::SendMessage
+        );
         assert_eq!(
             Method::from_rest("POST", "/message:stream"),
             Method::SendStreamingMessage
         );
         assert_eq!(Method::from_rest("GET", "/tasks/a"), Method::GetTask);
         assert_eq!(Method::from_rest("GET", "/tasks"), Method::ListTasks);
-        assert_eq!(Method::from_rest("POST", "/tasks/a:cancel"), Method::CancelTask);
+        assert_eq!(
+            Method::from_rest("POST", "/tasks/a:cancel"),
+            Method::CancelTask
+        );
         assert_eq!(
             Method::from_rest("POST", "/tasks/a:subscribe"),
             Method::SubscribeToTask
@@ -408,7 +435,10 @@ mod tests {
 
     #[test]
     fn jsonrpc_parsing() {
-        let r = parse_jsonrpc(br#"{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"tenant":"t"}}"#).unwrap();
+        let r = parse_jsonrpc(
+            br#"{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"tenant":"t"}}"#,
+        )
+        .unwrap();
         assert_eq!(r.id, json!(7));
         assert_eq!(r.method, Method::SendMessage);
         assert_eq!(r.tenant.as_deref(), Some("t"));
@@ -442,7 +472,12 @@ mod tests {
             {"text": "hi"}, {"data": {"a": 1}}, {"raw": "AA==", "mediaType": "image/png"}, {"url": "https://x"}]}});
         assert_eq!(
             part_media_types(&req),
-            vec!["text/plain", "application/json", "image/png", "application/octet-stream"]
+            vec![
+                "text/plain",
+                "application/json",
+                "image/png",
+                "application/octet-stream"
+            ]
         );
         let modes = vec!["text/plain".to_string(), "image/*".to_string()];
         assert!(media_type_accepted("text/plain; charset=utf-8", &modes));

@@ -86,10 +86,11 @@ pub fn plan_headers(
     push(header::HOST);
 
     let mut set = Vec::new();
-    if body_len.is_some() {
-        if let Ok(v) = HeaderValue::from_str(&upstream.authority) {
-            set.push((header::HOST, v));
-        }
+    // pingora forwards the caller's Host unchanged; the gateway's own client sets it from the URL.
+    if body_len.is_some()
+        && let Ok(v) = HeaderValue::from_str(&upstream.authority)
+    {
+        set.push((header::HOST, v));
     }
     if let Some(len) = body_len
         && (len > 0 || original.contains_key(header::CONTENT_LENGTH))
@@ -194,9 +195,15 @@ mod tests {
     #[test]
     fn strips_hop_by_hop_gateway_and_caller_auth_and_sets_profile_headers() {
         let mut h = HeaderMap::new();
-        h.insert("connection", HeaderValue::from_static("keep-alive, x-secret-hop"));
+        h.insert(
+            "connection",
+            HeaderValue::from_static("keep-alive, x-secret-hop"),
+        );
         h.insert("x-secret-hop", HeaderValue::from_static("1"));
-        h.insert("a2a-egress-data-class", HeaderValue::from_static("internal"));
+        h.insert(
+            "a2a-egress-data-class",
+            HeaderValue::from_static("internal"),
+        );
         h.insert("authorization", HeaderValue::from_static("Bearer caller"));
         h.insert("a2a-extensions", HeaderValue::from_static("urn:caller"));
         h.insert("host", HeaderValue::from_static("127.0.0.1:7411"));

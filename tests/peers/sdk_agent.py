@@ -91,6 +91,9 @@ def parse_args(argv):
                    help='sign the public card with this private key (a2a.utils.signing)')
     p.add_argument('--sign-kid', default='test-key')
     p.add_argument('--sign-alg', default='ES256')
+    p.add_argument('--tls-cert', default='', metavar='PEM',
+                   help='serve HTTPS with this certificate chain (card URLs become https://)')
+    p.add_argument('--tls-key', default='', metavar='PEM', help='private key for --tls-cert')
     p.add_argument('--exit-on-stdin-eof', action='store_true',
                    help='exit when stdin closes (the test harness holds it open, so an aborted test run '
                         'leaves no orphan agent)')
@@ -306,7 +309,7 @@ def main(argv):
     # Listen before announcing: connections made right after the line queue in the backlog.
     sock.listen(128)
     port = sock.getsockname()[1]
-    base = f'http://127.0.0.1:{port}'
+    base = f"{'https' if args.tls_cert else 'http'}://127.0.0.1:{port}"
     card, extended = build_cards(args, base)
     handler = StrictHandler(args, agent_executor=EchoExecutor(args.slow_stream),
                             task_store=InMemoryTaskStore(), agent_card=card, extended_agent_card=extended)
@@ -329,7 +332,8 @@ def main(argv):
 
     print(json.dumps({'event': 'listening', 'addr': f'127.0.0.1:{port}',
                       'card_url': f'{base}/.well-known/agent-card.json'}), flush=True)
-    config = uvicorn.Config(recorder, log_level='warning', lifespan='off')
+    tls = {'ssl_certfile': args.tls_cert, 'ssl_keyfile': args.tls_key} if args.tls_cert else {}
+    config = uvicorn.Config(recorder, log_level='warning', lifespan='off', **tls)
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
