@@ -133,7 +133,16 @@ fn sdk_cards_validate_and_compile() {
         };
         let v = card::validate(&bytes, &policy, None)
             .unwrap_or_else(|e| panic!("{}:\n{e}", f.display()));
-        let p = card::compile(&v, &ClientCaps::default());
+        // Some captures declare a required extension (tests/fixtures/sdk/README.md): a client that
+        // knows it can use them (tests/sdk_fixtures.rs checks the unusable case).
+        let caps = ClientCaps {
+            extensions: vec![
+                "https://example.com/ext/audit/v1".into(),
+                "https://example.com/ext/trace/v1".into(),
+            ],
+            ..ClientCaps::default()
+        };
+        let p = card::compile(&v, &caps);
         assert!(p.usable, "{}: {:?}", f.display(), p.reason);
         assert!(!p.skills.is_empty(), "{}", f.display());
     }

@@ -19,6 +19,7 @@
 pub mod canonical;
 pub mod compile;
 pub mod sanitize;
+pub mod signature;
 pub mod validate;
 pub mod wire;
 

@@ -1,4 +1,10 @@
 //! The control plane: card fetch, refresh scheduling and the arc-swap profile store (I/O).
 
+pub mod extended;
 pub mod fetch;
+pub mod metrics;
+pub mod refresh;
+pub mod reload;
+pub mod schedule;
 pub mod startup;
+pub mod state;
