@@ -17,6 +17,8 @@ use crate::card;
 mod serve;
 use crate::config::{CardPolicy, ClientCaps, Config};
 
+mod agent;
+
 /// Exit code for an invalid input document (sysexits EX_DATAERR).
 pub const EXIT_INVALID: u8 = 65;
 /// Exit code for a bad command line or configuration (sysexits EX_USAGE).
@@ -52,6 +54,8 @@ enum Command {
     /// Prints one JSON line on stdout once listening: `{"proxy": ADDR, "admin": ADDR, "public_url": URL}`.
     /// Exit 0 on clean shutdown, 64 for a bad config.
     Serve(ServeArgs),
+    /// Run the bundled reference A2A agent (seed 004) from a capability registry.
+    Agent(agent::AgentArgs),
 }
 
 #[derive(Debug, Args)]
@@ -86,6 +90,7 @@ pub fn main() -> ExitCode {
                 Ok(ExitCode::from(EXIT_USAGE))
             }
         },
+        Command::Agent(args) => Ok(agent::run(args)),
     };
     match outcome {
         Ok(code) => code,

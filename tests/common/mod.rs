@@ -7,12 +7,16 @@
 
 pub mod gateway;
 pub mod process;
+pub mod ref_agent;
 pub mod sdk_agent;
+pub mod sdk_client;
 
 use std::path::PathBuf;
 
 pub use process::ChildGuard;
+pub use ref_agent::RefAgent;
 pub use sdk_agent::{SdkAgent, Seen};
+pub use sdk_client::{SdkRun, sdk_client};
 
 /// The repository root (where `Cargo.toml` is).
 pub fn repo_root() -> PathBuf {
