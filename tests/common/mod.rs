@@ -7,11 +7,13 @@
 
 pub mod process;
 pub mod sdk_agent;
+pub mod tls;
 
 use std::path::PathBuf;
 
 pub use process::ChildGuard;
 pub use sdk_agent::{SdkAgent, Seen};
+pub use tls::TestPki;
 
 /// The repository root (where `Cargo.toml` is).
 pub fn repo_root() -> PathBuf {
