@@ -123,6 +123,12 @@ pub struct RawConfig {
     /// `[[integrations]]`.
     #[serde(default)]
     pub integrations: Vec<RawIntegration>,
+    /// `[refresh]`: card refresh period bounds, backoff and stale-mark debounce.
+    #[serde(default)]
+    pub refresh: crate::control::schedule::RawRefresh,
+    /// `[state]`: where last-known-good cards are kept.
+    #[serde(default)]
+    pub state: crate::control::schedule::RawState,
 }
 
 /// Validated client capabilities: the input of [`crate::card::compile`] besides the card.
@@ -196,6 +202,10 @@ pub struct Config {
     pub policy: Policy,
     /// The integrations, in file order (names are unique).
     pub integrations: Vec<Integration>,
+    /// Refresh scheduling (`[refresh]`).
+    pub refresh: crate::control::schedule::RefreshSettings,
+    /// Last-known-good directory (`[state] dir`, resolved against the config folder); `None` = off.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Config {
@@ -280,6 +290,9 @@ impl Config {
         let policy = integrations::policy(&raw.policy, &mut problems);
         let integrations =
             integrations::integrations(&raw.integrations, &c, &extensions, base, &mut problems);
+        let refresh =
+            crate::control::schedule::RefreshSettings::from_raw(&raw.refresh, &mut problems);
+        let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.to_owned(),
@@ -287,6 +300,8 @@ impl Config {
             });
         }
         Ok(Config {
+            refresh,
+            state_dir,
             listen,
             policy,
             integrations,

@@ -383,6 +383,27 @@ impl FetchPolicy {
         Ok(Self::new(parsed, max_bytes, allow_plain_http))
     }
 
+    /// Checks that a connection to `ip` for `url` is allowed: the URL's origin is approved and the
+    /// address is public or the one the origin names literally (pure). Used on the address the data
+    /// plane actually resolved for an interface.
+    pub fn check_addr(&self, url: &str, ip: IpAddr) -> Result<(), FetchError> {
+        let u = url::Url::parse(url).map_err(|e| FetchError::InvalidUrl {
+            url: url.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let origin = self.origin_for(&u)?;
+        if origin.allows(ip) {
+            Ok(())
+        } else {
+            Err(FetchError::AddressRefused {
+                host: u.host_str().unwrap_or_default().to_owned(),
+                addr: ip,
+                class: classify(ip),
+                origin: origin.serialized.clone(),
+            })
+        }
+    }
+
     fn origin_for(&self, url: &url::Url) -> Result<&ApprovedOrigin, FetchError> {
         let origin = url.origin().ascii_serialization();
         self.origins

@@ -177,6 +177,45 @@ pub struct IntegrationState {
     pub evidence: Vec<Evidence>,
     /// When this profile (not the overrides) was installed.
     pub installed_at: SystemTime,
+    /// How current the profile is (maintained by the control plane's refresh).
+    pub freshness: Freshness,
+}
+
+/// How current an integration's profile is: set by `control::refresh`, shown on the admin API.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Freshness {
+    /// Served from the last-known-good file on disk; no fetch has confirmed it since start.
+    pub unrevalidated: bool,
+    /// When a fetch (200 or 304) last confirmed the card.
+    pub validated_at: Option<SystemTime>,
+    /// The last refresh failed; the profile is the last good one.
+    pub degraded: Option<Degraded>,
+    /// The extended card's verdict for this integration's credential, when one was asked for.
+    pub extended: Option<ExtendedCardStatus>,
+}
+
+/// A refresh failure kept beside the last good profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Degraded {
+    /// Why the last refresh failed (gateway-written; never a metric label).
+    pub reason: String,
+    /// When the first of the consecutive failures happened.
+    pub since: SystemTime,
+    /// Consecutive failures.
+    pub failures: u32,
+}
+
+/// What became of `GetExtendedAgentCard` for the integration's credential.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExtendedCardStatus {
+    /// `sha256:<hex>` of the credential (never the secret).
+    pub identity: String,
+    /// The extended card replaced the public one in the profile.
+    pub used: bool,
+    /// Why the public card is used instead (`unsupported_operation`, `not_configured`, or an error).
+    pub fallback: Option<String>,
+    /// When it was decided.
+    pub at: SystemTime,
 }
 
 impl IntegrationState {
@@ -191,6 +230,7 @@ impl IntegrationState {
             overrides: Overrides::default(),
             evidence: Vec::new(),
             installed_at: SystemTime::now(),
+            freshness: Freshness::default(),
         }
     }
 
@@ -239,6 +279,7 @@ impl IntegrationState {
             overrides: Overrides::default(),
             evidence: Vec::new(),
             installed_at: SystemTime::now(),
+            freshness: Freshness::default(),
         }
     }
 

@@ -1,0 +1,356 @@
+//! The extended Agent Card (`GetExtendedAgentCard`, seed 000 "Public card, extended card"): fetched
+//! with an integration's credential over the chosen interface, cached per credential identity (I/O).
+//!
+//! The call goes through the same guarded sender as card fetches (approved origin, checked and
+//! pinned address, size cap, timeouts) and never follows a redirect, because it carries a credential.
+//! `UnsupportedOperationError` and `ExtendedAgentCardNotConfiguredError` mean "use the public card";
+//! the caller records that as evidence. The cache key is a digest of the credential, never the secret,
+//! and a lookup with another identity never sees an entry: one tenant's partner-only skills cannot
+//! leak into another's view.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use http::HeaderValue;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::control::fetch::{CardFetcher, FetchError, FetchPolicy, Outgoing};
+use crate::profile::{Binding, Interface};
+
+/// Errors of the extended-card call that are not a documented fallback.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum ExtendedError {
+    /// The guarded request itself failed or was refused.
+    #[error("extended card request: {0}")]
+    Fetch(#[from] FetchError),
+    /// The agent refused the credential (HTTP 401/403).
+    #[error("the agent refused the integration's credential (HTTP {status})")]
+    Unauthorized {
+        /// 401 or 403.
+        status: u16,
+    },
+    /// The agent answered with another A2A or JSON-RPC error.
+    #[error("the agent answered GetExtendedAgentCard with error {code}: {message}")]
+    Agent {
+        /// JSON-RPC code (or the HTTP status for HTTP+JSON).
+        code: i64,
+        /// The agent's message, cut to 200 characters.
+        message: String,
+    },
+    /// The answer was not a JSON-RPC response or card JSON.
+    #[error("malformed GetExtendedAgentCard response: {0}")]
+    Malformed(String),
+}
+
+/// Why the public card is used instead of an extended one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// -32004 / `UNSUPPORTED_OPERATION`: the agent does not offer an extended card after all.
+    UnsupportedOperation,
+    /// -32007 / `EXTENDED_AGENT_CARD_NOT_CONFIGURED`.
+    NotConfigured,
+}
+
+/// The result of a successful `GetExtendedAgentCard` exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExtendedOutcome {
+    /// The extended card's JSON, to be validated and compiled as a whole replacement.
+    Card(Bytes),
+    /// Use the public card, for this documented reason.
+    Fallback(Fallback),
+}
+
+/// The identity of a credential: `sha256:<hex>` of the exact `Authorization` value. Safe to log and
+/// to use as a key; the secret cannot be recovered from it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct CredentialIdentity(String);
+
+impl CredentialIdentity {
+    /// The identity of an `Authorization` header value.
+    pub fn of(authorization: &HeaderValue) -> Self {
+        CredentialIdentity(format!(
+            "sha256:{}",
+            hex::encode(Sha256::digest(authorization.as_bytes()))
+        ))
+    }
+
+    /// The digest text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Calls `GetExtendedAgentCard` on `iface` with `authorization`. `tenant` is the effective tenant
+/// (the integration's override, else the interface's).
+pub async fn fetch_extended(
+    fetcher: &CardFetcher,
+    iface: &Interface,
+    tenant: Option<&str>,
+    authorization: &HeaderValue,
+    policy: &FetchPolicy,
+) -> Result<ExtendedOutcome, ExtendedError> {
+    use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+    let mut headers = http::HeaderMap::new();
+    headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+    let version = HeaderValue::from_str(&iface.version)
+        .map_err(|_| ExtendedError::Malformed("interface version is not a header value".into()))?;
+    headers.insert("a2a-version", version);
+    let mut auth = authorization.clone();
+    auth.set_sensitive(true);
+    headers.insert(AUTHORIZATION, auth);
+    let req = match iface.binding {
+        Binding::JsonRpc => {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            let params = match tenant {
+                Some(t) => serde_json::json!({ "tenant": t }),
+                None => serde_json::json!({}),
+            };
+            let body = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": "a2a-egress-extended-card",
+                "method": "GetExtendedAgentCard",
+                "params": params,
+            });
+            Outgoing {
+                method: reqwest::Method::POST,
+                url: iface.url.clone(),
+                headers,
+                body: Some(Bytes::from(serde_json::to_vec(&body).expect("json"))),
+                follow_redirects: false,
+            }
+        }
+        Binding::HttpJson => {
+            let mut url = url::Url::parse(&iface.url).map_err(|e| {
+                ExtendedError::Fetch(FetchError::InvalidUrl {
+                    url: iface.url.clone(),
+                    reason: e.to_string(),
+                })
+            })?;
+            {
+                let mut segs = url.path_segments_mut().map_err(|_| {
+                    ExtendedError::Malformed("interface URL cannot take a path".into())
+                })?;
+                segs.pop_if_empty();
+                if let Some(t) = tenant {
+                    segs.push(t);
+                }
+                segs.push("extendedAgentCard");
+            }
+            Outgoing {
+                method: reqwest::Method::GET,
+                url: url.to_string(),
+                headers,
+                body: None,
+                follow_redirects: false,
+            }
+        }
+    };
+    let binding = iface.binding;
+    let resp = fetcher.send(req, policy).await?;
+    let status = resp.status.as_u16();
+    if status == 401 || status == 403 {
+        return Err(ExtendedError::Unauthorized { status });
+    }
+    match binding {
+        Binding::JsonRpc => parse_jsonrpc(status, &resp.body),
+        Binding::HttpJson => parse_rest(status, resp.body),
+    }
+}
+
+fn cut(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).take(200).collect()
+}
+
+/// Parses a JSON-RPC answer (pure).
+fn parse_jsonrpc(status: u16, body: &[u8]) -> Result<ExtendedOutcome, ExtendedError> {
+    let v: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| ExtendedError::Malformed(format!("HTTP {status}, body is not JSON: {e}")))?;
+    if let Some(err) = v.get("error") {
+        let code = err.get("code").and_then(|c| c.as_i64()).unwrap_or(0);
+        return match code {
+            -32004 => Ok(ExtendedOutcome::Fallback(Fallback::UnsupportedOperation)),
+            -32007 => Ok(ExtendedOutcome::Fallback(Fallback::NotConfigured)),
+            _ => Err(ExtendedError::Agent {
+                code,
+                message: cut(err.get("message").and_then(|m| m.as_str()).unwrap_or("")),
+            }),
+        };
+    }
+    match v.get("result") {
+        Some(card @ serde_json::Value::Object(_)) => Ok(ExtendedOutcome::Card(Bytes::from(
+            serde_json::to_vec(card).expect("json"),
+        ))),
+        _ => Err(ExtendedError::Malformed(
+            "neither a result object nor an error".into(),
+        )),
+    }
+}
+
+/// Parses an HTTP+JSON answer (pure): 200 is the card, an error body is matched by its reason.
+fn parse_rest(status: u16, body: Bytes) -> Result<ExtendedOutcome, ExtendedError> {
+    if status == 200 {
+        return Ok(ExtendedOutcome::Card(body));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let err = v.get("error");
+    let reasons = err
+        .and_then(|e| e.get("details"))
+        .and_then(|d| d.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d.get("reason").and_then(|r| r.as_str()));
+    for r in reasons {
+        match r {
+            "UNSUPPORTED_OPERATION" => {
+                return Ok(ExtendedOutcome::Fallback(Fallback::UnsupportedOperation));
+            }
+            "EXTENDED_AGENT_CARD_NOT_CONFIGURED" => {
+                return Ok(ExtendedOutcome::Fallback(Fallback::NotConfigured));
+            }
+            _ => {}
+        }
+    }
+    Err(ExtendedError::Agent {
+        code: i64::from(status),
+        message: cut(err
+            .and_then(|e| e.get("message"))
+            .and_then(|m| m.as_str())
+            .unwrap_or("")),
+    })
+}
+
+/// Compiled extended profiles by (integration, credential identity). An entry is only ever returned
+/// for the identity it was stored under.
+#[derive(Debug, Default)]
+pub struct ExtendedCache<T> {
+    entries: Mutex<HashMap<(String, CredentialIdentity), T>>,
+}
+
+impl<T: Clone> ExtendedCache<T> {
+    /// An empty cache.
+    pub fn new() -> Self {
+        ExtendedCache {
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The entry for exactly this integration and identity.
+    pub fn get(&self, integration: &str, id: &CredentialIdentity) -> Option<T> {
+        self.lock()
+            .get(&(integration.to_owned(), id.clone()))
+            .cloned()
+    }
+
+    /// Stores an entry, replacing every other identity's entry for the integration (a credential
+    /// that changed must not leave the old identity's view behind).
+    pub fn put(&self, integration: &str, id: CredentialIdentity, value: T) {
+        let mut m = self.lock();
+        m.retain(|(i, _), _| i != integration);
+        m.insert((integration.to_owned(), id), value);
+    }
+
+    /// Drops an integration's entries (fallback to the public card, or removed from the config).
+    pub fn remove(&self, integration: &str) {
+        self.lock().retain(|(i, _), _| i != integration);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, CredentialIdentity), T>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_is_a_digest_not_the_secret() {
+        let a = CredentialIdentity::of(&HeaderValue::from_static("Bearer alpha-secret"));
+        let b = CredentialIdentity::of(&HeaderValue::from_static("Bearer beta-secret"));
+        assert_ne!(a, b);
+        assert!(a.as_str().starts_with("sha256:"));
+        assert!(!a.as_str().contains("alpha"));
+        assert_eq!(
+            a,
+            CredentialIdentity::of(&HeaderValue::from_static("Bearer alpha-secret"))
+        );
+    }
+
+    #[test]
+    fn cache_never_crosses_identities() {
+        let c = ExtendedCache::new();
+        let a = CredentialIdentity::of(&HeaderValue::from_static("Bearer a"));
+        let b = CredentialIdentity::of(&HeaderValue::from_static("Bearer b"));
+        c.put("x", a.clone(), 1);
+        assert_eq!(c.get("x", &a), Some(1));
+        assert_eq!(c.get("x", &b), None);
+        assert_eq!(c.get("y", &a), None);
+        c.put("x", b.clone(), 2);
+        assert_eq!(c.get("x", &a), None, "the old identity's view is gone");
+        assert_eq!(c.get("x", &b), Some(2));
+        c.remove("x");
+        assert_eq!(c.get("x", &b), None);
+    }
+
+    #[test]
+    fn jsonrpc_answers() {
+        let ok =
+            parse_jsonrpc(200, br#"{"jsonrpc":"2.0","id":"1","result":{"name":"x"}}"#).unwrap();
+        assert_eq!(
+            ok,
+            ExtendedOutcome::Card(Bytes::from_static(br#"{"name":"x"}"#))
+        );
+        let un = parse_jsonrpc(
+            200,
+            br#"{"jsonrpc":"2.0","id":"1","error":{"code":-32004,"message":"no"}}"#,
+        );
+        assert_eq!(
+            un,
+            Ok(ExtendedOutcome::Fallback(Fallback::UnsupportedOperation))
+        );
+        let nc = parse_jsonrpc(
+            200,
+            br#"{"jsonrpc":"2.0","id":"1","error":{"code":-32007,"message":"no"}}"#,
+        );
+        assert_eq!(nc, Ok(ExtendedOutcome::Fallback(Fallback::NotConfigured)));
+        let other = parse_jsonrpc(
+            200,
+            br#"{"jsonrpc":"2.0","id":"1","error":{"code":-32603,"message":"boom\u0007"}}"#,
+        );
+        assert_eq!(
+            other,
+            Err(ExtendedError::Agent {
+                code: -32603,
+                message: "boom".into()
+            })
+        );
+        assert!(matches!(
+            parse_jsonrpc(200, b"<html>"),
+            Err(ExtendedError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_jsonrpc(200, br#"{"result":[1]}"#),
+            Err(ExtendedError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn rest_answers() {
+        assert!(matches!(
+            parse_rest(200, Bytes::from_static(b"{}")),
+            Ok(ExtendedOutcome::Card(_))
+        ));
+        let body = br#"{"error":{"code":400,"status":"FAILED_PRECONDITION","message":"m","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"EXTENDED_AGENT_CARD_NOT_CONFIGURED","domain":"a2a-protocol.org"}]}}"#;
+        assert_eq!(
+            parse_rest(400, Bytes::from_static(body)),
+            Ok(ExtendedOutcome::Fallback(Fallback::NotConfigured))
+        );
+        assert!(matches!(
+            parse_rest(500, Bytes::from_static(b"x")),
+            Err(ExtendedError::Agent { code: 500, .. })
+        ));
+    }
+}

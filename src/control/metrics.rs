@@ -1,0 +1,189 @@
+//! The control plane's metrics, registered on the one shared [`crate::metrics::Metrics`] registry
+//! (no I/O). Label values are integration names from the validated config and bounded enums.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use prometheus::core::{Collector, Desc};
+use prometheus::proto::MetricFamily;
+use prometheus::{IntCounterVec, IntGaugeVec, Opts};
+
+use crate::control::schedule::RefreshResult;
+
+/// Metrics of refresh, swaps, stale marks and config reloads.
+#[derive(Clone)]
+pub struct ControlMetrics {
+    /// `a2a_egress_refresh_total{integration, result}`: refreshes by result
+    /// (`changed`, `unchanged`, `not_modified`, `failed`).
+    pub refreshes: IntCounterVec,
+    /// `a2a_egress_refresh_failures_total{integration, kind}`: failed refreshes by bounded kind.
+    pub failures: IntCounterVec,
+    /// `a2a_egress_profile_swaps_total{integration}`: new integration states stored in the snapshot.
+    pub swaps: IntCounterVec,
+    /// `a2a_egress_stale_marks_debounced_total{integration}`: stale marks merged into a pending refresh.
+    pub stale_debounced: IntCounterVec,
+    /// `a2a_egress_stale_refreshes_total{integration}`: refreshes triggered by stale marks.
+    pub stale_refreshes: IntCounterVec,
+    /// `a2a_egress_config_reloads_total{result}`: config reloads (`ok`, `refused`).
+    pub reloads: IntCounterVec,
+    /// `a2a_egress_profile_degraded{integration}`: 1 while the last refresh failed.
+    pub degraded: IntGaugeVec,
+    /// Source of `a2a_egress_profile_age_seconds{integration}`, computed at scrape time.
+    pub ages: ProfileAges,
+}
+
+impl std::fmt::Debug for ControlMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ControlMetrics")
+    }
+}
+
+impl ControlMetrics {
+    /// Creates and registers every control-plane metric on `registry`.
+    pub fn register(registry: &prometheus::Registry) -> Result<Self, prometheus::Error> {
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            IntCounterVec::new(Opts::new(name, help), labels)
+        };
+        let m = ControlMetrics {
+            refreshes: counter(
+                "a2a_egress_refresh_total",
+                "Card refreshes by integration and result (changed, unchanged, not_modified, failed).",
+                &["integration", "result"],
+            )?,
+            failures: counter(
+                "a2a_egress_refresh_failures_total",
+                "Failed card refreshes by integration and kind of failure.",
+                &["integration", "kind"],
+            )?,
+            swaps: counter(
+                "a2a_egress_profile_swaps_total",
+                "New integration states stored in the runtime snapshot.",
+                &["integration"],
+            )?,
+            stale_debounced: counter(
+                "a2a_egress_stale_marks_debounced_total",
+                "Stale marks merged into an already pending refresh.",
+                &["integration"],
+            )?,
+            stale_refreshes: counter(
+                "a2a_egress_stale_refreshes_total",
+                "Refreshes triggered by stale marks from the data plane.",
+                &["integration"],
+            )?,
+            reloads: counter(
+                "a2a_egress_config_reloads_total",
+                "Configuration reloads by result (ok, refused).",
+                &["result"],
+            )?,
+            degraded: IntGaugeVec::new(
+                Opts::new(
+                    "a2a_egress_profile_degraded",
+                    "1 while an integration's last refresh failed and its last good profile is served.",
+                ),
+                &["integration"],
+            )?,
+            ages: ProfileAges::new()?,
+        };
+        registry.register(Box::new(m.refreshes.clone()))?;
+        registry.register(Box::new(m.failures.clone()))?;
+        registry.register(Box::new(m.swaps.clone()))?;
+        registry.register(Box::new(m.stale_debounced.clone()))?;
+        registry.register(Box::new(m.stale_refreshes.clone()))?;
+        registry.register(Box::new(m.reloads.clone()))?;
+        registry.register(Box::new(m.degraded.clone()))?;
+        registry.register(Box::new(m.ages.clone()))?;
+        for r in ["ok", "refused"] {
+            m.reloads.with_label_values(&[r]);
+        }
+        Ok(m)
+    }
+
+    /// Pre-creates an integration's series so dashboards see zeros, not gaps.
+    pub fn init_integration(&self, name: &str) {
+        for r in RefreshResult::ALL {
+            self.refreshes.with_label_values(&[name, r.as_str()]);
+        }
+        self.swaps.with_label_values(&[name]);
+        self.stale_debounced.with_label_values(&[name]);
+        self.stale_refreshes.with_label_values(&[name]);
+        self.degraded.with_label_values(&[name]).set(0);
+    }
+
+    /// Drops an integration's series (it left the config).
+    pub fn remove_integration(&self, name: &str) {
+        for r in RefreshResult::ALL {
+            let _ = self.refreshes.remove_label_values(&[name, r.as_str()]);
+        }
+        let _ = self.swaps.remove_label_values(&[name]);
+        let _ = self.stale_debounced.remove_label_values(&[name]);
+        let _ = self.stale_refreshes.remove_label_values(&[name]);
+        let _ = self.degraded.remove_label_values(&[name]);
+        self.ages.remove(name);
+    }
+
+    /// The counter value for one integration and result (tests and the admin API).
+    pub fn refresh_count(&self, name: &str, result: RefreshResult) -> u64 {
+        self.refreshes
+            .with_label_values(&[name, result.as_str()])
+            .get()
+    }
+}
+
+/// `a2a_egress_profile_age_seconds{integration}`: seconds since the card behind the current profile
+/// was last confirmed by a fetch (200 or 304). Computed when scraped, so it is exact without a timer.
+#[derive(Clone)]
+pub struct ProfileAges {
+    desc: Desc,
+    validated: Arc<Mutex<BTreeMap<String, SystemTime>>>,
+}
+
+impl ProfileAges {
+    fn new() -> Result<Self, prometheus::Error> {
+        Ok(ProfileAges {
+            desc: Desc::new(
+                "a2a_egress_profile_age_seconds".into(),
+                "Seconds since the integration's card was last confirmed by a fetch.".into(),
+                vec!["integration".into()],
+                Default::default(),
+            )?,
+            validated: Arc::default(),
+        })
+    }
+
+    /// Records that `name`'s card was confirmed at `at`.
+    pub fn set(&self, name: &str, at: SystemTime) {
+        self.lock().insert(name.to_owned(), at);
+    }
+
+    /// Forgets `name`.
+    pub fn remove(&self, name: &str) {
+        self.lock().remove(name);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, SystemTime>> {
+        self.validated.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Collector for ProfileAges {
+    fn desc(&self) -> Vec<&Desc> {
+        vec![&self.desc]
+    }
+
+    fn collect(&self) -> Vec<MetricFamily> {
+        let now = SystemTime::now();
+        let gauges = IntGaugeVec::new(
+            Opts::new(self.desc.fq_name.clone(), self.desc.help.clone()),
+            &["integration"],
+        )
+        .expect("same descriptor as registered");
+        for (name, at) in self.lock().iter() {
+            let age = now.duration_since(*at).map_or(0, |d| d.as_secs());
+            gauges
+                .with_label_values(&[name.as_str()])
+                .set(i64::try_from(age).unwrap_or(i64::MAX));
+        }
+        gauges.collect()
+    }
+}

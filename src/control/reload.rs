@@ -1,0 +1,255 @@
+//! Configuration hot reload on file change and on SIGHUP, and the readiness verdict (file I/O,
+//! signals).
+//!
+//! The whole new file is parsed and validated first ([`Config::load`]); a bad one is refused (logged,
+//! counted in `a2a_egress_config_reloads_total{result="refused"}`, shown by `/readyz`) and the old
+//! config keeps serving. A good one is applied by difference: unchanged integrations keep their
+//! workers, profiles and caches (no refetch storm); changed ones are rebuilt from their cached card,
+//! or refetched when the card's source, trust or credential changed; removed ones leave the snapshot
+//! (so they stop routing at once); new ones are fetched.
+//!
+//! Change detection polls the file's content hash (default every second) rather than using inotify
+//! through `notify`: it needs no extra crate, works the same on bind mounts, network filesystems and
+//! editors that save through a temp file and rename, and one small read per second is nothing next
+//! to the gateway's work. A change must read the same twice, a debounce apart, before it is applied,
+//! so a half-written file is not even tried. SIGHUP reloads at once.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::config::{CardPolicy, Config};
+use crate::control::refresh::{ControlHandle, lock, needs_refetch};
+use crate::profile::snapshot::{IntegrationState, Status};
+
+/// Default interval between two looks at the config file.
+pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
+/// A changed file must read the same after this long before it is applied.
+pub const DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// What a reload did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ReloadReport {
+    /// New integrations (fetched now).
+    pub added: Vec<String>,
+    /// Integrations that left the config (no longer routed).
+    pub removed: Vec<String>,
+    /// Integrations whose settings changed.
+    pub changed: Vec<String>,
+    /// Of `changed`, those refetched (card URL, origins, CA file, credential or tenant changed).
+    pub refetched: Vec<String>,
+    /// Integrations left exactly as they were.
+    pub unchanged: Vec<String>,
+    /// `[client]` changed, so every cached card was recompiled (without fetching).
+    pub recompiled_all: bool,
+    /// Settings that only take effect after a restart (e.g. `[listen]`), if they changed.
+    pub needs_restart: Vec<String>,
+}
+
+fn same_card_policy(a: &CardPolicy, b: &CardPolicy) -> bool {
+    a.max_card_bytes == b.max_card_bytes
+        && a.require_signatures == b.require_signatures
+        && a.allow_plain_http == b.allow_plain_http
+        && a.trusted_keys == b.trusted_keys
+}
+
+impl ControlHandle {
+    /// Applies an already validated config by difference (see the module doc).
+    pub fn apply_config(&self, new: Config) -> ReloadReport {
+        let old = self.config();
+        let mut report = ReloadReport {
+            recompiled_all: old.caps != new.caps
+                || !same_card_policy(&old.card_policy, &new.card_policy),
+            ..ReloadReport::default()
+        };
+        if old.listen.proxy != new.listen.proxy || old.listen.admin != new.listen.admin {
+            report.needs_restart.push("listen".into());
+        }
+        let state_dir_changed = old.state_dir != new.state_dir;
+        self.inner.config.store(Arc::new(new.clone()));
+        if state_dir_changed {
+            self.set_state_dir(&new);
+        }
+
+        let removed: Vec<String> = old
+            .integrations
+            .iter()
+            .filter(|o| !new.integrations.iter().any(|n| n.name == o.name))
+            .map(|o| o.name.clone())
+            .collect();
+        let added: Vec<Arc<crate::config::Integration>> = new
+            .integrations
+            .iter()
+            .filter(|n| self.worker_integration(&n.name).is_none())
+            .map(|n| Arc::new(n.clone()))
+            .collect();
+        // One snapshot swap for the membership change: removed ones stop routing in the same
+        // instant the new ones appear as pending.
+        self.store().rcu(|cur| {
+            let mut next = cur.clone();
+            for name in &removed {
+                next.integrations.remove(name);
+            }
+            for i in &added {
+                next.integrations.insert(
+                    i.name.clone(),
+                    Arc::new(IntegrationState::pending(i.clone())),
+                );
+            }
+            next
+        });
+        for name in &removed {
+            self.stop_worker(name);
+            report.removed.push(name.clone());
+        }
+        for i in &added {
+            self.spawn_worker(i.clone());
+            report.added.push(i.name.clone());
+        }
+        for n in &new.integrations {
+            if added.iter().any(|a| a.name == n.name) {
+                continue;
+            }
+            let Some(cur) = self.worker_integration(&n.name) else {
+                continue;
+            };
+            if *cur == *n {
+                report.unchanged.push(n.name.clone());
+                continue;
+            }
+            let refetch = needs_refetch(&cur, n);
+            report.changed.push(n.name.clone());
+            if refetch {
+                report.refetched.push(n.name.clone());
+            }
+            self.reconfigure(Arc::new(n.clone()), refetch);
+        }
+        if report.recompiled_all {
+            self.recompile_all();
+        }
+        *lock(&self.inner.reload_refused) = None;
+        self.metrics().reloads.with_label_values(&["ok"]).inc();
+        tracing::info!(?report, "configuration reloaded");
+        report
+    }
+
+    /// Loads, validates and applies the config file; a bad file is refused and the old config
+    /// keeps serving.
+    pub fn reload_from(&self, path: &Path) -> Result<ReloadReport, crate::config::ConfigError> {
+        match Config::load(path) {
+            Ok(new) => Ok(self.apply_config(new)),
+            Err(e) => {
+                tracing::error!(error = %e, "configuration reload refused; the previous configuration keeps serving");
+                self.metrics().reloads.with_label_values(&["refused"]).inc();
+                *lock(&self.inner.reload_refused) = Some(e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// The readiness verdict for `/readyz`.
+    pub fn readiness(&self) -> Readiness {
+        let snap = self.store().load();
+        let mut r = Readiness {
+            ready: snap.ready(),
+            config_refused: self.reload_refused(),
+            ..Readiness::default()
+        };
+        for (name, s) in &snap.integrations {
+            match &s.status {
+                Status::Pending => r.pending.push(name.clone()),
+                Status::Unusable { reason } | Status::Blocked { reason } => {
+                    r.unusable.push(IntegrationIssue {
+                        integration: name.clone(),
+                        reason: reason.clone(),
+                    })
+                }
+                Status::Usable => {}
+            }
+            if let Some(d) = &s.freshness.degraded {
+                r.degraded.push(IntegrationIssue {
+                    integration: name.clone(),
+                    reason: d.reason.clone(),
+                });
+            }
+            if s.freshness.unrevalidated {
+                r.unrevalidated.push(name.clone());
+            }
+        }
+        r
+    }
+}
+
+/// `/readyz`: ready once every integration has a usable profile or a definite verdict.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Readiness {
+    /// No integration is still pending.
+    pub ready: bool,
+    /// Integrations without a verdict yet.
+    pub pending: Vec<String>,
+    /// Integrations with a definite "cannot use" verdict.
+    pub unusable: Vec<IntegrationIssue>,
+    /// Integrations served from their last good profile after a failed refresh.
+    pub degraded: Vec<IntegrationIssue>,
+    /// Integrations served from disk, not yet confirmed by a fetch.
+    pub unrevalidated: Vec<String>,
+    /// The last refused config reload (the previous config keeps serving).
+    pub config_refused: Option<String>,
+}
+
+/// One integration and a reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IntegrationIssue {
+    /// The integration.
+    pub integration: String,
+    /// Why.
+    pub reason: String,
+}
+
+fn file_hash(path: &Path) -> Option<[u8; 32]> {
+    std::fs::read(path).ok().map(|b| Sha256::digest(&b).into())
+}
+
+/// Watches `path` (content hash every `poll`, debounced) and SIGHUP, reloading on either. Runs until
+/// the returned task is aborted.
+pub fn spawn_reloader(
+    handle: ControlHandle,
+    path: PathBuf,
+    poll: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP; file changes still reload");
+                None
+            }
+        };
+        let mut seen = file_hash(&path);
+        let mut tick = tokio::time::interval(poll);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let by_signal = tokio::select! {
+                _ = tick.tick() => false,
+                Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => true,
+            };
+            let now = file_hash(&path);
+            if !by_signal {
+                if now == seen || now.is_none() {
+                    continue;
+                }
+                tokio::time::sleep(DEBOUNCE).await;
+                if file_hash(&path) != now {
+                    continue; // still being written; look again next tick
+                }
+            } else {
+                tracing::info!("SIGHUP: reloading configuration");
+            }
+            seen = now;
+            let _ = handle.reload_from(&path);
+        }
+    })
+}
