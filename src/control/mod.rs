@@ -2,6 +2,7 @@
 
 pub mod extended;
 pub mod fetch;
+pub mod http;
 pub mod metrics;
 pub mod refresh;
 pub mod reload;

@@ -1,0 +1,143 @@
+//! The control plane end to end with the real fetcher over loopback sockets: the admin refresh route,
+//! and a card whose interface points at an address the integration may not reach.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_egress::config::Config;
+use a2a_egress::control::fetch::CardFetcher;
+use a2a_egress::control::metrics::ControlMetrics;
+use a2a_egress::control::refresh::ControlHandle;
+use a2a_egress::profile::snapshot::{Status, Store};
+use axum::Router;
+use axum::http::header;
+use axum::routing::get;
+
+/// Serves a card whose interface URL is `iface` (with `{port}` replaced by the bound port).
+async fn agent(iface: &'static str) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let url = iface.replace("{port}", &addr.port().to_string());
+    let card = format!(
+        r#"{{"name":"Echo","description":"echo agent","version":"1.0.0",
+ "supportedInterfaces":[{{"url":"{url}","protocolBinding":"JSONRPC","protocolVersion":"1.0"}}],
+ "capabilities":{{}},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
+ "skills":[{{"id":"echo","name":"Echo","description":"echoes","tags":["demo"]}}]}}"#
+    );
+    let app = Router::new().route(
+        "/card.json",
+        get(move || {
+            let card = card.clone();
+            async move { ([(header::ETAG, "W/\"c\"")], card) }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+fn config(addr: SocketAddr, extra_origin: &str) -> Config {
+    let text = format!(
+        "[client]\nallow_plain_http = true\n[refresh]\nmin = \"1h\"\n\
+         [[integrations]]\nname = \"echo\"\ncard = \"http://{addr}/card.json\"\n\
+         origins = [\"http://{addr}\"{extra_origin}]\nskills = [\"echo\"]\ndata_classes = [\"internal\"]\n"
+    );
+    Config::parse(&text, Path::new("gateway.toml")).expect("test config")
+}
+
+fn start(cfg: Config) -> ControlHandle {
+    let metrics = ControlMetrics::register(&prometheus::Registry::new()).unwrap();
+    ControlHandle::start(
+        cfg,
+        Arc::new(Store::default()),
+        metrics,
+        Arc::new(CardFetcher::new()),
+        None,
+    )
+}
+
+async fn settle(h: &ControlHandle) {
+    for _ in 0..500 {
+        if h.store().load().ready() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no verdict: {:?}", h.readiness());
+}
+
+#[tokio::test]
+async fn admin_refresh_route_answers_with_the_outcome() {
+    let addr = agent("http://127.0.0.1:{port}/a2a").await;
+    let h = start(config(addr, ""));
+    settle(&h).await;
+    assert!(h.store().load().get("echo").unwrap().usable().is_some());
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let admin = listener.local_addr().unwrap();
+    let app = a2a_egress::control::http::router(h.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    a2a_egress::control::fetch::install_crypto_provider();
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+
+    let r = client
+        .post(format!("http://{admin}/v1/integrations/echo/refresh"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["integration"], "echo");
+    // This scripted agent ignores If-None-Match: a full 200 with the same compiled profile.
+    assert_eq!(body["result"], "unchanged", "{body}");
+    assert_eq!(body["status"], "usable", "{body}");
+
+    let r = client
+        .post(format!("http://{admin}/v1/integrations/nope/refresh"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error"]["details"][0]["reason"], "UNKNOWN_INTEGRATION",
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn an_interface_resolving_to_loopback_is_refused_even_on_an_approved_origin() {
+    // The operator approved the name `localhost`, not the loopback address it resolves to.
+    let addr = agent("http://localhost:{port}/a2a").await;
+    let h = start(config(
+        addr,
+        &format!(", \"http://localhost:{}\"", addr.port()),
+    ));
+    settle(&h).await;
+    let snap = h.store().load();
+    let s = snap.get("echo").unwrap();
+    let Status::Unusable { reason } = &s.status else {
+        panic!("expected unusable, got {:?}", s.status)
+    };
+    assert!(
+        reason.contains("interface refused") && reason.contains("loopback"),
+        "{reason}"
+    );
+    assert!(s.upstream.is_none(), "nothing may route to it");
+}
+
+#[tokio::test]
+async fn an_interface_on_an_unapproved_origin_is_refused() {
+    let addr = agent("http://10.0.0.1:{port}/a2a").await;
+    let h = start(config(addr, ""));
+    settle(&h).await;
+    let snap = h.store().load();
+    let Status::Unusable { reason } = &snap.get("echo").unwrap().status else {
+        panic!("expected unusable")
+    };
+    assert!(
+        reason.contains("not approved") || reason.contains("approved origins"),
+        "{reason}"
+    );
+}
