@@ -15,6 +15,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::card;
 use crate::config::{CardPolicy, ClientCaps, Config};
 
+mod agent;
+
 /// Exit code for an invalid input document (sysexits EX_DATAERR).
 pub const EXIT_INVALID: u8 = 65;
 /// Exit code for a bad command line or configuration (sysexits EX_USAGE).
@@ -45,6 +47,8 @@ enum Command {
     ///
     /// Exit 0 (even for a profile with `usable: false`: the card itself is valid), 65 if the card is invalid.
     Compile(CardArgs),
+    /// Run the bundled reference A2A agent (seed 004) from a capability registry.
+    Agent(agent::AgentArgs),
 }
 
 #[derive(Debug, Args)]
@@ -65,6 +69,7 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Validate(a) => card_command(&a, false),
         Command::Compile(a) => card_command(&a, true),
+        Command::Agent(args) => Ok(agent::run(args)),
     };
     match outcome {
         Ok(code) => code,

@@ -1,0 +1,337 @@
+//! The agent's HTTP server (I/O): the axum app, the listener, the public card with its cache
+//! validators, registry reload on SIGHUP or file change, and graceful shutdown.
+//!
+//! Routing below the well-known card is done per request from the live snapshot, because a reload
+//! may change interface paths. A failed reload keeps the running registry.
+
+use std::future::{Future, IntoFuture};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+
+use super::errors::A2aError;
+use super::project::ProjectError;
+use super::registry::{self, RegistryError};
+use super::service::{App, Snapshot};
+use super::{jsonrpc, rest};
+use crate::profile::Binding;
+
+/// Path of the public card.
+pub const CARD_PATH: &str = "/.well-known/agent-card.json";
+/// How long open streams may run on after a shutdown signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Errors starting the agent.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The registry is unreadable or invalid.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The card could not be generated.
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    /// Binding or serving failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// Options of `a2a-egress agent`.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The registry file.
+    pub registry: PathBuf,
+    /// Address to bind; port 0 picks a free port.
+    pub listen: SocketAddr,
+    /// How often the registry file is checked for changes.
+    pub poll_interval: Duration,
+}
+
+/// The base URL of the interfaces: the registry's `public_url`, else the bound address.
+pub fn base_url(reg: &registry::Registry, bound: SocketAddr) -> String {
+    reg.agent
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{bound}"))
+}
+
+/// Loads the registry, binds, prints the `listening` line, and serves until SIGINT/SIGTERM.
+pub async fn serve(opts: ServeOptions) -> Result<(), ServerError> {
+    let reg = registry::load(&opts.registry)?;
+    for w in &reg.warnings {
+        tracing::warn!(at = %w.at, "{}", w.message);
+    }
+    let listener = TcpListener::bind(opts.listen)
+        .await
+        .map_err(|source| ServerError::Io {
+            context: format!("cannot bind {}", opts.listen),
+            source,
+        })?;
+    let bound = listener.local_addr().map_err(|source| ServerError::Io {
+        context: "cannot read the bound address".into(),
+        source,
+    })?;
+    let base = base_url(&reg, bound);
+    let app = Arc::new(App::new(Snapshot::new(reg, base)?));
+    // The first stdout line tells scripts and tests where we are; flushed before serving.
+    let line = serde_json::json!({
+        "event": "listening",
+        "addr": bound.to_string(),
+        "card_url": format!("http://{bound}{CARD_PATH}"),
+    });
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+    tracing::info!(addr = %bound, version = %app.live.load().public.card.version, "agent listening");
+    tokio::spawn(watch_registry(
+        app.clone(),
+        opts.registry.clone(),
+        bound,
+        opts.poll_interval,
+    ));
+    run(listener, app, shutdown_signal())
+        .await
+        .map_err(|source| ServerError::Io {
+            context: "server failed".into(),
+            source,
+        })
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves, then lets open requests finish for up to
+/// five seconds.
+pub async fn run(
+    listener: TcpListener,
+    app: Arc<App>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (tx, mut rx) = tokio::sync::watch::channel(false);
+    let server = axum::serve(listener, router(app)).with_graceful_shutdown(async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    });
+    let mut handle = tokio::spawn(server.into_future());
+    tokio::select! {
+        r = &mut handle => return r.map_err(std::io::Error::other)?,
+        _ = shutdown => {}
+    }
+    let _ = tx.send(true);
+    match tokio::time::timeout(SHUTDOWN_GRACE, handle).await {
+        Ok(r) => r.map_err(std::io::Error::other)?,
+        Err(_) => {
+            tracing::warn!("open streams still running after the grace period; exiting");
+            Ok(())
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+/// The axum application.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route(CARD_PATH, get(agent_card))
+        .fallback(dispatch)
+        .with_state(app)
+}
+
+/// Whether `If-None-Match` matches `etag` (weak comparison, RFC 9110 §13.1.2).
+fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
+    let strip = |t: &str| t.trim().trim_start_matches("W/").to_string();
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim() == "*" || strip(t) == strip(etag))
+}
+
+async fn agent_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let snap = app.live.load();
+    let card = &snap.public;
+    let cache = format!("public, max-age={}", snap.registry.agent.card_max_age_secs);
+    let mut r = if not_modified(&headers, &card.etag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            card.body.clone(),
+        )
+            .into_response()
+    };
+    let h = r.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&card.etag) {
+        h.insert(header::ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&cache) {
+        h.insert(header::CACHE_CONTROL, v);
+    }
+    r
+}
+
+async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
+    let snap = app.live.load_full();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().map(str::to_string);
+    let found = snap.registry.agent.interfaces.iter().find(|i| {
+        path == i.path
+            || (i.binding == Binding::HttpJson && path.starts_with(&format!("{}/", i.path)))
+    });
+    let Some(iface) = found.cloned() else {
+        return rest::error(
+            A2aError::MethodNotFound(format!("no route for {path}")),
+            &[],
+        );
+    };
+    let latency = snap.registry.misbehave.latency_ms;
+    if latency > 0 {
+        tokio::time::sleep(Duration::from_millis(latency)).await;
+    }
+    let (parts, body) = req.into_parts();
+    let limit = snap.registry.agent.max_request_bytes;
+    let body = match axum::body::to_bytes(Body::new(body), limit).await {
+        Ok(b) => b,
+        Err(_) => {
+            let e = A2aError::InvalidRequest(format!("request body exceeds {limit} bytes"));
+            let mut r = rest::error(e, &[]);
+            *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+            return r;
+        }
+    };
+    match iface.binding {
+        Binding::JsonRpc if parts.method == Method::POST => {
+            jsonrpc::handle(app.clone(), snap.clone(), iface, parts.headers, body).await
+        }
+        Binding::JsonRpc => {
+            let mut r = rest::error(
+                A2aError::MethodNotFound(format!("{} {path}: JSON-RPC takes POST", parts.method)),
+                &[],
+            );
+            *r.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            r
+        }
+        Binding::HttpJson => {
+            let rest_path = &path[iface.path.len()..];
+            rest::handle(
+                app.clone(),
+                snap.clone(),
+                iface.clone(),
+                parts.method,
+                rest_path,
+                query.as_deref(),
+                parts.headers,
+                body,
+            )
+            .await
+        }
+    }
+}
+
+/// Content fingerprint of the registry file (`None` while it cannot be read, e.g. mid-rename).
+fn fingerprint(path: &Path) -> Option<[u8; 32]> {
+    std::fs::read(path).ok().map(|b| Sha256::digest(b).into())
+}
+
+/// Reloads on SIGHUP, or when the file's content changes (polled: editors replace files by
+/// rename, which a content check sees without watching directories, and without a new crate).
+async fn watch_registry(app: Arc<App>, path: PathBuf, bound: SocketAddr, every: Duration) {
+    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let mut last = fingerprint(&path);
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        let why = tokio::select! {
+            _ = async {
+                match hup.as_mut() {
+                    Some(h) => { h.recv().await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => "SIGHUP",
+            _ = tick.tick() => {
+                let now = fingerprint(&path);
+                if now.is_none() || now == last {
+                    continue;
+                }
+                "file change"
+            }
+        };
+        last = fingerprint(&path);
+        match reload(&app, &path, bound) {
+            Ok(version) => tracing::info!(trigger = why, %version, "registry reloaded"),
+            Err(e) => tracing::warn!(
+                trigger = why,
+                error = %e,
+                "registry reload failed; keeping the running registry"
+            ),
+        }
+    }
+}
+
+/// Loads, validates and swaps in a new snapshot; on error the old one stays. Returns the new
+/// public card version.
+pub fn reload(app: &App, path: &Path, bound: SocketAddr) -> Result<String, ServerError> {
+    let reg = registry::load(path)?;
+    for w in &reg.warnings {
+        tracing::warn!(at = %w.at, "{}", w.message);
+    }
+    let base = base_url(&reg, bound);
+    let snap = Snapshot::new(reg, base)?;
+    let version = snap.public.card.version.clone();
+    app.live.store(Arc::new(snap));
+    Ok(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn if_none_match_forms() {
+        let etag = "\"sha256:ab\"";
+        let mut h = HeaderMap::new();
+        assert!(!not_modified(&h, etag));
+        h.insert(
+            header::IF_NONE_MATCH,
+            HeaderValue::from_static("\"x\", W/\"sha256:ab\""),
+        );
+        assert!(not_modified(&h, etag));
+        h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("*"));
+        assert!(not_modified(&h, etag));
+        h.insert(
+            header::IF_NONE_MATCH,
+            HeaderValue::from_static("\"sha256:ac\""),
+        );
+        assert!(!not_modified(&h, etag));
+    }
+}

@@ -1,0 +1,74 @@
+//! `a2a-egress agent`: runs the bundled reference agent, or prints one of its card projections.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::agent::{self, server};
+
+/// Arguments of `a2a-egress agent`.
+#[derive(Debug, clap::Args)]
+pub struct AgentArgs {
+    /// The capability registry (TOML), e.g. config/agent/registry.toml.
+    #[arg(long)]
+    registry: PathBuf,
+    /// Address to listen on; port 0 picks a free port (printed as the first stdout line).
+    #[arg(long, default_value = "127.0.0.1:7400")]
+    listen: SocketAddr,
+    /// Print a card projection instead of serving: `public` or `extended:<principal>`.
+    #[arg(long, value_name = "public|extended:<principal>")]
+    print_card: Option<String>,
+}
+
+/// Runs the command; exit 0 on clean shutdown, 65 on an invalid registry, 1 on other failures.
+pub fn run(args: AgentArgs) -> ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .try_init();
+    if let Some(which) = &args.print_card {
+        return match agent::print_card(&args.registry, args.listen, which) {
+            Ok(json) => {
+                println!("{json}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                match e {
+                    agent::PrintCardError::Registry(_) => ExitCode::from(super::EXIT_INVALID),
+                    _ => ExitCode::from(64),
+                }
+            }
+        };
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let opts = server::ServeOptions {
+        registry: args.registry,
+        listen: args.listen,
+        poll_interval: Duration::from_millis(500),
+    };
+    match rt.block_on(server::serve(opts)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            match e {
+                server::ServerError::Registry(_) => ExitCode::from(super::EXIT_INVALID),
+                _ => ExitCode::FAILURE,
+            }
+        }
+    }
+}
