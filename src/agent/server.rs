@@ -191,6 +191,8 @@ async fn agent_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
         )
             .into_response()
     };
+    // One line per card request, so gateway tests can see revalidation (304s) from the agent's side.
+    tracing::info!(status = r.status().as_u16(), etag = %card.etag, "agent card served");
     let h = r.headers_mut();
     if let Ok(v) = HeaderValue::from_str(&card.etag) {
         h.insert(header::ETAG, v);

@@ -11,6 +11,8 @@
 //!   every problem, each a [`CardError`] whose message starts with the JSON path of the field
 //!   (`supportedInterfaces[1].url: …`). `origin` (`scheme://host[:port]`, where the card was
 //!   fetched) scopes which trusted keys may verify its signatures.
+//! - [`validate_with_keys`]: the same with [`signature::TrustedKeys`] loaded once by the caller
+//!   ([`validate`] reads the configured JWKS files, only when the card is signed).
 //! - [`compile`]`(&ValidatedCard, &ClientCaps) -> Profile`: seed 000's rules, pure.
 //! - [`wire::read_bounded`]: read a card from a stream without buffering more than the limit + 1 byte.
 //!
@@ -24,4 +26,7 @@ pub mod validate;
 pub mod wire;
 
 pub use compile::compile;
-pub use validate::{CardError, CardErrors, CardWarning, SignatureStatus, ValidatedCard, validate};
+pub use validate::{
+    CardError, CardErrors, CardWarning, SignatureStatus, ValidatedCard, validate,
+    validate_with_keys,
+};

@@ -26,13 +26,15 @@
 //!   `https`. A gRPC interface may instead give a bare `host:port` (A2A spec, main branch);
 //! - **media types**: non-empty, at most [`MAX_ID_BYTES`], no whitespace or control characters; a
 //!   value without `/` (e.g. the pre-1.0 sample value `"text"`) is accepted with a warning;
+//! - **scope lists** (`{"list":[…]}`) admit no member but `list`, since a misspelt key would
+//!   otherwise read as "no scopes";
 //! - **consistency**: skill ids unique; extension URIs unique; every scheme named by a security
 //!   requirement is declared in `securitySchemes`;
 //! - **descriptive text** (names, descriptions, examples, tags) is never refused for length (the
 //!   size cap bounds it); it is sanitised and cut in the profile's display part instead
 //!   ([`crate::card::sanitize`]);
-//! - **signatures**: structure here; cryptographic verification through
-//!   [`check_signatures`] (the integration point with `card::signature`).
+//! - **signatures**: structure here; then JWS verification with [`crate::card::signature`]
+//!   against the keys trusted for the card's origin (see [`SignatureStatus`] for the policy).
 //!
 //! Stricter than the proto, on purpose: an extension must have a `uri` (REQUIRED in 0.3; an
 //! extension without one cannot be matched), and the deprecated `implicit`/`password` OAuth flows
@@ -44,6 +46,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::sanitize::is_hidden;
+use super::signature::{self, PayloadForm, SignatureError, TrustedKeys, Verified};
 use super::wire::{self, Path, quote};
 use crate::config::CardPolicy;
 
@@ -166,6 +169,14 @@ pub enum CardError {
         /// The members allowed.
         allowed: &'static str,
     },
+    /// An object that admits only known members has another one.
+    #[error("{path}: unknown member (only {allowed} is allowed here)")]
+    UnknownMember {
+        /// Path of the unknown member.
+        path: String,
+        /// The members allowed.
+        allowed: &'static str,
+    },
     /// Two skills share an id.
     #[error("{path}: duplicate skill id {id} (first used by skills[{first}])")]
     DuplicateSkillId {
@@ -275,11 +286,13 @@ impl std::fmt::Display for CardWarning {
 pub enum SignatureStatus {
     /// The card carries no `signatures` (allowed only when signatures are not required).
     Unsigned,
-    /// At least one signature verified with a key trusted for the card's origin.
-    Verified {
-        /// The `kid` of the key that verified it.
-        kid: String,
-    },
+    /// A signature verified with a key trusted for the card's origin. When it covers only the
+    /// empties-stripped form ([`PayloadForm::EmptiesStripped`], what the official SDKs sign), the
+    /// card is still compiled as received (so a scope-less requirement `{"bearer":{}}` keeps its
+    /// meaning) and a warning says that empty values are not authenticated: a tamperer could add
+    /// or remove only such values, which under ProtoJSON mean "absent" everywhere except in
+    /// scope-less security requirements and extension `params`.
+    Verified(Verified),
     /// Signatures are present but none verified (allowed only when signatures are not required;
     /// also reported as a warning).
     Unverified {
@@ -326,10 +339,36 @@ impl ValidatedCard {
 /// Validates a card's bytes against the rules of this module and `policy`.
 ///
 /// `origin` is the `scheme://host[:port]` the card was fetched from; it scopes which trusted keys
-/// may verify its signatures (`None`: no origin, e.g. a local file, so no key applies).
+/// may verify its signatures (`None`: no origin, e.g. a local file, so no key applies). For a
+/// signed card, the JWKS files of `policy.trusted_keys` are read (only then); callers validating
+/// often can load them once and use [`validate_with_keys`].
 pub fn validate(
     bytes: &[u8],
     policy: &CardPolicy,
+    origin: Option<&str>,
+) -> Result<ValidatedCard, CardErrors> {
+    validate_inner(bytes, policy, Keys::FromPolicy, origin)
+}
+
+/// [`validate`] with trusted keys already loaded (no file I/O at all).
+pub fn validate_with_keys(
+    bytes: &[u8],
+    policy: &CardPolicy,
+    keys: &TrustedKeys,
+    origin: Option<&str>,
+) -> Result<ValidatedCard, CardErrors> {
+    validate_inner(bytes, policy, Keys::Given(keys), origin)
+}
+
+enum Keys<'k> {
+    FromPolicy,
+    Given(&'k TrustedKeys),
+}
+
+fn validate_inner(
+    bytes: &[u8],
+    policy: &CardPolicy,
+    keys: Keys<'_>,
     origin: Option<&str>,
 ) -> Result<ValidatedCard, CardErrors> {
     if bytes.len() > policy.max_card_bytes {
@@ -356,21 +395,27 @@ pub fn validate(
     if !ck.errors.is_empty() {
         return Err(CardErrors(ck.errors));
     }
-    let card = match a2a::AgentCard::deserialize(&parsed.value) {
-        Ok(c) => c,
-        Err(e) => {
-            return Err(CardErrors(vec![CardError::Model {
-                message: e.to_string(),
-            }]));
-        }
-    };
     let digest = super::canonical::digest(&parsed.value).map_err(|e| {
         CardErrors(vec![CardError::Canonical {
             message: e.to_string(),
         }])
     })?;
-    let signature =
-        check_signatures(&parsed.value, policy, origin).map_err(|e| CardErrors(vec![e]))?;
+    let signature = check_signatures(&parsed.value, policy, keys, origin)?;
+    let card = a2a::AgentCard::deserialize(&parsed.value).map_err(|e| {
+        CardErrors(vec![CardError::Model {
+            message: e.to_string(),
+        }])
+    })?;
+    if let SignatureStatus::Verified(v) = &signature
+        && v.form == PayloadForm::EmptiesStripped
+    {
+        ck.warnings.push(CardWarning {
+            path: format!("signatures[{}]", v.index),
+            message: "verifies only the card with empty values dropped (as the official SDKs sign); \
+                      empty values, e.g. a scope-less requirement {\"bearer\":{}}, are not authenticated"
+                .into(),
+        });
+    }
     if let SignatureStatus::Unverified { reason } = &signature {
         ck.warnings.push(CardWarning {
             path: "signatures".into(),
@@ -386,40 +431,82 @@ pub fn validate(
     })
 }
 
-/// The integration point with `card::signature` (JWS over the JCS payload).
+/// The integration point with [`crate::card::signature`] (JWS over the JCS payload, keys scoped
+/// to the card's origin).
 ///
-/// Policy: with `require_signatures`, an unsigned card or one whose signatures all fail is an
-/// error; without it, a present-but-unverifiable signature is [`SignatureStatus::Unverified`].
+/// Policy: with `require_signatures`, an unsigned card, a card without an origin, unusable key
+/// files, or signatures that all fail are errors (one per failed signature, naming
+/// `signatures[i]` and the rule it broke); without it, a present-but-unverifiable signature is
+/// [`SignatureStatus::Unverified`] (and a warning).
 fn check_signatures(
     card: &Value,
     policy: &CardPolicy,
+    keys: Keys<'_>,
     origin: Option<&str>,
-) -> Result<SignatureStatus, CardError> {
+) -> Result<SignatureStatus, CardErrors> {
+    let fail = |errors: Vec<CardError>, reason: String| {
+        if policy.require_signatures {
+            Err(CardErrors(errors))
+        } else {
+            Ok(SignatureStatus::Unverified { reason })
+        }
+    };
+    let at = |reason: &str| CardError::Signature {
+        path: "signatures".into(),
+        reason: reason.to_owned(),
+    };
     let signed = card
         .get("signatures")
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty());
     if !signed {
         return if policy.require_signatures {
-            Err(CardError::Signature {
-                path: "signatures".into(),
-                reason: "card is unsigned but client.require_signatures is true".into(),
-            })
+            Err(CardErrors(vec![at(
+                "card is unsigned but client.require_signatures is true",
+            )]))
         } else {
             Ok(SignatureStatus::Unsigned)
         };
     }
-    // Cryptographic verification lives in card::signature (JWS, RFC 7515 + JCS payload); until it
-    // is wired in, no signature can be verified.
-    let _ = origin;
-    let reason = "signature verification is not available in this build".to_string();
-    if policy.require_signatures {
-        Err(CardError::Signature {
-            path: "signatures".into(),
-            reason,
-        })
-    } else {
-        Ok(SignatureStatus::Unverified { reason })
+    let Some(origin) = origin else {
+        let reason = "the card's origin is unknown, so no trusted key applies";
+        return fail(vec![at(reason)], reason.into());
+    };
+    let loaded;
+    let keys = match keys {
+        Keys::Given(k) => k,
+        Keys::FromPolicy => match TrustedKeys::load(&policy.trusted_keys) {
+            Ok(k) => {
+                loaded = k;
+                &loaded
+            }
+            Err(e) => {
+                let reason = format!("trusted keys unusable: {e}");
+                return fail(vec![at(&reason)], reason);
+            }
+        },
+    };
+    match signature::verify(card, keys, origin) {
+        Ok(v) => Ok(SignatureStatus::Verified(v)),
+        Err(SignatureError::NoValidSignature { rejections }) => {
+            let reason = rejections
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            let errors = rejections
+                .iter()
+                .map(|r| CardError::Signature {
+                    path: format!("signatures[{}]", r.index),
+                    reason: r.rule.to_string(),
+                })
+                .collect();
+            fail(errors, reason)
+        }
+        Err(e) => {
+            let reason = e.to_string();
+            fail(vec![at(&reason)], reason)
+        }
     }
 }
 
@@ -859,6 +946,14 @@ impl Checker<'_> {
                         expected: SHAPE,
                     }),
                     Value::Object(lm) => {
+                        // Only `list` is allowed: a misspelt `"lists"` would otherwise mean
+                        // "no scopes", silently widening the requirement (a2a-lf refuses it too).
+                        if let Some(k) = lm.keys().find(|k| *k != "list") {
+                            self.errors.push(CardError::UnknownMember {
+                                path: np.key(k).to_string(),
+                                allowed: "list",
+                            });
+                        }
                         if let Some(lv) = lm.get("list") {
                             let lp = np.key("list");
                             if let Some(items) = self.array(lv, &lp) {
@@ -1306,6 +1401,95 @@ mod tests {
             matches!(&err.0[..], [CardError::Signature { path, .. }] if path == "signatures"),
             "{err}"
         );
+    }
+
+    fn sdk(name: &str) -> (Vec<u8>, String, std::path::PathBuf) {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sdk");
+        let bytes = std::fs::read(dir.join(format!("{name}.json"))).unwrap();
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        let url = url::Url::parse(v["supportedInterfaces"][0]["url"].as_str().unwrap()).unwrap();
+        (
+            bytes,
+            url.origin().ascii_serialization(),
+            dir.join(format!("{name}.jwks")),
+        )
+    }
+
+    fn trusting(origin: &str, jwks: &std::path::Path, require: bool) -> CardPolicy {
+        CardPolicy {
+            allow_plain_http: true,
+            require_signatures: require,
+            trusted_keys: vec![(origin.to_owned(), jwks.to_owned())],
+            ..CardPolicy::default()
+        }
+    }
+
+    #[test]
+    fn sdk_signed_card_verifies_with_keys_trusted_for_its_origin() {
+        let (bytes, origin, jwks) = sdk("python-signed");
+        let v = validate(&bytes, &trusting(&origin, &jwks, true), Some(&origin)).unwrap();
+        let SignatureStatus::Verified(ver) = v.signature() else {
+            panic!("{:?}", v.signature())
+        };
+        assert_eq!(ver.index, 0);
+        assert!(!ver.kid.is_empty());
+        // Same with keys loaded once by the caller.
+        let keys = TrustedKeys::load(&[(origin.clone(), jwks.clone())]).unwrap();
+        let policy = CardPolicy {
+            allow_plain_http: true,
+            require_signatures: true,
+            ..CardPolicy::default()
+        };
+        let v = validate_with_keys(&bytes, &policy, &keys, Some(&origin)).unwrap();
+        assert!(matches!(v.signature(), SignatureStatus::Verified(_)));
+    }
+
+    #[test]
+    fn sdk_form_signature_verifies_with_a_warning_and_compiles_as_received() {
+        let (bytes, origin, jwks) = sdk("python-signed-secured");
+        let v = validate(&bytes, &trusting(&origin, &jwks, true), Some(&origin)).unwrap();
+        let SignatureStatus::Verified(ver) = v.signature() else {
+            panic!("{:?}", v.signature())
+        };
+        assert_eq!(ver.form, PayloadForm::EmptiesStripped);
+        assert!(
+            v.warnings().iter().any(|w| w.path == "signatures[0]"),
+            "{:?}",
+            v.warnings()
+        );
+        let p = crate::card::compile(&v, &crate::config::ClientCaps::default());
+        // The scope-less requirement {"bearer":{}} keeps its meaning.
+        assert_eq!(p.skills["echo"].security.len(), 1);
+        assert!(p.skills["echo"].security[0]["bearer"].is_empty());
+    }
+
+    #[test]
+    fn tampered_signed_card_fails_when_required_and_warns_otherwise() {
+        let (bytes, origin, jwks) = sdk("python-signed");
+        let mut card: Value = serde_json::from_slice(&bytes).unwrap();
+        card["capabilities"]["streaming"] =
+            json!(!card["capabilities"]["streaming"].as_bool().unwrap_or(false));
+        let tampered = serde_json::to_vec(&card).unwrap();
+        let err = validate(&tampered, &trusting(&origin, &jwks, true), Some(&origin)).unwrap_err();
+        assert_eq!(err.0.len(), 1, "{err}");
+        assert!(err.to_string().starts_with("signatures[0]: "), "{err}");
+        let v = validate(&tampered, &trusting(&origin, &jwks, false), Some(&origin)).unwrap();
+        assert!(matches!(v.signature(), SignatureStatus::Unverified { .. }));
+        assert!(v.warnings().iter().any(|w| w.path == "signatures"));
+    }
+
+    #[test]
+    fn keys_of_another_origin_or_no_origin_never_verify() {
+        let (bytes, origin, jwks) = sdk("python-signed");
+        let other = "https://other.example";
+        let err = validate(&bytes, &trusting(other, &jwks, true), Some(&origin)).unwrap_err();
+        assert!(err.to_string().contains("no trusted keys"), "{err}");
+        let err = validate(&bytes, &trusting(&origin, &jwks, true), None).unwrap_err();
+        assert!(err.to_string().contains("origin is unknown"), "{err}");
+        // A missing key file is reported, not ignored.
+        let missing = std::path::Path::new("/nonexistent/keys.jwks");
+        let err = validate(&bytes, &trusting(&origin, missing, true), Some(&origin)).unwrap_err();
+        assert!(err.to_string().contains("trusted keys unusable"), "{err}");
     }
 
     #[test]

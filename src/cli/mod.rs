@@ -40,8 +40,8 @@ struct Cli {
 enum Command {
     /// Validates an Agent Card (size, JSON, A2A 1.0 structure, URLs, signatures); prints each problem.
     ///
-    /// Exit 0 if valid (stdout: `valid <card_digest>`; warnings on stderr), 65 if invalid (stderr:
-    /// one problem per line, each starting with the JSON path of the field).
+    /// Exit 0 if valid (stdout: `valid <card_digest>` and a `signature: …` line; warnings on
+    /// stderr), 65 if invalid (stderr: one problem per line, each starting with the JSON path).
     Validate(CardArgs),
     /// Validates and compiles an Agent Card; prints the compiled profile as JSON on stdout.
     ///
@@ -144,6 +144,17 @@ fn card_command(a: &CardArgs, compile: bool) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
     } else {
         writeln!(out, "valid {}", validated.digest())?;
+        match validated.signature() {
+            card::SignatureStatus::Unsigned => writeln!(out, "signature: none")?,
+            card::SignatureStatus::Verified(v) => writeln!(
+                out,
+                "signature: verified (signatures[{}], kid {:?}, {})",
+                v.index, v.kid, v.alg
+            )?,
+            card::SignatureStatus::Unverified { .. } => {
+                writeln!(out, "signature: present, not verified")?
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -448,8 +448,8 @@ impl Worker {
         let mut next = Instant::now();
         let mut stale_at: Option<Instant> = None;
         loop {
+            // Not `biased`: a sustained stream of commands must not starve the timers.
             let cmd = tokio::select! {
-                biased;
                 cmd = rx.recv() => match cmd {
                     Some(c) => c,
                     None => break,
