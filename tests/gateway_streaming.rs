@@ -44,8 +44,14 @@ async fn a_real_stream_passes_through_event_by_event() {
         body.push_str(&String::from_utf8_lossy(&c));
     }
     let events = sse_events(&body);
-    assert!(events.len() >= 5, "task + 4 artifact updates + status: {body}");
-    assert!(chunks >= 3, "the stream arrived in {chunks} chunk(s): it was buffered");
+    assert!(
+        events.len() >= 5,
+        "task + 4 artifact updates + status: {body}"
+    );
+    assert!(
+        chunks >= 3,
+        "the stream arrived in {chunks} chunk(s): it was buffered"
+    );
     for e in &events {
         assert_eq!(e["id"], "st");
         assert!(e["result"].is_object(), "{e}");
@@ -228,7 +234,11 @@ async fn streaming_required_is_never_downgraded() {
     liar.reset().await;
 
     let (status, body) = gw
-        .rpc("off", &send_request("q1", "SendStreamingMessage", "hi"), &[])
+        .rpc(
+            "off",
+            &send_request("q1", "SendStreamingMessage", "hi"),
+            &[],
+        )
         .await;
     assert_eq!(status, 200);
     assert_eq!(body["id"], "q1");
@@ -278,7 +288,11 @@ async fn streaming_required_is_never_downgraded() {
         "marked for review"
     );
     assert_eq!(
-        metric(&m, "a2a_egress_downgrades_total", &[("integration", "liar")]),
+        metric(
+            &m,
+            "a2a_egress_downgrades_total",
+            &[("integration", "liar")]
+        ),
         0.0
     );
 }
