@@ -311,38 +311,58 @@ impl ProxyHttp for Gateway {
         let Some(name) = r.name() else {
             return self.deny(session, ctx, Deny::RouteNotFound).await;
         };
-        let Some(state) = snapshot.get(name).cloned() else {
-            return self.deny(session, ctx, Deny::UnknownIntegration).await;
-        };
-        ctx.integration = Some(state.integration.name.clone());
-        ctx.state = Some(state.clone());
+        let state = snapshot.get(name).cloned();
+        if let Some(state) = &state {
+            ctx.integration = Some(state.integration.name.clone());
+            ctx.state = Some(state.clone());
+        }
         if let Route::Card { .. } = r {
             ctx.method = Method::Card;
+            if state.is_none() {
+                return self.deny(session, ctx, Deny::UnknownIntegration).await;
+            }
             return self.serve_card(session, ctx).await;
         }
+        // The body is read (bounded) before any refusal so a JSON-RPC error keeps the caller's id.
         let limit = state
-            .integration
-            .max_body_bytes
-            .min(64 * DEFAULT_MAX_BODY_BYTES);
+            .as_ref()
+            .map(|s| s.integration.max_body_bytes)
+            .unwrap_or(DEFAULT_MAX_BODY_BYTES);
         let Some(body) = self.read_body(session, limit).await? else {
             return self.deny(session, ctx, Deny::BodyTooLarge { limit }).await;
         };
-        let rpc = match &r {
-            Route::JsonRpc { .. } => match parse_jsonrpc(&body) {
-                Ok(rpc) => {
-                    ctx.shape = Shape::JsonRpc(rpc.id.clone());
-                    ctx.method = rpc.method;
-                    Some(rpc)
+        let parsed = match &r {
+            Route::JsonRpc { .. } => {
+                let p = parse_jsonrpc(&body);
+                match &p {
+                    Ok(rpc) => {
+                        ctx.shape = Shape::JsonRpc(rpc.id.clone());
+                        ctx.method = rpc.method;
+                    }
+                    Err(RpcParseError::Invalid { id: Some(id), .. }) => {
+                        ctx.shape = Shape::JsonRpc(id.clone());
+                    }
+                    Err(_) => {}
                 }
-                Err(RpcParseError::Parse) => {
-                    return self.deny(session, ctx, Deny::ParseError).await;
-                }
-                Err(RpcParseError::Invalid { id, detail }) => {
-                    ctx.shape = Shape::JsonRpc(id.unwrap_or(serde_json::Value::Null));
-                    return self.deny(session, ctx, Deny::InvalidRequest(detail)).await;
-                }
-            },
+                Some(p)
+            }
             _ => None,
+        };
+        let Some(state) = state else {
+            return self.deny(session, ctx, Deny::UnknownIntegration).await;
+        };
+        if let Err(d) = policy::check_status(&state) {
+            return self.deny(session, ctx, d).await;
+        }
+        let rpc = match parsed {
+            Some(Ok(rpc)) => Some(rpc),
+            Some(Err(RpcParseError::Parse)) => {
+                return self.deny(session, ctx, Deny::ParseError).await;
+            }
+            Some(Err(RpcParseError::Invalid { detail, .. })) => {
+                return self.deny(session, ctx, Deny::InvalidRequest(detail)).await;
+            }
+            None => None,
         };
         let rest_body = match (&r, body.is_empty()) {
             (Route::Rest { .. }, false) => match serde_json::from_slice(&body) {
