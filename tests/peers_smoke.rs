@@ -381,3 +381,62 @@ async fn version_only_rejects_other_minor_versions() {
 fn a_peer_that_cannot_start_fails_with_its_stderr() {
     SdkAgent::start(&["--binding", "carrier-pigeon"]);
 }
+
+#[tokio::test]
+async fn tls_agent_serves_https_under_a_test_ca() {
+    let pki = common::TestPki::new(&["127.0.0.1", "localhost"]);
+    let agent = SdkAgent::start_tls(&["--binding", "both"], &pki);
+    assert!(
+        agent.base_url.starts_with("https://127.0.0.1:"),
+        "{}",
+        agent.base_url
+    );
+    let card = agent.card().await;
+    assert_eq!(card["supportedInterfaces"][0]["url"], agent.jsonrpc_url());
+    assert_eq!(card["supportedInterfaces"][1]["url"], agent.rest_url());
+
+    let v: Value = agent
+        .client
+        .post(agent.jsonrpc_url())
+        .header("A2A-Version", "1.0")
+        .json(&send_body("SendMessage", None, "over tls"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        v["result"]["task"]["artifacts"][0]["parts"][0]["text"],
+        "echo: over tls"
+    );
+    assert_eq!(agent.seen_calls().await.len(), 1);
+
+    // A client without the test CA cannot connect: the certificate really is checked.
+    let err = common::http()
+        .get(&agent.card_url)
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_connect() || err.is_request(), "{err:?}");
+}
+
+#[tokio::test]
+async fn delay_holds_a2a_calls_but_not_the_card() {
+    let agent = SdkAgent::start(&["--delay-ms", "30000"]);
+    agent.card().await;
+    let err = common::http()
+        .post(agent.jsonrpc_url())
+        .header("A2A-Version", "1.0")
+        .json(&send_body("SendMessage", None, "x"))
+        .timeout(std::time::Duration::from_millis(300))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    // The held call was still recorded on arrival.
+    assert_eq!(
+        agent.seen_calls().await[0].rpc_method.as_deref(),
+        Some("SendMessage")
+    );
+}

@@ -58,8 +58,8 @@ pub struct ServeOptions {
     pub registry: PathBuf,
     /// Address to bind; port 0 picks a free port.
     pub listen: SocketAddr,
-    /// How often the registry file is checked for changes.
-    pub poll_interval: Duration,
+    /// How often the registry file is checked for changes; `None` = only on SIGHUP.
+    pub poll_interval: Option<Duration>,
 }
 
 /// The base URL of the interfaces: the registry's `public_url`, else the bound address.
@@ -72,6 +72,8 @@ pub fn base_url(reg: &registry::Registry, bound: SocketAddr) -> String {
 
 /// Loads the registry, binds, prints the `listening` line, and serves until SIGINT/SIGTERM.
 pub async fn serve(opts: ServeOptions) -> Result<(), ServerError> {
+    // Installed before anything else: SIGHUP's default action would terminate the process.
+    let hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     let reg = registry::load(&opts.registry)?;
     for w in &reg.warnings {
         tracing::warn!(at = %w.at, "{}", w.message);
@@ -105,6 +107,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServerError> {
         opts.registry.clone(),
         bound,
         opts.poll_interval,
+        hup,
     ));
     run(listener, app, shutdown_signal())
         .await
@@ -267,11 +270,18 @@ fn fingerprint(path: &Path) -> Option<[u8; 32]> {
 
 /// Reloads on SIGHUP, or when the file's content changes (polled: editors replace files by
 /// rename, which a content check sees without watching directories, and without a new crate).
-async fn watch_registry(app: Arc<App>, path: PathBuf, bound: SocketAddr, every: Duration) {
-    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+async fn watch_registry(
+    app: Arc<App>,
+    path: PathBuf,
+    bound: SocketAddr,
+    every: Option<Duration>,
+    mut hup: Option<tokio::signal::unix::Signal>,
+) {
     let mut last = fingerprint(&path);
-    let mut tick = tokio::time::interval(every);
+    // With polling off the tick arm below is disabled; the period is then irrelevant.
+    let mut tick = tokio::time::interval(every.unwrap_or(Duration::from_secs(3600)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    tick.tick().await;
     loop {
         let why = tokio::select! {
             _ = async {
@@ -280,7 +290,7 @@ async fn watch_registry(app: Arc<App>, path: PathBuf, bound: SocketAddr, every: 
                     None => std::future::pending::<()>().await,
                 }
             } => "SIGHUP",
-            _ = tick.tick() => {
+            _ = tick.tick(), if every.is_some() => {
                 let now = fingerprint(&path);
                 if now.is_none() || now == last {
                     continue;

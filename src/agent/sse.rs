@@ -3,9 +3,9 @@
 //!
 //! JSON-RPC frames each event as a full JSON-RPC response envelope with the request's id; HTTP+JSON
 //! sends the bare StreamResponse. An error after the stream started is an `event: error` frame.
-//! The `drop_after` misbehaviour ends the body with an error after N events, which makes hyper
-//! abort the connection without the chunked-encoding terminator: a mid-stream drop as a client
-//! sees it.
+//! The `drop_after` misbehaviour ends the body with an error once N events were sent and the next
+//! one is due, which makes hyper abort the connection without the chunked-encoding terminator: a
+//! mid-stream drop as a client sees it. A stream with no more than N events ends normally.
 
 use std::convert::Infallible;
 
@@ -64,12 +64,17 @@ pub fn response(events: EventStream, framing: Framing, drop_after: Option<u32>) 
             .keep_alive(KeepAlive::default())
             .into_response(),
         Some(n) => {
-            let cut = framed
-                .take(n as usize)
-                .map(Ok)
-                .chain(futures::stream::once(
-                    async move { Err(DroppedOnPurpose(n)) },
-                ));
+            // Cut when the event after the N-th is produced, and a moment later: hyper flushes
+            // what it wrote while the body is pending, so the client really receives N events
+            // even when the next one follows immediately.
+            let cut = framed.enumerate().then(move |(i, ev)| async move {
+                if i < n as usize {
+                    Ok(ev)
+                } else {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    Err(DroppedOnPurpose(n))
+                }
+            });
             Sse::new(cut)
                 .keep_alive(KeepAlive::default())
                 .into_response()

@@ -19,6 +19,9 @@ pub struct AgentArgs {
     /// Print a card projection instead of serving: `public` or `extended:<principal>`.
     #[arg(long, value_name = "public|extended:<principal>")]
     print_card: Option<String>,
+    /// How often the registry file is checked for changes, in milliseconds; 0 = only on SIGHUP.
+    #[arg(long, default_value_t = 500)]
+    watch_interval_ms: u64,
 }
 
 /// Runs the command; exit 0 on clean shutdown, 65 on an invalid registry, 1 on other failures.
@@ -59,7 +62,8 @@ pub fn run(args: AgentArgs) -> ExitCode {
     let opts = server::ServeOptions {
         registry: args.registry,
         listen: args.listen,
-        poll_interval: Duration::from_millis(500),
+        poll_interval: (args.watch_interval_ms > 0)
+            .then(|| Duration::from_millis(args.watch_interval_ms)),
     };
     match rt.block_on(server::serve(opts)) {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,10 +5,12 @@
 //! Not every test file uses every helper, hence the `dead_code` allowance.
 #![allow(dead_code, unused_imports)]
 
+pub mod gateway;
 pub mod process;
 pub mod ref_agent;
 pub mod sdk_agent;
 pub mod sdk_client;
+pub mod tls;
 
 use std::path::PathBuf;
 
@@ -16,6 +18,7 @@ pub use process::ChildGuard;
 pub use ref_agent::RefAgent;
 pub use sdk_agent::{SdkAgent, Seen};
 pub use sdk_client::{SdkRun, sdk_client};
+pub use tls::TestPki;
 
 /// The repository root (where `Cargo.toml` is).
 pub fn repo_root() -> PathBuf {

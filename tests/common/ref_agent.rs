@@ -4,7 +4,8 @@
 //! ```ignore
 //! let agent = RefAgent::sample();                       // config/agent/registry.toml, demo tokens
 //! let agent = RefAgent::start(&path, &RefAgent::demo_envs()); // any registry file
-//! agent.card_url; agent.jsonrpc_url(); agent.rest_url(); agent.sighup();
+//! let agent = RefAgent::start_with_args(&path, &RefAgent::demo_envs(), &["--watch-interval-ms", "0"]);
+//! agent.card_url; agent.jsonrpc_url(); agent.rest_url(); agent.card().await; agent.sighup();
 //! ```
 
 use std::net::SocketAddr;
@@ -71,9 +72,16 @@ impl RefAgent {
     /// Starts `a2a-egress agent --registry <registry> --listen 127.0.0.1:0` with `envs` added to
     /// the environment, and waits for its `listening` line. Panics with its stderr if it fails.
     pub fn start(registry: &Path, envs: &[(&str, &str)]) -> RefAgent {
+        Self::start_with_args(registry, envs, &[])
+    }
+
+    /// [`RefAgent::start`] with extra command-line arguments, e.g. `["--watch-interval-ms", "0"]`
+    /// (reload only on SIGHUP).
+    pub fn start_with_args(registry: &Path, envs: &[(&str, &str)], args: &[&str]) -> RefAgent {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_a2a-egress"));
         cmd.args(["agent", "--listen", "127.0.0.1:0", "--registry"])
             .arg(registry)
+            .args(args)
             .env("RUST_LOG", "info");
         for (k, v) in envs {
             cmd.env(k, v);

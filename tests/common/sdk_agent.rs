@@ -19,10 +19,12 @@ pub struct SdkAgent {
     pub process: ChildGuard,
     /// The bound address.
     pub addr: SocketAddr,
-    /// `http://127.0.0.1:PORT` (no trailing slash).
+    /// `http://127.0.0.1:PORT` (`https://` with [`start_tls`](Self::start_tls); no trailing slash).
     pub base_url: String,
     /// `http://127.0.0.1:PORT/.well-known/agent-card.json`.
     pub card_url: String,
+    /// The client `card`/`seen`/`reset` use (trusts the test CA for a TLS agent).
+    pub client: reqwest::Client,
 }
 
 /// One request as the agent recorded it (`GET /_test/seen`). Header values are as received
@@ -62,6 +64,23 @@ impl SdkAgent {
     /// Starts the agent with `args` (see `sdk_agent.py --help`, e.g. `["--binding", "both",
     /// "--tenant", "t1"]`) and waits until it listens. Panics with its stderr if it cannot start.
     pub fn start(args: &[&str]) -> SdkAgent {
+        Self::spawn(args, super::http())
+    }
+
+    /// Like [`start`](Self::start), serving HTTPS with `pki`'s server certificate (which must name
+    /// `127.0.0.1`); interface URLs in the card are `https://127.0.0.1:PORT/...`.
+    pub fn start_tls(args: &[&str], pki: &super::tls::TestPki) -> SdkAgent {
+        let mut all = vec![
+            "--tls-cert",
+            pki.cert_path.to_str().expect("utf-8 path"),
+            "--tls-key",
+            pki.key_path.to_str().expect("utf-8 path"),
+        ];
+        all.extend_from_slice(args);
+        Self::spawn(&all, pki.client())
+    }
+
+    fn spawn(args: &[&str], client: reqwest::Client) -> SdkAgent {
         let mut cmd = Command::new(super::python());
         cmd.arg(super::repo_root().join("tests/peers/sdk_agent.py"))
             .arg("--exit-on-stdin-eof")
@@ -73,10 +92,15 @@ impl SdkAgent {
             .as_str()
             .expect("sdk_agent.py announces card_url")
             .to_owned();
+        let base_url = card_url
+            .strip_suffix("/.well-known/agent-card.json")
+            .expect("card_url ends with the well-known path")
+            .to_owned();
         SdkAgent {
             addr,
-            base_url: format!("http://{addr}"),
+            base_url,
             card_url,
+            client,
             process,
         }
     }
@@ -93,7 +117,8 @@ impl SdkAgent {
 
     /// The card as the agent serves it.
     pub async fn card(&self) -> serde_json::Value {
-        let resp = super::http()
+        let resp = self
+            .client
             .get(&self.card_url)
             .header("A2A-Version", "1.0")
             .send()
@@ -109,7 +134,8 @@ impl SdkAgent {
 
     /// Every request the agent received since start (or the last [`reset`](Self::reset)), in order.
     pub async fn seen(&self) -> Vec<Seen> {
-        let resp = super::http()
+        let resp = self
+            .client
             .get(format!("{}/_test/seen", self.base_url))
             .send()
             .await
@@ -135,7 +161,8 @@ impl SdkAgent {
 
     /// Forgets the recorded requests.
     pub async fn reset(&self) {
-        let resp = super::http()
+        let resp = self
+            .client
             .post(format!("{}/_test/reset", self.base_url))
             .send()
             .await

@@ -91,6 +91,11 @@ def parse_args(argv):
                    help='sign the public card with this private key (a2a.utils.signing)')
     p.add_argument('--sign-kid', default='test-key')
     p.add_argument('--sign-alg', default='ES256')
+    p.add_argument('--tls-cert', default='', metavar='PEM',
+                   help='serve HTTPS with this certificate chain (with --tls-key); URLs become https://')
+    p.add_argument('--tls-key', default='', metavar='PEM')
+    p.add_argument('--delay-ms', type=int, default=0,
+                   help='wait this long before handling each A2A request (not the card or /_test)')
     p.add_argument('--exit-on-stdin-eof', action='store_true',
                    help='exit when stdin closes (the test harness holds it open, so an aborted test run '
                         'leaves no orphan agent)')
@@ -243,6 +248,8 @@ class RecordAndGuard:
             more = message.get('more_body', False)
         body = b''.join(chunks)
         self.seen.append(self.record(scope, body))
+        if self.args.delay_ms and scope['path'] != '/.well-known/agent-card.json':
+            await asyncio.sleep(self.args.delay_ms / 1000)
 
         auth = _header(scope, 'authorization')
         if self.args.token and scope['path'] != '/.well-known/agent-card.json' \
@@ -306,7 +313,8 @@ def main(argv):
     # Listen before announcing: connections made right after the line queue in the backlog.
     sock.listen(128)
     port = sock.getsockname()[1]
-    base = f'http://127.0.0.1:{port}'
+    scheme = 'https' if args.tls_cert else 'http'
+    base = f'{scheme}://127.0.0.1:{port}'
     card, extended = build_cards(args, base)
     handler = StrictHandler(args, agent_executor=EchoExecutor(args.slow_stream),
                             task_store=InMemoryTaskStore(), agent_card=card, extended_agent_card=extended)
@@ -329,7 +337,8 @@ def main(argv):
 
     print(json.dumps({'event': 'listening', 'addr': f'127.0.0.1:{port}',
                       'card_url': f'{base}/.well-known/agent-card.json'}), flush=True)
-    config = uvicorn.Config(recorder, log_level='warning', lifespan='off')
+    tls = {'ssl_certfile': args.tls_cert, 'ssl_keyfile': args.tls_key} if args.tls_cert else {}
+    config = uvicorn.Config(recorder, log_level='warning', lifespan='off', **tls)
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
