@@ -28,7 +28,9 @@ fn spawn(mut cmd: Command) -> (Proc, serde_json::Value) {
     let mut child = cmd.spawn().expect("spawn");
     let out = child.stdout.take().expect("stdout");
     let mut line = String::new();
-    BufReader::new(out).read_line(&mut line).expect("first line");
+    BufReader::new(out)
+        .read_line(&mut line)
+        .expect("first line");
     (
         Proc(child),
         serde_json::from_str(&line).expect("first line is JSON"),
@@ -62,7 +64,11 @@ fn bench(c: &mut Criterion) {
     let path = dir.path().join("gateway.toml");
     std::fs::write(&path, config).expect("config");
     let mut gw_cmd = Command::new(bin);
-    gw_cmd.arg("serve").arg("--config").arg(&path).env("A2A_EGRESS_LOG", "warn");
+    gw_cmd
+        .arg("serve")
+        .arg("--config")
+        .arg(&path)
+        .env("A2A_EGRESS_LOG", "warn");
     let (_gw, gfirst) = spawn(gw_cmd);
     let proxy = gfirst["proxy"].as_str().expect("proxy").to_owned();
     let admin = gfirst["admin"].as_str().expect("admin").to_owned();
