@@ -31,15 +31,22 @@ pub struct AdminState {
     pub metrics: Metrics,
     /// Set while shutting down.
     pub draining: Arc<AtomicBool>,
+    /// The control plane (refresh route, readiness detail); `None` when only a static store runs.
+    pub control: Option<crate::control::refresh::ControlHandle>,
 }
 
-/// The admin routes.
+/// The admin routes (plus the control plane's `POST /v1/integrations/{name}/refresh` when it runs).
 pub fn router(state: AdminState) -> Router {
-    Router::new()
+    let control = state.control.clone();
+    let r = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
-        .with_state(state)
+        .with_state(state);
+    match control {
+        Some(c) => r.merge(crate::control::http::router(c)),
+        None => r,
+    }
 }
 
 async fn readyz(State(s): State<AdminState>) -> Response {
@@ -72,6 +79,8 @@ async fn readyz(State(s): State<AdminState>) -> Response {
             "draining": draining,
             "snapshot_version": snap.version,
             "integrations": integrations,
+            // Degraded, unrevalidated (served from disk) and refused-config detail.
+            "control": s.control.as_ref().map(|c| c.readiness()),
         })),
     )
         .into_response()

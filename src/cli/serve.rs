@@ -22,7 +22,7 @@ use pingora::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
 use crate::config::Config;
 use crate::control::fetch::CardFetcher;
 use crate::metrics::Metrics;
-use crate::profile::snapshot::{StaleReceiver, Store, stale_channel};
+use crate::profile::snapshot::{Store, stale_channel};
 use crate::proxy::Gateway;
 
 /// Longest wait for in-flight calls after SIGTERM/SIGINT before the runtimes stop.
@@ -62,25 +62,6 @@ impl ShutdownSignalWatch for Drain {
             "drained"
         );
         ShutdownSignal::GracefulTerminate
-    }
-}
-
-/// The control plane's work for this process: the first load of every integration, then the
-/// stale-mark consumer. (The refresh machinery of the control plane replaces the consumer.)
-async fn control(
-    config: Arc<Config>,
-    store: Arc<Store>,
-    metrics: Metrics,
-    mut stale: StaleReceiver,
-) {
-    let fetcher = CardFetcher::new();
-    crate::control::startup::load_all(&config, &fetcher, &store, &metrics).await;
-    while let Some(mark) = stale.recv().await {
-        tracing::info!(
-            integration = %mark.integration,
-            error = mark.cause.as_str(),
-            "stale mark received (refresh not implemented here)"
-        );
     }
 }
 
@@ -146,10 +127,31 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the control runtime")?;
+    // The control plane: one refresh worker per integration (first load from last-known-good,
+    // then fetch), the stale-mark consumer, and config hot reload (file change and SIGHUP).
+    let control_metrics = crate::control::metrics::ControlMetrics::register(&metrics.registry)
+        .context("registering the control-plane metrics")?;
+    let control = {
+        let _rt = control_rt.enter();
+        let handle = crate::control::refresh::ControlHandle::start(
+            (*config).clone(),
+            store.clone(),
+            control_metrics,
+            Arc::new(CardFetcher::new()),
+            Some(stale_rx),
+        );
+        crate::control::reload::spawn_reloader(
+            handle.clone(),
+            config.path.clone(),
+            crate::control::reload::DEFAULT_POLL,
+        );
+        handle
+    };
     let admin = crate::admin::router(crate::admin::AdminState {
         store: store.clone(),
         metrics: metrics.clone(),
         draining: draining.clone(),
+        control: Some(control.clone()),
     });
     control_rt.spawn(async move {
         match tokio::net::TcpListener::from_std(admin_listener) {
@@ -161,12 +163,6 @@ pub fn run(config: Config) -> anyhow::Result<()> {
             Err(e) => tracing::error!(error = %e, "admin listener failed"),
         }
     });
-    control_rt.spawn(control(
-        config.clone(),
-        store.clone(),
-        metrics.clone(),
-        stale_rx,
-    ));
 
     // Per-instance paths: two gateways on one machine (parallel tests) must not share them.
     let run_dir = std::env::temp_dir().join(format!("a2a-egress-{}", std::process::id()));
@@ -221,6 +217,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
             inflight: metrics.inflight.clone(),
         }),
     });
+    control.shutdown();
     control_rt.shutdown_timeout(Duration::from_secs(1));
     let _ = std::fs::remove_dir_all(&run_dir);
     tracing::info!("stopped");
