@@ -149,3 +149,31 @@ async fn the_sdk_client_over_http_json_with_a_tenant() {
     assert_eq!(seen[0].path, "/rest/acme/message:send");
     assert_eq!(seen[0].tenant.as_deref(), Some("acme"));
 }
+
+#[tokio::test]
+async fn sdk_client_streaming_to_a_non_streaming_agent_with_a_required_extension() {
+    const REQ: &str = "urn:test:ext:required";
+    let agent = SdkAgent::start(&["--streaming", "off", "--required-extension", REQ]);
+    let config = config_head(&[REQ]) + &integration("plain", &agent.card_url, "");
+    let gw = GatewayProc::start(&config, &[]).await;
+    agent.reset().await;
+    let base = format!("{}/", gw.agent_url("plain"));
+    // The SDK client asks for a stream and does not activate the extension itself.
+    let run = sdk_client(&["--url", &base, "--op", "stream", "--text", "hi"]).ok();
+    let events = run.events();
+    assert_eq!(
+        events.len(),
+        1,
+        "one SSE event from the downgrade: {run:#?}"
+    );
+    assert_eq!(
+        run.last_task()["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{run:#?}"
+    );
+    let seen = agent.seen_calls().await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].rpc_method.as_deref(), Some("SendMessage"));
+    assert_eq!(seen[0].a2a_extensions.as_deref(), Some(REQ));
+    assert_eq!(seen[0].a2a_version.as_deref(), Some("1.0"));
+}

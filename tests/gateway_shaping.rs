@@ -237,3 +237,32 @@ async fn agent_errors_pass_through_unchanged_and_mark_the_profile_stale() {
         1.0
     );
 }
+
+#[tokio::test]
+async fn a_body_larger_than_pingoras_replay_buffer_arrives_intact() {
+    // 200 KB of text: above pingora's 64 KiB replay buffer, so the gateway's own client sends it.
+    let agent = SdkAgent::start(&["--tenant", "big"]);
+    let config = config_head(&[]) + &integration("big", &agent.card_url, "");
+    let gw = GatewayProc::start(&config, &[]).await;
+    agent.reset().await;
+    let text = "0123456789".repeat(20_000);
+    let (status, body) = gw
+        .rpc("big", &send_request("L", "SendMessage", &text), &[])
+        .await;
+    assert_eq!(status, 200);
+    assert!(body["result"]["task"].is_object(), "{body}");
+    let seen = agent.seen_calls().await;
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].body["params"]["message"]["parts"][0]["text"]
+            .as_str()
+            .map(str::len),
+        Some(text.len())
+    );
+    assert_eq!(
+        seen[0].tenant.as_deref(),
+        Some("big"),
+        "tenant injected too"
+    );
+    assert_eq!(seen[0].a2a_version.as_deref(), Some("1.0"));
+}

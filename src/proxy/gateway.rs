@@ -225,6 +225,20 @@ impl Gateway {
         {
             return Ok(None);
         }
+        // The body is read here, before any upstream exists, so the gateway answers
+        // `Expect: 100-continue` itself (curl otherwise waits a second before sending).
+        let expects_continue = session
+            .req_header()
+            .headers
+            .get("expect")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+        if expects_continue {
+            session
+                .as_downstream_mut()
+                .write_continue_response()
+                .await?;
+        }
         // pingora resends this buffer upstream (up to 64 KiB) once the body has been consumed here.
         session.as_downstream_mut().enable_retry_buffering();
         let mut buf = BytesMut::new();

@@ -17,6 +17,8 @@ const HOP_BY_HOP: &[&str] = &[
     "upgrade",
     "proxy-authorization",
     "proxy-authenticate",
+    // The gateway holds the whole body before connecting: nothing upstream may wait for a 100.
+    "expect",
 ];
 
 /// Prefix of the gateway's own request headers (`A2A-Egress-Data-Class`, …): consumed here.
