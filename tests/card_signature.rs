@@ -647,3 +647,88 @@ async fn cards_signed_by_the_official_python_sdk_verify() {
         [Rule::BadSignature]
     );
 }
+
+mod never_panics {
+    //! `verify` reads attacker-controlled headers and signature bytes: whatever they hold, it
+    //! answers with an error, never a panic (wrong-length signatures for each algorithm included).
+    use super::*;
+    use proptest::prelude::*;
+
+    fn keys() -> &'static TrustedKeys {
+        static KEYS: OnceLock<TrustedKeys> = OnceLock::new();
+        KEYS.get_or_init(|| {
+            let es = test_key(Algorithm::ES256, "es");
+            let rs = test_key(Algorithm::RS256, "rs");
+            let ed = test_key(Algorithm::EdDSA, "ed");
+            trusted(ORIGIN, &[&es, &rs, &ed])
+        })
+    }
+
+    fn header() -> impl Strategy<Value = Value> {
+        let alg = prop_oneof![
+            Just("ES256".to_owned()),
+            Just("RS256".to_owned()),
+            Just("PS256".to_owned()),
+            Just("EdDSA".to_owned()),
+            Just("none".to_owned()),
+            ".{0,8}",
+        ];
+        let kid = prop_oneof![
+            Just("es".to_owned()),
+            Just("rs".to_owned()),
+            Just("ed".to_owned()),
+            ".{0,4}"
+        ];
+        let crit = proptest::option::of(proptest::collection::vec(
+            prop_oneof![Just("b64".to_owned()), ".{0,4}"],
+            0..3,
+        ));
+        let b64flag = proptest::option::of(prop_oneof![
+            any::<bool>().prop_map(Value::from),
+            ".{0,3}".prop_map(Value::from)
+        ]);
+        (alg, kid, crit, b64flag).prop_map(|(alg, kid, crit, b64flag)| {
+            let mut h = json!({"alg": alg, "kid": kid});
+            if let Some(c) = crit {
+                h["crit"] = json!(c);
+            }
+            if let Some(b) = b64flag {
+                h["b64"] = b;
+            }
+            h
+        })
+    }
+
+    fn entry() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            ".{0,16}".prop_map(Value::from),
+            (
+                header(),
+                proptest::collection::vec(any::<u8>(), 0..600),
+                proptest::option::of(header())
+            )
+                .prop_map(|(h, sig, unprotected)| {
+                    let mut e = json!({
+                        "protected": b64(h.to_string().as_bytes()),
+                        "signature": b64(&sig),
+                    });
+                    if let Some(u) = unprotected {
+                        e["header"] = u;
+                    }
+                    e
+                }),
+            (".{0,12}", ".{0,12}").prop_map(|(p, s)| json!({"protected": p, "signature": s})),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #[test]
+        fn verify_answers_every_input_without_panicking(entries in proptest::collection::vec(entry(), 0..4)) {
+            let card = with_signatures(&base_card(), entries);
+            let result = verify(&card, keys(), ORIGIN);
+            // Random bytes never form a valid signature over this card.
+            prop_assert!(result.is_err());
+        }
+    }
+}

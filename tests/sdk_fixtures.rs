@@ -184,3 +184,48 @@ fn sdk_signed_cards_verify_with_their_published_keys() {
         ));
     }
 }
+
+#[test]
+fn require_signatures_accepts_sdk_signed_cards_only_with_the_origins_keys() {
+    use a2a_egress::card::SignatureStatus;
+    let require = |origin: &str, jwks: &str| CardPolicy {
+        allow_plain_http: true,
+        require_signatures: true,
+        trusted_keys: vec![(origin.to_owned(), dir().join(jwks))],
+        ..CardPolicy::default()
+    };
+    for (name, kid) in [
+        ("python-signed", "python-es256"),
+        ("python-signed-secured", "python-es256"),
+        ("js-signed", "js-es256"),
+    ] {
+        let bytes = card(name);
+        let at = origin(&bytes);
+        let jwks = format!("{name}.jwks");
+        let v = validate(&bytes, &require(&at, &jwks), Some(&at))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        match v.signature() {
+            SignatureStatus::Verified(ok) => assert_eq!(ok.kid, kid, "{name}"),
+            other => panic!("{name}: {other:?}"),
+        }
+        assert!(compile(&v, &ClientCaps::default()).usable, "{name}");
+        // The right keys, but trusted for another origin: refused.
+        let err = validate(
+            &bytes,
+            &require("https://elsewhere.example", &jwks),
+            Some(&at),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("no trusted keys"), "{name}: {err}");
+    }
+    // An unsigned SDK card is refused when signatures are required.
+    let bytes = card("python-basic");
+    let at = origin(&bytes);
+    let err = validate(&bytes, &require(&at, "python-signed.jwks"), Some(&at)).unwrap_err();
+    assert!(err.to_string().contains("unsigned"), "{err}");
+    // A signed card whose keys belong to another signer is refused too.
+    let bytes = card("js-signed");
+    let at = origin(&bytes);
+    let err = validate(&bytes, &require(&at, "python-signed.jwks"), Some(&at)).unwrap_err();
+    assert!(err.to_string().contains("js-es256"), "{err}");
+}

@@ -13,6 +13,8 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
 use crate::card;
+
+mod serve;
 use crate::config::{CardPolicy, ClientCaps, Config};
 
 mod agent;
@@ -47,8 +49,20 @@ enum Command {
     ///
     /// Exit 0 (even for a profile with `usable: false`: the card itself is valid), 65 if the card is invalid.
     Compile(CardArgs),
+    /// Runs the gateway: data plane (pingora), control plane and admin listener, until SIGTERM/SIGINT.
+    ///
+    /// Prints one JSON line on stdout once listening: `{"proxy": ADDR, "admin": ADDR, "public_url": URL}`.
+    /// Exit 0 on clean shutdown, 64 for a bad config.
+    Serve(ServeArgs),
     /// Run the bundled reference A2A agent (seed 004) from a capability registry.
     Agent(agent::AgentArgs),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Config file [default: config/gateway.toml].
+    #[arg(long, short = 'c')]
+    config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -69,6 +83,13 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Validate(a) => card_command(&a, false),
         Command::Compile(a) => card_command(&a, true),
+        Command::Serve(a) => match serve::load(a.config) {
+            Ok(c) => serve::run(c).map(|()| ExitCode::SUCCESS),
+            Err(e) => {
+                eprintln!("{e}");
+                Ok(ExitCode::from(EXIT_USAGE))
+            }
+        },
         Command::Agent(args) => Ok(agent::run(args)),
     };
     match outcome {

@@ -642,3 +642,21 @@ data_classes = ["public"]
         assert_eq!(c.listen.admin.to_string(), "127.0.0.1:7412");
     }
 }
+
+#[cfg(test)]
+mod sample {
+    use crate::config::{Config, StreamingMode};
+    use std::path::Path;
+
+    /// The shipped sample config must stay valid (scripts/run.sh and the README rely on it).
+    #[test]
+    fn shipped_gateway_toml_is_valid() {
+        let text = include_str!("../../config/gateway.toml");
+        let c = Config::parse(text, Path::new("config/gateway.toml")).unwrap();
+        assert_eq!(c.listen.proxy.to_string(), "127.0.0.1:7411");
+        assert_eq!(c.listen.admin.to_string(), "127.0.0.1:7412");
+        let f = &c.integrations[0];
+        assert_eq!(f.name, "finance");
+        assert_eq!(f.streaming, StreamingMode::Preferred);
+    }
+}

@@ -220,9 +220,9 @@ impl Config {
 
     /// Parses and validates config text; `path` is used for messages and relative paths.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let raw = parse_raw(text).map_err(|message| ConfigError::Parse {
             path: path.to_owned(),
-            message: e.to_string(),
+            message,
         })?;
         Self::from_raw(raw, path)
     }
@@ -321,6 +321,81 @@ impl Config {
     }
 }
 
+/// Most unknown keys listed for one file (a guard for the remove-and-retry loop below).
+const MAX_UNKNOWN_KEYS_REPORTED: usize = 64;
+
+/// Deserialises the raw model. toml stops at the first unknown key; to name every one with its
+/// line, each unknown key is removed from the parsed document (located by the error's span) and
+/// deserialisation retried. Other errors are reported as toml renders them (with line and column).
+fn parse_raw(text: &str) -> Result<RawConfig, String> {
+    use serde::Deserialize as _;
+    let first = match toml::from_str::<RawConfig>(text) {
+        Ok(raw) => return Ok(raw),
+        Err(e) => e,
+    };
+    if !first.message().starts_with("unknown field") {
+        return Err(first.to_string());
+    }
+    let Ok(mut doc) = toml::de::DeTable::parse(text) else {
+        return Err(first.to_string());
+    };
+    let mut lines = Vec::new();
+    let mut rest = None;
+    while lines.len() < MAX_UNKNOWN_KEYS_REPORTED {
+        let err = match RawConfig::deserialize(toml::de::Deserializer::from(doc.clone())) {
+            Ok(_) => break,
+            Err(e) => e,
+        };
+        let removed = err.message().starts_with("unknown field")
+            && err
+                .span()
+                .is_some_and(|span| remove_key_at(doc.get_mut(), &span));
+        let line = err
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let at = line.map_or_else(String::new, |l| format!("line {l}: "));
+        let msg = err.message().lines().next().unwrap_or_default().to_owned();
+        if !removed {
+            rest = Some(format!("{at}{msg}"));
+            break;
+        }
+        lines.push((line.unwrap_or(0), format!("{at}{msg}")));
+    }
+    if lines.is_empty() {
+        return Err(first.to_string());
+    }
+    lines.sort();
+    let lines: Vec<String> = lines.into_iter().map(|(_, l)| l).collect();
+    let mut out = format!(
+        "{} unknown key(s):\n  - {}",
+        lines.len(),
+        lines.join("\n  - ")
+    );
+    if let Some(r) = rest {
+        out.push_str(&format!("\n  - {r}"));
+    }
+    Err(out)
+}
+
+/// Removes the table key whose span is `span`, searching nested tables and arrays of tables.
+fn remove_key_at(table: &mut toml::de::DeTable<'_>, span: &std::ops::Range<usize>) -> bool {
+    let hit = table.keys().find(|k| k.span() == *span).cloned();
+    if let Some(k) = hit {
+        return table.remove(&k).is_some();
+    }
+    table
+        .iter_mut()
+        .any(|(_, v)| remove_in_value(v.get_mut(), span))
+}
+
+fn remove_in_value(v: &mut toml::de::DeValue<'_>, span: &std::ops::Range<usize>) -> bool {
+    match v {
+        toml::de::DeValue::Table(t) => remove_key_at(t, span),
+        toml::de::DeValue::Array(a) => a.iter_mut().any(|e| remove_in_value(e.get_mut(), span)),
+        _ => false,
+    }
+}
+
 /// `"1.0"`-style version: digits, one dot, digits.
 pub fn is_major_minor(v: &str) -> bool {
     let mut it = v.split('.');
@@ -362,6 +437,33 @@ mod tests {
         .to_string();
         assert!(err.contains("bogus"), "{err}");
         assert!(err.contains("line 3"), "{err}");
+    }
+
+    #[test]
+    fn every_unknown_key_is_named_with_its_line() {
+        let text = "[client]\nbindings = [\"JSONRPC\"]\nbogus = 1\nalso_bad = true\n\n[[client.trusted_keys]]\norigin = \"https://a.example\"\njwks = \"k.jwks\"\nkid = \"x\"\n\n[nonsense]\nx = 1\n";
+        let err = Config::parse(text, Path::new("g.toml"))
+            .unwrap_err()
+            .to_string();
+        for (key, line) in [("bogus", 3), ("also_bad", 4), ("kid", 9), ("nonsense", 11)] {
+            assert!(
+                err.contains(&format!("line {line}: unknown field `{key}`")),
+                "{key} at line {line} missing from:\n{err}"
+            );
+        }
+        assert!(err.contains("4 unknown key(s)"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_and_a_type_error_are_both_reported() {
+        let err = Config::parse(
+            "[client]\nbogus = 1\nmax_card_bytes = \"big\"\n",
+            Path::new("g.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("line 2: unknown field `bogus`"), "{err}");
+        assert!(err.contains("line 3: "), "{err}");
     }
 
     #[test]

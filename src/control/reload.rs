@@ -65,8 +65,18 @@ impl ControlHandle {
                 || !same_card_policy(&old.card_policy, &new.card_policy),
             ..ReloadReport::default()
         };
-        if old.listen.proxy != new.listen.proxy || old.listen.admin != new.listen.admin {
+        // The listeners and the data plane's request defaults are fixed at start.
+        if old.listen.proxy != new.listen.proxy
+            || old.listen.admin != new.listen.admin
+            || old.listen.public_url != new.listen.public_url
+        {
             report.needs_restart.push("listen".into());
+        }
+        if old.policy.default_data_class != new.policy.default_data_class {
+            report.needs_restart.push("policy".into());
+        }
+        if !report.needs_restart.is_empty() {
+            tracing::warn!(tables = ?report.needs_restart, "these settings take effect after a restart");
         }
         let state_dir_changed = old.state_dir != new.state_dir;
         self.inner.config.store(Arc::new(new.clone()));

@@ -1,3 +1,19 @@
 //! The data plane: pingora `ProxyHttp` that routes, enforces policy, shapes and downgrades calls (I/O).
+//!
+//! Pure parts (unit-tested with fixtures): [`route`] (paths and request facts), [`policy`]
+//! (allow/deny and the forwarding plan), [`shape`] (upstream headers), [`card`] (the effective
+//! card), [`deny`] (refusal rendering), [`feedback`] (agent errors, SSE framing). I/O parts:
+//! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`upstream`]
+//! (per-profile upstream preparation).
 
+pub mod card;
+pub mod client;
+pub mod deny;
+pub mod feedback;
+pub mod gateway;
+pub mod policy;
+pub mod route;
+pub mod shape;
 pub mod upstream;
+
+pub use gateway::Gateway;

@@ -12,6 +12,9 @@ use http::HeaderValue;
 
 use crate::config::{Credential, Integration, SecretSource};
 
+/// Longest silence tolerated between two reads from an agent (both upstream paths).
+pub const IDLE_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// Root certificates for one upstream, in both forms the data plane needs.
 pub struct Roots {
     /// For pingora's per-peer CA list (unary calls).
@@ -129,6 +132,7 @@ impl Upstream {
             // The gateway decides where calls go: never follow an agent's redirect elsewhere.
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(std::time::Duration::from_secs(10))
+            .read_timeout(IDLE_READ_TIMEOUT)
             .pool_idle_timeout(std::time::Duration::from_secs(60));
         if bare.parse::<std::net::IpAddr>().is_err() {
             // Same address for both paths, resolved once above.

@@ -5,6 +5,7 @@
 //! Not every test file uses every helper, hence the `dead_code` allowance.
 #![allow(dead_code, unused_imports)]
 
+pub mod gateway;
 pub mod process;
 pub mod ref_agent;
 pub mod sdk_agent;

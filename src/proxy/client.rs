@@ -1,0 +1,331 @@
+//! Calls made through the gateway's own HTTP client instead of pingora's proxy loop (I/O):
+//! streaming calls, downgrades, and bodies too big for pingora's replay buffer.
+//!
+//! Why not pingora's retry: a refused stream is only recognisable from its first answer — an
+//! HTTP 200 JSON body with -32004 instead of `text/event-stream` — and pingora cannot re-send a
+//! request once a response body was read (its retry hooks replay at most 64 KiB, and only before
+//! a response). Here the gateway sees the first answer before the caller sees anything, so it can
+//! pass a real stream through event by event, retry a refused one as `SendMessage`, or hand the
+//! original error back unchanged. The request is shaped by the same pure functions as the
+//! pingora path, from the same snapshot.
+
+use bytes::{Bytes, BytesMut};
+use pingora::http::ResponseHeader;
+use pingora::proxy::Session;
+use pingora::{Error, ErrorType, Result};
+use serde_json::Value;
+
+use super::deny::Deny;
+use super::feedback::{agent_error, as_send_message, send_succeeded, sse_event};
+use super::gateway::{Gateway, Outcome, refused_stream_evidence, respond};
+use super::policy::{DowngradeCause, Plan, StreamPlan};
+use super::route::RpcRequest;
+use super::shape::plan_headers;
+use crate::config::StreamingMode;
+use crate::profile::Binding;
+use crate::profile::snapshot::{IntegrationState, StaleCause};
+
+/// Largest non-stream answer read into memory (a SendMessage result or an error).
+const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
+/// A fully read answer.
+struct Answer {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    body: Bytes,
+}
+
+enum Sent {
+    /// The agent is streaming SSE: pass it through.
+    Stream(reqwest::Response),
+    /// A complete non-SSE answer.
+    Whole(Answer),
+}
+
+fn upstream_err(e: impl std::fmt::Display) -> Box<Error> {
+    Error::explain(ErrorType::ConnectError, format!("upstream: {e}"))
+}
+
+async fn send(
+    state: &IntegrationState,
+    plan: &Plan,
+    session: &Session,
+    path_and_query: &str,
+    body: Bytes,
+) -> std::result::Result<Sent, String> {
+    let up = state.upstream.as_ref().ok_or("no upstream")?;
+    let mut url = up.url.clone();
+    let (path, query) = match path_and_query.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (path_and_query, None),
+    };
+    url.set_path(path);
+    url.set_query(query);
+    let mut headers = session.req_header().headers.clone();
+    plan_headers(&headers, state, up, plan, None).apply(&mut headers);
+    let method = reqwest::Method::from_bytes(session.req_header().method.as_str().as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut req = up.client.request(method, url).headers(headers);
+    if !body.is_empty() {
+        req = req.body(body);
+    }
+    let resp = req.send().await.map_err(|e| e.to_string())?;
+    let is_sse = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("text/event-stream"));
+    if is_sse && resp.status().is_success() {
+        return Ok(Sent::Stream(resp));
+    }
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let mut buf = BytesMut::new();
+    let mut resp = resp;
+    while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
+        if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err("answer larger than the gateway's limit".into());
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(Sent::Whole(Answer {
+        status,
+        headers,
+        body: buf.freeze(),
+    }))
+}
+
+/// Response headers never copied from the agent (framing is the gateway's, hop-by-hop never leaves).
+fn copyable(name: &str) -> bool {
+    !matches!(
+        name,
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "te"
+            | "trailer"
+            | "upgrade"
+            | "transfer-encoding"
+            | "content-length"
+    )
+}
+
+/// Passes a whole answer to the caller unchanged (status, headers, bytes).
+async fn pass_through(session: &mut Session, a: &Answer) -> Result<()> {
+    let mut h = ResponseHeader::build(a.status, Some(a.headers.len() + 1))?;
+    for (n, v) in &a.headers {
+        if copyable(n.as_str()) {
+            h.append_header(n.clone(), v.clone())?;
+        }
+    }
+    h.insert_header("content-length", a.body.len().to_string())?;
+    session
+        .write_response_header(Box::new(h), a.body.is_empty())
+        .await?;
+    if !a.body.is_empty() {
+        session
+            .write_response_body(Some(a.body.clone()), true)
+            .await?;
+    }
+    Ok(())
+}
+
+async fn sse_header(
+    session: &mut Session,
+    from: Option<&reqwest::header::HeaderMap>,
+) -> Result<()> {
+    let mut h = ResponseHeader::build(200, Some(4))?;
+    if let Some(from) = from {
+        for (n, v) in from {
+            if copyable(n.as_str()) {
+                h.append_header(n.clone(), v.clone())?;
+            }
+        }
+    }
+    h.insert_header("content-type", "text/event-stream")?;
+    h.insert_header("cache-control", "no-cache")?;
+    // pingora frames a body without length only if told to: SSE needs chunked on HTTP/1.1.
+    h.insert_header("transfer-encoding", "chunked")?;
+    session.write_response_header(Box::new(h), false).await
+}
+
+/// Streams an SSE answer to the caller chunk by chunk, never buffering it.
+async fn pipe_stream(session: &mut Session, mut resp: reqwest::Response) -> Result<Outcome> {
+    sse_header(session, Some(resp.headers())).await?;
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
+            Ok(None) => break,
+            Err(e) => {
+                // Headers are out: the only honest signal left is cutting the stream.
+                tracing::warn!(error = %e, "upstream stream broke");
+                return Err(upstream_err(e));
+            }
+        }
+    }
+    session.write_response_body(None, true).await?;
+    Ok(Outcome::Ok)
+}
+
+/// Answers a successful SendMessage as a one-event SSE stream.
+async fn one_event(session: &mut Session, a: &Answer) -> Result<()> {
+    sse_header(session, None).await?;
+    session
+        .write_response_body(Some(sse_event(&a.body)), true)
+        .await
+}
+
+fn feed_back(gw: &Gateway, state: &IntegrationState, binding: Binding, a: &Answer) -> bool {
+    let err = agent_error(binding, a.status, &a.body);
+    if let Some(cause) = err.as_ref().and_then(|e| e.stale_cause()) {
+        gw.mark_stale(&state.integration.name, cause);
+    }
+    err.is_some() || a.status >= 400
+}
+
+/// The SendMessage form of the request: same params, `SendMessage` method or `message:send` path.
+fn send_message_body(plan: &Plan, rpc: Option<&RpcRequest>, held: &Bytes) -> Bytes {
+    match (plan.binding, rpc) {
+        (Binding::JsonRpc, Some(rpc)) => {
+            let base: Value = plan
+                .rewritten_body
+                .clone()
+                .unwrap_or_else(|| rpc.body.clone());
+            Bytes::from(as_send_message(base).to_string())
+        }
+        _ => held.clone(),
+    }
+}
+
+/// Makes the call described by `plan` through the gateway's own client and answers the caller.
+pub async fn call(
+    gw: &Gateway,
+    session: &mut Session,
+    state: &IntegrationState,
+    plan: &Plan,
+    ctx: &mut super::gateway::Ctx,
+    rpc: Option<&RpcRequest>,
+) -> Result<Outcome> {
+    let name = state.integration.name.as_str();
+    let started = std::time::Instant::now();
+    let observe = |gw: &Gateway| {
+        gw.metrics
+            .upstream_duration
+            .with_label_values(&[name])
+            .observe(started.elapsed().as_secs_f64());
+    };
+    let unavailable = |e: String| {
+        tracing::warn!(integration = name, error = %e, "upstream call failed");
+    };
+    match plan.stream {
+        StreamPlan::Unary => {
+            let sent = send(state, plan, session, &plan.upstream_path, ctx.body.clone()).await;
+            observe(gw);
+            match sent {
+                Ok(Sent::Stream(resp)) => pipe_stream(session, resp).await,
+                Ok(Sent::Whole(a)) => {
+                    let err = feed_back(gw, state, plan.binding, &a);
+                    pass_through(session, &a).await?;
+                    Ok(if err {
+                        Outcome::AgentError
+                    } else {
+                        Outcome::Ok
+                    })
+                }
+                Err(e) => {
+                    unavailable(e);
+                    upstream_failed(session, ctx).await
+                }
+            }
+        }
+        StreamPlan::Downgrade(cause) => {
+            let body = send_message_body(plan, rpc, &ctx.body);
+            let sent = send(state, plan, session, &plan.send_path, body).await;
+            observe(gw);
+            match sent {
+                Ok(Sent::Whole(a)) if send_succeeded(plan.binding, a.status, &a.body) => {
+                    gw.metrics
+                        .downgrades
+                        .with_label_values(&[name, cause.as_str()])
+                        .inc();
+                    one_event(session, &a).await?;
+                    Ok(Outcome::Downgraded)
+                }
+                Ok(Sent::Whole(a)) => {
+                    feed_back(gw, state, plan.binding, &a);
+                    pass_through(session, &a).await?;
+                    Ok(Outcome::AgentError)
+                }
+                // An agent that streams a SendMessage answer: pass it on as it is.
+                Ok(Sent::Stream(resp)) => pipe_stream(session, resp).await,
+                Err(e) => {
+                    unavailable(e);
+                    upstream_failed(session, ctx).await
+                }
+            }
+        }
+        StreamPlan::Stream => {
+            let sent = send(state, plan, session, &plan.upstream_path, ctx.body.clone()).await;
+            observe(gw);
+            let first = match sent {
+                Ok(Sent::Stream(resp)) => return pipe_stream(session, resp).await,
+                Ok(Sent::Whole(a)) => a,
+                Err(e) => {
+                    unavailable(e);
+                    return upstream_failed(session, ctx).await;
+                }
+            };
+            let err = agent_error(plan.binding, first.status, &first.body);
+            let refused = err.as_ref().is_some_and(|e| e.is_unsupported_operation());
+            if !refused {
+                feed_back(gw, state, plan.binding, &first);
+                pass_through(session, &first).await?;
+                return Ok(Outcome::AgentError);
+            }
+            gw.mark_stale(name, StaleCause::UnsupportedOperation);
+            if state.integration.streaming == StreamingMode::Required {
+                // Seed 003: never silently downgrade a required feature. The integration is marked
+                // for review (stale mark above, evidence here) and the caller gets the agent's error.
+                gw.store.update_integration(name, |cur| {
+                    cur.with_evidence(refused_stream_evidence().remove(0))
+                });
+                pass_through(session, &first).await?;
+                return Ok(Outcome::AgentError);
+            }
+            let body = send_message_body(plan, rpc, &ctx.body);
+            let retry = send(state, plan, session, &plan.send_path, body).await;
+            match retry {
+                Ok(Sent::Whole(a)) if send_succeeded(plan.binding, a.status, &a.body) => {
+                    gw.override_streaming_off(state, refused_stream_evidence());
+                    gw.metrics
+                        .downgrades
+                        .with_label_values(&[name, DowngradeCause::Refused.as_str()])
+                        .inc();
+                    tracing::warn!(
+                        integration = name,
+                        "agent refused a stream its card claims; answered via SendMessage, streaming off until refresh"
+                    );
+                    one_event(session, &a).await?;
+                    Ok(Outcome::Downgraded)
+                }
+                _ => {
+                    // The retry failed too: the caller gets the agent's first answer, unchanged.
+                    pass_through(session, &first).await?;
+                    Ok(Outcome::AgentError)
+                }
+            }
+        }
+    }
+}
+
+async fn upstream_failed(session: &mut Session, ctx: &mut super::gateway::Ctx) -> Result<Outcome> {
+    let r = Deny::UpstreamUnavailable.render(&ctx.shape, ctx.integration.as_deref());
+    respond(
+        session,
+        r.status,
+        &[("content-type", r.content_type)],
+        r.body,
+    )
+    .await?;
+    Ok(Outcome::UpstreamFailed)
+}

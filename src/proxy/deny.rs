@@ -1,0 +1,352 @@
+//! The gateway's own refusals and failures, and the one exhaustive mapping from each to an HTTP
+//! status, a protocol-shaped body and a bounded `reason` (pure, no I/O).
+//!
+//! The same `reason` string is used in the response's `google.rpc.ErrorInfo`, in the log line and
+//! as the metric label, so the three can never disagree. Where A2A has its own error
+//! (ContentTypeNotSupported, VersionNotSupported, UnsupportedOperation) its code is used; the
+//! ErrorInfo's domain is always `a2a-egress` so a caller can tell the gateway answered.
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::route::Method;
+
+/// The ErrorInfo domain of every gateway-generated error.
+pub const DOMAIN: &str = "a2a-egress";
+
+/// JSON-RPC code for gateway policy refusals that have no A2A equivalent: -32000 is the one
+/// implementation-defined server-error code A2A (-32001..-32009) leaves free.
+const GATEWAY_REFUSAL: i64 = -32000;
+
+/// Everything the gateway refuses or fails on by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deny {
+    /// A path outside `/agents/{name}/…`.
+    RouteNotFound,
+    /// `/agents/{name}` with no such integration.
+    UnknownIntegration,
+    /// The integration has no usable profile (pending, fetch/validation/compile failure, contract).
+    NoUsableProfile,
+    /// The integration is blocked.
+    IntegrationBlocked,
+    /// The request uses the binding the effective card does not offer (JSON-RPC vs HTTP+JSON).
+    BindingNotOffered,
+    /// Unknown JSON-RPC method or HTTP+JSON route.
+    MethodNotFound,
+    /// An A2A operation the profile does not allow (push configs without push, subscribe without
+    /// streaming, the extended card).
+    MethodNotAllowed(Method),
+    /// `streaming = "required"` and streaming is not available: never downgraded.
+    StreamingRequired,
+    /// The request body exceeds `max_body_bytes`.
+    BodyTooLarge {
+        /// The limit, bytes.
+        limit: usize,
+    },
+    /// The body is not JSON (-32700).
+    ParseError,
+    /// The body is JSON but not a valid request (-32600).
+    InvalidRequest(&'static str),
+    /// A part's media type is accepted by none of the integration's accepted skills (-32005).
+    ContentTypeNotSupported {
+        /// The first refused media type (sanitised: it came from the caller).
+        media_type: String,
+    },
+    /// A data class of the request is not allowed for this integration.
+    PolicyDenied {
+        /// The first refused class (lowercased token, or `invalid`).
+        class: String,
+    },
+    /// The caller's tenant differs from the integration's.
+    TenantMismatch,
+    /// The caller asked for an A2A version the effective card does not offer (-32009).
+    VersionNotSupported {
+        /// The version the card offers.
+        offered: String,
+    },
+    /// The upstream could not be reached or failed before answering.
+    UpstreamUnavailable,
+    /// The gateway is shutting down and takes no new calls.
+    Draining,
+}
+
+/// How a refusal is rendered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// HTTP status.
+    pub status: u16,
+    /// Body bytes (JSON).
+    pub body: Bytes,
+    /// `Content-Type`.
+    pub content_type: &'static str,
+}
+
+/// Which binding's error shape to use.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shape {
+    /// JSON-RPC envelope with this `id`.
+    JsonRpc(Value),
+    /// HTTP+JSON `google.rpc.Status`.
+    Rest,
+}
+
+struct Spec {
+    /// HTTP status for HTTP+JSON (and for JSON-RPC when `rpc_http` is None).
+    http: u16,
+    /// gRPC status name for the HTTP+JSON body.
+    grpc: &'static str,
+    /// JSON-RPC code.
+    code: i64,
+    /// HTTP status for the JSON-RPC shape (agents answer JSON-RPC errors with 200).
+    rpc_http: u16,
+}
+
+impl Deny {
+    /// The bounded reason: ErrorInfo.reason, log field and metric label.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Deny::RouteNotFound => "ROUTE_NOT_FOUND",
+            Deny::UnknownIntegration => "UNKNOWN_INTEGRATION",
+            Deny::NoUsableProfile => "NO_USABLE_PROFILE",
+            Deny::IntegrationBlocked => "INTEGRATION_BLOCKED",
+            Deny::BindingNotOffered => "BINDING_NOT_OFFERED",
+            Deny::MethodNotFound => "METHOD_NOT_FOUND",
+            Deny::MethodNotAllowed(_) => "METHOD_NOT_ALLOWED",
+            Deny::StreamingRequired => "STREAMING_REQUIRED",
+            Deny::BodyTooLarge { .. } => "BODY_TOO_LARGE",
+            Deny::ParseError => "PARSE_ERROR",
+            Deny::InvalidRequest(_) => "INVALID_REQUEST",
+            Deny::ContentTypeNotSupported { .. } => "CONTENT_TYPE_NOT_SUPPORTED",
+            Deny::PolicyDenied { .. } => "POLICY_DENIED",
+            Deny::TenantMismatch => "TENANT_MISMATCH",
+            Deny::VersionNotSupported { .. } => "VERSION_NOT_SUPPORTED",
+            Deny::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
+            Deny::Draining => "GATEWAY_DRAINING",
+        }
+    }
+
+    fn spec(&self) -> Spec {
+        let s = |http, grpc, code, rpc_http| Spec {
+            http,
+            grpc,
+            code,
+            rpc_http,
+        };
+        match self {
+            Deny::RouteNotFound => s(404, "NOT_FOUND", -32601, 404),
+            Deny::UnknownIntegration => s(404, "NOT_FOUND", GATEWAY_REFUSAL, 200),
+            Deny::NoUsableProfile => s(503, "UNAVAILABLE", GATEWAY_REFUSAL, 200),
+            Deny::IntegrationBlocked => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
+            Deny::BindingNotOffered => s(404, "NOT_FOUND", GATEWAY_REFUSAL, 200),
+            Deny::MethodNotFound => s(404, "NOT_FOUND", -32601, 200),
+            Deny::MethodNotAllowed(_) => s(400, "FAILED_PRECONDITION", -32004, 200),
+            Deny::StreamingRequired => s(400, "FAILED_PRECONDITION", -32004, 200),
+            // The unread body makes the connection unusable: a real 413 in both shapes.
+            Deny::BodyTooLarge { .. } => s(413, "RESOURCE_EXHAUSTED", -32600, 413),
+            Deny::ParseError => s(400, "INVALID_ARGUMENT", -32700, 200),
+            Deny::InvalidRequest(_) => s(400, "INVALID_ARGUMENT", -32600, 200),
+            Deny::ContentTypeNotSupported { .. } => s(400, "INVALID_ARGUMENT", -32005, 200),
+            Deny::PolicyDenied { .. } => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
+            Deny::TenantMismatch => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
+            Deny::VersionNotSupported { .. } => s(400, "FAILED_PRECONDITION", -32009, 200),
+            // An unreachable agent is a 502 in both shapes, so HTTP-level tooling sees it too.
+            Deny::UpstreamUnavailable => s(502, "UNAVAILABLE", -32603, 502),
+            Deny::Draining => s(503, "UNAVAILABLE", GATEWAY_REFUSAL, 503),
+        }
+    }
+
+    /// Human-readable message (gateway-written; caller-supplied values are sanitised and short).
+    pub fn message(&self) -> String {
+        match self {
+            Deny::RouteNotFound => "no such route; integrations live under /agents/{name}/".into(),
+            Deny::UnknownIntegration => "no integration with this name is configured".into(),
+            Deny::NoUsableProfile => "the integration has no usable profile".into(),
+            Deny::IntegrationBlocked => "the integration is blocked".into(),
+            Deny::BindingNotOffered => {
+                "this binding is not offered; use the interface in the effective agent card".into()
+            }
+            Deny::MethodNotFound => "method not found".into(),
+            Deny::MethodNotAllowed(m) => {
+                format!(
+                    "{} is not allowed by this integration's profile",
+                    m.as_str()
+                )
+            }
+            Deny::StreamingRequired => {
+                "streaming is required for this integration and the agent does not offer it; \
+                 the call is not downgraded"
+                    .into()
+            }
+            Deny::BodyTooLarge { limit } => {
+                format!("request body exceeds this integration's limit of {limit} bytes")
+            }
+            Deny::ParseError => "request body is not valid JSON".into(),
+            Deny::InvalidRequest(d) => format!("invalid request: {d}"),
+            Deny::ContentTypeNotSupported { media_type } => {
+                format!("media type {media_type} is not accepted by any skill of this integration")
+            }
+            Deny::PolicyDenied { class } => {
+                format!("data class {class} may not be sent to this integration")
+            }
+            Deny::TenantMismatch => "the request's tenant differs from the integration's".into(),
+            Deny::VersionNotSupported { offered } => {
+                format!("A2A-Version not supported; this agent is offered at {offered}")
+            }
+            Deny::UpstreamUnavailable => "the agent could not be reached".into(),
+            Deny::Draining => "the gateway is shutting down".into(),
+        }
+    }
+
+    fn error_info(&self, integration: Option<&str>) -> Value {
+        let mut meta = serde_json::Map::new();
+        if let Some(i) = integration {
+            meta.insert("integration".into(), Value::String(i.to_owned()));
+        }
+        json!({
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": self.reason(),
+            "domain": DOMAIN,
+            "metadata": meta,
+        })
+    }
+
+    /// Renders the refusal in the caller's binding.
+    pub fn render(&self, shape: &Shape, integration: Option<&str>) -> Rendered {
+        let spec = self.spec();
+        match shape {
+            Shape::JsonRpc(id) => {
+                let body = json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "error": {
+                        "code": spec.code,
+                        "message": self.message(),
+                        "data": [self.error_info(integration)],
+                    }
+                });
+                Rendered {
+                    status: spec.rpc_http,
+                    body: Bytes::from(body.to_string()),
+                    content_type: "application/json",
+                }
+            }
+            Shape::Rest => {
+                let body = json!({
+                    "error": {
+                        "code": spec.http,
+                        "status": spec.grpc,
+                        "message": self.message(),
+                        "details": [self.error_info(integration)],
+                    }
+                });
+                Rendered {
+                    status: spec.http,
+                    body: Bytes::from(body.to_string()),
+                    content_type: "application/json",
+                }
+            }
+        }
+    }
+}
+
+/// Makes a caller- or agent-supplied string safe to echo in a message: printable ASCII only, short.
+pub fn sanitize_echo(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_graphic() || *c == ' ')
+        .take(100)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all() -> Vec<Deny> {
+        vec![
+            Deny::RouteNotFound,
+            Deny::UnknownIntegration,
+            Deny::NoUsableProfile,
+            Deny::IntegrationBlocked,
+            Deny::BindingNotOffered,
+            Deny::MethodNotFound,
+            Deny::MethodNotAllowed(Method::CreatePushConfig),
+            Deny::StreamingRequired,
+            Deny::BodyTooLarge { limit: 10 },
+            Deny::ParseError,
+            Deny::InvalidRequest("x"),
+            Deny::ContentTypeNotSupported {
+                media_type: "a/b".into(),
+            },
+            Deny::PolicyDenied {
+                class: "secret".into(),
+            },
+            Deny::TenantMismatch,
+            Deny::VersionNotSupported {
+                offered: "1.0".into(),
+            },
+            Deny::UpstreamUnavailable,
+            Deny::Draining,
+        ]
+    }
+
+    #[test]
+    fn jsonrpc_shape_keeps_the_id_and_carries_error_info() {
+        for d in all() {
+            let r = d.render(&Shape::JsonRpc(json!("req-1")), Some("echo"));
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(v["id"], "req-1");
+            assert_eq!(v["jsonrpc"], "2.0");
+            assert!(v["error"]["code"].as_i64().unwrap() < 0);
+            assert_eq!(v["error"]["data"][0]["domain"], DOMAIN);
+            assert_eq!(v["error"]["data"][0]["reason"], d.reason());
+            assert_eq!(v["error"]["data"][0]["metadata"]["integration"], "echo");
+        }
+    }
+
+    #[test]
+    fn rest_shape_is_google_rpc_status() {
+        for d in all() {
+            let r = d.render(&Shape::Rest, None);
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(v["error"]["code"], r.status);
+            assert!(r.status >= 400);
+            assert!(v["error"]["status"].is_string());
+            assert_eq!(v["error"]["details"][0]["reason"], d.reason());
+        }
+    }
+
+    #[test]
+    fn a2a_errors_use_a2a_codes() {
+        let code = |d: Deny| {
+            let v: Value =
+                serde_json::from_slice(&d.render(&Shape::JsonRpc(json!(1)), None).body).unwrap();
+            v["error"]["code"].as_i64().unwrap()
+        };
+        assert_eq!(
+            code(Deny::ContentTypeNotSupported {
+                media_type: "x/y".into()
+            }),
+            -32005
+        );
+        assert_eq!(
+            code(Deny::VersionNotSupported {
+                offered: "1.0".into()
+            }),
+            -32009
+        );
+        assert_eq!(code(Deny::ParseError), -32700);
+        assert_eq!(code(Deny::InvalidRequest("x")), -32600);
+        assert_eq!(
+            Deny::UpstreamUnavailable
+                .render(&Shape::JsonRpc(json!(1)), None)
+                .status,
+            502
+        );
+    }
+
+    #[test]
+    fn echo_is_sanitised() {
+        assert_eq!(sanitize_echo("a\u{1b}[31mb\nc"), "a[31mbc");
+        assert_eq!(sanitize_echo(&"x".repeat(500)).len(), 100);
+    }
+}

@@ -1,0 +1,625 @@
+//! The pingora `ProxyHttp` implementation: one request's life from routing to logging (I/O).
+//!
+//! Phases (pingora-proxy `proxy_trait.rs`):
+//! - `early_request_filter`: load the snapshot **once**; every later phase and any retry use it.
+//! - `request_filter`: route, read the body (bounded), decide (pure [`policy::decide`]); answer
+//!   refusals, the effective card, and every streaming call (through [`super::client`]) here.
+//! - `upstream_peer` / `upstream_request_filter` / `request_body_filter`: unary calls go through
+//!   pingora with the shaped header and the held body.
+//! - `response_filter` / `response_body_filter`: agent errors feed stale marks; bytes unchanged.
+//! - `fail_to_proxy`: an unreachable agent becomes a protocol-shaped 502, never HTML.
+//! - `logging`: one log line and the request metric, with the same bounded reason.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::prelude::HttpPeer;
+use pingora::protocols::ALPN;
+use pingora::proxy::{FailToProxy, ProxyHttp, Session};
+use pingora::{Error, ErrorType, Result};
+
+use super::card::{CACHE_CONTROL, effective_card, if_none_match};
+use super::deny::{Deny, Shape};
+use super::feedback::agent_error;
+use super::policy::{self, Facts, Plan, StreamPlan};
+use super::route::{Method, Route, RpcParseError, parse_jsonrpc, route};
+use super::shape::plan_headers;
+use crate::config::DEFAULT_MAX_BODY_BYTES;
+use crate::metrics::Metrics;
+use crate::profile::snapshot::{
+    Evidence, EvidenceKind, IntegrationState, Snapshot, StaleCause, StaleMark, StaleSender, Store,
+};
+
+/// Most response bytes inspected for an A2A error (errors are small; bigger answers are results).
+const MAX_ERROR_CAPTURE: usize = 64 * 1024;
+
+/// The data plane's shared state (per process, not per request).
+pub struct Gateway {
+    /// The profile store.
+    pub store: Arc<Store>,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Stale marks to the control plane.
+    pub stale: StaleSender,
+    /// The gateway's base URL for effective cards (no trailing slash).
+    pub public_url: String,
+    /// `[policy] default_data_class`.
+    pub default_data_class: String,
+    /// Set when shutdown starts: new calls are refused with GATEWAY_DRAINING.
+    pub draining: Arc<AtomicBool>,
+}
+
+/// How a request ended, for the log line and the `outcome` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Forwarded and answered without an A2A error (or the effective card was served).
+    Ok,
+    /// Forwarded; the agent answered with an error, passed through unchanged.
+    AgentError,
+    /// Refused by the gateway before anything left.
+    Denied(&'static str),
+    /// A streaming call answered through SendMessage as one SSE event.
+    Downgraded,
+    /// The agent could not be reached or failed mid-answer.
+    UpstreamFailed,
+}
+
+impl Outcome {
+    /// Bounded label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::AgentError => "agent_error",
+            Outcome::Denied(_) => "denied",
+            Outcome::Downgraded => "downgraded",
+            Outcome::UpstreamFailed => "upstream_failed",
+        }
+    }
+}
+
+/// Decrements the in-flight gauge when the request's context is dropped, however it ends.
+pub struct Inflight(prometheus::IntGauge);
+
+impl Drop for Inflight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Per-request state.
+pub struct Ctx {
+    /// The snapshot loaded in `early_request_filter`, used by every phase.
+    pub snapshot: Option<Arc<Snapshot>>,
+    /// Integration name, when the route names a configured one (bounded label).
+    pub integration: Option<String>,
+    /// The integration's state from `snapshot`.
+    pub state: Option<Arc<IntegrationState>>,
+    /// The operation.
+    pub method: Method,
+    /// The forwarding plan (unary pingora path).
+    pub plan: Option<Plan>,
+    /// The body to send upstream.
+    pub body: Bytes,
+    /// Error shape for this request.
+    pub shape: Shape,
+    /// How it ended.
+    pub outcome: Option<Outcome>,
+    /// Request start.
+    pub started: Instant,
+    /// When the upstream request was sent (unary path).
+    pub upstream_started: Option<Instant>,
+    /// Response bytes captured for A2A error detection.
+    pub capture: Option<BytesMut>,
+    /// Upstream response status.
+    pub upstream_status: u16,
+    _inflight: Inflight,
+}
+
+impl Ctx {
+    fn label(&self) -> &str {
+        self.integration.as_deref().unwrap_or("")
+    }
+}
+
+/// Writes a whole response.
+pub async fn respond(
+    session: &mut Session,
+    status: u16,
+    headers: &[(&str, &str)],
+    body: Bytes,
+) -> Result<()> {
+    let mut h = ResponseHeader::build(status, Some(headers.len() + 1))?;
+    for (k, v) in headers {
+        h.insert_header(k.to_string(), v.to_string())?;
+    }
+    h.insert_header("content-length", body.len().to_string())?;
+    session
+        .write_response_header(Box::new(h), body.is_empty())
+        .await?;
+    if !body.is_empty() {
+        session.write_response_body(Some(body), true).await?;
+    }
+    Ok(())
+}
+
+impl Gateway {
+    /// Counts, logs and answers a refusal.
+    async fn deny(&self, session: &mut Session, ctx: &mut Ctx, deny: Deny) -> Result<bool> {
+        let reason = deny.reason();
+        self.metrics
+            .policy_denials
+            .with_label_values(&[ctx.label(), reason])
+            .inc();
+        let r = deny.render(&ctx.shape, ctx.integration.as_deref());
+        if matches!(deny, Deny::BodyTooLarge { .. }) {
+            // The rest of the body is never read: the connection cannot be reused.
+            session.set_keepalive(None);
+        }
+        ctx.outcome = Some(Outcome::Denied(reason));
+        respond(
+            session,
+            r.status,
+            &[("content-type", r.content_type)],
+            r.body,
+        )
+        .await?;
+        Ok(true)
+    }
+
+    /// Records an agent error that marks the profile stale: metric, log, evidence-free channel send.
+    pub fn mark_stale(&self, integration: &str, cause: StaleCause) {
+        self.metrics
+            .stale_marks
+            .with_label_values(&[integration, cause.as_str()])
+            .inc();
+        tracing::warn!(
+            integration,
+            error = cause.as_str(),
+            "agent error marks the profile stale"
+        );
+        let mark = StaleMark {
+            integration: integration.to_owned(),
+            cause,
+            at: SystemTime::now(),
+        };
+        if self.stale.try_send(mark).is_err() {
+            self.metrics.stale_marks_dropped.inc();
+        }
+    }
+
+    /// Turns streaming off for `name` until the next refresh, if the profile is still the one the
+    /// request used (a refresh in between wins), and records the evidence.
+    pub fn override_streaming_off(&self, state: &IntegrationState, evidence: Vec<Evidence>) {
+        let name = state.integration.name.clone();
+        let used = state.profile.clone();
+        self.store.update_integration(&name, |cur| {
+            let same = match (&cur.profile, &used) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            };
+            if !same {
+                return cur.clone();
+            }
+            let mut next = cur.clone();
+            next.overrides.streaming_off = true;
+            for e in &evidence {
+                next = next.with_evidence(e.clone());
+            }
+            next
+        });
+    }
+
+    /// Reads the request body, refusing before reading past `limit`.
+    async fn read_body(&self, session: &mut Session, limit: usize) -> Result<Option<Bytes>> {
+        if let Some(len) = session
+            .req_header()
+            .headers
+            .get("content-length")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            && len > limit
+        {
+            return Ok(None);
+        }
+        // The body is read here, before any upstream exists, so the gateway answers
+        // `Expect: 100-continue` itself (curl otherwise waits a second before sending).
+        let expects_continue = session
+            .req_header()
+            .headers
+            .get("expect")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+        if expects_continue {
+            session
+                .as_downstream_mut()
+                .write_continue_response()
+                .await?;
+        }
+        // pingora resends this buffer upstream (up to 64 KiB) once the body has been consumed here.
+        session.as_downstream_mut().enable_retry_buffering();
+        let mut buf = BytesMut::new();
+        while let Some(chunk) = session.read_request_body().await? {
+            if buf.len() + chunk.len() > limit {
+                return Ok(None);
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        Ok(Some(buf.freeze()))
+    }
+
+    async fn serve_card(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
+        let state = ctx.state.clone().expect("card route has a state");
+        if let Err(d) = policy::check_status(&state) {
+            return self.deny(session, ctx, d).await;
+        }
+        if !matches!(session.req_header().method.as_str(), "GET" | "HEAD") {
+            return self.deny(session, ctx, Deny::MethodNotFound).await;
+        }
+        let Some(card) = effective_card(&state, &self.public_url) else {
+            return self.deny(session, ctx, Deny::NoUsableProfile).await;
+        };
+        ctx.outcome = Some(Outcome::Ok);
+        let inm = session
+            .req_header()
+            .headers
+            .get("if-none-match")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let common = [
+            ("etag", card.etag.as_str()),
+            ("cache-control", CACHE_CONTROL),
+            ("content-type", "application/json"),
+        ];
+        if inm.is_some_and(|h| if_none_match(&h, &card.etag)) {
+            respond(session, 304, &common[..2], Bytes::new()).await?;
+        } else if session.req_header().method == "HEAD" {
+            respond(session, 200, &common, Bytes::new()).await?;
+        } else {
+            respond(session, 200, &common, card.body).await?;
+        }
+        Ok(true)
+    }
+}
+
+#[async_trait]
+impl ProxyHttp for Gateway {
+    type CTX = Ctx;
+
+    fn new_ctx(&self) -> Ctx {
+        self.metrics.inflight.inc();
+        Ctx {
+            snapshot: None,
+            integration: None,
+            state: None,
+            method: Method::Unknown,
+            plan: None,
+            body: Bytes::new(),
+            shape: Shape::Rest,
+            outcome: None,
+            started: Instant::now(),
+            upstream_started: None,
+            capture: None,
+            upstream_status: 0,
+            _inflight: Inflight(self.metrics.inflight.clone()),
+        }
+    }
+
+    async fn early_request_filter(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<()> {
+        ctx.snapshot = Some(self.store.load());
+        Ok(())
+    }
+
+    async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
+        let snapshot = ctx.snapshot.clone().unwrap_or_else(|| self.store.load());
+        let r = route(session.req_header().uri.path());
+        if matches!(r, Route::JsonRpc { .. }) {
+            ctx.shape = Shape::JsonRpc(serde_json::Value::Null);
+        }
+        if self.draining.load(Ordering::Relaxed) {
+            return self.deny(session, ctx, Deny::Draining).await;
+        }
+        let Some(name) = r.name() else {
+            return self.deny(session, ctx, Deny::RouteNotFound).await;
+        };
+        let state = snapshot.get(name).cloned();
+        if let Some(state) = &state {
+            ctx.integration = Some(state.integration.name.clone());
+            ctx.state = Some(state.clone());
+        }
+        if let Route::Card { .. } = r {
+            ctx.method = Method::Card;
+            if state.is_none() {
+                return self.deny(session, ctx, Deny::UnknownIntegration).await;
+            }
+            return self.serve_card(session, ctx).await;
+        }
+        // The body is read (bounded) before any refusal so a JSON-RPC error keeps the caller's id.
+        let limit = state
+            .as_ref()
+            .map(|s| s.integration.max_body_bytes)
+            .unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        let Some(body) = self.read_body(session, limit).await? else {
+            return self.deny(session, ctx, Deny::BodyTooLarge { limit }).await;
+        };
+        let parsed = match &r {
+            Route::JsonRpc { .. } => {
+                let p = parse_jsonrpc(&body);
+                match &p {
+                    Ok(rpc) => {
+                        ctx.shape = Shape::JsonRpc(rpc.id.clone());
+                        ctx.method = rpc.method;
+                    }
+                    Err(RpcParseError::Invalid { id: Some(id), .. }) => {
+                        ctx.shape = Shape::JsonRpc(id.clone());
+                    }
+                    Err(_) => {}
+                }
+                Some(p)
+            }
+            _ => None,
+        };
+        let Some(state) = state else {
+            return self.deny(session, ctx, Deny::UnknownIntegration).await;
+        };
+        if let Err(d) = policy::check_status(&state) {
+            return self.deny(session, ctx, d).await;
+        }
+        let rpc = match parsed {
+            Some(Ok(rpc)) => Some(rpc),
+            Some(Err(RpcParseError::Parse)) => {
+                return self.deny(session, ctx, Deny::ParseError).await;
+            }
+            Some(Err(RpcParseError::Invalid { detail, .. })) => {
+                return self.deny(session, ctx, Deny::InvalidRequest(detail)).await;
+            }
+            None => None,
+        };
+        let rest_body = match (&r, body.is_empty()) {
+            (Route::Rest { .. }, false) => match serde_json::from_slice(&body) {
+                Ok(v) => Some(v),
+                Err(_) => return self.deny(session, ctx, Deny::ParseError).await,
+            },
+            _ => None,
+        };
+        let req = session.req_header();
+        let header = |n: &str| req.headers.get(n).and_then(|v| v.to_str().ok());
+        let http_method = req.method.as_str().to_owned();
+        let facts = Facts {
+            route: &r,
+            http_method: &http_method,
+            query: req.uri.query(),
+            data_class: header("a2a-egress-data-class"),
+            a2a_version: header("a2a-version"),
+            rpc: rpc.as_ref(),
+            rest_body: rest_body.as_ref(),
+            default_data_class: &self.default_data_class,
+        };
+        let plan = match policy::decide(&state, &facts) {
+            Ok(p) => p,
+            Err(d) => return self.deny(session, ctx, d).await,
+        };
+        ctx.method = plan.method;
+        // Forward the caller's bytes unless something in them must change (STACK.md: rewriting
+        // costs about a third more CPU per request).
+        ctx.body = match &plan.rewritten_body {
+            Some(v) => Bytes::from(v.to_string()),
+            None => body,
+        };
+        let needs_client =
+            plan.stream != StreamPlan::Unary || session.as_downstream().retry_buffer_truncated();
+        if needs_client {
+            let outcome =
+                super::client::call(self, session, &state, &plan, ctx, rpc.as_ref()).await?;
+            ctx.outcome = Some(outcome);
+            return Ok(true);
+        }
+        ctx.plan = Some(plan);
+        Ok(false)
+    }
+
+    async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
+        let up = ctx
+            .state
+            .as_ref()
+            .and_then(|s| s.upstream.clone())
+            .ok_or_else(|| Error::explain(ErrorType::InternalError, "no upstream for request"))?;
+        let mut peer = HttpPeer::new(up.addr, up.tls, up.sni.clone());
+        peer.options.alpn = ALPN::H1;
+        peer.options.connection_timeout = Some(Duration::from_secs(10));
+        peer.options.total_connection_timeout = Some(Duration::from_secs(15));
+        // Per read, not per call: a blocking SendMessage or a quiet stream may legitimately run
+        // for minutes, but an agent silent this long is gone (SDK agents ping SSE every 15 s).
+        peer.options.read_timeout = Some(super::upstream::IDLE_READ_TIMEOUT);
+        peer.options.write_timeout = Some(Duration::from_secs(30));
+        if let Some(roots) = &up.roots {
+            peer.options.ca = Some(roots.pingora.clone());
+        }
+        ctx.upstream_started = Some(Instant::now());
+        Ok(Box::new(peer))
+    }
+
+    async fn upstream_request_filter(
+        &self,
+        _session: &mut Session,
+        upstream_request: &mut RequestHeader,
+        ctx: &mut Ctx,
+    ) -> Result<()> {
+        let (Some(state), Some(plan)) = (ctx.state.as_ref(), ctx.plan.as_ref()) else {
+            return Error::e_explain(ErrorType::InternalError, "request without a plan");
+        };
+        let up = state
+            .upstream
+            .as_ref()
+            .ok_or_else(|| Error::explain(ErrorType::InternalError, "no upstream"))?;
+        let uri: http::Uri = plan
+            .upstream_path
+            .parse()
+            .map_err(|_| Error::explain(ErrorType::InternalError, "bad upstream path"))?;
+        upstream_request.set_uri(uri);
+        let hp = plan_headers(
+            &upstream_request.headers,
+            state,
+            up,
+            plan,
+            Some(ctx.body.len()),
+        );
+        for n in &hp.remove {
+            upstream_request.remove_header(n);
+        }
+        for (n, v) in &hp.set {
+            upstream_request.insert_header(n.clone(), v.clone())?;
+        }
+        Ok(())
+    }
+
+    async fn request_body_filter(
+        &self,
+        _session: &mut Session,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut Ctx,
+    ) -> Result<()> {
+        // The whole body was read in request_filter; send the held (possibly rewritten) bytes
+        // once, whatever pingora replays from its buffer.
+        *body = if end_of_stream && !ctx.body.is_empty() {
+            Some(ctx.body.clone())
+        } else {
+            None
+        };
+        Ok(())
+    }
+
+    async fn response_filter(
+        &self,
+        _session: &mut Session,
+        resp: &mut ResponseHeader,
+        ctx: &mut Ctx,
+    ) -> Result<()> {
+        if let Some(t) = ctx.upstream_started {
+            self.metrics
+                .upstream_duration
+                .with_label_values(&[ctx.label()])
+                .observe(t.elapsed().as_secs_f64());
+        }
+        ctx.upstream_status = resp.status.as_u16();
+        let ct = resp
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        // SSE bodies are never held; JSON answers are copied (not changed) for error detection.
+        if !ct.starts_with("text/event-stream") && ctx.plan.is_some() {
+            ctx.capture = Some(BytesMut::new());
+        }
+        Ok(())
+    }
+
+    fn response_body_filter(
+        &self,
+        _session: &mut Session,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut Ctx,
+    ) -> Result<Option<Duration>> {
+        if let (Some(cap), Some(b)) = (ctx.capture.as_mut(), body.as_ref()) {
+            if cap.len() + b.len() <= MAX_ERROR_CAPTURE {
+                cap.extend_from_slice(b);
+            } else {
+                ctx.capture = None;
+            }
+        }
+        if end_of_stream && let Some(cap) = ctx.capture.take() {
+            let binding = ctx.plan.as_ref().map(|p| p.binding);
+            let err = binding.and_then(|b| agent_error(b, ctx.upstream_status, &cap));
+            ctx.outcome = Some(if err.is_some() || ctx.upstream_status >= 400 {
+                Outcome::AgentError
+            } else {
+                Outcome::Ok
+            });
+            if let (Some(cause), Some(name)) = (
+                err.and_then(|e| e.stale_cause()),
+                ctx.integration.as_deref(),
+            ) {
+                self.mark_stale(name, cause);
+            }
+        }
+        Ok(None)
+    }
+
+    async fn fail_to_proxy(&self, session: &mut Session, e: &Error, ctx: &mut Ctx) -> FailToProxy {
+        // Nothing written yet: answer in the caller's protocol, never pingora's HTML page.
+        let code = if session.response_written().is_none() {
+            let r = Deny::UpstreamUnavailable.render(&ctx.shape, ctx.integration.as_deref());
+            if let Err(err) = respond(
+                session,
+                r.status,
+                &[("content-type", r.content_type)],
+                r.body,
+            )
+            .await
+            {
+                tracing::debug!(error = %err, "could not send the 502 downstream");
+            }
+            r.status
+        } else {
+            0
+        };
+        tracing::warn!(integration = ctx.label(), error = %e, "upstream call failed");
+        ctx.outcome = Some(Outcome::UpstreamFailed);
+        FailToProxy {
+            error_code: code,
+            can_reuse_downstream: false,
+        }
+    }
+
+    async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut Ctx) {
+        let outcome = ctx.outcome.unwrap_or(if e.is_some() {
+            Outcome::UpstreamFailed
+        } else {
+            Outcome::Ok
+        });
+        self.metrics
+            .requests
+            .with_label_values(&[ctx.label(), ctx.method.as_str(), outcome.as_str()])
+            .inc();
+        let status = session
+            .response_written()
+            .map(|r| r.status.as_u16())
+            .unwrap_or(0);
+        let reason = match outcome {
+            Outcome::Denied(r) => r,
+            _ => "",
+        };
+        tracing::info!(
+            integration = ctx.label(),
+            method = ctx.method.as_str(),
+            outcome = outcome.as_str(),
+            reason,
+            status,
+            profile_version = ctx.snapshot.as_ref().map(|s| s.version).unwrap_or(0),
+            duration_ms = ctx.started.elapsed().as_millis() as u64,
+            "request"
+        );
+    }
+}
+
+/// Evidence records for a refused-then-retried stream.
+pub fn refused_stream_evidence() -> Vec<Evidence> {
+    let now = SystemTime::now();
+    vec![
+        Evidence {
+            at: now,
+            kind: EvidenceKind::StreamingRefused,
+            detail: "SendStreamingMessage answered with UnsupportedOperationError".into(),
+        },
+        Evidence {
+            at: now,
+            kind: EvidenceKind::StreamingDowngradeVerified,
+            detail: "the same request as SendMessage succeeded; streaming off until refresh".into(),
+        },
+    ]
+}

@@ -1,0 +1,631 @@
+//! Policy and request shaping decisions: given one integration's state and the facts of a request,
+//! either a [`Plan`] for forwarding it or the [`Deny`] to answer with (pure, no I/O).
+//!
+//! Every check runs before anything leaves the gateway. The order is fixed so the same request
+//! always gets the same refusal: status → binding → data class → version → method → tenant →
+//! media types → streaming.
+
+use serde_json::Value;
+
+use super::deny::{Deny, sanitize_echo};
+use super::route::{Method, Route, RpcRequest, media_type_accepted, part_media_types};
+use crate::config::StreamingMode;
+use crate::profile::Binding;
+use crate::profile::snapshot::{IntegrationState, Status};
+
+/// Why a streaming call is answered through `SendMessage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DowngradeCause {
+    /// The card does not declare streaming.
+    DeclaredOff,
+    /// The integration sets `streaming = "off"`.
+    ConfigOff,
+    /// The agent refused a stream earlier; streaming is overridden off until the next refresh.
+    Override,
+    /// The agent refused this very stream with UnsupportedOperationError; retried as SendMessage.
+    Refused,
+}
+
+impl DowngradeCause {
+    /// Bounded metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DowngradeCause::DeclaredOff => "declared_off",
+            DowngradeCause::ConfigOff => "config_off",
+            DowngradeCause::Override => "override",
+            DowngradeCause::Refused => "refused",
+        }
+    }
+}
+
+/// How a streaming-capable call is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamPlan {
+    /// Not a streaming operation: forwarded as is.
+    Unary,
+    /// Stream upstream; if the agent refuses with UnsupportedOperationError, retry once as
+    /// SendMessage unless `streaming = "required"`.
+    Stream,
+    /// Send as SendMessage and answer as a one-event SSE stream.
+    Downgrade(DowngradeCause),
+}
+
+/// The facts of a request that policy reads (the original bytes are kept by the caller).
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// The route (JSON-RPC or HTTP+JSON; card requests never reach policy).
+    pub route: &'a Route,
+    /// HTTP method.
+    pub http_method: &'a str,
+    /// Query string, without `?`.
+    pub query: Option<&'a str>,
+    /// `A2A-Egress-Data-Class` header.
+    pub data_class: Option<&'a str>,
+    /// `A2A-Version` header.
+    pub a2a_version: Option<&'a str>,
+    /// The parsed JSON-RPC request (JSON-RPC route).
+    pub rpc: Option<&'a RpcRequest>,
+    /// The parsed HTTP+JSON body, if any.
+    pub rest_body: Option<&'a Value>,
+    /// `[policy] default_data_class`.
+    pub default_data_class: &'a str,
+}
+
+/// What to send upstream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The operation.
+    pub method: Method,
+    /// Binding of the interface.
+    pub binding: Binding,
+    /// Streaming handling.
+    pub stream: StreamPlan,
+    /// Tenant applied upstream (params.tenant or path prefix).
+    pub tenant: Option<String>,
+    /// Upstream path and query for the call as the caller meant it.
+    pub upstream_path: String,
+    /// The same for `SendMessage` (downgrades and the refused-stream retry).
+    pub send_path: String,
+    /// A JSON-RPC body with `params.tenant` injected, when the caller sent none; `None` means the
+    /// original bytes are forwarded unchanged.
+    pub rewritten_body: Option<Value>,
+    /// `A2A-Version` to send.
+    pub version: String,
+}
+
+/// `Major.Minor` of a version header value (patch ignored, SPEC §3.6).
+fn major_minor(v: &str) -> Option<String> {
+    let mut it = v.trim().split('.');
+    let (a, b) = (it.next()?, it.next()?);
+    (a.bytes().all(|c| c.is_ascii_digit())
+        && b.bytes().all(|c| c.is_ascii_digit())
+        && !a.is_empty()
+        && !b.is_empty())
+    .then(|| format!("{a}.{b}"))
+}
+
+/// Checks the request's data classes against the integration's allowed ones.
+pub fn check_data_classes(
+    header: Option<&str>,
+    default: &str,
+    allowed: &[String],
+) -> Result<(), Deny> {
+    let mut classes: Vec<String> = header
+        .unwrap_or("")
+        .split(',')
+        .map(|c| c.trim().to_ascii_lowercase())
+        .filter(|c| !c.is_empty())
+        .collect();
+    if classes.is_empty() {
+        classes.push(default.to_owned());
+    }
+    match classes.iter().find(|c| !allowed.contains(c)) {
+        Some(c) => Err(Deny::PolicyDenied {
+            class: sanitize_echo(c),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Checks the integration's status (before reading anything else).
+pub fn check_status(state: &IntegrationState) -> Result<(), Deny> {
+    match &state.status {
+        Status::Blocked { .. } => Err(Deny::IntegrationBlocked),
+        Status::Pending | Status::Unusable { .. } => Err(Deny::NoUsableProfile),
+        Status::Usable => state.usable().map(|_| ()).ok_or(Deny::NoUsableProfile),
+    }
+}
+
+fn enc_segment(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20")
+}
+
+/// Decides a JSON-RPC or HTTP+JSON request.
+pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
+    check_status(state)?;
+    let (profile, upstream) = state.usable().ok_or(Deny::NoUsableProfile)?;
+    let iface = profile.interface.as_ref().ok_or(Deny::NoUsableProfile)?;
+    let integration = &state.integration;
+
+    // Binding: the effective card offers exactly one interface.
+    let (method, caller_tenant, rest_path) = match (f.route, iface.binding) {
+        (Route::JsonRpc { .. }, Binding::JsonRpc) => {
+            if f.http_method != "POST" {
+                return Err(Deny::InvalidRequest("JSON-RPC requests use POST"));
+            }
+            let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
+            (rpc.method, rpc.tenant.clone(), None)
+        }
+        (Route::Rest { tenant, path, .. }, Binding::HttpJson) => {
+            let body_tenant = f
+                .rest_body
+                .and_then(|b| b.get("tenant"))
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned);
+            if let (Some(p), Some(b)) = (tenant, &body_tenant)
+                && p != b
+            {
+                return Err(Deny::TenantMismatch);
+            }
+            (
+                Method::from_rest(f.http_method, path),
+                tenant.clone().or(body_tenant),
+                Some(path.as_str()),
+            )
+        }
+        _ => return Err(Deny::BindingNotOffered),
+    };
+
+    check_data_classes(
+        f.data_class,
+        f.default_data_class,
+        &integration.data_classes,
+    )?;
+
+    if let Some(v) = f.a2a_version.map(str::trim).filter(|v| !v.is_empty())
+        && major_minor(v).as_deref() != Some(iface.version.as_str())
+    {
+        return Err(Deny::VersionNotSupported {
+            offered: iface.version.clone(),
+        });
+    }
+
+    match method {
+        Method::Unknown | Method::Card => return Err(Deny::MethodNotFound),
+        m if m.is_push() && !profile.push => return Err(Deny::MethodNotAllowed(m)),
+        // The effective card is the only card a caller sees: forwarding the agent's extended
+        // card would hand out the agent's own URLs and skills outside the integration.
+        Method::GetExtendedAgentCard => return Err(Deny::MethodNotAllowed(method)),
+        Method::SubscribeToTask if !state.streaming_allowed() => {
+            return Err(Deny::MethodNotAllowed(method));
+        }
+        _ => {}
+    }
+
+    let tenant = integration.tenant.clone().or_else(|| iface.tenant.clone());
+    if let Some(c) = &caller_tenant
+        && Some(c) != tenant.as_ref()
+    {
+        return Err(Deny::TenantMismatch);
+    }
+
+    if method.sends_message() {
+        let send_req = match f.rpc {
+            Some(rpc) => rpc.body.get("params").cloned().unwrap_or(Value::Null),
+            None => f.rest_body.cloned().unwrap_or(Value::Null),
+        };
+        if send_req.pointer("/message/parts").is_none() {
+            return Err(Deny::InvalidRequest("params.message.parts is required"));
+        }
+        let modes: Vec<String> = integration
+            .skills
+            .iter()
+            .filter_map(|s| profile.skills.get(s))
+            .flat_map(|s| s.input.iter().cloned())
+            .collect();
+        if let Some(mt) = part_media_types(&send_req)
+            .into_iter()
+            .find(|mt| !media_type_accepted(mt, &modes))
+        {
+            return Err(Deny::ContentTypeNotSupported {
+                media_type: sanitize_echo(&mt),
+            });
+        }
+    }
+
+    let stream = match method {
+        Method::SendStreamingMessage if state.streaming_allowed() => StreamPlan::Stream,
+        Method::SendStreamingMessage if integration.streaming == StreamingMode::Required => {
+            return Err(Deny::StreamingRequired);
+        }
+        Method::SendStreamingMessage => StreamPlan::Downgrade(if !profile.streaming {
+            DowngradeCause::DeclaredOff
+        } else if integration.streaming == StreamingMode::Off {
+            DowngradeCause::ConfigOff
+        } else {
+            DowngradeCause::Override
+        }),
+        _ => StreamPlan::Unary,
+    };
+
+    let base = &upstream.base_path;
+    let (upstream_path, send_path, rewritten_body) = match rest_path {
+        None => {
+            let p = if base.is_empty() {
+                "/".to_owned()
+            } else {
+                base.clone()
+            };
+            let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
+            let rewritten = match (&tenant, &rpc.tenant) {
+                (Some(t), None) => {
+                    let mut b = rpc.body.clone();
+                    if let Some(obj) = b.as_object_mut() {
+                        let params = obj
+                            .entry("params")
+                            .or_insert_with(|| Value::Object(Default::default()));
+                        if let Some(p) = params.as_object_mut() {
+                            p.insert("tenant".into(), Value::String(t.clone()));
+                        }
+                    }
+                    Some(b)
+                }
+                _ => None,
+            };
+            (p.clone(), p, rewritten)
+        }
+        Some(path) => {
+            let prefix = match &tenant {
+                Some(t) => format!("{base}/{}", enc_segment(t)),
+                None => base.clone(),
+            };
+            let q = f.query.map(|q| format!("?{q}")).unwrap_or_default();
+            (
+                format!("{prefix}{path}{q}"),
+                format!("{prefix}/message:send{q}"),
+                None,
+            )
+        }
+    };
+
+    Ok(Plan {
+        method,
+        binding: iface.binding,
+        stream,
+        tenant,
+        upstream_path,
+        send_path,
+        rewritten_body,
+        version: iface.version.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Credential, Integration};
+    use crate::profile::{Display, Interface, Profile, SkillProfile};
+    use crate::proxy::route::{Route, parse_jsonrpc};
+    use crate::proxy::upstream::Upstream;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn integration(streaming: StreamingMode) -> Integration {
+        Integration {
+            name: "echo".into(),
+            card: "http://127.0.0.1:9/.well-known/agent-card.json".into(),
+            origins: vec!["http://127.0.0.1:9".into()],
+            binding: None,
+            version: None,
+            skills: vec!["echo".into()],
+            scopes: vec![],
+            data_classes: vec!["internal".into(), "public".into()],
+            streaming,
+            extensions: vec![],
+            tenant: None,
+            credential: Credential::None,
+            max_body_bytes: 1000,
+            ca_file: None,
+        }
+    }
+
+    fn profile(binding: Binding, streaming: bool, tenant: Option<&str>) -> Profile {
+        let url = match binding {
+            Binding::JsonRpc => "http://127.0.0.1:9/jsonrpc",
+            Binding::HttpJson => "http://127.0.0.1:9/rest",
+        };
+        Profile {
+            usable: true,
+            unusable: None,
+            reason: None,
+            agent_version: "1".into(),
+            card_digest: "sha256:0".into(),
+            interface: Some(Interface {
+                url: url.into(),
+                binding,
+                version: "1.0".into(),
+                tenant: tenant.map(Into::into),
+            }),
+            streaming,
+            push: false,
+            extended_card: false,
+            extensions: vec![],
+            skills: [
+                (
+                    "echo".to_string(),
+                    SkillProfile {
+                        input: vec!["text/plain".into()],
+                        output: vec!["text/plain".into()],
+                        security: vec![],
+                        tags: vec![],
+                    },
+                ),
+                (
+                    "pdf".to_string(),
+                    SkillProfile {
+                        input: vec!["application/pdf".into()],
+                        output: vec!["text/plain".into()],
+                        security: vec![],
+                        tags: vec![],
+                    },
+                ),
+            ]
+            .into(),
+            display: Display::default(),
+        }
+    }
+
+    fn state(i: Integration, p: Profile) -> IntegrationState {
+        let url = p.interface.as_ref().unwrap().url.clone();
+        IntegrationState::from_profile(Arc::new(i), p, &json!({}), Ok(Upstream::for_tests(&url)))
+    }
+
+    fn rpc(method: &str, params: Value) -> RpcRequest {
+        parse_jsonrpc(
+            json!({"jsonrpc": "2.0", "id": "r1", "method": method, "params": params})
+                .to_string()
+                .as_bytes(),
+        )
+        .unwrap()
+    }
+
+    fn text_msg() -> Value {
+        json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}})
+    }
+
+    fn facts<'a>(route: &'a Route, rpc: Option<&'a RpcRequest>) -> Facts<'a> {
+        Facts {
+            route,
+            http_method: "POST",
+            query: None,
+            data_class: None,
+            a2a_version: None,
+            rpc,
+            rest_body: None,
+            default_data_class: "internal",
+        }
+    }
+
+    static RPC: Route = Route::JsonRpc {
+        name: String::new(),
+    };
+
+    #[test]
+    fn plain_send_is_forwarded_unchanged() {
+        let s = state(
+            integration(StreamingMode::Preferred),
+            profile(Binding::JsonRpc, true, None),
+        );
+        let r = rpc("SendMessage", text_msg());
+        let plan = decide(&s, &facts(&RPC, Some(&r))).unwrap();
+        assert_eq!(plan.stream, StreamPlan::Unary);
+        assert_eq!(plan.upstream_path, "/jsonrpc");
+        assert_eq!(
+            plan.rewritten_body, None,
+            "nothing to change: original bytes go"
+        );
+        assert_eq!(plan.version, "1.0");
+    }
+
+    #[test]
+    fn tenant_is_injected_or_mismatch_refused() {
+        let s = state(
+            integration(StreamingMode::Preferred),
+            profile(Binding::JsonRpc, true, Some("t1")),
+        );
+        let r = rpc("SendMessage", text_msg());
+        let plan = decide(&s, &facts(&RPC, Some(&r))).unwrap();
+        assert_eq!(plan.rewritten_body.unwrap()["params"]["tenant"], "t1");
+        let mut m = text_msg();
+        m["tenant"] = json!("t1");
+        let r = rpc("SendMessage", m.clone());
+        assert_eq!(
+            decide(&s, &facts(&RPC, Some(&r))).unwrap().rewritten_body,
+            None
+        );
+        m["tenant"] = json!("other");
+        let r = rpc("SendMessage", m);
+        assert_eq!(
+            decide(&s, &facts(&RPC, Some(&r))).unwrap_err(),
+            Deny::TenantMismatch
+        );
+        let mut i = integration(StreamingMode::Preferred);
+        i.tenant = Some("override".into());
+        let s = state(i, profile(Binding::HttpJson, true, Some("t1")));
+        let route = Route::Rest {
+            name: "echo".into(),
+            tenant: None,
+            path: "/tasks/a b".into(),
+        };
+        let mut f = facts(&route, None);
+        f.http_method = "GET";
+        f.query = Some("historyLength=2");
+        let plan = decide(&s, &f).unwrap();
+        assert_eq!(
+            plan.upstream_path,
+            "/rest/override/tasks/a b?historyLength=2"
+        );
+        let route = Route::Rest {
+            name: "echo".into(),
+            tenant: Some("t1".into()),
+            path: "/tasks/a".into(),
+        };
+        let mut f = facts(&route, None);
+        f.http_method = "GET";
+        assert_eq!(decide(&s, &f).unwrap_err(), Deny::TenantMismatch);
+    }
+
+    #[test]
+    fn data_classes() {
+        let allowed = vec!["internal".to_string(), "public".to_string()];
+        assert!(check_data_classes(None, "internal", &allowed).is_ok());
+        assert!(check_data_classes(Some("Public, internal"), "x", &allowed).is_ok());
+        assert_eq!(
+            check_data_classes(Some("public,secret"), "internal", &allowed),
+            Err(Deny::PolicyDenied {
+                class: "secret".into()
+            })
+        );
+        assert!(check_data_classes(None, "secret", &allowed).is_err());
+    }
+
+    #[test]
+    fn versions() {
+        let s = state(
+            integration(StreamingMode::Preferred),
+            profile(Binding::JsonRpc, true, None),
+        );
+        let r = rpc("GetTask", json!({"id": "t"}));
+        let mut f = facts(&RPC, Some(&r));
+        f.a2a_version = Some("1.0.3");
+        assert!(decide(&s, &f).is_ok());
+        f.a2a_version = Some("0.3");
+        assert_eq!(
+            decide(&s, &f).unwrap_err(),
+            Deny::VersionNotSupported {
+                offered: "1.0".into()
+            }
+        );
+    }
+
+    #[test]
+    fn methods_allowed_by_profile() {
+        let s = state(
+            integration(StreamingMode::Preferred),
+            profile(Binding::JsonRpc, false, None),
+        );
+        for (m, want) in [
+            (
+                "CreateTaskPushNotificationConfig",
+                Deny::MethodNotAllowed(Method::CreatePushConfig),
+            ),
+            (
+                "GetExtendedAgentCard",
+                Deny::MethodNotAllowed(Method::GetExtendedAgentCard),
+            ),
+            (
+                "SubscribeToTask",
+                Deny::MethodNotAllowed(Method::SubscribeToTask),
+            ),
+            ("message/send", Deny::MethodNotFound),
+        ] {
+            let r = rpc(m, json!({}));
+            assert_eq!(decide(&s, &facts(&RPC, Some(&r))).unwrap_err(), want, "{m}");
+        }
+        let route = Route::Rest {
+            name: "echo".into(),
+            tenant: None,
+            path: "/message:send".into(),
+        };
+        assert_eq!(
+            decide(&s, &facts(&route, None)).unwrap_err(),
+            Deny::BindingNotOffered
+        );
+    }
+
+    #[test]
+    fn media_types_against_accepted_skills_only() {
+        let s = state(
+            integration(StreamingMode::Preferred),
+            profile(Binding::JsonRpc, true, None),
+        );
+        // "pdf" is offered by the card but not an accepted skill of this integration.
+        let r = rpc(
+            "SendMessage",
+            json!({"message": {"parts": [{"text": "a"}, {"url": "https://x/y.pdf", "mediaType": "application/pdf"}]}}),
+        );
+        assert_eq!(
+            decide(&s, &facts(&RPC, Some(&r))).unwrap_err(),
+            Deny::ContentTypeNotSupported {
+                media_type: "application/pdf".into()
+            }
+        );
+    }
+
+    #[test]
+    fn streaming_plans() {
+        let r = rpc("SendStreamingMessage", text_msg());
+        let on = state(
+            integration(StreamingMode::Preferred),
+            profile(Binding::JsonRpc, true, None),
+        );
+        assert_eq!(
+            decide(&on, &facts(&RPC, Some(&r))).unwrap().stream,
+            StreamPlan::Stream
+        );
+        let declared_off = state(
+            integration(StreamingMode::Preferred),
+            profile(Binding::JsonRpc, false, None),
+        );
+        assert_eq!(
+            decide(&declared_off, &facts(&RPC, Some(&r)))
+                .unwrap()
+                .stream,
+            StreamPlan::Downgrade(DowngradeCause::DeclaredOff)
+        );
+        let cfg_off = state(
+            integration(StreamingMode::Off),
+            profile(Binding::JsonRpc, true, None),
+        );
+        assert_eq!(
+            decide(&cfg_off, &facts(&RPC, Some(&r))).unwrap().stream,
+            StreamPlan::Downgrade(DowngradeCause::ConfigOff)
+        );
+        let mut overridden = on.clone();
+        overridden.overrides.streaming_off = true;
+        assert_eq!(
+            decide(&overridden, &facts(&RPC, Some(&r))).unwrap().stream,
+            StreamPlan::Downgrade(DowngradeCause::Override)
+        );
+        let required = state(
+            integration(StreamingMode::Required),
+            profile(Binding::JsonRpc, false, None),
+        );
+        assert_eq!(
+            decide(&required, &facts(&RPC, Some(&r))).unwrap_err(),
+            Deny::StreamingRequired
+        );
+    }
+
+    #[test]
+    fn status_refusals() {
+        let i = Arc::new(integration(StreamingMode::Preferred));
+        let r = rpc("GetTask", json!({}));
+        let blocked = IntegrationState {
+            status: Status::Blocked { reason: "x".into() },
+            ..IntegrationState::pending(i.clone())
+        };
+        assert_eq!(
+            decide(&blocked, &facts(&RPC, Some(&r))).unwrap_err(),
+            Deny::IntegrationBlocked
+        );
+        let pending = IntegrationState::pending(i);
+        assert_eq!(
+            decide(&pending, &facts(&RPC, Some(&r))).unwrap_err(),
+            Deny::NoUsableProfile
+        );
+    }
+}
