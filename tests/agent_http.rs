@@ -560,3 +560,58 @@ async fn oversized_bodies_are_rejected() {
     .await;
     assert_eq!(resp.status(), 413);
 }
+
+#[tokio::test]
+async fn rest_extended_card_is_privately_cacheable_and_revalidates() {
+    let agent = RefAgent::sample();
+    let http = common::http();
+    let url = format!("{}/extendedAgentCard", agent.rest_url());
+    let auth = format!("Bearer {PARTNER_TOKEN}");
+    let resp = http
+        .get(&url)
+        .header("A2A-Version", "1.0")
+        .header("Authorization", &auth)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["cache-control"], "private, max-age=300");
+    let etag = resp.headers()["etag"].to_str().unwrap().to_string();
+    let card: Value = resp.json().await.unwrap();
+    assert!(
+        card["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == "reconcile-invoice")
+    );
+    let resp = http
+        .get(&url)
+        .header("A2A-Version", "1.0")
+        .header("Authorization", &auth)
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 304);
+    // the public card's validator does not match the extended card
+    assert_ne!(
+        http.get(&agent.card_url).send().await.unwrap().headers()["etag"],
+        etag.as_str()
+    );
+}
+
+#[test]
+fn sigterm_shuts_down_cleanly() {
+    let mut agent = RefAgent::sample();
+    agent.process.terminate();
+    let status = agent
+        .process
+        .wait_timeout(Duration::from_secs(15))
+        .expect("the agent exits after SIGTERM");
+    assert!(
+        status.success(),
+        "{status:?}\n{}",
+        agent.process.stderr_tail()
+    );
+}

@@ -72,8 +72,10 @@ pub fn base_url(reg: &registry::Registry, bound: SocketAddr) -> String {
 
 /// Loads the registry, binds, prints the `listening` line, and serves until SIGINT/SIGTERM.
 pub async fn serve(opts: ServeOptions) -> Result<(), ServerError> {
-    // Installed before anything else: SIGHUP's default action would terminate the process.
+    // Installed before the listening line: the default actions of SIGHUP and SIGTERM terminate
+    // the process, and whoever read the line may signal at once.
     let hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let reg = registry::load(&opts.registry)?;
     for w in &reg.warnings {
         tracing::warn!(at = %w.at, "{}", w.message);
@@ -109,7 +111,7 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServerError> {
         opts.poll_interval,
         hup,
     ));
-    run(listener, app, shutdown_signal())
+    run(listener, app, shutdown_signal(term))
         .await
         .map_err(|source| ServerError::Io {
             context: "server failed".into(),
@@ -143,13 +145,13 @@ pub async fn run(
     }
 }
 
-async fn shutdown_signal() {
+async fn shutdown_signal(term: Option<tokio::signal::unix::Signal>) {
     let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
+        match term {
+            Some(mut s) => {
                 s.recv().await;
             }
-            Err(_) => std::future::pending().await,
+            None => std::future::pending().await,
         }
     };
     tokio::select! {
@@ -167,7 +169,7 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 /// Whether `If-None-Match` matches `etag` (weak comparison, RFC 9110 §13.1.2).
-fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
+pub(crate) fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
     let strip = |t: &str| t.trim().trim_start_matches("W/").to_string();
     headers
         .get_all(header::IF_NONE_MATCH)
