@@ -647,3 +647,20 @@ fn exit_on_stdin_eof_stops_an_orphaned_agent() {
     };
     assert!(status.success(), "{status:?}");
 }
+
+/// The latency switch delays A2A calls but not the card. One-directional on purpose: a call held
+/// for 10 minutes cannot answer within 3 seconds however loaded the machine is.
+#[tokio::test]
+async fn latency_switch_holds_calls_but_not_the_card() {
+    let (_dir, path) = variant(&[("latency_ms = 0", "latency_ms = 600000")]);
+    let agent = RefAgent::start(&path, &RefAgent::demo_envs());
+    assert_eq!(agent.card().await["name"], "Reference Finance Agent");
+    let held = common::http()
+        .post(agent.jsonrpc_url())
+        .header("A2A-Version", "1.0")
+        .json(&send("SendMessage", "echo"))
+        .timeout(Duration::from_secs(3))
+        .send()
+        .await;
+    assert!(held.is_err_and(|e| e.is_timeout()));
+}
