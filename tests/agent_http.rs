@@ -615,3 +615,52 @@ fn sigterm_shuts_down_cleanly() {
         agent.process.stderr_tail()
     );
 }
+
+#[test]
+fn exit_on_stdin_eof_stops_an_orphaned_agent() {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-egress"))
+        .args([
+            "agent",
+            "--exit-on-stdin-eof",
+            "--listen",
+            "127.0.0.1:0",
+            "--registry",
+        ])
+        .arg(RefAgent::sample_registry())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the agent kept running with stdin at EOF");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
+/// The latency switch delays A2A calls but not the card. One-directional on purpose: a call held
+/// for 10 minutes cannot answer within 3 seconds however loaded the machine is.
+#[tokio::test]
+async fn latency_switch_holds_calls_but_not_the_card() {
+    let (_dir, path) = variant(&[("latency_ms = 0", "latency_ms = 600000")]);
+    let agent = RefAgent::start(&path, &RefAgent::demo_envs());
+    assert_eq!(agent.card().await["name"], "Reference Finance Agent");
+    let held = common::http()
+        .post(agent.jsonrpc_url())
+        .header("A2A-Version", "1.0")
+        .json(&send("SendMessage", "echo"))
+        .timeout(Duration::from_secs(3))
+        .send()
+        .await;
+    assert!(held.is_err_and(|e| e.is_timeout()));
+}

@@ -60,6 +60,9 @@ pub struct ServeOptions {
     pub listen: SocketAddr,
     /// How often the registry file is checked for changes; `None` = only on SIGHUP.
     pub poll_interval: Option<Duration>,
+    /// Shut down when stdin reaches end-of-file, so a test harness that dies without killing
+    /// the agent (SIGKILL) does not leave it running.
+    pub exit_on_stdin_eof: bool,
 }
 
 /// The base URL of the interfaces: the registry's `public_url`, else the bound address.
@@ -111,7 +114,14 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServerError> {
         opts.poll_interval,
         hup,
     ));
-    run(listener, app, shutdown_signal(term))
+    let stdin_eof = opts.exit_on_stdin_eof;
+    let shutdown = async move {
+        tokio::select! {
+            _ = shutdown_signal(term) => {}
+            _ = stdin_closed(), if stdin_eof => {}
+        }
+    };
+    run(listener, app, shutdown)
         .await
         .map_err(|source| ServerError::Io {
             context: "server failed".into(),
@@ -158,6 +168,24 @@ async fn shutdown_signal(term: Option<tokio::signal::unix::Signal>) {
         _ = tokio::signal::ctrl_c() => {}
         _ = term => {}
     }
+}
+
+/// Resolves when stdin reaches end-of-file (or fails). Reads on a detached OS thread: a tokio
+/// blocking read would keep the runtime from shutting down while stdin stays open.
+async fn stdin_closed() {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut stdin = std::io::stdin();
+        let mut buf = [0u8; 256];
+        while let Ok(n) = stdin.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+        }
+        let _ = tx.send(());
+    });
+    let _ = rx.await;
 }
 
 /// The axum application.

@@ -306,7 +306,10 @@ impl TaskStore {
                     .is_none_or(|c| &e.task.context_id == c)
             })
             .filter(|e| q.status.as_ref().is_none_or(|s| &e.task.status.state == s))
-            .filter(|e| q.status_timestamp_after.is_none_or(|t| e.updated > t))
+            .filter(|e| {
+                q.status_timestamp_after
+                    .is_none_or(|t| e.task.status.timestamp.is_some_and(|ts| ts > t))
+            })
             .collect();
         // Newest first; the id breaks ties so pages are stable.
         hits.sort_by(|a, b| {
