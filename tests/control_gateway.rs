@@ -350,3 +350,83 @@ async fn admin_refresh_and_readiness_detail() {
         1.0
     );
 }
+
+#[tokio::test]
+async fn the_effective_card_follows_the_agent_within_the_refresh_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = RefAgent::sample_registry_text()
+        .replace("card_max_age_secs = 300", "card_max_age_secs = 1");
+    let reg = RefAgent::write_registry(dir.path(), "registry.toml", &text);
+    let agent = RefAgent::start(&reg, &RefAgent::demo_envs());
+    let config = config_head(&["https://example.com/ext/trace/v1"])
+        + "[refresh]\nmin = \"1s\"\nmax = \"2s\"\n"
+        + &format!(
+            "[[integrations]]\nname = \"ref\"\ncard = \"{}\"\norigins = [\"{}\"]\n\
+             skills = [\"echo\", \"stream-report\"]\ndata_classes = [\"internal\"]\n",
+            agent.card_url, agent.base_url
+        );
+    let gw = GatewayProc::start(&config, &[]).await;
+    let client = common::http();
+    let effective = || async {
+        let v: Value = client
+            .get(gw.url("/agents/ref/.well-known/agent-card.json"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        v["skills"]
+            .as_array()
+            .map(|s| {
+                s.iter()
+                    .filter_map(|k| k["id"].as_str().map(str::to_owned))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(effective().await, vec!["echo", "stream-report"]);
+    // While nothing changes, the gateway revalidates and the agent answers 304 (from its own log).
+    let served_304 = || {
+        agent
+            .process
+            .stderr_tail()
+            .lines()
+            .any(|l| l.contains("agent card served") && l.contains("status=304"))
+    };
+    for _ in 0..100 {
+        if served_304() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        served_304(),
+        "no 304 in the agent's log:\n{}",
+        agent.process.stderr_tail()
+    );
+
+    let removed = text.replacen(
+        "id = \"stream-report\"\nstate = \"ga\"",
+        "id = \"stream-report\"\nstate = \"removed\"\nreplacement = \"echo\"",
+        1,
+    );
+    std::fs::write(&reg, removed).unwrap();
+    agent.sighup();
+    agent
+        .wait_for_card(|c| !c["skills"].to_string().contains("stream-report"))
+        .await;
+    let mut skills = Vec::new();
+    for _ in 0..150 {
+        skills = effective().await;
+        if skills == ["echo"] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        skills,
+        vec!["echo"],
+        "the gateway's effective card follows the agent"
+    );
+}
