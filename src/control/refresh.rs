@@ -881,6 +881,9 @@ impl Worker {
         let keep = |p: Profile| (p, public_json.clone());
         if !(public.usable && public.extended_card) {
             self.inner.extended.remove(self.name());
+            if online {
+                self.forget_extended();
+            }
             let (p, j) = keep(public);
             return (p, j, None);
         }
@@ -927,6 +930,7 @@ impl Worker {
             Some(Ok(ExtendedOutcome::Card(b))) => b,
             Some(Ok(ExtendedOutcome::Fallback(f))) => {
                 self.inner.extended.remove(self.name());
+                self.forget_extended();
                 let why = match f {
                     Fallback::UnsupportedOperation => "unsupported_operation",
                     Fallback::NotConfigured => "not_configured",
@@ -958,6 +962,9 @@ impl Worker {
             .unwrap_or_default();
         match crate::card::validate(&bytes, &config.card_policy, Some(&origin)) {
             Ok(v) => {
+                if online {
+                    self.persist_extended(&iface.url, &origin, &id, &bytes);
+                }
                 self.inner.extended.put(self.name(), id.clone(), bytes);
                 let p = crate::card::compile(&v, &config.caps);
                 (p, v.json().clone(), Some(status(true, None)))
@@ -1017,6 +1024,20 @@ impl Worker {
             max_age: saved.max_age.map(Duration::from_secs),
             fetched_at: saved.fetched_at(),
         };
+        // This credential's extended card, if one was saved, so partner-only skills survive too.
+        if let Some(id) = self.credential_identity() {
+            match dir.load_extended(self.name(), id.as_str()) {
+                Ok(Some(ext)) => {
+                    self.inner
+                        .extended
+                        .put(self.name(), id, Bytes::from(ext.card.into_bytes()));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(integration = %self.name(), error = %e, "ignoring the saved extended card")
+                }
+            }
+        }
         let config = self.inner.config.load_full();
         let Ok(policy) = fetch_policy(&self.integration, &config) else {
             return;
@@ -1039,6 +1060,48 @@ impl Worker {
             Err(reason) => {
                 tracing::warn!(integration = %self.name(), %reason, "last-known-good card no longer validates; ignored");
             }
+        }
+    }
+
+    /// The identity of the integration's bearer credential, when it has one that can be read.
+    fn credential_identity(&self) -> Option<CredentialIdentity> {
+        let Credential::Bearer(src) = &self.integration.credential else {
+            return None;
+        };
+        let secret = read_secret(src).ok()?;
+        let auth = HeaderValue::from_str(&format!("Bearer {secret}")).ok()?;
+        Some(CredentialIdentity::of(&auth))
+    }
+
+    fn persist_extended(&self, url: &str, origin: &str, id: &CredentialIdentity, bytes: &[u8]) {
+        let Some(dir) = lock(&self.inner.state_dir).clone() else {
+            return;
+        };
+        let saved = SavedCard::new(
+            self.name(),
+            url,
+            origin,
+            SystemTime::now(),
+            Validators::default(),
+            None,
+            bytes,
+        );
+        match saved.map(|c| dir.save_extended(&c, id.as_str())) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(integration = %self.name(), error = %e, "cannot persist the extended card")
+            }
+            Err(e) => {
+                tracing::warn!(integration = %self.name(), error = %e, "extended card is not UTF-8; not persisted")
+            }
+        }
+    }
+
+    fn forget_extended(&self) {
+        if let Some(dir) = lock(&self.inner.state_dir).clone()
+            && let Err(e) = dir.remove_extended(self.name())
+        {
+            tracing::warn!(integration = %self.name(), error = %e, "cannot remove saved extended cards");
         }
     }
 

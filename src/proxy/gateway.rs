@@ -431,6 +431,10 @@ impl ProxyHttp for Gateway {
         peer.options.alpn = ALPN::H1;
         peer.options.connection_timeout = Some(Duration::from_secs(10));
         peer.options.total_connection_timeout = Some(Duration::from_secs(15));
+        // Per read, not per call: a blocking SendMessage or a quiet stream may legitimately run
+        // for minutes, but an agent silent this long is gone (SDK agents ping SSE every 15 s).
+        peer.options.read_timeout = Some(super::upstream::IDLE_READ_TIMEOUT);
+        peer.options.write_timeout = Some(Duration::from_secs(30));
         if let Some(roots) = &up.roots {
             peer.options.ca = Some(roots.pingora.clone());
         }
