@@ -5,21 +5,22 @@
 //! Nothing downstream reads raw card JSON.
 //!
 //! Public API (stable; other modules build on it):
-//! - [`validate`]`(bytes: &[u8], policy: &CardPolicy, origin: Option<&str>) -> Result<ValidatedCard, CardErrors>`:
+//! - [`validate()`]`(bytes: &[u8], policy: &CardPolicy, origin: Option<&str>) -> Result<ValidatedCard, CardErrors>`:
 //!   every rule of [`validate`](mod@validate) (size first, then JSON, duplicate keys, 0.3 detection,
 //!   REQUIRED fields and types, URLs, ids, limits, signatures). On failure, [`CardErrors`] lists
 //!   every problem, each a [`CardError`] whose message starts with the JSON path of the field
 //!   (`supportedInterfaces[1].url: …`). `origin` (`scheme://host[:port]`, where the card was
 //!   fetched) scopes which trusted keys may verify its signatures.
 //! - [`validate_with_keys`]: the same with [`signature::TrustedKeys`] loaded once by the caller
-//!   ([`validate`] reads the configured JWKS files, only when the card is signed).
-//! - [`compile`]`(&ValidatedCard, &ClientCaps) -> Profile`: seed 000's rules, pure.
+//!   ([`validate()`] reads the configured JWKS files, only when the card is signed).
+//! - [`compile()`]`(&ValidatedCard, &ClientCaps) -> Profile`: seed 000's rules, pure.
 //! - [`wire::read_bounded`]: read a card from a stream without buffering more than the limit + 1 byte.
 //!
 //! [`CardPolicy`]: crate::config::CardPolicy
 
 pub mod canonical;
 pub mod compile;
+mod rules;
 pub mod sanitize;
 pub mod signature;
 pub mod validate;

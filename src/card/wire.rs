@@ -13,7 +13,7 @@ use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 /// Reads at most `limit + 1` bytes from `reader`, so an oversized card is refused without being
-/// buffered whole; [`crate::card::validate`] then reports it as too large.
+/// buffered whole; [`crate::card::validate()`] then reports it as too large.
 pub fn read_bounded<R: Read>(reader: R, limit: usize) -> std::io::Result<Vec<u8>> {
     let mut buf = Vec::with_capacity(limit.min(64 * 1024) + 1);
     reader
