@@ -560,3 +560,107 @@ async fn oversized_bodies_are_rejected() {
     .await;
     assert_eq!(resp.status(), 413);
 }
+
+#[tokio::test]
+async fn rest_extended_card_is_privately_cacheable_and_revalidates() {
+    let agent = RefAgent::sample();
+    let http = common::http();
+    let url = format!("{}/extendedAgentCard", agent.rest_url());
+    let auth = format!("Bearer {PARTNER_TOKEN}");
+    let resp = http
+        .get(&url)
+        .header("A2A-Version", "1.0")
+        .header("Authorization", &auth)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["cache-control"], "private, max-age=300");
+    let etag = resp.headers()["etag"].to_str().unwrap().to_string();
+    let card: Value = resp.json().await.unwrap();
+    assert!(
+        card["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == "reconcile-invoice")
+    );
+    let resp = http
+        .get(&url)
+        .header("A2A-Version", "1.0")
+        .header("Authorization", &auth)
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 304);
+    // the public card's validator does not match the extended card
+    assert_ne!(
+        http.get(&agent.card_url).send().await.unwrap().headers()["etag"],
+        etag.as_str()
+    );
+}
+
+#[test]
+fn sigterm_shuts_down_cleanly() {
+    let mut agent = RefAgent::sample();
+    agent.process.terminate();
+    let status = agent
+        .process
+        .wait_timeout(Duration::from_secs(15))
+        .expect("the agent exits after SIGTERM");
+    assert!(
+        status.success(),
+        "{status:?}\n{}",
+        agent.process.stderr_tail()
+    );
+}
+
+#[test]
+fn exit_on_stdin_eof_stops_an_orphaned_agent() {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-egress"))
+        .args([
+            "agent",
+            "--exit-on-stdin-eof",
+            "--listen",
+            "127.0.0.1:0",
+            "--registry",
+        ])
+        .arg(RefAgent::sample_registry())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the agent kept running with stdin at EOF");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
+/// The latency switch delays A2A calls but not the card. One-directional on purpose: a call held
+/// for 10 minutes cannot answer within 3 seconds however loaded the machine is.
+#[tokio::test]
+async fn latency_switch_holds_calls_but_not_the_card() {
+    let (_dir, path) = variant(&[("latency_ms = 0", "latency_ms = 600000")]);
+    let agent = RefAgent::start(&path, &RefAgent::demo_envs());
+    assert_eq!(agent.card().await["name"], "Reference Finance Agent");
+    let held = common::http()
+        .post(agent.jsonrpc_url())
+        .header("A2A-Version", "1.0")
+        .json(&send("SendMessage", "echo"))
+        .timeout(Duration::from_secs(3))
+        .send()
+        .await;
+    assert!(held.is_err_and(|e| e.is_timeout()));
+}

@@ -125,6 +125,11 @@ fn loopback_fixture_needs_allow_plain_http() {
 #[test]
 fn sdk_cards_validate_and_compile() {
     let files = fixtures("sdk");
+    assert!(
+        files.len() >= 9,
+        "expected the captured SDK cards, found {}",
+        files.len()
+    );
     for f in &files {
         let bytes = std::fs::read(f).unwrap();
         let policy = CardPolicy {

@@ -29,13 +29,23 @@ fn registry_text() -> String {
 }
 
 fn gateway_config(dir: &Path, agent: &RefAgent, refresh: &str, integrations: &str) -> Config {
+    gateway_config_for(dir, &agent.card_url, &agent.base_url, refresh, integrations)
+}
+
+fn gateway_config_for(
+    dir: &Path,
+    card: &str,
+    origin: &str,
+    refresh: &str,
+    integrations: &str,
+) -> Config {
     let text = format!(
         "[client]\nallow_plain_http = true\nextensions = [\"https://example.com/ext/trace/v1\"]\n\
          [refresh]\n{refresh}\njitter = 0.0\nstale_debounce = \"50ms\"\nstale_min_interval = \"100ms\"\n\
          {integrations}",
     )
-    .replace("{card}", &agent.card_url)
-    .replace("{origin}", &agent.base_url);
+    .replace("{card}", card)
+    .replace("{origin}", origin);
     let path = dir.join("gateway.toml");
     std::fs::write(&path, &text).unwrap();
     Config::load(&path).expect("test gateway config")
@@ -353,4 +363,73 @@ async fn the_extended_card_over_http_json() {
     );
 
     h.shutdown();
+}
+
+#[tokio::test]
+async fn a_restart_with_the_agent_down_keeps_this_credentials_extended_card() {
+    let dir = tempfile::tempdir().unwrap();
+    let reg = RefAgent::write_registry(dir.path(), "registry.toml", &registry_text());
+    let agent = RefAgent::start(&reg, &RefAgent::demo_envs());
+    std::fs::write(dir.path().join("partner.token"), PARTNER_TOKEN).unwrap();
+    let integrations = format!(
+        "[state]\ndir = \"state\"\n{}credential = {{ type = \"bearer\", file = \"partner.token\" }}\n",
+        ECHO.replace("name = \"echo\"", "name = \"partner\""),
+    );
+    let config = gateway_config(dir.path(), &agent, "min = \"1h\"", &integrations);
+    let h = start(config.clone());
+    until(&h, "partner", "usable with the partner skill", |p, s| {
+        *s == Status::Usable && p.skills.contains_key("reconcile-invoice")
+    })
+    .await;
+    h.shutdown();
+    let saved: Vec<String> = std::fs::read_dir(dir.path().join("state"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        saved.iter().any(|n| n.starts_with("partner.extended.")),
+        "{saved:?}"
+    );
+    assert!(
+        saved.iter().all(|n| !n.contains(PARTNER_TOKEN)),
+        "file names carry a digest, never the token: {saved:?}"
+    );
+
+    let (card_url, base_url) = (agent.card_url.clone(), agent.base_url.clone());
+    drop(agent); // the agent goes down
+    let h = start(config);
+    until(
+        &h,
+        "partner",
+        "served from disk with the partner skill",
+        |p, s| *s == Status::Usable && p.skills.contains_key("reconcile-invoice"),
+    )
+    .await;
+    assert!(
+        h.store()
+            .load()
+            .get("partner")
+            .unwrap()
+            .freshness
+            .unrevalidated
+    );
+
+    // Another credential must not pick up the saved view.
+    std::fs::write(dir.path().join("partner.token"), VIEWER_TOKEN).unwrap();
+    let other = start(gateway_config_for(
+        dir.path(),
+        &card_url,
+        &base_url,
+        "min = \"1h\"",
+        &integrations,
+    ));
+    until(
+        &other,
+        "partner",
+        "served from disk without the partner skill",
+        |p, s| *s == Status::Usable && !p.skills.contains_key("reconcile-invoice"),
+    )
+    .await;
+    h.shutdown();
+    other.shutdown();
 }

@@ -175,3 +175,15 @@ async fn reload_from_applies_at_once() {
     );
     h.shutdown();
 }
+
+#[test]
+fn the_sample_config_documents_the_refresh_defaults() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/gateway.toml");
+    let c = Config::load(&path).expect("the sample config is valid");
+    assert_eq!(
+        c.refresh,
+        a2a_egress::control::schedule::RefreshSettings::default(),
+        "the sample's [refresh] values are the built-in defaults"
+    );
+    assert_eq!(c.state_dir, None);
+}

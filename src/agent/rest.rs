@@ -16,7 +16,9 @@ use serde_json::{Map, Value};
 use super::errors::A2aError;
 use super::jsonrpc::echo_extensions;
 use super::params;
+use super::project::ProjectedCard;
 use super::registry::Interface;
+use super::server::not_modified;
 use super::service::{self, App, Call, Snapshot};
 use super::sse::{self, Framing};
 
@@ -148,7 +150,11 @@ pub async fn handle(
                 .and_then(|req| service::cancel_task(&app, &call, &req))
                 .map(|t| to_value(&t))
         }
-        Op::ExtendedCard => service::extended_card(&call).map(|c| c.json),
+        Op::ExtendedCard => match service::extended_card(&call) {
+            // Per-principal content: cacheable by the caller only, revalidated by ETag.
+            Ok(card) => return extended_card_response(&card, &headers, &snap, &activated),
+            Err(e) => Err(e),
+        },
         Op::Push => Err(A2aError::PushNotificationNotSupported),
     };
     match result {
@@ -164,6 +170,34 @@ pub async fn handle(
         }
         Err(e) => error(e, &activated),
     }
+}
+
+fn extended_card_response(
+    card: &ProjectedCard,
+    headers: &HeaderMap,
+    snap: &Snapshot,
+    activated: &[String],
+) -> Response {
+    let mut r = if not_modified(headers, &card.etag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/a2a+json")],
+            card.body.clone(),
+        )
+            .into_response()
+    };
+    let h = r.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&card.etag) {
+        h.insert(header::ETAG, v);
+    }
+    let cache = format!("private, max-age={}", snap.registry.agent.card_max_age_secs);
+    if let Ok(v) = HeaderValue::from_str(&cache) {
+        h.insert(header::CACHE_CONTROL, v);
+    }
+    echo_extensions(h, activated);
+    r
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Value {

@@ -60,6 +60,9 @@ pub struct ServeOptions {
     pub listen: SocketAddr,
     /// How often the registry file is checked for changes; `None` = only on SIGHUP.
     pub poll_interval: Option<Duration>,
+    /// Shut down when stdin reaches end-of-file, so a test harness that dies without killing
+    /// the agent (SIGKILL) does not leave it running.
+    pub exit_on_stdin_eof: bool,
 }
 
 /// The base URL of the interfaces: the registry's `public_url`, else the bound address.
@@ -72,8 +75,10 @@ pub fn base_url(reg: &registry::Registry, bound: SocketAddr) -> String {
 
 /// Loads the registry, binds, prints the `listening` line, and serves until SIGINT/SIGTERM.
 pub async fn serve(opts: ServeOptions) -> Result<(), ServerError> {
-    // Installed before anything else: SIGHUP's default action would terminate the process.
+    // Installed before the listening line: the default actions of SIGHUP and SIGTERM terminate
+    // the process, and whoever read the line may signal at once.
     let hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let reg = registry::load(&opts.registry)?;
     for w in &reg.warnings {
         tracing::warn!(at = %w.at, "{}", w.message);
@@ -109,7 +114,14 @@ pub async fn serve(opts: ServeOptions) -> Result<(), ServerError> {
         opts.poll_interval,
         hup,
     ));
-    run(listener, app, shutdown_signal())
+    let stdin_eof = opts.exit_on_stdin_eof;
+    let shutdown = async move {
+        tokio::select! {
+            _ = shutdown_signal(term) => {}
+            _ = stdin_closed(), if stdin_eof => {}
+        }
+    };
+    run(listener, app, shutdown)
         .await
         .map_err(|source| ServerError::Io {
             context: "server failed".into(),
@@ -143,19 +155,37 @@ pub async fn run(
     }
 }
 
-async fn shutdown_signal() {
+async fn shutdown_signal(term: Option<tokio::signal::unix::Signal>) {
     let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
+        match term {
+            Some(mut s) => {
                 s.recv().await;
             }
-            Err(_) => std::future::pending().await,
+            None => std::future::pending().await,
         }
     };
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term => {}
     }
+}
+
+/// Resolves when stdin reaches end-of-file (or fails). Reads on a detached OS thread: a tokio
+/// blocking read would keep the runtime from shutting down while stdin stays open.
+async fn stdin_closed() {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut stdin = std::io::stdin();
+        let mut buf = [0u8; 256];
+        while let Ok(n) = stdin.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+        }
+        let _ = tx.send(());
+    });
+    let _ = rx.await;
 }
 
 /// The axum application.
@@ -167,7 +197,7 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 /// Whether `If-None-Match` matches `etag` (weak comparison, RFC 9110 §13.1.2).
-fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
+pub(crate) fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
     let strip = |t: &str| t.trim().trim_start_matches("W/").to_string();
     headers
         .get_all(header::IF_NONE_MATCH)

@@ -14,6 +14,17 @@ use tokio::sync::{broadcast, watch};
 
 /// How many undelivered events a slow subscriber may fall behind before its stream ends.
 const EVENT_BUFFER: usize = 256;
+/// Messages kept per task; older ones are dropped, so a caller continuing a task forever cannot
+/// grow it without bound.
+pub const MAX_HISTORY: usize = 100;
+
+fn push_bounded(history: &mut Option<Vec<Message>>, m: Message) {
+    let h = history.get_or_insert_with(Vec::new);
+    h.push(m);
+    if h.len() > MAX_HISTORY {
+        h.drain(..h.len() - MAX_HISTORY);
+    }
+}
 
 /// Errors of the task store.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -213,7 +224,7 @@ impl TaskStore {
     pub fn push_history(&self, id: &str, message: Message) {
         let mut g = self.lock();
         if let Some(e) = g.tasks.get_mut(id) {
-            e.task.history.get_or_insert_with(Vec::new).push(message);
+            push_bounded(&mut e.task.history, message);
             e.updated = Utc::now();
         }
     }
@@ -232,7 +243,7 @@ impl TaskStore {
         match &event {
             StreamResponse::StatusUpdate(u) => {
                 if let Some(m) = &u.status.message {
-                    e.task.history.get_or_insert_with(Vec::new).push(m.clone());
+                    push_bounded(&mut e.task.history, m.clone());
                 }
                 e.task.status = u.status.clone();
             }
@@ -250,9 +261,7 @@ impl TaskStore {
                 }
             }
             StreamResponse::Task(t) => e.task = t.clone(),
-            StreamResponse::Message(m) => {
-                e.task.history.get_or_insert_with(Vec::new).push(m.clone())
-            }
+            StreamResponse::Message(m) => push_bounded(&mut e.task.history, m.clone()),
         }
         e.updated = Utc::now();
         // No receivers is fine: nobody is streaming this task.
@@ -306,7 +315,10 @@ impl TaskStore {
                     .is_none_or(|c| &e.task.context_id == c)
             })
             .filter(|e| q.status.as_ref().is_none_or(|s| &e.task.status.state == s))
-            .filter(|e| q.status_timestamp_after.is_none_or(|t| e.updated > t))
+            .filter(|e| {
+                q.status_timestamp_after
+                    .is_none_or(|t| e.task.status.timestamp.is_some_and(|ts| ts > t))
+            })
             .collect();
         // Newest first; the id breaks ties so pages are stable.
         hits.sort_by(|a, b| {
@@ -434,6 +446,25 @@ mod tests {
             s.cancel("a", &scope("p")),
             Err(TaskError::NotCancelable { .. })
         ));
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let s = TaskStore::new(2);
+        s.create(
+            task("a", TaskState::InputRequired),
+            scope("p"),
+            Binding::None,
+        )
+        .unwrap();
+        for i in 0..MAX_HISTORY + 5 {
+            let mut m = Message::new(a2a::Role::User, vec![a2a::Part::text(i.to_string())]);
+            m.message_id = format!("m{i}");
+            s.push_history("a", m);
+        }
+        let h = s.get("a", &scope("p")).unwrap().history.unwrap();
+        assert_eq!(h.len(), MAX_HISTORY);
+        assert_eq!(h[0].message_id, "m5", "the oldest are dropped");
     }
 
     #[test]

@@ -28,6 +28,10 @@ pub const MAX_TAGS: usize = 32;
 /// format character (see the module docs). Also used by validation to refuse such characters in
 /// identifiers, where removing them silently would change meaning.
 pub fn is_hidden(c: char) -> bool {
+    if c.is_ascii() {
+        // Fast path (most card text): ASCII controls except the whitespace ones.
+        return c.is_ascii_control() && !c.is_ascii_whitespace() && c != '\u{0B}';
+    }
     (c.is_control() && !c.is_whitespace())
         || matches!(c,
             '\u{00AD}'                   // soft hyphen
@@ -52,6 +56,16 @@ pub fn is_hidden(c: char) -> bool {
 /// Applies the module's rule to `text`, keeping at most `max_chars` characters (`max_chars >= 1`).
 pub fn sanitize(text: &str, max_chars: usize) -> String {
     let max_chars = max_chars.max(1);
+    // Fast path: short printable ASCII with single inner spaces is already in its final form.
+    let b = text.as_bytes();
+    if b.len() <= max_chars
+        && b.iter().all(|&c| (0x20..0x7f).contains(&c))
+        && b.first() != Some(&b' ')
+        && b.last() != Some(&b' ')
+        && !b.windows(2).any(|w| w == b"  ")
+    {
+        return text.to_owned();
+    }
     let mut out = String::with_capacity(text.len().min(max_chars * 4));
     let mut n = 0usize;
     let mut pending_space = false;
@@ -121,6 +135,36 @@ mod tests {
         assert_eq!(cut, "abc…");
         assert!(cut.chars().count() <= 5);
         assert_eq!(sanitize("abcdef", 1), "…");
+    }
+
+    #[test]
+    fn fast_path_agrees_with_the_general_rule() {
+        for t in [
+            "plain",
+            "two words",
+            " lead",
+            "trail ",
+            "a  b",
+            "x\ty",
+            "",
+            "abcdefghijk",
+        ] {
+            let slow: String = {
+                // The general rule, spelled out: fold whitespace, drop hidden, cut.
+                let folded = t.split_whitespace().collect::<Vec<_>>().join(" ");
+                if folded.chars().count() <= 10 {
+                    folded
+                } else {
+                    sanitize(&format!("{t}\u{200b}"), 10)
+                }
+            };
+            assert_eq!(sanitize(t, 10), slow, "{t:?}");
+        }
+        // ASCII classification matches char's own.
+        for b in 0u8..0x80 {
+            let c = b as char;
+            assert_eq!(is_hidden(c), c.is_control() && !c.is_whitespace(), "{b:#x}");
+        }
     }
 
     #[test]

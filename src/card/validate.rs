@@ -14,7 +14,8 @@
 //! - **0.3 cards**: no non-empty `supportedInterfaces` but a top-level `url`, `preferredTransport`,
 //!   `additionalInterfaces` or `protocolVersion` is a 0.3 card, refused as such (alone: the 1.0
 //!   rules would only add noise);
-//! - **structure**: every REQUIRED field of the proto present with the right JSON type; REQUIRED
+//! - **structure**: every REQUIRED field of the proto present, under its lowerCamelCase JSON
+//!   name (a snake_case proto name is refused with a message saying so), with the right JSON type; REQUIRED
 //!   repeated fields non-empty (A2A §5.7); `null` counts as absent (ProtoJSON); oneofs (security
 //!   schemes, OAuth flows) carry exactly one member; the one closed enum (`apiKeySecurityScheme.location`)
 //!   has a known value; unknown members are ignored (A2A §5.7);
@@ -94,6 +95,16 @@ pub enum CardError {
     Missing {
         /// Path of the missing field.
         path: String,
+    },
+    /// A field is spelt with its proto (snake_case) name instead of its JSON name.
+    #[error(
+        "{path}: field is missing (found the proto field name `{proto}`; A2A JSON uses lowerCamelCase)"
+    )]
+    ProtoName {
+        /// Path of the missing field (its JSON name).
+        path: String,
+        /// The snake_case key found instead.
+        proto: String,
     },
     /// A field has the wrong JSON type.
     #[error("{path}: expected {expected}, found {found}")]
@@ -565,6 +576,16 @@ impl Checker<'_> {
         let Some(m) = self.object(v, &root) else {
             return;
         };
+        self.proto_names(
+            m,
+            &root,
+            &[
+                "documentationUrl",
+                "iconUrl",
+                "securitySchemes",
+                "securityRequirements",
+            ],
+        );
         let has_interfaces =
             matches!(m.get("supportedInterfaces"), Some(Value::Array(a)) if !a.is_empty());
         let markers: Vec<String> = [
@@ -613,9 +634,7 @@ impl Checker<'_> {
             }
         }
         match get(m, "capabilities") {
-            None => self.errors.push(CardError::Missing {
-                path: root.key("capabilities").to_string(),
-            }),
+            None => self.missing(m, "capabilities", &root),
             Some(v) => self.capabilities(v, &root.key("capabilities")),
         }
         let mut schemes: Option<&Map<String, Value>> = None;
@@ -677,9 +696,7 @@ impl Checker<'_> {
         self.opt_str(m, "tenant", p, Kind::IdOrEmpty);
         let up = p.key("url");
         match get(m, "url") {
-            None => self.errors.push(CardError::Missing {
-                path: up.to_string(),
-            }),
+            None => self.missing(m, "url", p),
             Some(Value::String(s)) => {
                 let grpc = binding.is_some_and(|b| b.eq_ignore_ascii_case("GRPC"));
                 if grpc && !s.contains("://") {
@@ -694,6 +711,7 @@ impl Checker<'_> {
 
     fn capabilities(&mut self, v: &Value, p: &Path<'_>) {
         let Some(m) = self.object(v, p) else { return };
+        self.proto_names(m, p, &["pushNotifications", "extendedAgentCard"]);
         for key in ["streaming", "pushNotifications", "extendedAgentCard"] {
             self.opt_bool(m, key, p);
         }
@@ -735,6 +753,7 @@ impl Checker<'_> {
         schemes: Option<&Map<String, Value>>,
     ) -> Option<&'v str> {
         let m = self.object(v, p)?;
+        self.proto_names(m, p, &["inputModes", "outputModes", "securityRequirements"]);
         let id = self.req_str(m, "id", p, Kind::Id);
         self.req_str(m, "name", p, Kind::Name);
         self.req_str(m, "description", p, Kind::Text);
@@ -814,9 +833,7 @@ impl Checker<'_> {
             }
             "oauth2SecurityScheme" => {
                 match get(sm, "flows") {
-                    None => self.errors.push(CardError::Missing {
-                        path: sp.key("flows").to_string(),
-                    }),
+                    None => self.missing(sm, "flows", &sp),
                     Some(f) => self.oauth_flows(f, &sp.key("flows")),
                 }
                 self.opt_str(sm, "oauth2MetadataUrl", &sp, Kind::SecurityUrl);
@@ -869,9 +886,7 @@ impl Checker<'_> {
         // A REQUIRED map: present, an object of strings; empty is allowed (a flow with no scopes).
         let sp = fp.key("scopes");
         match get(fm, "scopes") {
-            None => self.errors.push(CardError::Missing {
-                path: sp.to_string(),
-            }),
+            None => self.missing(fm, "scopes", &fp),
             Some(sv) => {
                 if let Some(sm) = self.object(sv, &sp) {
                     for (scope, d) in sm {
@@ -975,6 +990,54 @@ impl Checker<'_> {
 
     // --- primitives -------------------------------------------------------------------------
 
+    /// Reports REQUIRED `key` of `m` as missing, naming its proto (snake_case) spelling when the
+    /// card used that instead: ProtoJSON printers emit lowerCamelCase, and this validator reads
+    /// only the JSON names (A2A §5.5), so such a card is refused with a message that says why.
+    fn missing(&mut self, m: &Map<String, Value>, key: &str, p: &Path<'_>) {
+        let path = p.key(key).to_string();
+        let mut snake = String::with_capacity(key.len() + 4);
+        for c in key.chars() {
+            if c.is_ascii_uppercase() {
+                snake.push('_');
+                snake.push(c.to_ascii_lowercase());
+            } else {
+                snake.push(c);
+            }
+        }
+        if snake != key && m.contains_key(&snake) {
+            self.errors
+                .push(CardError::ProtoName { path, proto: snake });
+        } else {
+            self.errors.push(CardError::Missing { path });
+        }
+    }
+
+    /// Refuses optional fields spelt with their proto (snake_case) name, which would otherwise be
+    /// ignored as unknown members and silently change the meaning (e.g. a skill's `input_modes`
+    /// would make it inherit the card defaults).
+    fn proto_names(&mut self, m: &Map<String, Value>, p: &Path<'_>, optional: &[&str]) {
+        for key in m.keys().filter(|k| k.contains('_')) {
+            let mut camel = String::with_capacity(key.len());
+            let mut up = false;
+            for c in key.chars() {
+                if c == '_' {
+                    up = true;
+                } else if up {
+                    camel.push(c.to_ascii_uppercase());
+                    up = false;
+                } else {
+                    camel.push(c);
+                }
+            }
+            if optional.contains(&camel.as_str()) && !m.contains_key(&camel) {
+                self.errors.push(CardError::ProtoName {
+                    path: p.key(&camel).to_string(),
+                    proto: key.clone(),
+                });
+            }
+        }
+    }
+
     fn opt_bool(&mut self, m: &Map<String, Value>, key: &str, p: &Path<'_>) {
         if let Some(b) = get(m, key)
             && !b.is_boolean()
@@ -1021,9 +1084,7 @@ impl Checker<'_> {
         let kp = p.key(key);
         match get(m, key) {
             None => {
-                self.errors.push(CardError::Missing {
-                    path: kp.to_string(),
-                });
+                self.missing(m, key, p);
                 None
             }
             Some(v) => {
@@ -1056,9 +1117,7 @@ impl Checker<'_> {
     ) -> Option<&'v str> {
         match get(m, key) {
             None => {
-                self.errors.push(CardError::Missing {
-                    path: p.key(key).to_string(),
-                });
+                self.missing(m, key, p);
                 None
             }
             Some(Value::String(s)) => {

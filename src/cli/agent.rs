@@ -22,6 +22,9 @@ pub struct AgentArgs {
     /// How often the registry file is checked for changes, in milliseconds; 0 = only on SIGHUP.
     #[arg(long, default_value_t = 500)]
     watch_interval_ms: u64,
+    /// Shut down when stdin is closed (for test harnesses).
+    #[arg(long)]
+    exit_on_stdin_eof: bool,
 }
 
 /// Runs the command; exit 0 on clean shutdown, 65 on an invalid registry, 1 on other failures.
@@ -64,6 +67,7 @@ pub fn run(args: AgentArgs) -> ExitCode {
         listen: args.listen,
         poll_interval: (args.watch_interval_ms > 0)
             .then(|| Duration::from_millis(args.watch_interval_ms)),
+        exit_on_stdin_eof: args.exit_on_stdin_eof,
     };
     match rt.block_on(server::serve(opts)) {
         Ok(()) => ExitCode::SUCCESS,

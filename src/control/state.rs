@@ -101,6 +101,20 @@ impl SavedCard {
     }
 }
 
+/// A file-name stem for an integration: its name when plain `[A-Za-z0-9_-]`, else hex-encoded, so
+/// no name can escape the directory.
+fn stem(integration: &str) -> String {
+    let safe = !integration.is_empty()
+        && integration
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if safe {
+        integration.to_owned()
+    } else {
+        format!("x-{}", hex::encode(integration))
+    }
+}
+
 fn digest(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
@@ -132,21 +146,73 @@ impl StateDir {
     /// The file for an integration. Names are hex-encoded unless they are plain
     /// `[A-Za-z0-9_-]`, so no name can escape the directory.
     pub fn file_for(&self, integration: &str) -> PathBuf {
-        let safe = !integration.is_empty()
-            && integration
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        let stem = if safe {
-            integration.to_owned()
-        } else {
-            format!("x-{}", hex::encode(integration))
-        };
-        self.dir.join(format!("{stem}.card.json"))
+        self.dir.join(format!("{}.card.json", stem(integration)))
+    }
+
+    /// The file for an integration's extended card as seen by one credential identity
+    /// (`sha256:<hex>`); the name carries a prefix of the digest, never the secret.
+    pub fn extended_file_for(&self, integration: &str, identity: &str) -> PathBuf {
+        let id: String = identity
+            .trim_start_matches("sha256:")
+            .chars()
+            .filter(char::is_ascii_hexdigit)
+            .take(32)
+            .collect();
+        self.dir
+            .join(format!("{}.extended.{id}.card.json", stem(integration)))
+    }
+
+    /// Saves an integration's extended card for `identity`, and removes any other identity's
+    /// (a changed credential must not leave the old identity's view on disk).
+    pub fn save_extended(&self, card: &SavedCard, identity: &str) -> Result<(), StateError> {
+        let path = self.extended_file_for(&card.integration, identity);
+        self.save_to(&path, card)?;
+        self.remove_extended_except(&card.integration, Some(&path))
+    }
+
+    /// Loads the extended card of `integration` for exactly `identity`.
+    pub fn load_extended(
+        &self,
+        integration: &str,
+        identity: &str,
+    ) -> Result<Option<SavedCard>, StateError> {
+        self.load_from(&self.extended_file_for(integration, identity), integration)
+    }
+
+    /// Removes every extended card of `integration` (the agent stopped offering one).
+    pub fn remove_extended(&self, integration: &str) -> Result<(), StateError> {
+        self.remove_extended_except(integration, None)
+    }
+
+    fn remove_extended_except(
+        &self,
+        integration: &str,
+        keep: Option<&Path>,
+    ) -> Result<(), StateError> {
+        let prefix = format!("{}.extended.", stem(integration));
+        let entries = std::fs::read_dir(&self.dir).map_err(|source| StateError::Io {
+            path: self.dir.clone(),
+            source,
+        })?;
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(&prefix)
+                && name.ends_with(".card.json")
+                && Some(e.path().as_path()) != keep
+            {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        Ok(())
     }
 
     /// Writes a record atomically (temp file, fsync, rename, fsync of the directory).
     pub fn save(&self, card: &SavedCard) -> Result<(), StateError> {
-        let path = self.file_for(&card.integration);
+        self.save_to(&self.file_for(&card.integration), card)
+    }
+
+    fn save_to(&self, path: &Path, card: &SavedCard) -> Result<(), StateError> {
         let tmp = self.dir.join(format!(
             ".{}.{}.{}.tmp",
             path.file_name().and_then(|n| n.to_str()).unwrap_or("card"),
@@ -167,7 +233,7 @@ impl StateDir {
             f.write_all(&json).map_err(io(&tmp))?;
             f.sync_all().map_err(io(&tmp))?;
             drop(f);
-            std::fs::rename(&tmp, &path).map_err(io(&path))?;
+            std::fs::rename(&tmp, path).map_err(io(path))?;
             // The rename is only durable once the directory entry is.
             std::fs::File::open(&self.dir)
                 .and_then(|d| d.sync_all())
@@ -182,14 +248,22 @@ impl StateDir {
     /// Loads an integration's record: `Ok(None)` when there is none, [`StateError::Corrupt`] when
     /// the file cannot be trusted (the caller warns and ignores it).
     pub fn load(&self, integration: &str) -> Result<Option<SavedCard>, StateError> {
-        let path = self.file_for(integration);
-        let bytes = match std::fs::read(&path) {
+        self.load_from(&self.file_for(integration), integration)
+    }
+
+    fn load_from(&self, path: &Path, integration: &str) -> Result<Option<SavedCard>, StateError> {
+        let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(StateError::Io { path, source }),
+            Err(source) => {
+                return Err(StateError::Io {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
         };
         let corrupt = |reason: String| StateError::Corrupt {
-            path: path.clone(),
+            path: path.to_owned(),
             reason,
         };
         let card: SavedCard = serde_json::from_slice(&bytes)
@@ -292,6 +366,30 @@ mod tests {
 
         std::fs::write(&path, serde_json::to_vec(&record("other")).unwrap()).unwrap();
         assert!(matches!(s.load("echo"), Err(StateError::Corrupt { .. })));
+    }
+
+    #[test]
+    fn extended_cards_are_kept_per_identity_and_only_the_latest() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = StateDir::open(dir.path()).unwrap();
+        let a = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        let b = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+        s.save(&record("echo")).unwrap();
+        s.save_extended(&record("echo"), a).unwrap();
+        assert!(s.load_extended("echo", a).unwrap().is_some());
+        assert!(
+            s.load_extended("echo", b).unwrap().is_none(),
+            "never another identity's view"
+        );
+        s.save_extended(&record("echo"), b).unwrap();
+        assert!(
+            s.load_extended("echo", a).unwrap().is_none(),
+            "the old identity's file is gone"
+        );
+        assert!(s.load_extended("echo", b).unwrap().is_some());
+        s.remove_extended("echo").unwrap();
+        assert!(s.load_extended("echo", b).unwrap().is_none());
+        assert!(s.load("echo").unwrap().is_some(), "the public card stays");
     }
 
     #[test]

@@ -185,7 +185,48 @@ impl Upstream {
 }
 
 /// Builds the root store (platform roots plus `ca_file`) and the gateway's own client.
+/// TLS setups already built, by CA file and its content digest: loading and parsing the platform
+/// roots costs far more than the rest of a profile install (hundreds of milliseconds in a debug
+/// build), and the control plane installs a new upstream on every profile change. A rotated
+/// `ca_file` has a new digest, so it is picked up; platform roots are read once per process.
+type TlsKey = (Option<std::path::PathBuf>, Option<[u8; 32]>);
+type TlsSetup = (
+    Option<Arc<pingora::protocols::tls::CaType>>,
+    rustls::ClientConfig,
+);
+static TLS_SETUPS: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<TlsKey, TlsSetup>>,
+> = std::sync::LazyLock::new(Default::default);
+
 fn tls_setup(integration: &Integration) -> Result<(Option<Roots>, rustls::ClientConfig), String> {
+    use sha2::Digest;
+    let digest = match &integration.ca_file {
+        Some(path) => Some(
+            sha2::Sha256::digest(
+                std::fs::read(path)
+                    .map_err(|e| format!("ca_file {} cannot be read: {e}", path.display()))?,
+            )
+            .into(),
+        ),
+        None => None,
+    };
+    let key = (integration.ca_file.clone(), digest);
+    let mut cache = TLS_SETUPS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((ca, config)) = cache.get(&key) {
+        let roots = ca.clone().map(|pingora| Roots { pingora });
+        return Ok((roots, config.clone()));
+    }
+    let (roots, config) = tls_setup_uncached(integration)?;
+    cache.insert(
+        key,
+        (roots.as_ref().map(|r| r.pingora.clone()), config.clone()),
+    );
+    Ok((roots, config))
+}
+
+fn tls_setup_uncached(
+    integration: &Integration,
+) -> Result<(Option<Roots>, rustls::ClientConfig), String> {
     use rustls::pki_types::{CertificateDer, pem::PemObject};
 
     let mut store = rustls::RootCertStore::empty();

@@ -79,10 +79,17 @@ impl RefAgent {
     /// (reload only on SIGHUP).
     pub fn start_with_args(registry: &Path, envs: &[(&str, &str)], args: &[&str]) -> RefAgent {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_a2a-egress"));
-        cmd.args(["agent", "--listen", "127.0.0.1:0", "--registry"])
-            .arg(registry)
-            .args(args)
-            .env("RUST_LOG", "info");
+        // The guard holds stdin open; if the test process dies, EOF stops the agent too.
+        cmd.args([
+            "agent",
+            "--exit-on-stdin-eof",
+            "--listen",
+            "127.0.0.1:0",
+            "--registry",
+        ])
+        .arg(registry)
+        .args(args)
+        .env("RUST_LOG", "info");
         for (k, v) in envs {
             cmd.env(k, v);
         }

@@ -56,7 +56,7 @@ import uuid
 import httpx
 from google.protobuf import json_format, struct_pb2
 
-from a2a.client import ClientCallContext, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, ClientCallContext, ClientConfig, ClientFactory
 from a2a.client.service_parameters import ServiceParametersFactory, with_a2a_extensions
 from a2a.types import (
     CancelTaskRequest,
@@ -174,8 +174,9 @@ async def run(args):
     status = 0
     iface = None
     try:
-        client = await ClientFactory(config).create_from_url(args.url)
-        card = client._card  # the resolved public card (the SDK keeps it here)
+        # What ClientFactory.create_from_url does, in two steps so the resolved card can be printed.
+        card = await A2ACardResolver(http, args.url).get_agent_card()
+        client = ClientFactory(config).create(card)
         emit({"kind": "card", "card": to_json(card)})
         iface = next((i for i in card.supported_interfaces if i.protocol_binding == args.binding), None)
         if iface is not None:

@@ -220,3 +220,25 @@ fn media_type_syntax() {
     assert!(!is_media_type("text"));
     assert!(!is_media_type("/plain"));
 }
+
+#[test]
+fn token_file_is_read_relative_to_the_registry() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("partner.token"), "file-token-123\n").unwrap();
+    let text = format!(
+        "{BASE}\n[[principals]]\nname = \"p\"\ntoken_file = \"partner.token\"\nscopes = [\"a\"]\n"
+    );
+    let path = dir.path().join("registry.toml");
+    std::fs::write(&path, text).unwrap();
+    let r = load(&path).unwrap();
+    assert_eq!(
+        r.principals
+            .authenticate("file-token-123")
+            .map(|p| p.name.as_str()),
+        Some("p")
+    );
+    // a missing token file is an error naming the principal
+    std::fs::remove_file(dir.path().join("partner.token")).unwrap();
+    let err = load(&path).unwrap_err().to_string();
+    assert!(err.contains("principals[p].token_file"), "{err}");
+}
