@@ -341,6 +341,14 @@ async fn admin_refresh_and_readiness_detail() {
         .await;
     assert_eq!(status, 200, "{body}");
     let m = gw.metrics().await;
+    for name in [
+        "a2a_egress_profile_age_seconds{integration=\"ref\"}",
+        "a2a_egress_refresh_total{integration=\"ref\",result=\"not_modified\"} 1",
+        "a2a_egress_profile_degraded{integration=\"ref\"} 0",
+        "a2a_egress_stale_marks_debounced_total{integration=\"ref\"} 0",
+    ] {
+        assert!(m.contains(name), "{name} missing from /metrics:\n{m}");
+    }
     assert_eq!(
         metric(
             &m,

@@ -1,5 +1,6 @@
 //! The control plane: card fetch, refresh scheduling and the arc-swap profile store (I/O).
 
+pub mod addr;
 pub mod extended;
 pub mod fetch;
 pub mod http;

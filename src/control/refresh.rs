@@ -25,22 +25,22 @@ use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::config::{Config, Credential, Integration};
-use crate::control::extended::{
-    self, CredentialIdentity, ExtendedCache, ExtendedError, ExtendedOutcome, Fallback,
-};
+use crate::config::{Config, Integration};
+use crate::control::extended::{self, ExtendedCache, ExtendedError, ExtendedOutcome};
 use crate::control::fetch::{
     CardFetcher, FetchError, FetchOutcome, FetchPolicy, Validators, check_url,
 };
 use crate::control::metrics::ControlMetrics;
 use crate::control::schedule::{self, Last, RefreshResult};
-use crate::control::state::{SavedCard, StateDir, StateError};
+use crate::control::state::StateDir;
 use crate::profile::snapshot::{
-    Degraded, ExtendedCardStatus, Freshness, IntegrationState, Snapshot, StaleReceiver, Status,
-    Store,
+    Degraded, Freshness, IntegrationState, Snapshot, StaleReceiver, Status, Store,
 };
 use crate::profile::{Interface, Profile};
-use crate::proxy::upstream::{Upstream, read_secret};
+use crate::proxy::upstream::Upstream;
+
+mod extended_card;
+mod last_good;
 
 /// Queue depth of one worker's command channel. A full queue means a refresh is already pending,
 /// so a stale mark that does not fit is counted as debounced, never waited for.
@@ -868,118 +868,6 @@ impl Worker {
         Ok(state)
     }
 
-    /// Replaces the public profile with the extended card's, per seed 000, when the card offers one
-    /// and the integration has a bearer credential.
-    async fn extended(
-        &self,
-        public: Profile,
-        public_json: &serde_json::Value,
-        config: &Config,
-        policy: &FetchPolicy,
-        online: bool,
-    ) -> (Profile, serde_json::Value, Option<ExtendedCardStatus>) {
-        let keep = |p: Profile| (p, public_json.clone());
-        if !(public.usable && public.extended_card) {
-            self.inner.extended.remove(self.name());
-            if online {
-                self.forget_extended();
-            }
-            let (p, j) = keep(public);
-            return (p, j, None);
-        }
-        let Credential::Bearer(src) = &self.integration.credential else {
-            let (p, j) = keep(public);
-            return (p, j, None);
-        };
-        let secret = match read_secret(src) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(integration = %self.name(), error = %e, "extended card not requested: the credential is unavailable");
-                let (p, j) = keep(public);
-                return (p, j, None);
-            }
-        };
-        let Ok(mut auth) = HeaderValue::from_str(&format!("Bearer {secret}")) else {
-            let (p, j) = keep(public);
-            return (p, j, None);
-        };
-        auth.set_sensitive(true);
-        let id = CredentialIdentity::of(&auth);
-        let iface = public
-            .interface
-            .clone()
-            .expect("usable profiles have an interface");
-        let tenant = self.integration.tenant.clone().or(iface.tenant.clone());
-        let status = |used: bool, fallback: Option<String>| ExtendedCardStatus {
-            identity: id.as_str().to_owned(),
-            used,
-            fallback,
-            at: SystemTime::now(),
-        };
-        let fetched = if online {
-            Some(
-                self.inner
-                    .source
-                    .extended(&iface, tenant.as_deref(), &auth, policy)
-                    .await,
-            )
-        } else {
-            None
-        };
-        let bytes = match fetched {
-            Some(Ok(ExtendedOutcome::Card(b))) => b,
-            Some(Ok(ExtendedOutcome::Fallback(f))) => {
-                self.inner.extended.remove(self.name());
-                self.forget_extended();
-                let why = match f {
-                    Fallback::UnsupportedOperation => "unsupported_operation",
-                    Fallback::NotConfigured => "not_configured",
-                };
-                let (p, j) = keep(public);
-                return (p, j, Some(status(false, Some(why.into()))));
-            }
-            Some(Err(e)) => match self.inner.extended.get(self.name(), &id) {
-                // A transient failure keeps this identity's last extended card.
-                Some(b) => {
-                    tracing::warn!(integration = %self.name(), error = %e, "extended card fetch failed; using this credential's cached one");
-                    b
-                }
-                None => {
-                    let (p, j) = keep(public);
-                    return (p, j, Some(status(false, Some(format!("error: {e}")))));
-                }
-            },
-            None => match self.inner.extended.get(self.name(), &id) {
-                Some(b) => b,
-                None => {
-                    let (p, j) = keep(public);
-                    return (p, j, None);
-                }
-            },
-        };
-        let origin = url::Url::parse(&iface.url)
-            .map(|u| u.origin().ascii_serialization())
-            .unwrap_or_default();
-        match crate::card::validate(&bytes, &config.card_policy, Some(&origin)) {
-            Ok(v) => {
-                if online {
-                    self.persist_extended(&iface.url, &origin, &id, &bytes);
-                }
-                self.inner.extended.put(self.name(), id.clone(), bytes);
-                let p = crate::card::compile(&v, &config.caps);
-                (p, v.json().clone(), Some(status(true, None)))
-            }
-            Err(e) => {
-                let (p, j) = keep(public);
-                let why = format!(
-                    "error: extended card failed validation: {}",
-                    e.to_string().replace('\n', "; ")
-                );
-                (p, j, Some(status(false, Some(why))))
-            }
-        }
-    }
-
     /// Rebuilds the state from the cached card with the current config (no fetch).
     async fn rebuild_from_cache(&mut self) {
         let Some(card) = self.card.clone() else {
@@ -995,137 +883,6 @@ impl Worker {
             }
             Err(reason) => {
                 self.fail("invalid_card", reason);
-            }
-        }
-    }
-
-    /// Loads and installs the last-known-good card, marked unrevalidated.
-    async fn load_last_known_good(&mut self) {
-        let Some(dir) = lock(&self.inner.state_dir).clone() else {
-            return;
-        };
-        let saved = match dir.load(self.name()) {
-            Ok(Some(s)) => s,
-            Ok(None) => return,
-            Err(e @ StateError::Corrupt { .. }) | Err(e @ StateError::Io { .. }) => {
-                tracing::warn!(integration = %self.name(), error = %e, "ignoring last-known-good state file");
-                return;
-            }
-        };
-        if saved.url != self.integration.card && !self.integration.origin_allowed(&saved.url) {
-            tracing::warn!(integration = %self.name(), "last-known-good card is from another source; ignored");
-            return;
-        }
-        let card = CachedCard {
-            bytes: Bytes::from(saved.card.clone().into_bytes()),
-            validators: saved.validators.clone(),
-            origin: saved.origin.clone(),
-            url: saved.url.clone(),
-            max_age: saved.max_age.map(Duration::from_secs),
-            fetched_at: saved.fetched_at(),
-        };
-        // This credential's extended card, if one was saved, so partner-only skills survive too.
-        if let Some(id) = self.credential_identity() {
-            match dir.load_extended(self.name(), id.as_str()) {
-                Ok(Some(ext)) => {
-                    self.inner
-                        .extended
-                        .put(self.name(), id, Bytes::from(ext.card.into_bytes()));
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(integration = %self.name(), error = %e, "ignoring the saved extended card")
-                }
-            }
-        }
-        let config = self.inner.config.load_full();
-        let Ok(policy) = fetch_policy(&self.integration, &config) else {
-            return;
-        };
-        match self.build(&card, &config, &policy, false).await {
-            Ok(mut state) => {
-                state.freshness.unrevalidated = true;
-                state.freshness.validated_at = Some(card.fetched_at);
-                let name = self.name().to_owned();
-                self.inner.store.rcu(|cur| match cur.get(&name) {
-                    Some(_) => cur.with(state.clone()),
-                    None => cur.clone(),
-                });
-                self.inner.metrics.swaps.with_label_values(&[&name]).inc();
-                self.inner.metrics.ages.set(&name, card.fetched_at);
-                tracing::info!(integration = %name, "serving the last-known-good card until it is revalidated");
-                self.card = Some(card);
-                self.from_disk = true;
-            }
-            Err(reason) => {
-                tracing::warn!(integration = %self.name(), %reason, "last-known-good card no longer validates; ignored");
-            }
-        }
-    }
-
-    /// The identity of the integration's bearer credential, when it has one that can be read.
-    fn credential_identity(&self) -> Option<CredentialIdentity> {
-        let Credential::Bearer(src) = &self.integration.credential else {
-            return None;
-        };
-        let secret = read_secret(src).ok()?;
-        let auth = HeaderValue::from_str(&format!("Bearer {secret}")).ok()?;
-        Some(CredentialIdentity::of(&auth))
-    }
-
-    fn persist_extended(&self, url: &str, origin: &str, id: &CredentialIdentity, bytes: &[u8]) {
-        let Some(dir) = lock(&self.inner.state_dir).clone() else {
-            return;
-        };
-        let saved = SavedCard::new(
-            self.name(),
-            url,
-            origin,
-            SystemTime::now(),
-            Validators::default(),
-            None,
-            bytes,
-        );
-        match saved.map(|c| dir.save_extended(&c, id.as_str())) {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::warn!(integration = %self.name(), error = %e, "cannot persist the extended card")
-            }
-            Err(e) => {
-                tracing::warn!(integration = %self.name(), error = %e, "extended card is not UTF-8; not persisted")
-            }
-        }
-    }
-
-    fn forget_extended(&self) {
-        if let Some(dir) = lock(&self.inner.state_dir).clone()
-            && let Err(e) = dir.remove_extended(self.name())
-        {
-            tracing::warn!(integration = %self.name(), error = %e, "cannot remove saved extended cards");
-        }
-    }
-
-    fn persist(&self) {
-        let Some(dir) = lock(&self.inner.state_dir).clone() else {
-            return;
-        };
-        let Some(c) = &self.card else { return };
-        match SavedCard::new(
-            self.name(),
-            &c.url,
-            &c.origin,
-            c.fetched_at,
-            c.validators.clone(),
-            c.max_age,
-            &c.bytes,
-        ) {
-            Ok(saved) => {
-                if let Err(e) = dir.save(&saved) {
-                    tracing::warn!(integration = %self.name(), error = %e, "cannot persist the last-known-good card");
-                }
-            }
-            Err(e) => {
-                tracing::warn!(integration = %self.name(), error = %e, "card is not UTF-8; not persisted")
             }
         }
     }

@@ -40,6 +40,10 @@ fn first_reason(details: Option<&Value>) -> Option<String> {
 /// Parses an agent's answer as an A2A error: a JSON-RPC `error` member (any HTTP status), or an
 /// HTTP+JSON `google.rpc.Status` body with a status of 400 or more.
 pub fn agent_error(binding: Binding, status: u16, body: &[u8]) -> Option<AgentError> {
+    // Every answer passes here: skip the parse unless an `"error"` member can be present.
+    if !body.windows(7).any(|w| w == b"\"error\"") {
+        return None;
+    }
     let v: Value = serde_json::from_slice(body).ok()?;
     match binding {
         Binding::JsonRpc => {

@@ -213,9 +213,10 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     }
 
     if method.sends_message() {
-        let send_req = match f.rpc {
-            Some(rpc) => rpc.body.get("params").cloned().unwrap_or(Value::Null),
-            None => f.rest_body.cloned().unwrap_or(Value::Null),
+        static NULL: Value = Value::Null;
+        let send_req: &Value = match f.rpc {
+            Some(rpc) => rpc.body.get("params").unwrap_or(&NULL),
+            None => f.rest_body.unwrap_or(&NULL),
         };
         if send_req.pointer("/message/parts").is_none() {
             return Err(Deny::InvalidRequest("params.message.parts is required"));
@@ -226,7 +227,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
             .filter_map(|s| profile.skills.get(s))
             .flat_map(|s| s.input.iter().cloned())
             .collect();
-        if let Some(mt) = part_media_types(&send_req)
+        if let Some(mt) = part_media_types(send_req)
             .into_iter()
             .find(|mt| !media_type_accepted(mt, &modes))
         {
