@@ -19,8 +19,13 @@
 //!   repeated fields non-empty (A2A §5.7); `null` counts as absent (ProtoJSON); oneofs (security
 //!   schemes, OAuth flows) carry exactly one member; the one closed enum (`apiKeySecurityScheme.location`)
 //!   has a known value; unknown members are ignored (A2A §5.7);
-//! - **identifiers** (skill ids, tags are not identifiers) and versions: non-empty, at most
-//!   [`MAX_ID_BYTES`], no control/bidi/zero-width characters; `protocolVersion` is `Major.Minor`;
+//! - **identifiers** (agent `version`, skill ids, `protocolBinding`, `tenant`, security scheme
+//!   names, scopes, `apiKeySecurityScheme.name`, `httpAuthSecurityScheme.scheme`/`bearerFormat`;
+//!   tags are not identifiers): non-empty (`tenant` and `bearerFormat` may be empty), at most
+//!   [`MAX_ID_BYTES`], no control character at all (CR, LF and TAB included), no bidi/zero-width
+//!   character and no whitespace, since they end up in headers, URL paths and log lines. The one
+//!   exception: a skill id may contain single U+0020 spaces between other characters (it is a key
+//!   in the profile, never sent in a header or path); `protocolVersion` is `Major.Minor`;
 //! - **URLs**: at most [`MAX_URL_BYTES`]; absolute, with no user name or password. Interface URLs and
 //!   the URLs of security schemes must be `https` (`http` only with `allow_plain_http`); descriptive
 //!   URLs that are never fetched (`provider.url`, `documentationUrl`, `iconUrl`) may be `http` or
