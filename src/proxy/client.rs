@@ -19,11 +19,15 @@ use super::deny::Deny;
 use super::feedback::{agent_error, as_send_message, send_succeeded, sse_event};
 use super::gateway::{Gateway, Outcome, refused_stream_evidence, respond};
 use super::policy::{DowngradeCause, Plan, StreamPlan};
+use super::retry::{self, Next, Redo};
 use super::route::RpcRequest;
 use super::shape::plan_headers;
 use crate::config::StreamingMode;
 use crate::profile::Binding;
 use crate::profile::snapshot::{IntegrationState, StaleCause};
+
+/// Largest unary answer held back to look for an A2A error (as pingora's path copies).
+const MAX_HELD_ERROR: usize = 64 * 1024;
 
 /// Largest non-stream answer read into memory (a SendMessage result or an error).
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
@@ -38,6 +42,8 @@ struct Answer {
 enum Sent {
     /// The agent is streaming SSE: pass it through.
     Stream(reqwest::Response),
+    /// A non-SSE answer too big to be an A2A error: pass it through as it arrives.
+    Large(reqwest::Response),
     /// A complete non-SSE answer.
     Whole(Answer),
 }
@@ -52,6 +58,7 @@ async fn send(
     session: &Session,
     path_and_query: &str,
     body: Bytes,
+    pass_large: bool,
 ) -> std::result::Result<Sent, String> {
     let up = state.upstream.as_ref().ok_or("no upstream")?;
     let mut url = up.url.clone();
@@ -77,6 +84,15 @@ async fn send(
         .is_some_and(|c| c.starts_with("text/event-stream"));
     if is_sse && resp.status().is_success() {
         return Ok(Sent::Stream(resp));
+    }
+    // A unary answer is held only while it can still be an error worth acting on (errors are
+    // small); a big result goes to the caller as it arrives, as on pingora's path.
+    if pass_large
+        && resp
+            .content_length()
+            .is_some_and(|n| n > MAX_HELD_ERROR as u64)
+    {
+        return Ok(Sent::Large(resp));
     }
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
@@ -167,6 +183,33 @@ async fn pipe_stream(session: &mut Session, mut resp: reqwest::Response) -> Resu
     Ok(Outcome::Ok)
 }
 
+/// Passes a large non-SSE answer through chunk by chunk (status and headers unchanged).
+async fn pipe_large(session: &mut Session, mut resp: reqwest::Response) -> Result<Outcome> {
+    let mut h = ResponseHeader::build(resp.status().as_u16(), Some(resp.headers().len()))?;
+    for (n, v) in resp.headers() {
+        if copyable(n.as_str()) {
+            h.append_header(n.clone(), v.clone())?;
+        }
+    }
+    if let Some(n) = resp.content_length() {
+        h.insert_header("content-length", n.to_string())?;
+    }
+    let ok = resp.status().is_success();
+    session.write_response_header(Box::new(h), false).await?;
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::warn!(error = %e, "upstream answer broke");
+                return Err(upstream_err(e));
+            }
+        }
+    }
+    session.write_response_body(None, true).await?;
+    Ok(if ok { Outcome::Ok } else { Outcome::AgentError })
+}
+
 /// Answers a successful SendMessage as a one-event SSE stream.
 async fn one_event(session: &mut Session, a: &Answer) -> Result<()> {
     sse_header(session, None).await?;
@@ -205,6 +248,7 @@ pub async fn call(
     plan: &Plan,
     ctx: &mut super::gateway::Ctx,
     rpc: Option<&RpcRequest>,
+    redo: &Redo<'_>,
 ) -> Result<Outcome> {
     let name = state.integration.name.as_str();
     let started = std::time::Instant::now();
@@ -219,11 +263,26 @@ pub async fn call(
     };
     match plan.stream {
         StreamPlan::Unary => {
-            let sent = send(state, plan, session, &plan.upstream_path, ctx.body.clone()).await;
+            let sent = send(
+                state,
+                plan,
+                session,
+                &plan.upstream_path,
+                ctx.body.clone(),
+                true,
+            )
+            .await;
             observe(gw);
             match sent {
                 Ok(Sent::Stream(resp)) => pipe_stream(session, resp).await,
+                Ok(Sent::Large(resp)) => pipe_large(session, resp).await,
                 Ok(Sent::Whole(a)) => {
+                    let cause = agent_error(plan.binding, a.status, &a.body)
+                        .and_then(|e| e.stale_cause())
+                        .filter(|c| retry::retries(*c));
+                    if let Some(cause) = cause {
+                        return retry_once(gw, session, state, plan, ctx, redo, cause, a).await;
+                    }
                     let err = feed_back(gw, state, plan.binding, &a);
                     pass_through(session, &a).await?;
                     Ok(if err {
@@ -240,7 +299,7 @@ pub async fn call(
         }
         StreamPlan::Downgrade(cause) => {
             let body = send_message_body(plan, rpc, &ctx.body);
-            let sent = send(state, plan, session, &plan.send_path, body).await;
+            let sent = send(state, plan, session, &plan.send_path, body, false).await;
             observe(gw);
             match sent {
                 Ok(Sent::Whole(a)) if send_succeeded(plan.binding, a.status, &a.body) => {
@@ -258,6 +317,8 @@ pub async fn call(
                 }
                 // An agent that streams a SendMessage answer: pass it on as it is.
                 Ok(Sent::Stream(resp)) => pipe_stream(session, resp).await,
+                // Never produced without `pass_large`.
+                Ok(Sent::Large(resp)) => pipe_large(session, resp).await,
                 Err(e) => {
                     unavailable(e);
                     upstream_failed(session, ctx).await
@@ -265,10 +326,19 @@ pub async fn call(
             }
         }
         StreamPlan::Stream => {
-            let sent = send(state, plan, session, &plan.upstream_path, ctx.body.clone()).await;
+            let sent = send(
+                state,
+                plan,
+                session,
+                &plan.upstream_path,
+                ctx.body.clone(),
+                false,
+            )
+            .await;
             observe(gw);
             let first = match sent {
                 Ok(Sent::Stream(resp)) => return pipe_stream(session, resp).await,
+                Ok(Sent::Large(resp)) => return pipe_large(session, resp).await,
                 Ok(Sent::Whole(a)) => a,
                 Err(e) => {
                     unavailable(e);
@@ -293,7 +363,7 @@ pub async fn call(
                 return Ok(Outcome::AgentError);
             }
             let body = send_message_body(plan, rpc, &ctx.body);
-            let retry = send(state, plan, session, &plan.send_path, body).await;
+            let retry = send(state, plan, session, &plan.send_path, body, false).await;
             match retry {
                 Ok(Sent::Whole(a)) if send_succeeded(plan.binding, a.status, &a.body) => {
                     gw.override_streaming_off(state, refused_stream_evidence());
@@ -312,6 +382,74 @@ pub async fn call(
                     // The retry failed too: the caller gets the agent's first answer, unchanged.
                     pass_through(session, &first).await?;
                     Ok(Outcome::AgentError)
+                }
+            }
+        }
+    }
+}
+
+/// After -32008/-32009: refresh, and either answer the agent's error `first` unchanged, the new
+/// profile's refusal, or the result of one re-shaped retry.
+#[allow(clippy::too_many_arguments)]
+async fn retry_once(
+    gw: &Gateway,
+    session: &mut Session,
+    state: &IntegrationState,
+    plan: &Plan,
+    ctx: &mut super::gateway::Ctx,
+    redo: &Redo<'_>,
+    cause: StaleCause,
+    first: Answer,
+) -> Result<Outcome> {
+    match retry::after_error(gw, state, plan, cause, redo).await {
+        Next::Original => {
+            pass_through(session, &first).await?;
+            Ok(Outcome::AgentError)
+        }
+        Next::Refused(d) => {
+            let reason = d.reason();
+            gw.deny(session, ctx, d).await?;
+            Ok(Outcome::Denied(reason))
+        }
+        Next::Retry {
+            snapshot,
+            state: next,
+            plan: next_plan,
+            body,
+        } => {
+            // The rest of the request (log line, metrics) belongs to the snapshot the retry used.
+            ctx.snapshot = Some(snapshot);
+            ctx.state = Some(next.clone());
+            let started = std::time::Instant::now();
+            let sent = send(
+                &next,
+                &next_plan,
+                session,
+                &next_plan.upstream_path,
+                body,
+                true,
+            )
+            .await;
+            gw.metrics
+                .upstream_duration
+                .with_label_values(&[next.integration.name.as_str()])
+                .observe(started.elapsed().as_secs_f64());
+            match sent {
+                Ok(Sent::Whole(a)) => {
+                    // A second refusal marks the profile stale the ordinary (debounced) way.
+                    let err = feed_back(gw, &next, next_plan.binding, &a);
+                    pass_through(session, &a).await?;
+                    Ok(if err {
+                        Outcome::AgentError
+                    } else {
+                        Outcome::Ok
+                    })
+                }
+                Ok(Sent::Stream(resp)) => pipe_stream(session, resp).await,
+                Ok(Sent::Large(resp)) => pipe_large(session, resp).await,
+                Err(e) => {
+                    tracing::warn!(integration = %next.integration.name, error = %e, "retry failed");
+                    upstream_failed(session, ctx).await
                 }
             }
         }
