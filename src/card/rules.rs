@@ -56,6 +56,41 @@ fn id_chars_ok(s: &str, inner_spaces: bool) -> bool {
         && s.chars().all(|c| c == ' ' || ok_char(c))
 }
 
+/// Checks that an `http(s)` URL means literally what its WHATWG parse means, since the raw text
+/// is what the profile stores and what other parsers (proxies, SDKs, logs) will read: it must
+/// start with `scheme://` (any case; no `https:host` or `https:\\host` forms, no `\` anywhere),
+/// carry no `@` in its authority (not even empty userinfo), and its host text must equal the
+/// parsed host ignoring ASCII case — so no percent-encoded host, no IPv4 in hex/octal/short
+/// form, no Unicode host (write it in its `xn--` form).
+fn literal_matches_parsed(s: &str, u: &url::Url) -> Result<(), &'static str> {
+    let prefix = format!("{}://", u.scheme());
+    if s.len() < prefix.len() || !s[..prefix.len()].eq_ignore_ascii_case(&prefix) {
+        return Err("URL must start with the literal scheme:// prefix");
+    }
+    if s.contains('\\') {
+        return Err("URL must not contain a backslash");
+    }
+    let rest = &s[prefix.len()..];
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    if authority.contains('@') {
+        return Err("URL must not carry credentials (user:password@)");
+    }
+    let host = if authority.starts_with('[') {
+        &authority[..authority.find(']').map_or(authority.len(), |i| i + 1)]
+    } else {
+        &authority[..authority.find(':').unwrap_or(authority.len())]
+    };
+    if host.is_empty() {
+        return Err("URL has no host");
+    }
+    match u.host_str() {
+        Some(parsed) if parsed.eq_ignore_ascii_case(host) => Ok(()),
+        _ => Err(
+            "host must be written in its canonical form (ASCII, no percent-encoding, dotted-decimal IPv4)",
+        ),
+    }
+}
+
 fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -782,6 +817,11 @@ impl Checker<'_> {
             return self.bad_url(s, p, "URL must not carry credentials (user:password@)");
         }
         let plain_ok = kind == Kind::DescriptiveUrl || self.policy.allow_plain_http;
+        if matches!(u.scheme(), "http" | "https")
+            && let Err(why) = literal_matches_parsed(s, &u)
+        {
+            return self.bad_url(s, p, why);
+        }
         match u.scheme() {
             "https" => {}
             "http" if plain_ok => {}
@@ -827,8 +867,10 @@ impl Checker<'_> {
         if s.chars().any(|c| c.is_whitespace() || is_hidden(c)) {
             return self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
         }
-        let ok = url::Url::parse(&format!("https://{s}")).is_ok_and(|u| {
-            u.host().is_some()
+        let as_url = format!("https://{s}");
+        let ok = url::Url::parse(&as_url).is_ok_and(|u| {
+            literal_matches_parsed(&as_url, &u).is_ok()
+                && u.host().is_some()
                 && u.username().is_empty()
                 && u.password().is_none()
                 && u.path() == "/"

@@ -26,7 +26,12 @@
 //!   character and no whitespace, since they end up in headers, URL paths and log lines. The one
 //!   exception: a skill id may contain single U+0020 spaces between other characters (it is a key
 //!   in the profile, never sent in a header or path); `protocolVersion` is `Major.Minor`;
-//! - **URLs**: at most [`MAX_URL_BYTES`]; absolute, with no user name or password. Interface URLs and
+//! - **URLs**: at most [`MAX_URL_BYTES`]; absolute, with no user name or password. The raw text is
+//!   what is stored, so an `http(s)` URL must mean literally what its WHATWG parse means: it
+//!   starts with `scheme://` (any case), has no `\`, no `@` in its authority (not even an empty
+//!   userinfo), and a host written in canonical form (ASCII/`xn--`, no percent-encoding, IPv4 only
+//!   dotted-decimal) — `https:a.example`, `https://%65vil.example`, `https://0x7f.1` are refused.
+//!   Interface URLs and
 //!   the URLs of security schemes must be `https` (`http` only with `allow_plain_http`); descriptive
 //!   URLs that are never fetched (`provider.url`, `documentationUrl`, `iconUrl`) may be `http` or
 //!   `https`. A gRPC interface may instead give a bare `host:port` (A2A spec, main branch);
