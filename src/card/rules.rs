@@ -18,10 +18,12 @@ enum Kind {
     Text,
     /// Descriptive text that must not be empty (names).
     Name,
-    /// Identifier: non-empty, ≤ MAX_ID_BYTES, no hidden characters.
+    /// Identifier: non-empty, ≤ MAX_ID_BYTES, no whitespace, control or hidden characters.
     Id,
-    /// Optional identifier that may be empty (`tenant`: "" means unset in proto3).
+    /// Optional identifier that may be empty (`tenant`: "" means unset in proto3); else as `Id`.
     IdOrEmpty,
+    /// Skill id: as `Id`, except that single interior U+0020 spaces are allowed.
+    SkillId,
     /// `Major.Minor`.
     ProtocolVersion,
     /// Media type: non-empty, ≤ MAX_ID_BYTES, no whitespace/hidden characters.
@@ -36,6 +38,22 @@ enum Kind {
     Uri,
     /// base64url without padding.
     Base64Url,
+}
+
+/// Whether `s` is acceptable as an identifier: no control character at all (CR, LF and TAB
+/// included: identifiers end up in headers, URL paths and log lines, where they would split or
+/// forge lines), no invisible format character, and no whitespace — except, when `inner_spaces`,
+/// single U+0020 spaces between other characters (skill ids are display-ish keys; they never reach
+/// a header or path).
+fn id_chars_ok(s: &str, inner_spaces: bool) -> bool {
+    let ok_char = |c: char| !(c.is_control() || c.is_whitespace() || is_hidden(c));
+    if !inner_spaces {
+        return s.chars().all(ok_char);
+    }
+    !s.starts_with(' ')
+        && !s.ends_with(' ')
+        && !s.contains("  ")
+        && s.chars().all(|c| c == ' ' || ok_char(c))
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -245,7 +263,7 @@ impl Checker<'_> {
     ) -> Option<&'v str> {
         let m = self.object(v, p)?;
         self.proto_names(m, p, &["inputModes", "outputModes", "securityRequirements"]);
-        let id = self.req_str(m, "id", p, Kind::Id);
+        let id = self.req_str(m, "id", p, Kind::SkillId);
         self.req_str(m, "name", p, Kind::Name);
         self.req_str(m, "description", p, Kind::Text);
         if let Some(arr) = self.req_array(m, "tags", p) {
@@ -657,15 +675,16 @@ impl Checker<'_> {
                     });
                 }
             }
-            Kind::Id | Kind::IdOrEmpty => {
+            Kind::Id | Kind::IdOrEmpty | Kind::SkillId => {
                 if s.is_empty() {
-                    if kind == Kind::Id {
+                    if kind != Kind::IdOrEmpty {
                         self.errors.push(CardError::Empty {
                             path: p.to_string(),
                         });
                     }
-                } else if self.bounded(s, p, MAX_ID_BYTES) && s.chars().any(is_hidden) {
-                    self.bad_chars(s, p, "control, bidi or zero-width characters");
+                } else if self.bounded(s, p, MAX_ID_BYTES) && !id_chars_ok(s, kind == Kind::SkillId)
+                {
+                    self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
                 }
             }
             Kind::ProtocolVersion => {
@@ -823,6 +842,38 @@ impl Checker<'_> {
                 p,
                 "gRPC interface must be an https URL or a bare host:port",
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::id_chars_ok;
+
+    #[test]
+    fn identifiers_refuse_every_control_and_whitespace_character() {
+        for bad in [
+            "acme\r\nX-Evil: 1",
+            "echo\nfake",
+            "a\tb",
+            "a b",
+            "a\u{0b}b",
+            "a\u{85}b",
+            "a\u{a0}b",
+            "a\u{2028}b",
+            "a\u{200b}b",
+            "a\u{7f}",
+        ] {
+            assert!(!id_chars_ok(bad, false), "{bad:?}");
+        }
+        assert!(id_chars_ok("acme-1.0_x", false));
+    }
+
+    #[test]
+    fn skill_ids_allow_single_inner_spaces_only() {
+        assert!(id_chars_ok("currency conversion", true));
+        for bad in [" echo", "echo ", "a  b", "a\tb", "a\nb", "a\u{a0}b"] {
+            assert!(!id_chars_ok(bad, true), "{bad:?}");
         }
     }
 }
