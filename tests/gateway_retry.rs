@@ -2,14 +2,17 @@
 //! the running gateway in front of the official Python SDK agent, asserted from the agent's side:
 //! - the agent starts requiring an extension the gateway knows: the first call gets -32008
 //!   upstream, the gateway refreshes, the new profile activates the extension, and exactly one
-//!   retry (carrying it) answers the caller (JSON-RPC and HTTP+JSON);
+//!   retry (carrying it) answers the caller (JSON-RPC and HTTP+JSON; a stream is retried as a
+//!   stream);
+//! - the refreshed profile cannot serve the call (an extension the gateway does not know is now
+//!   required): the gateway's refusal, no retry;
 //! - the refresh changes nothing (-32009 from a version-gated agent): exactly one refresh, one
 //!   upstream call, and the agent's error reaches the caller byte for byte.
 
 mod common;
 
 use common::SdkAgent;
-use common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use common::gateway::{GatewayProc, config_head, integration, metric, send_request, sse_events};
 use serde_json::{Value, json};
 
 const EXT: &str = "urn:test:ext:late-required";
@@ -225,4 +228,71 @@ async fn rest_error_without_profile_change_is_returned_unchanged() {
     let seen = agent.seen().await;
     assert_eq!(card_fetches(&seen), 1, "{seen:?}");
     assert_eq!(seen.len(), 2, "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_refused_stream_is_retried_as_a_stream_from_the_new_profile() {
+    let agent = SdkAgent::start(&[]);
+    let gw = GatewayProc::start(&config(&agent.card_url), &[]).await;
+    settle().await;
+    agent.require_extension(EXT).await;
+    agent.reset().await;
+
+    let (status, headers, body) = gw
+        .rpc_raw(
+            "echo",
+            &send_request("s1", "SendStreamingMessage", "stream me"),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream")),
+        "{headers:?} {body}"
+    );
+    let events = sse_events(&body);
+    assert!(!events.is_empty(), "{body}");
+    assert!(events.iter().all(|e| e["error"].is_null()), "{body}");
+
+    let seen = agent.seen().await;
+    assert_eq!(card_fetches(&seen), 1, "{seen:?}");
+    let calls: Vec<_> = seen.iter().filter(|s| !s.is_card_fetch()).collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.rpc_method.as_deref() == Some("SendStreamingMessage")),
+        "retried as a stream, not downgraded: {calls:?}"
+    );
+    assert!(!carries_ext(calls[0]) && carries_ext(calls[1]), "{calls:?}");
+}
+
+#[tokio::test]
+async fn a_refreshed_profile_that_refuses_the_call_answers_that_refusal() {
+    // The agent starts requiring an extension the gateway does not know: the refreshed profile
+    // cannot serve it, so the retry is not sent and the caller gets the gateway's refusal.
+    let agent = SdkAgent::start(&[]);
+    let gw = GatewayProc::start(&config(&agent.card_url), &[]).await;
+    settle().await;
+    agent
+        .require_extension("urn:test:ext:unknown-to-gateway")
+        .await;
+    agent.reset().await;
+
+    let (status, body) = gw
+        .rpc("echo", &send_request("b1", "SendMessage", "hi"), &[])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["id"], "b1", "{body}");
+    assert_eq!(
+        body["error"]["data"][0]["reason"], "NO_USABLE_PROFILE",
+        "the new profile's refusal, not the agent's -32008: {body}"
+    );
+    assert_eq!(body["error"]["data"][0]["domain"], "a2a-egress", "{body}");
+    let seen = agent.seen().await;
+    assert_eq!(card_fetches(&seen), 1, "{seen:?}");
+    assert_eq!(seen.len(), 2, "one call, no retry: {seen:?}");
 }

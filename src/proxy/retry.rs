@@ -9,7 +9,8 @@
 //! pingora cannot re-send once it has read a response body (its body hooks are synchronous and
 //! the header is already on its way to the caller). The own client holds the (small) answer
 //! before the caller sees anything, so it can answer with the retry's result or the original
-//! error unchanged. Only message sends take that path; every other unary call stays on pingora.
+//! error unchanged. Message sends (unary, streamed or downgraded) take that path; every other unary
+//! call stays on pingora, where these errors only mark the profile stale.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use bytes::Bytes;
 
 use super::deny::Deny;
 use super::gateway::Gateway;
-use super::policy::{self, Facts, Plan, StreamPlan};
+use super::policy::{self, Facts, Plan};
 use crate::control::schedule::RefreshResult;
 use crate::profile::snapshot::{IntegrationState, Snapshot, StaleCause};
 
@@ -121,9 +122,9 @@ pub async fn after_error(
         Ok(p) => p,
         Err(d) => return Next::Refused(d),
     };
-    if plan.stream != StreamPlan::Unary || plan.method != first.method {
-        // Not the same kind of call any more (cannot happen for a message send today); the
-        // caller gets what the agent said rather than a call it did not make.
+    if plan.method != first.method {
+        // Not the same operation any more (cannot happen from the same facts today): the caller
+        // gets what the agent said rather than a call it did not make.
         return Next::Original;
     }
     let body = match &plan.rewritten_body {
