@@ -2,7 +2,7 @@
 //! against the proto and the rules listed in [`crate::card::validate`](mod@crate::card::validate), collecting every problem
 //! with its JSON path (pure, no I/O).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -89,6 +89,28 @@ fn literal_matches_parsed(s: &str, u: &url::Url) -> Result<(), &'static str> {
             "host must be written in its canonical form (ASCII, no percent-encoding, dotted-decimal IPv4)",
         ),
     }
+}
+
+/// Whether a media type has only the characters RFC 9110 §8.3.1 allows where we accept them:
+/// no control, invisible or whitespace character, except spaces (OWS) around the `;` that
+/// separate parameters (`text/plain; charset=utf-8`). Whitespace around `=` is refused, as
+/// RFC 9110 §5.6.6 forbids it.
+fn media_type_chars_ok(s: &str) -> bool {
+    let n = s.split(';').count();
+    s.split(';').enumerate().all(|(i, seg)| {
+        let seg = if i > 0 {
+            seg.trim_start_matches(' ')
+        } else {
+            seg
+        };
+        let seg = if i + 1 < n {
+            seg.trim_end_matches(' ')
+        } else {
+            seg
+        };
+        !seg.chars()
+            .any(|c| c.is_control() || c.is_whitespace() || is_hidden(c))
+    })
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -266,21 +288,19 @@ impl Checker<'_> {
         let Some(arr) = self.array(v, &ep) else {
             return;
         };
-        let mut seen: Vec<&str> = Vec::with_capacity(arr.len());
+        let mut seen: HashSet<&str> = HashSet::with_capacity(arr.len());
         for (i, e) in arr.iter().enumerate() {
             let xp = ep.index(i);
             let Some(em) = self.object(e, &xp) else {
                 continue;
             };
-            if let Some(uri) = self.req_str(em, "uri", &xp, Kind::Uri) {
-                if seen.contains(&uri) {
-                    self.errors.push(CardError::DuplicateExtension {
-                        path: xp.key("uri").to_string(),
-                        uri: quote(uri),
-                    });
-                } else {
-                    seen.push(uri);
-                }
+            if let Some(uri) = self.req_str(em, "uri", &xp, Kind::Uri)
+                && !seen.insert(uri)
+            {
+                self.errors.push(CardError::DuplicateExtension {
+                    path: xp.key("uri").to_string(),
+                    uri: quote(uri),
+                });
             }
             self.opt_str(em, "description", &xp, Kind::Text);
             self.opt_bool(em, "required", &xp);
@@ -736,7 +756,7 @@ impl Checker<'_> {
                         path: p.to_string(),
                     });
                 } else if self.bounded(s, p, MAX_ID_BYTES) {
-                    if s.chars().any(|c| c.is_whitespace() || is_hidden(c)) {
+                    if !media_type_chars_ok(s) {
                         self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
                     } else if !s.contains('/') {
                         self.warnings.push(CardWarning {
@@ -909,6 +929,30 @@ mod tests {
             assert!(!id_chars_ok(bad, false), "{bad:?}");
         }
         assert!(id_chars_ok("acme-1.0_x", false));
+    }
+
+    #[test]
+    fn media_types_allow_spaces_around_semicolons_only() {
+        use super::media_type_chars_ok as ok;
+        for good in [
+            "text/plain",
+            "text/plain;charset=utf-8",
+            "text/plain; charset=utf-8",
+            "text/plain ; charset=utf-8;  format=flowed",
+        ] {
+            assert!(ok(good), "{good:?}");
+        }
+        for bad in [
+            " text/plain",
+            "text/plain ",
+            "text/ plain",
+            "text/plain; charset = utf-8",
+            "text/plain;\tcharset=utf-8",
+            "text/plain;\ncharset=utf-8",
+            "text/\u{7}plain",
+        ] {
+            assert!(!ok(bad), "{bad:?}");
+        }
     }
 
     #[test]

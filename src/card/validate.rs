@@ -397,6 +397,12 @@ fn validate_inner(
             limit: policy.max_card_bytes,
         }]));
     }
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        // serde_json would only say "expected value at line 1 column 1".
+        return Err(CardErrors(vec![CardError::Json {
+            message: "starts with a UTF-8 byte order mark (BOM), which JSON text must not (RFC 8259 §8.1)".into(),
+        }]));
+    }
     let parsed = wire::parse(bytes).map_err(|e| {
         CardErrors(vec![CardError::Json {
             message: e.to_string(),
