@@ -1,5 +1,5 @@
 //! Strict validation of A2A 1.0 Agent Cards, before anything is compiled (pure apart from the
-//! signature check, which may read the configured JWKS files).
+//! signature check, which reads JWKS files only for a policy built without loaded keys).
 //!
 //! The official `a2a-lf` types are the typed parse layer, but they are lenient (missing
 //! `description`/`defaultInputModes`/`defaultOutputModes`/`skills` default to empty, an empty
@@ -359,15 +359,18 @@ impl ValidatedCard {
 /// Validates a card's bytes against the rules of this module and `policy`.
 ///
 /// `origin` is the `scheme://host[:port]` the card was fetched from; it scopes which trusted keys
-/// may verify its signatures (`None`: no origin, e.g. a local file, so no key applies). For a
-/// signed card, the JWKS files of `policy.trusted_keys` are read (only then); callers validating
-/// often can load them once and use [`validate_with_keys`].
+/// may verify its signatures (`None`: no origin, e.g. a local file, so no key applies). The keys
+/// are `policy.keys` (loaded with the config); only a hand-built policy without them makes a
+/// signed card read the JWKS files of `policy.trusted_keys`.
 pub fn validate(
     bytes: &[u8],
     policy: &CardPolicy,
     origin: Option<&str>,
 ) -> Result<ValidatedCard, CardErrors> {
-    validate_inner(bytes, policy, Keys::FromPolicy, origin)
+    match &policy.keys {
+        Some(k) => validate_inner(bytes, policy, Keys::Given(k), origin),
+        None => validate_inner(bytes, policy, Keys::FromPolicy, origin),
+    }
 }
 
 /// [`validate`] with trusted keys already loaded (no file I/O at all).

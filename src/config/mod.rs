@@ -174,6 +174,10 @@ pub struct CardPolicy {
     pub allow_plain_http: bool,
     /// JWKS files by origin (paths resolved against the config folder).
     pub trusted_keys: Vec<(String, PathBuf)>,
+    /// The keys of `trusted_keys`, loaded once by [`Config::from_raw`] so a missing or broken
+    /// JWKS file is a config error and [`crate::card::validate()`] does no file I/O. `None` for
+    /// a policy built by hand: `validate` then reads the files itself when a card is signed.
+    pub keys: Option<std::sync::Arc<crate::card::signature::TrustedKeys>>,
 }
 
 impl Default for CardPolicy {
@@ -183,6 +187,7 @@ impl Default for CardPolicy {
             require_signatures: false,
             allow_plain_http: false,
             trusted_keys: Vec::new(),
+            keys: None,
         }
     }
 }
@@ -268,9 +273,22 @@ impl Config {
             ));
         }
         let mut trusted = Vec::new();
+        let mut keys = crate::card::signature::TrustedKeys::default();
         for (i, k) in c.trusted_keys.iter().enumerate() {
             match crate::config::normalize_origin(&k.origin) {
-                Some(o) => trusted.push((o, base.join(&k.jwks))),
+                Some(o) => {
+                    let file = base.join(&k.jwks);
+                    let loaded = std::fs::read_to_string(&file)
+                        .map_err(|e| format!("cannot read {}: {e}", file.display()))
+                        .and_then(|text| {
+                            keys.add_jwks(&o, &text, &file.display().to_string())
+                                .map_err(|e| e.to_string())
+                        });
+                    if let Err(why) = loaded {
+                        problems.push(format!("client.trusted_keys[{i}].jwks: {why}"));
+                    }
+                    trusted.push((o, file));
+                }
                 None => problems.push(format!(
                     "client.trusted_keys[{i}].origin: {:?} is not a scheme://host[:port] origin",
                     k.origin
@@ -316,6 +334,7 @@ impl Config {
                 require_signatures: c.require_signatures,
                 allow_plain_http: c.allow_plain_http,
                 trusted_keys: trusted,
+                keys: Some(std::sync::Arc::new(keys)),
             },
         })
     }
@@ -440,6 +459,49 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn trusted_jwks_files_are_loaded_with_the_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sdk");
+        std::fs::copy(sdk.join("python-signed.jwks"), dir.path().join("ok.jwks")).unwrap();
+        std::fs::write(dir.path().join("bad.jwks"), "{\"keys\": 1}").unwrap();
+        let text = "[client]\n\
+            [[client.trusted_keys]]\norigin = \"https://a.example\"\njwks = \"ok.jwks\"\n\
+            [[client.trusted_keys]]\norigin = \"https://b.example\"\njwks = \"missing.jwks\"\n\
+            [[client.trusted_keys]]\norigin = \"https://c.example\"\njwks = \"bad.jwks\"\n";
+        let Err(ConfigError::Invalid { problems, .. }) =
+            Config::parse(text, &dir.path().join("g.toml"))
+        else {
+            panic!("expected invalid config")
+        };
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].starts_with("client.trusted_keys[1].jwks: cannot read "),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].starts_with("client.trusted_keys[2].jwks: JWKS "),
+            "{problems:?}"
+        );
+
+        // A good file is loaded once: validation does not read it again.
+        let good = "[client]\nallow_plain_http = true\nrequire_signatures = true\n\
+            [[client.trusted_keys]]\norigin = \"ORIGIN\"\njwks = \"ok.jwks\"\n";
+        let card = std::fs::read(sdk.join("python-signed.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&card).unwrap();
+        let url = url::Url::parse(v["supportedInterfaces"][0]["url"].as_str().unwrap()).unwrap();
+        let origin = url.origin().ascii_serialization();
+        let cfg =
+            Config::parse(&good.replace("ORIGIN", &origin), &dir.path().join("g.toml")).unwrap();
+        assert!(cfg.card_policy.keys.is_some());
+        std::fs::remove_file(dir.path().join("ok.jwks")).unwrap();
+        let validated = crate::card::validate(&card, &cfg.card_policy, Some(&origin)).unwrap();
+        assert!(matches!(
+            validated.signature(),
+            crate::card::SignatureStatus::Verified(_)
+        ));
+    }
 
     #[test]
     fn unknown_key_is_an_error_naming_its_line() {
