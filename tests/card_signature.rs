@@ -525,6 +525,96 @@ fn sdk_style_empties_stripped_payload_verifies_and_is_reported() {
     );
 }
 
+/// A card signed the SDK way (empties stripped) can be tampered by adding empty values that the
+/// stripped form cannot see; those that change meaning (a `{}` alternative in
+/// `securityRequirements`: "no auth needed") are refused when signatures are required.
+#[test]
+fn meaningful_empties_added_to_an_sdk_signed_card_are_refused_when_required() {
+    use a2a_egress::card::{self as cardmod, SignatureStatus};
+    use a2a_egress::config::CardPolicy;
+    let mut c = base_card();
+    c["securitySchemes"] = json!({"oauth": {"oauth2SecurityScheme": {"flows": {"clientCredentials":
+        {"tokenUrl": "https://agent.example/token", "scopes": {"read": "read"}}}}}});
+    c["securityRequirements"] = json!([{"schemes": {"oauth": {"list": ["read"]}}}]);
+    c["skills"][0]["securityRequirements"] = json!([{"schemes": {"oauth": {"list": ["read"]}}}]);
+    // An ordinary empty field, so that only the stripped form verifies (as for SDK cards).
+    c["skills"][0]["description"] = json!("");
+    let key = test_key(Algorithm::ES256, "k1");
+    let keys = trusted(ORIGIN, &[&key]);
+    let sig = jws(
+        &header(&key),
+        &canonical::payload(&strip_empty(&c).unwrap()).unwrap(),
+        &key,
+    );
+    let served = with_signatures(&c, vec![sig]);
+    let require = CardPolicy {
+        require_signatures: true,
+        ..CardPolicy::default()
+    };
+    let lenient = CardPolicy::default();
+    let bytes = |v: &Value| serde_json::to_vec(v).unwrap();
+
+    // Untouched: accepted, verified in the stripped form.
+    let v = cardmod::validate_with_keys(&bytes(&served), &require, &keys, Some(ORIGIN)).unwrap();
+    let SignatureStatus::Verified(ver) = v.signature() else {
+        panic!("{:?}", v.signature())
+    };
+    assert_eq!(ver.form, PayloadForm::EmptiesStripped);
+
+    // A `{}` alternative injected at card and skill level: the signature still verifies...
+    let mut t = served.clone();
+    t["securityRequirements"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({}));
+    t["skills"][0]["securityRequirements"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, json!({"schemes": {}}));
+    assert!(verify(&t, &keys, ORIGIN).is_ok());
+    // ...but the card is refused, naming each uncovered value.
+    let err = cardmod::validate_with_keys(&bytes(&t), &require, &keys, Some(ORIGIN)).unwrap_err();
+    let got: Vec<String> = err.0.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        got,
+        [
+            // Document order: the card's `skills` come before its `securityRequirements` here.
+            "skills[0].securityRequirements[0]: empty value not covered by the signature",
+            "securityRequirements[1]: empty value not covered by the signature",
+        ]
+    );
+    // Without require_signatures it is a warning per path.
+    let v = cardmod::validate_with_keys(&bytes(&t), &lenient, &keys, Some(ORIGIN)).unwrap();
+    for path in [
+        "securityRequirements[1]",
+        "skills[0].securityRequirements[0]",
+    ] {
+        assert!(
+            v.warnings().iter().any(|w| w.path == path),
+            "{:?}",
+            v.warnings()
+        );
+    }
+
+    // A map entry with an empty value (here a scope with no description) is meaningful too.
+    let mut t = served.clone();
+    t["securitySchemes"]["oauth"]["oauth2SecurityScheme"]["flows"]["clientCredentials"]["scopes"]
+        ["write"] = json!("");
+    let err = cardmod::validate_with_keys(&bytes(&t), &require, &keys, Some(ORIGIN)).unwrap_err();
+    assert_eq!(
+        err.to_string().lines().collect::<Vec<_>>(),
+        [
+            "securitySchemes.oauth.oauth2SecurityScheme.flows.clientCredentials.scopes.write: empty value not covered by the signature"
+        ]
+    );
+
+    // Empty ordinary fields are not: proto3 reads them as absent.
+    let mut t = served;
+    t["capabilities"]["extensions"] = json!([]);
+    t["skills"][0]["examples"] = json!([]);
+    assert!(cardmod::validate_with_keys(&bytes(&t), &require, &keys, Some(ORIGIN)).is_ok());
+}
+
 #[test]
 fn strip_empty_matches_the_sdk_rule() {
     let v = json!({"a": "", "b": [], "c": {}, "d": {"e": [""], "f": [{}]}, "g": false, "h": 0, "i": ["x", ""], "j": null});

@@ -193,6 +193,42 @@ fn config_drives_client_capabilities_and_policy() {
 }
 
 #[test]
+fn an_implicit_default_config_is_named_on_stderr() {
+    let card = fixture("valid/loopback_http.json");
+    let card = card.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("config")).unwrap();
+    std::fs::write(
+        dir.path().join("config/gateway.toml"),
+        "[client]\nallow_plain_http = true\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["validate", card])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    // The default file allows plain http, so the loopback card is valid: and says why.
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr).lines().next(),
+        Some("using config config/gateway.toml")
+    );
+    // Without a default file nothing is announced (and the http card is refused).
+    let out = run(&["validate", card], b"");
+    assert_eq!(out.status.code(), Some(65));
+    assert!(!text(&out.stderr).contains("using config"));
+    // An explicit --config is not announced either: the caller named it.
+    let out = Command::new(BIN)
+        .args(["validate", "--config", "config/gateway.toml", card])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!text(&out.stderr).contains("using config"));
+}
+
+#[test]
 fn bad_config_exits_64_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("g.toml");

@@ -2,7 +2,7 @@
 //! against the proto and the rules listed in [`crate::card::validate`](mod@crate::card::validate), collecting every problem
 //! with its JSON path (pure, no I/O).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -18,10 +18,12 @@ enum Kind {
     Text,
     /// Descriptive text that must not be empty (names).
     Name,
-    /// Identifier: non-empty, ≤ MAX_ID_BYTES, no hidden characters.
+    /// Identifier: non-empty, ≤ MAX_ID_BYTES, no whitespace, control or hidden characters.
     Id,
-    /// Optional identifier that may be empty (`tenant`: "" means unset in proto3).
+    /// Optional identifier that may be empty (`tenant`: "" means unset in proto3); else as `Id`.
     IdOrEmpty,
+    /// Skill id: as `Id`, except that single interior U+0020 spaces are allowed.
+    SkillId,
     /// `Major.Minor`.
     ProtocolVersion,
     /// Media type: non-empty, ≤ MAX_ID_BYTES, no whitespace/hidden characters.
@@ -36,6 +38,79 @@ enum Kind {
     Uri,
     /// base64url without padding.
     Base64Url,
+}
+
+/// Whether `s` is acceptable as an identifier: no control character at all (CR, LF and TAB
+/// included: identifiers end up in headers, URL paths and log lines, where they would split or
+/// forge lines), no invisible format character, and no whitespace — except, when `inner_spaces`,
+/// single U+0020 spaces between other characters (skill ids are display-ish keys; they never reach
+/// a header or path).
+fn id_chars_ok(s: &str, inner_spaces: bool) -> bool {
+    let ok_char = |c: char| !(c.is_control() || c.is_whitespace() || is_hidden(c));
+    if !inner_spaces {
+        return s.chars().all(ok_char);
+    }
+    !s.starts_with(' ')
+        && !s.ends_with(' ')
+        && !s.contains("  ")
+        && s.chars().all(|c| c == ' ' || ok_char(c))
+}
+
+/// Checks that an `http(s)` URL means literally what its WHATWG parse means, since the raw text
+/// is what the profile stores and what other parsers (proxies, SDKs, logs) will read: it must
+/// start with `scheme://` (any case; no `https:host` or `https:\\host` forms, no `\` anywhere),
+/// carry no `@` in its authority (not even empty userinfo), and its host text must equal the
+/// parsed host ignoring ASCII case — so no percent-encoded host, no IPv4 in hex/octal/short
+/// form, no Unicode host (write it in its `xn--` form).
+fn literal_matches_parsed(s: &str, u: &url::Url) -> Result<(), &'static str> {
+    let prefix = format!("{}://", u.scheme());
+    if s.len() < prefix.len() || !s[..prefix.len()].eq_ignore_ascii_case(&prefix) {
+        return Err("URL must start with the literal scheme:// prefix");
+    }
+    if s.contains('\\') {
+        return Err("URL must not contain a backslash");
+    }
+    let rest = &s[prefix.len()..];
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    if authority.contains('@') {
+        return Err("URL must not carry credentials (user:password@)");
+    }
+    let host = if authority.starts_with('[') {
+        &authority[..authority.find(']').map_or(authority.len(), |i| i + 1)]
+    } else {
+        &authority[..authority.find(':').unwrap_or(authority.len())]
+    };
+    if host.is_empty() {
+        return Err("URL has no host");
+    }
+    match u.host_str() {
+        Some(parsed) if parsed.eq_ignore_ascii_case(host) => Ok(()),
+        _ => Err(
+            "host must be written in its canonical form (ASCII, no percent-encoding, dotted-decimal IPv4)",
+        ),
+    }
+}
+
+/// Whether a media type has only the characters RFC 9110 §8.3.1 allows where we accept them:
+/// no control, invisible or whitespace character, except spaces (OWS) around the `;` that
+/// separate parameters (`text/plain; charset=utf-8`). Whitespace around `=` is refused, as
+/// RFC 9110 §5.6.6 forbids it.
+fn media_type_chars_ok(s: &str) -> bool {
+    let n = s.split(';').count();
+    s.split(';').enumerate().all(|(i, seg)| {
+        let seg = if i > 0 {
+            seg.trim_start_matches(' ')
+        } else {
+            seg
+        };
+        let seg = if i + 1 < n {
+            seg.trim_end_matches(' ')
+        } else {
+            seg
+        };
+        !seg.chars()
+            .any(|c| c.is_control() || c.is_whitespace() || is_hidden(c))
+    })
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -213,21 +288,19 @@ impl Checker<'_> {
         let Some(arr) = self.array(v, &ep) else {
             return;
         };
-        let mut seen: Vec<&str> = Vec::with_capacity(arr.len());
+        let mut seen: HashSet<&str> = HashSet::with_capacity(arr.len());
         for (i, e) in arr.iter().enumerate() {
             let xp = ep.index(i);
             let Some(em) = self.object(e, &xp) else {
                 continue;
             };
-            if let Some(uri) = self.req_str(em, "uri", &xp, Kind::Uri) {
-                if seen.contains(&uri) {
-                    self.errors.push(CardError::DuplicateExtension {
-                        path: xp.key("uri").to_string(),
-                        uri: quote(uri),
-                    });
-                } else {
-                    seen.push(uri);
-                }
+            if let Some(uri) = self.req_str(em, "uri", &xp, Kind::Uri)
+                && !seen.insert(uri)
+            {
+                self.errors.push(CardError::DuplicateExtension {
+                    path: xp.key("uri").to_string(),
+                    uri: quote(uri),
+                });
             }
             self.opt_str(em, "description", &xp, Kind::Text);
             self.opt_bool(em, "required", &xp);
@@ -245,7 +318,7 @@ impl Checker<'_> {
     ) -> Option<&'v str> {
         let m = self.object(v, p)?;
         self.proto_names(m, p, &["inputModes", "outputModes", "securityRequirements"]);
-        let id = self.req_str(m, "id", p, Kind::Id);
+        let id = self.req_str(m, "id", p, Kind::SkillId);
         self.req_str(m, "name", p, Kind::Name);
         self.req_str(m, "description", p, Kind::Text);
         if let Some(arr) = self.req_array(m, "tags", p) {
@@ -657,15 +730,16 @@ impl Checker<'_> {
                     });
                 }
             }
-            Kind::Id | Kind::IdOrEmpty => {
+            Kind::Id | Kind::IdOrEmpty | Kind::SkillId => {
                 if s.is_empty() {
-                    if kind == Kind::Id {
+                    if kind != Kind::IdOrEmpty {
                         self.errors.push(CardError::Empty {
                             path: p.to_string(),
                         });
                     }
-                } else if self.bounded(s, p, MAX_ID_BYTES) && s.chars().any(is_hidden) {
-                    self.bad_chars(s, p, "control, bidi or zero-width characters");
+                } else if self.bounded(s, p, MAX_ID_BYTES) && !id_chars_ok(s, kind == Kind::SkillId)
+                {
+                    self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
                 }
             }
             Kind::ProtocolVersion => {
@@ -682,7 +756,7 @@ impl Checker<'_> {
                         path: p.to_string(),
                     });
                 } else if self.bounded(s, p, MAX_ID_BYTES) {
-                    if s.chars().any(|c| c.is_whitespace() || is_hidden(c)) {
+                    if !media_type_chars_ok(s) {
                         self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
                     } else if !s.contains('/') {
                         self.warnings.push(CardWarning {
@@ -763,6 +837,11 @@ impl Checker<'_> {
             return self.bad_url(s, p, "URL must not carry credentials (user:password@)");
         }
         let plain_ok = kind == Kind::DescriptiveUrl || self.policy.allow_plain_http;
+        if matches!(u.scheme(), "http" | "https")
+            && let Err(why) = literal_matches_parsed(s, &u)
+        {
+            return self.bad_url(s, p, why);
+        }
         match u.scheme() {
             "https" => {}
             "http" if plain_ok => {}
@@ -808,8 +887,10 @@ impl Checker<'_> {
         if s.chars().any(|c| c.is_whitespace() || is_hidden(c)) {
             return self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
         }
-        let ok = url::Url::parse(&format!("https://{s}")).is_ok_and(|u| {
-            u.host().is_some()
+        let as_url = format!("https://{s}");
+        let ok = url::Url::parse(&as_url).is_ok_and(|u| {
+            literal_matches_parsed(&as_url, &u).is_ok()
+                && u.host().is_some()
                 && u.username().is_empty()
                 && u.password().is_none()
                 && u.path() == "/"
@@ -823,6 +904,62 @@ impl Checker<'_> {
                 p,
                 "gRPC interface must be an https URL or a bare host:port",
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::id_chars_ok;
+
+    #[test]
+    fn identifiers_refuse_every_control_and_whitespace_character() {
+        for bad in [
+            "acme\r\nX-Evil: 1",
+            "echo\nfake",
+            "a\tb",
+            "a b",
+            "a\u{0b}b",
+            "a\u{85}b",
+            "a\u{a0}b",
+            "a\u{2028}b",
+            "a\u{200b}b",
+            "a\u{7f}",
+        ] {
+            assert!(!id_chars_ok(bad, false), "{bad:?}");
+        }
+        assert!(id_chars_ok("acme-1.0_x", false));
+    }
+
+    #[test]
+    fn media_types_allow_spaces_around_semicolons_only() {
+        use super::media_type_chars_ok as ok;
+        for good in [
+            "text/plain",
+            "text/plain;charset=utf-8",
+            "text/plain; charset=utf-8",
+            "text/plain ; charset=utf-8;  format=flowed",
+        ] {
+            assert!(ok(good), "{good:?}");
+        }
+        for bad in [
+            " text/plain",
+            "text/plain ",
+            "text/ plain",
+            "text/plain; charset = utf-8",
+            "text/plain;\tcharset=utf-8",
+            "text/plain;\ncharset=utf-8",
+            "text/\u{7}plain",
+        ] {
+            assert!(!ok(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn skill_ids_allow_single_inner_spaces_only() {
+        assert!(id_chars_ok("currency conversion", true));
+        for bad in [" echo", "echo ", "a  b", "a\tb", "a\nb", "a\u{a0}b"] {
+            assert!(!id_chars_ok(bad, true), "{bad:?}");
         }
     }
 }

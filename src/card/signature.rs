@@ -37,9 +37,10 @@
 //! absent, which is ProtoJSON's own rule. Two places where emptiness can carry meaning are not
 //! protected by an SDK-style signature: values inside `google.protobuf.Struct` (extension
 //! `params`) and map entries whose value is an empty message (a security requirement naming a
-//! scheme with no scopes, `{"bearer": {}}`). Callers that need those protected should, when
-//! [`Verified::form`] is [`PayloadForm::EmptiesStripped`], treat the authenticated card as
-//! `strip_empty(card)`. This is the same guarantee the SDKs' own verifiers give.
+//! scheme with no scopes, `{"bearer": {}}`), and more generally every empty list element (a
+//! `{}` alternative in `securityRequirements` means "no auth needed"). So when the stripped form
+//! is the one that matched, [`crate::card::validate()`] lists the empty list elements and map
+//! entries the card holds and refuses the card under `require_signatures` (a warning otherwise).
 
 use std::collections::BTreeMap;
 use std::fmt;

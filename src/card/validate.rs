@@ -19,9 +19,19 @@
 //!   repeated fields non-empty (A2A §5.7); `null` counts as absent (ProtoJSON); oneofs (security
 //!   schemes, OAuth flows) carry exactly one member; the one closed enum (`apiKeySecurityScheme.location`)
 //!   has a known value; unknown members are ignored (A2A §5.7);
-//! - **identifiers** (skill ids, tags are not identifiers) and versions: non-empty, at most
-//!   [`MAX_ID_BYTES`], no control/bidi/zero-width characters; `protocolVersion` is `Major.Minor`;
-//! - **URLs**: at most [`MAX_URL_BYTES`]; absolute, with no user name or password. Interface URLs and
+//! - **identifiers** (agent `version`, skill ids, `protocolBinding`, `tenant`, security scheme
+//!   names, scopes, `apiKeySecurityScheme.name`, `httpAuthSecurityScheme.scheme`/`bearerFormat`;
+//!   tags are not identifiers): non-empty (`tenant` and `bearerFormat` may be empty), at most
+//!   [`MAX_ID_BYTES`], no control character at all (CR, LF and TAB included), no bidi/zero-width
+//!   character and no whitespace, since they end up in headers, URL paths and log lines. The one
+//!   exception: a skill id may contain single U+0020 spaces between other characters (it is a key
+//!   in the profile, never sent in a header or path); `protocolVersion` is `Major.Minor`;
+//! - **URLs**: at most [`MAX_URL_BYTES`]; absolute, with no user name or password. The raw text is
+//!   what is stored, so an `http(s)` URL must mean literally what its WHATWG parse means: it
+//!   starts with `scheme://` (any case), has no `\`, no `@` in its authority (not even an empty
+//!   userinfo), and a host written in canonical form (ASCII/`xn--`, no percent-encoding, IPv4 only
+//!   dotted-decimal) — `https:a.example`, `https://%65vil.example`, `https://0x7f.1` are refused.
+//!   Interface URLs and
 //!   the URLs of security schemes must be `https` (`http` only with `allow_plain_http`); descriptive
 //!   URLs that are never fetched (`provider.url`, `documentationUrl`, `iconUrl`) may be `http` or
 //!   `https`. A gRPC interface may instead give a bare `host:port` (A2A spec, main branch);
@@ -297,10 +307,11 @@ pub enum SignatureStatus {
     Unsigned,
     /// A signature verified with a key trusted for the card's origin. When it covers only the
     /// empties-stripped form ([`PayloadForm::EmptiesStripped`], what the official SDKs sign), the
-    /// card is still compiled as received (so a scope-less requirement `{"bearer":{}}` keeps its
-    /// meaning) and a warning says that empty values are not authenticated: a tamperer could add
-    /// or remove only such values, which under ProtoJSON mean "absent" everywhere except in
-    /// scope-less security requirements and extension `params`.
+    /// card is still compiled as received and a warning says that empty values are not
+    /// authenticated: a tamperer could add or remove only such values, which under ProtoJSON mean
+    /// "absent" except as list elements and map entries (a `{}` alternative in
+    /// `securityRequirements`, a scope-less `{"bearer":{}}`, extension `params`). Such values,
+    /// when present, are refused with `require_signatures` and warned about otherwise.
     Verified(Verified),
     /// Signatures are present but none verified (allowed only when signatures are not required;
     /// also reported as a warning).
@@ -386,6 +397,12 @@ fn validate_inner(
             limit: policy.max_card_bytes,
         }]));
     }
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        // serde_json would only say "expected value at line 1 column 1".
+        return Err(CardErrors(vec![CardError::Json {
+            message: "starts with a UTF-8 byte order mark (BOM), which JSON text must not (RFC 8259 §8.1)".into(),
+        }]));
+    }
     let parsed = wire::parse(bytes).map_err(|e| {
         CardErrors(vec![CardError::Json {
             message: e.to_string(),
@@ -418,6 +435,25 @@ fn validate_inner(
     if let SignatureStatus::Verified(v) = &signature
         && v.form == PayloadForm::EmptiesStripped
     {
+        let unsigned = meaningful_empties(&parsed.value);
+        if policy.require_signatures && !unsigned.is_empty() {
+            return Err(CardErrors(
+                unsigned
+                    .into_iter()
+                    .map(|path| CardError::Signature {
+                        path,
+                        reason: "empty value not covered by the signature".into(),
+                    })
+                    .collect(),
+            ));
+        }
+        for path in unsigned {
+            ck.warnings.push(CardWarning {
+                path,
+                message: "empty value not covered by the signature (it changes the card's meaning)"
+                    .into(),
+            });
+        }
         ck.warnings.push(CardWarning {
             path: format!("signatures[{}]", v.index),
             message: "verifies only the card with empty values dropped (as the official SDKs sign); \
@@ -438,6 +474,69 @@ fn validate_inner(
         signature,
         warnings: ck.warnings,
     })
+}
+
+/// Members whose values are protobuf maps (or `google.protobuf.Struct`): an entry is meaningful
+/// even when its value is empty.
+const MAP_FIELDS: &[&str] = &["securitySchemes", "schemes", "scopes", "params", "metadata"];
+
+/// The JSON paths of the empty values that [`signature::strip_empty`] drops from `card` and
+/// whose removal changes the card's meaning, so that a signature over the empties-stripped form
+/// (what the SDKs sign) does not cover them.
+///
+/// Under ProtoJSON an empty string, list or object given as an ordinary field value is the
+/// default, i.e. the same message as the absent field: dropping it changes nothing. But an empty
+/// *list element* (a `{}` alternative in `securityRequirements` means "no auth needed") and an
+/// empty *map entry value* (`{"bearer":{}}`: the scheme with no scopes; anything in a `Struct`)
+/// exist in the message, so adding or removing them is a change the signature cannot see. Each
+/// such value is reported once, at its outermost dropped position; `signatures` is skipped.
+fn meaningful_empties(card: &Value) -> Vec<String> {
+    /// Whether the members of an object are map entries (`is_map`), and whether we are inside a
+    /// `Struct`, where every object is a map and every list element counts.
+    fn walk(v: &Value, p: &wire::Path<'_>, is_map: bool, in_struct: bool, out: &mut Vec<String>) {
+        match v {
+            Value::Array(a) => {
+                for (i, e) in a.iter().enumerate() {
+                    let ep = p.index(i);
+                    if signature::strip_empty(e).is_none() {
+                        out.push(ep.to_string());
+                    } else {
+                        walk(e, &ep, in_struct, in_struct, out);
+                    }
+                }
+            }
+            Value::Object(m) => {
+                for (k, e) in m {
+                    member(k, e, p, is_map, in_struct, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    fn member(
+        k: &str,
+        e: &Value,
+        p: &wire::Path<'_>,
+        is_map: bool,
+        in_struct: bool,
+        out: &mut Vec<String>,
+    ) {
+        let ep = p.key(k);
+        if is_map && signature::strip_empty(e).is_none() {
+            out.push(ep.to_string());
+            return;
+        }
+        let child_struct = in_struct || (!is_map && matches!(k, "params" | "metadata"));
+        let child_map = child_struct || (!is_map && MAP_FIELDS.contains(&k));
+        walk(e, &ep, child_map, child_struct, out);
+    }
+    let mut out = Vec::new();
+    if let Value::Object(m) = card {
+        for (k, e) in m.iter().filter(|(k, _)| *k != "signatures") {
+            member(k, e, &wire::Path::ROOT, false, false, &mut out);
+        }
+    }
+    out
 }
 
 /// The integration point with [`crate::card::signature`] (JWS over the JCS payload, keys scoped
@@ -689,7 +788,22 @@ mod tests {
     #[test]
     fn sdk_form_signature_verifies_with_a_warning_and_compiles_as_received() {
         let (bytes, origin, jwks) = sdk("python-signed-secured");
-        let v = validate(&bytes, &trusting(&origin, &jwks, true), Some(&origin)).unwrap();
+        // The SDK serves a scope-less requirement {"bearer":{}} but signs the card with it
+        // dropped: the signature does not cover it, so with require_signatures it is refused...
+        let err = validate(&bytes, &trusting(&origin, &jwks, true), Some(&origin)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "securityRequirements[0]: empty value not covered by the signature"
+        );
+        // ...and otherwise accepted with a warning naming it.
+        let v = validate(&bytes, &trusting(&origin, &jwks, false), Some(&origin)).unwrap();
+        assert!(
+            v.warnings()
+                .iter()
+                .any(|w| w.path == "securityRequirements[0]"),
+            "{:?}",
+            v.warnings()
+        );
         let SignatureStatus::Verified(ver) = v.signature() else {
             panic!("{:?}", v.signature())
         };

@@ -101,13 +101,21 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Loads `--config`, or the default file if present, or built-in defaults.
+/// Loads `--config`, or the default file if present, or built-in defaults. A default file that
+/// is picked up is named on stderr: it may loosen the policy (the demo config allows plain
+/// http), so the verdict's source must be visible.
 fn load_config(
     explicit: Option<&Path>,
 ) -> Result<(ClientCaps, CardPolicy), crate::config::ConfigError> {
     let path = match explicit {
         Some(p) => Some(p.to_owned()),
-        None => Some(PathBuf::from(DEFAULT_CONFIG)).filter(|p| p.exists()),
+        None => {
+            let p = Some(PathBuf::from(DEFAULT_CONFIG)).filter(|p| p.exists());
+            if let Some(p) = &p {
+                eprintln!("using config {}", p.display());
+            }
+            p
+        }
     };
     match path {
         Some(p) => Config::load(&p).map(|c| (c.caps, c.card_policy)),

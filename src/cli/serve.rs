@@ -185,6 +185,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         public_url: public_url.clone(),
         default_data_class: config.policy.default_data_class.clone(),
         draining: draining.clone(),
+        control: Some(control.clone()),
     };
     let mut svc = pingora::proxy::http_proxy_service_with_name(
         &server.configuration,

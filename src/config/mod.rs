@@ -398,10 +398,12 @@ fn remove_in_value(v: &mut toml::de::DeValue<'_>, span: &std::ops::Range<usize>)
 
 /// `"1.0"`-style version: digits, one dot, digits.
 pub fn is_major_minor(v: &str) -> bool {
+    // A number is "0" or has no leading zero, so "01.0" and "1.0" cannot both name 1.0.
+    let number = |s: &str| {
+        !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()) && (s == "0" || !s.starts_with('0'))
+    };
     let mut it = v.split('.');
-    matches!((it.next(), it.next(), it.next()),
-        (Some(a), Some(b), None) if !a.is_empty() && !b.is_empty()
-            && a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit()))
+    matches!((it.next(), it.next(), it.next()), (Some(a), Some(b), None) if number(a) && number(b))
 }
 
 /// Normalises `scheme://host[:port]` to its ASCII serialisation (default ports dropped), or `None`
@@ -425,6 +427,18 @@ pub fn normalize_origin(s: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn major_minor_refuses_leading_zeros() {
+        for good in ["1.0", "0.3", "10.12", "0.0"] {
+            assert!(super::is_major_minor(good), "{good}");
+        }
+        for bad in [
+            "01.0", "1.00", "00.1", "1.01", "1", "1.0.0", "v1.0", "", ".", "1.",
+        ] {
+            assert!(!super::is_major_minor(bad), "{bad}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -19,11 +19,15 @@ use super::deny::Deny;
 use super::feedback::{agent_error, as_send_message, send_succeeded, sse_event};
 use super::gateway::{Gateway, Outcome, refused_stream_evidence, respond};
 use super::policy::{DowngradeCause, Plan, StreamPlan};
+use super::retry::{self, Next, Redo};
 use super::route::RpcRequest;
 use super::shape::plan_headers;
 use crate::config::StreamingMode;
 use crate::profile::Binding;
 use crate::profile::snapshot::{IntegrationState, StaleCause};
+
+/// Largest unary answer held back to look for an A2A error (as pingora's path copies).
+const MAX_HELD_ERROR: usize = 64 * 1024;
 
 /// Largest non-stream answer read into memory (a SendMessage result or an error).
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
@@ -38,6 +42,8 @@ struct Answer {
 enum Sent {
     /// The agent is streaming SSE: pass it through.
     Stream(reqwest::Response),
+    /// A non-SSE answer too big to be an A2A error: pass it through as it arrives.
+    Large(reqwest::Response),
     /// A complete non-SSE answer.
     Whole(Answer),
 }
@@ -52,6 +58,7 @@ async fn send(
     session: &Session,
     path_and_query: &str,
     body: Bytes,
+    pass_large: bool,
 ) -> std::result::Result<Sent, String> {
     let up = state.upstream.as_ref().ok_or("no upstream")?;
     let mut url = up.url.clone();
@@ -77,6 +84,15 @@ async fn send(
         .is_some_and(|c| c.starts_with("text/event-stream"));
     if is_sse && resp.status().is_success() {
         return Ok(Sent::Stream(resp));
+    }
+    // A unary answer is held only while it can still be an error worth acting on (errors are
+    // small); a big result goes to the caller as it arrives, as on pingora's path.
+    if pass_large
+        && resp
+            .content_length()
+            .is_some_and(|n| n > MAX_HELD_ERROR as u64)
+    {
+        return Ok(Sent::Large(resp));
     }
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
@@ -167,6 +183,33 @@ async fn pipe_stream(session: &mut Session, mut resp: reqwest::Response) -> Resu
     Ok(Outcome::Ok)
 }
 
+/// Passes a large non-SSE answer through chunk by chunk (status and headers unchanged).
+async fn pipe_large(session: &mut Session, mut resp: reqwest::Response) -> Result<Outcome> {
+    let mut h = ResponseHeader::build(resp.status().as_u16(), Some(resp.headers().len()))?;
+    for (n, v) in resp.headers() {
+        if copyable(n.as_str()) {
+            h.append_header(n.clone(), v.clone())?;
+        }
+    }
+    if let Some(n) = resp.content_length() {
+        h.insert_header("content-length", n.to_string())?;
+    }
+    let ok = resp.status().is_success();
+    session.write_response_header(Box::new(h), false).await?;
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
+            Ok(None) => break,
+            Err(e) => {
+                tracing::warn!(error = %e, "upstream answer broke");
+                return Err(upstream_err(e));
+            }
+        }
+    }
+    session.write_response_body(None, true).await?;
+    Ok(if ok { Outcome::Ok } else { Outcome::AgentError })
+}
+
 /// Answers a successful SendMessage as a one-event SSE stream.
 async fn one_event(session: &mut Session, a: &Answer) -> Result<()> {
     sse_header(session, None).await?;
@@ -197,6 +240,10 @@ fn send_message_body(plan: &Plan, rpc: Option<&RpcRequest>, held: &Bytes) -> Byt
     }
 }
 
+/// One attempt's future (see [`call_once`]).
+type Attempt<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Outcome>> + Send + 'a>>;
+
 /// Makes the call described by `plan` through the gateway's own client and answers the caller.
 pub async fn call(
     gw: &Gateway,
@@ -205,115 +252,216 @@ pub async fn call(
     plan: &Plan,
     ctx: &mut super::gateway::Ctx,
     rpc: Option<&RpcRequest>,
+    redo: &Redo<'_>,
 ) -> Result<Outcome> {
-    let name = state.integration.name.as_str();
-    let started = std::time::Instant::now();
-    let observe = |gw: &Gateway| {
-        gw.metrics
-            .upstream_duration
-            .with_label_values(&[name])
-            .observe(started.elapsed().as_secs_f64());
-    };
-    let unavailable = |e: String| {
-        tracing::warn!(integration = name, error = %e, "upstream call failed");
-    };
-    match plan.stream {
-        StreamPlan::Unary => {
-            let sent = send(state, plan, session, &plan.upstream_path, ctx.body.clone()).await;
-            observe(gw);
-            match sent {
-                Ok(Sent::Stream(resp)) => pipe_stream(session, resp).await,
-                Ok(Sent::Whole(a)) => {
-                    let err = feed_back(gw, state, plan.binding, &a);
-                    pass_through(session, &a).await?;
-                    Ok(if err {
-                        Outcome::AgentError
-                    } else {
-                        Outcome::Ok
-                    })
-                }
-                Err(e) => {
-                    unavailable(e);
-                    upstream_failed(session, ctx).await
+    call_once(gw, session, state, plan, ctx, rpc, redo, true).await
+}
+
+/// One attempt; `may_retry` allows one refresh-and-retry after -32008/-32009 (never twice).
+///
+/// Boxed with a named type: the retry calls this function again, and a recursive `async fn`'s
+/// future cannot be proven `Send` otherwise.
+#[allow(clippy::too_many_arguments)]
+fn call_once<'a>(
+    gw: &'a Gateway,
+    session: &'a mut Session,
+    state: &'a IntegrationState,
+    plan: &'a Plan,
+    ctx: &'a mut super::gateway::Ctx,
+    rpc: Option<&'a RpcRequest>,
+    redo: &'a Redo<'a>,
+    may_retry: bool,
+) -> Attempt<'a> {
+    Box::pin(async move {
+        let name = state.integration.name.as_str();
+        let started = std::time::Instant::now();
+        let observe = |gw: &Gateway| {
+            gw.metrics
+                .upstream_duration
+                .with_label_values(&[name])
+                .observe(started.elapsed().as_secs_f64());
+        };
+        let unavailable = |e: String| {
+            tracing::warn!(integration = name, error = %e, "upstream call failed");
+        };
+        match plan.stream {
+            StreamPlan::Unary => {
+                let sent = send(
+                    state,
+                    plan,
+                    session,
+                    &plan.upstream_path,
+                    ctx.body.clone(),
+                    true,
+                )
+                .await;
+                observe(gw);
+                match sent {
+                    Ok(Sent::Stream(resp)) => pipe_stream(session, resp).await,
+                    Ok(Sent::Large(resp)) => pipe_large(session, resp).await,
+                    Ok(Sent::Whole(a)) => {
+                        if may_retry && let Some(cause) = retry_cause(plan, &a) {
+                            return retry_once(gw, session, state, plan, ctx, rpc, redo, cause, a)
+                                .await;
+                        }
+                        let err = feed_back(gw, state, plan.binding, &a);
+                        pass_through(session, &a).await?;
+                        Ok(if err {
+                            Outcome::AgentError
+                        } else {
+                            Outcome::Ok
+                        })
+                    }
+                    Err(e) => {
+                        unavailable(e);
+                        upstream_failed(session, ctx).await
+                    }
                 }
             }
-        }
-        StreamPlan::Downgrade(cause) => {
-            let body = send_message_body(plan, rpc, &ctx.body);
-            let sent = send(state, plan, session, &plan.send_path, body).await;
-            observe(gw);
-            match sent {
-                Ok(Sent::Whole(a)) if send_succeeded(plan.binding, a.status, &a.body) => {
-                    gw.metrics
-                        .downgrades
-                        .with_label_values(&[name, cause.as_str()])
-                        .inc();
-                    one_event(session, &a).await?;
-                    Ok(Outcome::Downgraded)
-                }
-                Ok(Sent::Whole(a)) => {
-                    feed_back(gw, state, plan.binding, &a);
-                    pass_through(session, &a).await?;
-                    Ok(Outcome::AgentError)
-                }
-                // An agent that streams a SendMessage answer: pass it on as it is.
-                Ok(Sent::Stream(resp)) => pipe_stream(session, resp).await,
-                Err(e) => {
-                    unavailable(e);
-                    upstream_failed(session, ctx).await
+            StreamPlan::Downgrade(cause) => {
+                let body = send_message_body(plan, rpc, &ctx.body);
+                let sent = send(state, plan, session, &plan.send_path, body, false).await;
+                observe(gw);
+                match sent {
+                    Ok(Sent::Whole(a)) if send_succeeded(plan.binding, a.status, &a.body) => {
+                        gw.metrics
+                            .downgrades
+                            .with_label_values(&[name, cause.as_str()])
+                            .inc();
+                        one_event(session, &a).await?;
+                        Ok(Outcome::Downgraded)
+                    }
+                    Ok(Sent::Whole(a)) => {
+                        if may_retry && let Some(cause) = retry_cause(plan, &a) {
+                            return retry_once(gw, session, state, plan, ctx, rpc, redo, cause, a)
+                                .await;
+                        }
+                        feed_back(gw, state, plan.binding, &a);
+                        pass_through(session, &a).await?;
+                        Ok(Outcome::AgentError)
+                    }
+                    // An agent that streams a SendMessage answer: pass it on as it is.
+                    Ok(Sent::Stream(resp)) => pipe_stream(session, resp).await,
+                    // Never produced without `pass_large`.
+                    Ok(Sent::Large(resp)) => pipe_large(session, resp).await,
+                    Err(e) => {
+                        unavailable(e);
+                        upstream_failed(session, ctx).await
+                    }
                 }
             }
-        }
-        StreamPlan::Stream => {
-            let sent = send(state, plan, session, &plan.upstream_path, ctx.body.clone()).await;
-            observe(gw);
-            let first = match sent {
-                Ok(Sent::Stream(resp)) => return pipe_stream(session, resp).await,
-                Ok(Sent::Whole(a)) => a,
-                Err(e) => {
-                    unavailable(e);
-                    return upstream_failed(session, ctx).await;
+            StreamPlan::Stream => {
+                let sent = send(
+                    state,
+                    plan,
+                    session,
+                    &plan.upstream_path,
+                    ctx.body.clone(),
+                    false,
+                )
+                .await;
+                observe(gw);
+                let first = match sent {
+                    Ok(Sent::Stream(resp)) => return pipe_stream(session, resp).await,
+                    Ok(Sent::Large(resp)) => return pipe_large(session, resp).await,
+                    Ok(Sent::Whole(a)) => a,
+                    Err(e) => {
+                        unavailable(e);
+                        return upstream_failed(session, ctx).await;
+                    }
+                };
+                if may_retry && let Some(cause) = retry_cause(plan, &first) {
+                    return retry_once(gw, session, state, plan, ctx, rpc, redo, cause, first)
+                        .await;
                 }
-            };
-            let err = agent_error(plan.binding, first.status, &first.body);
-            let refused = err.as_ref().is_some_and(|e| e.is_unsupported_operation());
-            if !refused {
-                feed_back(gw, state, plan.binding, &first);
-                pass_through(session, &first).await?;
-                return Ok(Outcome::AgentError);
-            }
-            gw.mark_stale(name, StaleCause::UnsupportedOperation);
-            if state.integration.streaming == StreamingMode::Required {
-                // Seed 003: never silently downgrade a required feature. The integration is marked
-                // for review (stale mark above, evidence here) and the caller gets the agent's error.
-                gw.store.update_integration(name, |cur| {
-                    cur.with_evidence(refused_stream_evidence().remove(0))
-                });
-                pass_through(session, &first).await?;
-                return Ok(Outcome::AgentError);
-            }
-            let body = send_message_body(plan, rpc, &ctx.body);
-            let retry = send(state, plan, session, &plan.send_path, body).await;
-            match retry {
-                Ok(Sent::Whole(a)) if send_succeeded(plan.binding, a.status, &a.body) => {
-                    gw.override_streaming_off(state, refused_stream_evidence());
-                    gw.metrics
-                        .downgrades
-                        .with_label_values(&[name, DowngradeCause::Refused.as_str()])
-                        .inc();
-                    tracing::warn!(
-                        integration = name,
-                        "agent refused a stream its card claims; answered via SendMessage, streaming off until refresh"
-                    );
-                    one_event(session, &a).await?;
-                    Ok(Outcome::Downgraded)
-                }
-                _ => {
-                    // The retry failed too: the caller gets the agent's first answer, unchanged.
+                let err = agent_error(plan.binding, first.status, &first.body);
+                let refused = err.as_ref().is_some_and(|e| e.is_unsupported_operation());
+                if !refused {
+                    feed_back(gw, state, plan.binding, &first);
                     pass_through(session, &first).await?;
-                    Ok(Outcome::AgentError)
+                    return Ok(Outcome::AgentError);
+                }
+                gw.mark_stale(name, StaleCause::UnsupportedOperation);
+                if state.integration.streaming == StreamingMode::Required {
+                    // Seed 003: never silently downgrade a required feature. The integration is marked
+                    // for review (stale mark above, evidence here) and the caller gets the agent's error.
+                    gw.store.update_integration(name, |cur| {
+                        cur.with_evidence(refused_stream_evidence().remove(0))
+                    });
+                    pass_through(session, &first).await?;
+                    return Ok(Outcome::AgentError);
+                }
+                let body = send_message_body(plan, rpc, &ctx.body);
+                let retry = send(state, plan, session, &plan.send_path, body, false).await;
+                match retry {
+                    Ok(Sent::Whole(a)) if send_succeeded(plan.binding, a.status, &a.body) => {
+                        gw.override_streaming_off(state, refused_stream_evidence());
+                        gw.metrics
+                            .downgrades
+                            .with_label_values(&[name, DowngradeCause::Refused.as_str()])
+                            .inc();
+                        tracing::warn!(
+                            integration = name,
+                            "agent refused a stream its card claims; answered via SendMessage, streaming off until refresh"
+                        );
+                        one_event(session, &a).await?;
+                        Ok(Outcome::Downgraded)
+                    }
+                    _ => {
+                        // The retry failed too: the caller gets the agent's first answer, unchanged.
+                        pass_through(session, &first).await?;
+                        Ok(Outcome::AgentError)
+                    }
                 }
             }
+        }
+    })
+}
+
+/// The -32008/-32009 in an answer, when it is one (the errors a refresh-and-retry may fix).
+fn retry_cause(plan: &Plan, a: &Answer) -> Option<StaleCause> {
+    agent_error(plan.binding, a.status, &a.body)
+        .and_then(|e| e.stale_cause())
+        .filter(|c| retry::retries(*c))
+}
+
+/// After -32008/-32009: refresh, and either answer the agent's error `first` unchanged, the new
+/// profile's refusal, or the result of one attempt decided and shaped from the new profile (which
+/// may stream, or downgrade, differently from the first).
+#[allow(clippy::too_many_arguments)]
+async fn retry_once(
+    gw: &Gateway,
+    session: &mut Session,
+    state: &IntegrationState,
+    plan: &Plan,
+    ctx: &mut super::gateway::Ctx,
+    rpc: Option<&RpcRequest>,
+    redo: &Redo<'_>,
+    cause: StaleCause,
+    first: Answer,
+) -> Result<Outcome> {
+    match retry::after_error(gw, state, plan, cause, redo).await {
+        Next::Original => {
+            pass_through(session, &first).await?;
+            Ok(Outcome::AgentError)
+        }
+        Next::Refused(d) => {
+            let reason = d.reason();
+            gw.deny(session, ctx, d).await?;
+            Ok(Outcome::Denied(reason))
+        }
+        Next::Retry {
+            snapshot,
+            state: next,
+            plan: next_plan,
+            body,
+        } => {
+            // The rest of the request (log line, metrics) belongs to the snapshot the retry used.
+            ctx.snapshot = Some(snapshot);
+            ctx.state = Some(next.clone());
+            ctx.body = body;
+            // `may_retry = false`: a second refusal is answered as it is (and marks stale).
+            call_once(gw, session, &next, &next_plan, ctx, rpc, redo, false).await
         }
     }
 }

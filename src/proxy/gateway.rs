@@ -29,6 +29,7 @@ use super::policy::{self, Facts, Plan, StreamPlan};
 use super::route::{Method, Route, RpcParseError, parse_jsonrpc, route};
 use super::shape::plan_headers;
 use crate::config::DEFAULT_MAX_BODY_BYTES;
+use crate::control::refresh::ControlHandle;
 use crate::metrics::Metrics;
 use crate::profile::snapshot::{
     Evidence, EvidenceKind, IntegrationState, Snapshot, StaleCause, StaleMark, StaleSender, Store,
@@ -51,6 +52,9 @@ pub struct Gateway {
     pub default_data_class: String,
     /// Set when shutdown starts: new calls are refused with GATEWAY_DRAINING.
     pub draining: Arc<AtomicBool>,
+    /// The control plane, for the refresh-and-retry of -32008/-32009 (issue 5 item 3); `None`
+    /// when the gateway runs without one (then those errors only mark the profile stale).
+    pub control: Option<ControlHandle>,
 }
 
 /// How a request ended, for the log line and the `outcome` label.
@@ -148,7 +152,12 @@ pub async fn respond(
 
 impl Gateway {
     /// Counts, logs and answers a refusal.
-    async fn deny(&self, session: &mut Session, ctx: &mut Ctx, deny: Deny) -> Result<bool> {
+    pub(super) async fn deny(
+        &self,
+        session: &mut Session,
+        ctx: &mut Ctx,
+        deny: Deny,
+    ) -> Result<bool> {
         let reason = deny.reason();
         self.metrics
             .policy_denials
@@ -172,6 +181,19 @@ impl Gateway {
 
     /// Records an agent error that marks the profile stale: metric, log, evidence-free channel send.
     pub fn mark_stale(&self, integration: &str, cause: StaleCause) {
+        self.note_stale(integration, cause);
+        let mark = StaleMark {
+            integration: integration.to_owned(),
+            cause,
+            at: SystemTime::now(),
+        };
+        if self.stale.try_send(mark).is_err() {
+            self.metrics.stale_marks_dropped.inc();
+        }
+    }
+
+    /// Counts and logs a stale mark without sending it (the retry hook refreshes instead).
+    pub fn note_stale(&self, integration: &str, cause: StaleCause) {
         self.metrics
             .stale_marks
             .with_label_values(&[integration, cause.as_str()])
@@ -181,14 +203,6 @@ impl Gateway {
             error = cause.as_str(),
             "agent error marks the profile stale"
         );
-        let mark = StaleMark {
-            integration: integration.to_owned(),
-            cause,
-            at: SystemTime::now(),
-        };
-        if self.stale.try_send(mark).is_err() {
-            self.metrics.stale_marks_dropped.inc();
-        }
     }
 
     /// Turns streaming off for `name` until the next refresh, if the profile is still the one the
@@ -385,15 +399,25 @@ impl ProxyHttp for Gateway {
             },
             _ => None,
         };
+        // Owned copies of what policy reads from the request, so the same facts can be decided
+        // again against a refreshed profile after -32008/-32009 (the session is busy by then).
         let req = session.req_header();
-        let header = |n: &str| req.headers.get(n).and_then(|v| v.to_str().ok());
+        let header = |n: &str| {
+            req.headers
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
         let http_method = req.method.as_str().to_owned();
+        let query = req.uri.query().map(str::to_owned);
+        let data_class = header("a2a-egress-data-class");
+        let a2a_version = header("a2a-version");
         let facts = Facts {
             route: &r,
             http_method: &http_method,
-            query: req.uri.query(),
-            data_class: header("a2a-egress-data-class"),
-            a2a_version: header("a2a-version"),
+            query: query.as_deref(),
+            data_class: data_class.as_deref(),
+            a2a_version: a2a_version.as_deref(),
             rpc: rpc.as_ref(),
             rest_body: rest_body.as_ref(),
             default_data_class: &self.default_data_class,
@@ -407,13 +431,23 @@ impl ProxyHttp for Gateway {
         // costs about a third more CPU per request).
         ctx.body = match &plan.rewritten_body {
             Some(v) => Bytes::from(v.to_string()),
-            None => body,
+            None => body.clone(),
         };
-        let needs_client =
-            plan.stream != StreamPlan::Unary || session.as_downstream().retry_buffer_truncated();
+        // A message send that the agent may refuse with -32008/-32009 before doing any work is
+        // made through the gateway's own client, which sees the answer before the caller does
+        // and can refresh, re-shape and retry once (see `super::retry`). Every other unary call
+        // stays on pingora's path.
+        let retryable = self.control.is_some() && plan.method == Method::SendMessage;
+        let needs_client = retryable
+            || plan.stream != StreamPlan::Unary
+            || session.as_downstream().retry_buffer_truncated();
         if needs_client {
+            let redo = super::retry::Redo {
+                facts: &facts,
+                original_body: &body,
+            };
             let outcome =
-                super::client::call(self, session, &state, &plan, ctx, rpc.as_ref()).await?;
+                super::client::call(self, session, &state, &plan, ctx, rpc.as_ref(), &redo).await?;
             ctx.outcome = Some(outcome);
             return Ok(true);
         }

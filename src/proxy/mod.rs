@@ -3,7 +3,7 @@
 //! Pure parts (unit-tested with fixtures): [`route`] (paths and request facts), [`policy`]
 //! (allow/deny and the forwarding plan), [`shape`] (upstream headers), [`card`] (the effective
 //! card), [`deny`] (refusal rendering), [`feedback`] (agent errors, SSE framing). I/O parts:
-//! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`upstream`]
+//! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`] (refresh-and-retry after -32008/-32009), [`upstream`]
 //! (per-profile upstream preparation).
 
 pub mod card;
@@ -12,6 +12,7 @@ pub mod deny;
 pub mod feedback;
 pub mod gateway;
 pub mod policy;
+pub mod retry;
 pub mod route;
 pub mod shape;
 pub mod upstream;

@@ -51,6 +51,9 @@ pub struct Seen {
     pub content_type: Option<String>,
     /// The request body as JSON (a string if it was not JSON, `null` if empty).
     pub body: serde_json::Value,
+    /// Every request header: lower-cased name → value (repeated lines joined with ", ").
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
 }
 
 impl Seen {
@@ -157,6 +160,23 @@ impl SdkAgent {
             .into_iter()
             .filter(|s| !s.is_card_fetch())
             .collect()
+    }
+
+    /// Makes the running agent require extension `uri` (its card lists it as required at once,
+    /// and message sends without it answer ExtensionSupportRequiredError).
+    pub async fn require_extension(&self, uri: &str) {
+        let resp = self
+            .client
+            .post(format!("{}/_test/require-extension", self.base_url))
+            .json(&serde_json::json!({ "uri": uri }))
+            .send()
+            .await
+            .expect("POST /_test/require-extension");
+        assert!(
+            resp.status().is_success(),
+            "/_test/require-extension: HTTP {}",
+            resp.status()
+        );
     }
 
     /// Forgets the recorded requests.

@@ -11,6 +11,7 @@ Layout (fixed, so tests can predict it):
     *    /rest/...  and /rest/{tenant}/... HTTP+JSON interface (SDK routes inside a Starlette Mount; the
                                          SDK's `path_prefix` mis-mounts the tenant variant, see PYTHON-SDK.md)
     GET  /_test/seen, POST /_test/reset  TEST-ONLY introspection: every request received, as JSON
+    POST /_test/require-extension {"uri": U}  TEST-ONLY: start requiring extension U (card and -32008)
                                          (never part of A2A; exists so tests assert what the agent saw)
 
 What the SDK does not do by itself is added here, because the gateway's tests need a strict peer:
@@ -230,6 +231,16 @@ def _header(scope, name):
     return ', '.join(values) if values else None
 
 
+def _all_headers(scope):
+    """Every request header, names lower-cased, repeated lines joined with ', ' (header hygiene)."""
+    out = {}
+    for k, v in scope['headers']:
+        name = k.decode('latin-1').lower()
+        value = v.decode('latin-1')
+        out[name] = f'{out[name]}, {value}' if name in out else value
+    return out
+
+
 class RecordAndGuard:
     """ASGI middleware: records every request, enforces the bearer token, echoes activated extensions."""
 
@@ -284,7 +295,8 @@ class RecordAndGuard:
                  'tenant': None, 'a2a_version': _header(scope, 'a2a-version'),
                  'a2a_extensions': _header(scope, 'a2a-extensions'),
                  'authorization': _header(scope, 'authorization'),
-                 'content_type': _header(scope, 'content-type'), 'body': None}
+                 'content_type': _header(scope, 'content-type'), 'body': None,
+                 'headers': _all_headers(scope)}
         try:
             entry['body'] = json.loads(body) if body else None
         except ValueError:
@@ -328,7 +340,19 @@ def main(argv):
         recorder.seen.clear()
         return JSONResponse({'reset': True})
 
-    routes = [Route('/_test/seen', seen, methods=['GET']), Route('/_test/reset', reset, methods=['POST'])]
+    async def require_extension(request):
+        # TEST-ONLY: the agent starts requiring an extension while running (its card says so at
+        # once, with a new ETag), as a redeployed agent would.
+        uri = (await request.json())['uri']
+        if uri not in args.required_extension:
+            args.required_extension.append(uri)
+            declared.add(uri)
+            card.capabilities.extensions.add(uri=uri, required=True,
+                                             description='required test extension')
+        return JSONResponse({'required': args.required_extension})
+
+    routes = [Route('/_test/seen', seen, methods=['GET']), Route('/_test/reset', reset, methods=['POST']),
+              Route('/_test/require-extension', require_extension, methods=['POST'])]
     routes += create_agent_card_routes(card)
     routes += create_jsonrpc_routes(handler, JSONRPC_PATH)
     routes.append(Mount(REST_PATH, routes=create_rest_routes(handler)))

@@ -1,0 +1,225 @@
+//! Header hygiene asserted from the agent's side (the official SDK agent records every request
+//! header): hop-by-hop headers (RFC 9110 §7.6.1 — `Connection` and the names it lists,
+//! `Keep-Alive`, `Proxy-Authorization`, `TE`, `Trailer`, `Upgrade`) and every `A2A-Egress-*`
+//! header the caller sends never reach the agent, on each forwarding path (pingora for unary
+//! calls, the gateway's own client for message sends and streams); an integration with
+//! `credential = { type = "pass-through" }` forwards the caller's `Authorization`, `bearer`
+//! replaces it and `none` drops it.
+
+mod common;
+
+use common::gateway::{GatewayProc, config_head, integration, send_request, sse_events};
+use common::{SdkAgent, Seen};
+use serde_json::{Value, json};
+
+/// What a careless or hostile caller sends along with every call.
+const CALLER_HEADERS: &[(&str, &str)] = &[
+    ("connection", "keep-alive, x-secret-hop"),
+    ("x-secret-hop", "must-not-leave"),
+    ("keep-alive", "timeout=5, max=100"),
+    ("proxy-authorization", "Basic cHJveHk6c2VjcmV0"),
+    ("proxy-connection", "keep-alive"),
+    ("te", "trailers"),
+    ("trailer", "x-checksum"),
+    ("upgrade", "websocket"),
+    ("a2a-egress-data-class", "public"),
+    ("a2a-egress-debug", "1"),
+    ("A2A-Egress-Anything-Else", "x"),
+    // An end-to-end header: forwarded, which proves the agent records what arrives.
+    ("x-caller-trace", "trace-1"),
+];
+
+/// Header names that must never reach the agent.
+const NEVER: &[&str] = &[
+    "x-secret-hop",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+    "a2a-egress-data-class",
+    "a2a-egress-debug",
+    "a2a-egress-anything-else",
+];
+
+fn assert_clean(s: &Seen) {
+    assert!(
+        !s.headers.is_empty(),
+        "the agent records headers (sdk_agent.py `headers`): {s:?}"
+    );
+    assert_eq!(
+        s.headers.get("x-caller-trace").map(String::as_str),
+        Some("trace-1"),
+        "end-to-end headers pass: {:?}",
+        s.headers
+    );
+    for n in NEVER {
+        assert!(
+            !s.headers.contains_key(*n),
+            "{n} reached the agent on {} {}: {:?}",
+            s.http_method,
+            s.path,
+            s.headers
+        );
+    }
+    for n in s.headers.keys() {
+        assert!(!n.starts_with("a2a-egress-"), "{n} reached the agent");
+    }
+    // `Connection` may exist upstream only as the gateway's own (keep-alive/close), never the
+    // caller's list of hop-by-hop names.
+    if let Some(c) = s.headers.get("connection") {
+        assert!(
+            !c.contains("x-secret-hop"),
+            "caller's Connection forwarded: {c}"
+        );
+    }
+}
+
+async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut req = common::http()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = req.send().await.expect("the gateway answers");
+    (resp.status().as_u16(), resp.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn jsonrpc_hop_by_hop_and_gateway_headers_never_reach_the_agent() {
+    let agent = SdkAgent::start(&[]);
+    let config = config_head(&[]) + &integration("echo", &agent.card_url, "");
+    let gw = GatewayProc::start(&config, &[]).await;
+    agent.reset().await;
+    let url = gw.agent_url("echo");
+
+    // SendMessage: the gateway's own client (refresh-and-retry path).
+    let (status, body) = post(
+        &url,
+        &send_request("1", "SendMessage", "hi"),
+        CALLER_HEADERS,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let task = v["result"]["task"]["id"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+
+    // GetTask: pingora's proxy path.
+    let get = json!({"jsonrpc": "2.0", "id": "2", "method": "GetTask", "params": {"id": task}});
+    let (status, body) = post(&url, &get, CALLER_HEADERS).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"result\""), "{body}");
+
+    // SendStreamingMessage: the own client's SSE pass-through.
+    let (status, body) = post(
+        &url,
+        &send_request("3", "SendStreamingMessage", "stream"),
+        CALLER_HEADERS,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!sse_events(&body).is_empty(), "{body}");
+
+    let seen = agent.seen_calls().await;
+    let methods: Vec<_> = seen.iter().map(|s| s.rpc_method.clone()).collect();
+    assert_eq!(
+        methods,
+        [
+            Some("SendMessage".into()),
+            Some("GetTask".into()),
+            Some("SendStreamingMessage".into())
+        ],
+        "{seen:?}"
+    );
+    seen.iter().for_each(assert_clean);
+}
+
+#[tokio::test]
+async fn rest_hop_by_hop_and_gateway_headers_never_reach_the_agent() {
+    let agent = SdkAgent::start(&["--binding", "rest"]);
+    let config = config_head(&[]) + &integration("rest", &agent.card_url, "");
+    let gw = GatewayProc::start(&config, &[]).await;
+    agent.reset().await;
+
+    let msg =
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
+    let (status, body) = post(&gw.url("/agents/rest/message:send"), &msg, CALLER_HEADERS).await;
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let task = v["task"]["id"].as_str().expect("a task").to_owned();
+
+    let mut req = common::http().get(gw.url(&format!("/agents/rest/tasks/{task}")));
+    for (k, v) in CALLER_HEADERS {
+        req = req.header(*k, *v);
+    }
+    let resp = req.send().await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+
+    let seen = agent.seen_calls().await;
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(
+        seen[1].rest_route.as_deref(),
+        Some(&*format!("GET /tasks/{task}"))
+    );
+    seen.iter().for_each(assert_clean);
+}
+
+/// One integration per credential mode in front of one token-checking agent; each is called on
+/// both paths (SendMessage: own client, GetTask: pingora) with the caller's own Authorization.
+#[tokio::test]
+async fn authorization_is_passed_through_replaced_or_dropped_per_integration() {
+    let agent = SdkAgent::start(&["--token", "caller-token"]);
+    let config = config_head(&[])
+        + &integration(
+            "pass",
+            &agent.card_url,
+            "credential = { type = \"pass-through\" }",
+        )
+        + &integration(
+            "bearer",
+            &agent.card_url,
+            "credential = { type = \"bearer\", env = \"ECHO_TOKEN\" }",
+        )
+        + &integration("none", &agent.card_url, "");
+    let gw = GatewayProc::start(&config, &[("ECHO_TOKEN", "gateway-token")]).await;
+    let caller = [("authorization", "Bearer caller-token")];
+
+    for (name, expected) in [
+        ("pass", Some("Bearer caller-token")),
+        ("bearer", Some("Bearer gateway-token")),
+        ("none", None),
+    ] {
+        agent.reset().await;
+        let url = gw.agent_url(name);
+        let (status, _) = post(&url, &send_request("s", "SendMessage", "hi"), &caller).await;
+        // Only the pass-through integration presents the token the agent wants.
+        assert_eq!(status == 200, name == "pass", "{name}: HTTP {status}");
+        let get =
+            json!({"jsonrpc": "2.0", "id": "g", "method": "GetTask", "params": {"id": "nope"}});
+        post(&url, &get, &caller).await;
+
+        let seen = agent.seen_calls().await;
+        assert_eq!(seen.len(), 2, "{name}: {seen:?}");
+        for s in &seen {
+            assert_eq!(
+                s.authorization.as_deref(),
+                expected,
+                "{name}: {} carried {:?}",
+                s.rpc_method.as_deref().unwrap_or("?"),
+                s.authorization
+            );
+            assert_eq!(
+                s.headers.get("authorization").map(String::as_str),
+                expected,
+                "exactly one Authorization line: {:?}",
+                s.headers
+            );
+        }
+    }
+}
