@@ -1,18 +1,13 @@
-//! The first load of every integration at start: fetch the card once, validate, compile, prepare
-//! the upstream, and install the result in the snapshot store (I/O).
+//! The state the gateway serves before the control plane's first refresh of each integration (no I/O).
 //!
-//! A card that cannot be fetched, validated or compiled, or a profile that breaks the
-//! integration's contract, leaves that integration unusable with its reason; it never stops the
-//! gateway, and the other integrations load independently (concurrently).
+//! Every integration starts `Pending` (calls are refused with `NO_USABLE_PROFILE` and `/readyz` is
+//! false) until its worker in [`crate::control::refresh`] installs a profile, a last-known-good
+//! one from disk, or a definite verdict.
 
 use std::sync::Arc;
 
-use crate::card;
-use crate::config::{Config, Integration};
-use crate::control::fetch::{CardFetcher, FetchOutcome, FetchPolicy};
-use crate::metrics::Metrics;
-use crate::profile::snapshot::{IntegrationState, Snapshot, Store};
-use crate::proxy::upstream::Upstream;
+use crate::config::Config;
+use crate::profile::snapshot::{IntegrationState, Snapshot};
 
 /// A snapshot with every configured integration pending (served until the first loads finish).
 pub fn pending_snapshot(config: &Config) -> Snapshot {
@@ -29,93 +24,4 @@ pub fn pending_snapshot(config: &Config) -> Snapshot {
             })
             .collect(),
     }
-}
-
-/// The fetch policy of one integration (its approved origins, the card cap, its CA file).
-pub fn fetch_policy(config: &Config, integration: &Integration) -> FetchPolicy {
-    // Origins were validated when the config was loaded, so parsing cannot fail here; an origin
-    // that somehow does not parse is dropped, which only narrows what may be fetched.
-    let origins = integration
-        .origins
-        .iter()
-        .filter_map(|o| crate::control::fetch::ApprovedOrigin::parse(o))
-        .collect();
-    let mut p = FetchPolicy::new(
-        origins,
-        config.card_policy.max_card_bytes,
-        config.card_policy.allow_plain_http,
-    );
-    p.ca_file = integration.ca_file.clone();
-    p
-}
-
-/// Builds the state of an integration from card bytes fetched from `origin` (validate, compile,
-/// contract, upstream). Blocking only in [`Upstream::prepare`] (DNS, files), run off the runtime.
-pub async fn state_from_card(
-    config: &Config,
-    integration: Arc<Integration>,
-    bytes: &[u8],
-    origin: &str,
-) -> IntegrationState {
-    let validated = match card::validate(bytes, &config.card_policy, Some(origin)) {
-        Ok(v) => v,
-        Err(e) => {
-            return IntegrationState::unusable(
-                integration,
-                None,
-                format!("card failed validation: {e}"),
-            );
-        }
-    };
-    let profile = card::compile(&validated, &config.caps);
-    let upstream = match profile.interface.as_ref() {
-        Some(iface) if profile.usable => {
-            let url = iface.url.clone();
-            let i = integration.clone();
-            tokio::task::spawn_blocking(move || Upstream::prepare(&url, &i))
-                .await
-                .unwrap_or_else(|e| Err(format!("upstream preparation failed: {e}")))
-        }
-        _ => Err("no usable interface".into()),
-    };
-    IntegrationState::from_profile(integration, profile, validated.json(), upstream)
-}
-
-/// Fetches and installs one integration.
-pub async fn load_integration(
-    config: &Config,
-    fetcher: &CardFetcher,
-    integration: Arc<Integration>,
-) -> IntegrationState {
-    let policy = fetch_policy(config, &integration);
-    match fetcher.fetch(&integration.card, &policy, None).await {
-        Ok(FetchOutcome::Fetched { bytes, origin, .. }) => {
-            state_from_card(config, integration, &bytes, &origin).await
-        }
-        Ok(FetchOutcome::NotModified { .. }) => IntegrationState::unusable(
-            integration,
-            None,
-            "card fetch answered 304 to an unconditional request",
-        ),
-        Err(e) => IntegrationState::unusable(integration, None, format!("card fetch failed: {e}")),
-    }
-}
-
-/// Loads every integration once, concurrently, installing each result as soon as it is ready.
-pub async fn load_all(config: &Config, fetcher: &CardFetcher, store: &Store, metrics: &Metrics) {
-    let tasks = config.integrations.iter().map(|i| {
-        let integration = Arc::new(i.clone());
-        async move {
-            let state = load_integration(config, fetcher, integration).await;
-            match &state.status {
-                crate::profile::snapshot::Status::Usable => {
-                    tracing::info!(integration = %state.integration.name, "profile usable")
-                }
-                s => tracing::warn!(integration = %state.integration.name, status = ?s, "integration not usable"),
-            }
-            store.rcu(|cur| cur.with(state.clone()));
-            metrics.observe_snapshot(&store.load());
-        }
-    });
-    futures::future::join_all(tasks).await;
 }
