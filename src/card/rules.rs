@@ -837,7 +837,9 @@ impl Checker<'_> {
             return self.bad_url(s, p, "URL must not carry credentials (user:password@)");
         }
         let plain_ok = kind == Kind::DescriptiveUrl || self.policy.allow_plain_http;
-        if matches!(u.scheme(), "http" | "https")
+        // Descriptive URLs are never fetched (only shown, sanitised): an IDN host there is fine.
+        if kind != Kind::DescriptiveUrl
+            && matches!(u.scheme(), "http" | "https")
             && let Err(why) = literal_matches_parsed(s, &u)
         {
             return self.bad_url(s, p, why);

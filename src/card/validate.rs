@@ -27,7 +27,7 @@
 //!   exception: a skill id may contain single U+0020 spaces between other characters (it is a key
 //!   in the profile, never sent in a header or path); `protocolVersion` is `Major.Minor`;
 //! - **URLs**: at most [`MAX_URL_BYTES`]; absolute, with no user name or password. The raw text is
-//!   what is stored, so an `http(s)` URL must mean literally what its WHATWG parse means: it
+//!   what is stored, so an interface or security URL must mean literally what its WHATWG parse means: it
 //!   starts with `scheme://` (any case), has no `\`, no `@` in its authority (not even an empty
 //!   userinfo), and a host written in canonical form (ASCII/`xn--`, no percent-encoding, IPv4 only
 //!   dotted-decimal) — `https:a.example`, `https://%65vil.example`, `https://0x7f.1` are refused.
