@@ -168,19 +168,24 @@ async fn sse_header(
 /// Streams an SSE answer to the caller chunk by chunk, never buffering it.
 async fn pipe_stream(session: &mut Session, mut resp: reqwest::Response) -> Result<Outcome> {
     sse_header(session, Some(resp.headers())).await?;
+    copy_body(session, &mut resp, "stream").await?;
+    Ok(Outcome::Ok)
+}
+
+/// Copies the rest of an upstream body to the caller chunk by chunk, then ends the response.
+async fn copy_body(session: &mut Session, resp: &mut reqwest::Response, what: &str) -> Result<()> {
     loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
             Ok(None) => break,
             Err(e) => {
-                // Headers are out: the only honest signal left is cutting the stream.
-                tracing::warn!(error = %e, "upstream stream broke");
+                // Headers are out: the only honest signal left is cutting the response.
+                tracing::warn!(error = %e, body = what, "upstream body broke");
                 return Err(upstream_err(e));
             }
         }
     }
-    session.write_response_body(None, true).await?;
-    Ok(Outcome::Ok)
+    session.write_response_body(None, true).await
 }
 
 /// Passes a large non-SSE answer through chunk by chunk (status and headers unchanged).
@@ -196,17 +201,7 @@ async fn pipe_large(session: &mut Session, mut resp: reqwest::Response) -> Resul
     }
     let ok = resp.status().is_success();
     session.write_response_header(Box::new(h), false).await?;
-    loop {
-        match resp.chunk().await {
-            Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
-            Ok(None) => break,
-            Err(e) => {
-                tracing::warn!(error = %e, "upstream answer broke");
-                return Err(upstream_err(e));
-            }
-        }
-    }
-    session.write_response_body(None, true).await?;
+    copy_body(session, &mut resp, "answer").await?;
     Ok(if ok { Outcome::Ok } else { Outcome::AgentError })
 }
 
