@@ -92,6 +92,14 @@ async fn every_refusal_is_protocol_shaped_counted_and_leaves_nothing() {
         "params": {"taskId": "t", "url": "https://hook.example/x"}});
     let (_, b) = gw.rpc("echo", &req, &[]).await;
     assert_refused(&b, json!("n1"), "METHOD_NOT_ALLOWED");
+    // A2A's own error for push configs on an agent without push.
+    assert_eq!(b["error"]["code"], -32003);
+
+    // A send without message parts: InvalidParams, nothing forwarded.
+    let req = json!({"jsonrpc": "2.0", "id": "p1", "method": "SendMessage", "params": {}});
+    let (_, b) = gw.rpc("echo", &req, &[]).await;
+    assert_refused(&b, json!("p1"), "INVALID_PARAMS");
+    assert_eq!(b["error"]["code"], -32602);
 
     // Unknown method: -32601.
     let req = json!({"jsonrpc": "2.0", "id": "m1", "method": "message/send", "params": {}});
@@ -151,6 +159,7 @@ async fn every_refusal_is_protocol_shaped_counted_and_leaves_nothing() {
         ("echo", "METHOD_NOT_FOUND"),
         ("echo", "PARSE_ERROR"),
         ("echo", "INVALID_REQUEST"),
+        ("echo", "INVALID_PARAMS"),
         ("echo", "BINDING_NOT_OFFERED"),
     ] {
         assert_eq!(

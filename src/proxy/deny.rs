@@ -47,6 +47,8 @@ pub enum Deny {
     ParseError,
     /// The body is JSON but not a valid request (-32600).
     InvalidRequest(&'static str),
+    /// A valid request whose params lack what the method needs (-32602).
+    InvalidParams(&'static str),
     /// A part's media type is accepted by none of the integration's accepted skills (-32005).
     ContentTypeNotSupported {
         /// The first refused media type (sanitised: it came from the caller).
@@ -116,6 +118,7 @@ impl Deny {
             Deny::BodyTooLarge { .. } => "BODY_TOO_LARGE",
             Deny::ParseError => "PARSE_ERROR",
             Deny::InvalidRequest(_) => "INVALID_REQUEST",
+            Deny::InvalidParams(_) => "INVALID_PARAMS",
             Deny::ContentTypeNotSupported { .. } => "CONTENT_TYPE_NOT_SUPPORTED",
             Deny::PolicyDenied { .. } => "POLICY_DENIED",
             Deny::TenantMismatch => "TENANT_MISMATCH",
@@ -139,12 +142,16 @@ impl Deny {
             Deny::IntegrationBlocked => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
             Deny::BindingNotOffered => s(404, "NOT_FOUND", GATEWAY_REFUSAL, 200),
             Deny::MethodNotFound => s(404, "NOT_FOUND", -32601, 200),
+            // A2A has its own error for push configs on an agent without push (-32003); other
+            // operations the profile does not allow are UnsupportedOperationError (-32004).
+            Deny::MethodNotAllowed(m) if m.is_push() => s(400, "FAILED_PRECONDITION", -32003, 200),
             Deny::MethodNotAllowed(_) => s(400, "FAILED_PRECONDITION", -32004, 200),
             Deny::StreamingRequired => s(400, "FAILED_PRECONDITION", -32004, 200),
             // The unread body makes the connection unusable: a real 413 in both shapes.
             Deny::BodyTooLarge { .. } => s(413, "RESOURCE_EXHAUSTED", -32600, 413),
             Deny::ParseError => s(400, "INVALID_ARGUMENT", -32700, 200),
             Deny::InvalidRequest(_) => s(400, "INVALID_ARGUMENT", -32600, 200),
+            Deny::InvalidParams(_) => s(400, "INVALID_ARGUMENT", -32602, 200),
             Deny::ContentTypeNotSupported { .. } => s(400, "INVALID_ARGUMENT", -32005, 200),
             Deny::PolicyDenied { .. } => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
             Deny::TenantMismatch => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
@@ -182,6 +189,7 @@ impl Deny {
             }
             Deny::ParseError => "request body is not valid JSON".into(),
             Deny::InvalidRequest(d) => format!("invalid request: {d}"),
+            Deny::InvalidParams(d) => format!("invalid params: {d}"),
             Deny::ContentTypeNotSupported { media_type } => {
                 format!("media type {media_type} is not accepted by any skill of this integration")
             }
@@ -274,6 +282,7 @@ mod tests {
             Deny::BodyTooLarge { limit: 10 },
             Deny::ParseError,
             Deny::InvalidRequest("x"),
+            Deny::InvalidParams("x"),
             Deny::ContentTypeNotSupported {
                 media_type: "a/b".into(),
             },
@@ -336,6 +345,15 @@ mod tests {
         );
         assert_eq!(code(Deny::ParseError), -32700);
         assert_eq!(code(Deny::InvalidRequest("x")), -32600);
+        assert_eq!(code(Deny::InvalidParams("x")), -32602);
+        assert_eq!(
+            code(Deny::MethodNotAllowed(Method::CreatePushConfig)),
+            -32003
+        );
+        assert_eq!(
+            code(Deny::MethodNotAllowed(Method::SubscribeToTask)),
+            -32004
+        );
         assert_eq!(
             Deny::UpstreamUnavailable
                 .render(&Shape::JsonRpc(json!(1)), None)

@@ -219,7 +219,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
             None => f.rest_body.unwrap_or(&NULL),
         };
         if send_req.pointer("/message/parts").is_none() {
-            return Err(Deny::InvalidRequest("params.message.parts is required"));
+            return Err(Deny::InvalidParams("message.parts is required"));
         }
         let modes: Vec<String> = integration
             .skills
