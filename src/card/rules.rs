@@ -342,37 +342,51 @@ impl Checker<'_> {
         id
     }
 
+    /// The one member of a ProtoJSON oneof present in `m`, or `None` after recording a
+    /// [`CardError::OneOf`]. `null` members count as present, so `{"a":null,"b":{…}}` is refused
+    /// as ambiguous rather than read as `b`.
+    fn one_of(
+        &mut self,
+        m: &serde_json::Map<String, Value>,
+        p: &Path<'_>,
+        members: &'static [&'static str],
+    ) -> Option<&'static str> {
+        let found: Vec<&'static str> = members
+            .iter()
+            .copied()
+            .filter(|k| m.contains_key(*k))
+            .collect();
+        if let [one] = found[..] {
+            return Some(one);
+        }
+        self.errors.push(CardError::OneOf {
+            path: p.to_string(),
+            found: found.iter().map(|s| s.to_string()).collect(),
+            allowed: members,
+        });
+        None
+    }
+
     fn security_scheme(&mut self, v: &Value, p: &Path<'_>) {
-        const ALLOWED: &str = "apiKeySecurityScheme, httpAuthSecurityScheme, oauth2SecurityScheme, openIdConnectSecurityScheme, mtlsSecurityScheme";
-        let Some(m) = self.object(v, p) else { return };
-        let found: Vec<&str> = [
+        const MEMBERS: &[&str] = &[
             "apiKeySecurityScheme",
             "httpAuthSecurityScheme",
             "oauth2SecurityScheme",
             "openIdConnectSecurityScheme",
             "mtlsSecurityScheme",
-        ]
-        .into_iter()
-        // `null` members count as present here, so `{"a":null,"b":{…}}` is refused as ambiguous.
-        .filter(|k| m.contains_key(*k))
-        .collect();
-        if found.len() != 1 {
-            if found.is_empty() && m.contains_key("type") {
-                self.errors.push(CardError::Security03 {
-                    path: p.to_string(),
-                    what: "security scheme with a \"type\" discriminator",
-                    expected: "one member key such as {\"httpAuthSecurityScheme\":{\"scheme\":\"bearer\"}}",
-                });
-            } else {
-                self.errors.push(CardError::OneOf {
-                    path: p.to_string(),
-                    found: found.iter().map(|s| s.to_string()).collect(),
-                    allowed: ALLOWED,
-                });
-            }
+        ];
+        let Some(m) = self.object(v, p) else { return };
+        if !MEMBERS.iter().any(|k| m.contains_key(*k)) && m.contains_key("type") {
+            self.errors.push(CardError::Security03 {
+                path: p.to_string(),
+                what: "security scheme with a \"type\" discriminator",
+                expected: "one member key such as {\"httpAuthSecurityScheme\":{\"scheme\":\"bearer\"}}",
+            });
             return;
         }
-        let key = found[0];
+        let Some(key) = self.one_of(m, p, MEMBERS) else {
+            return;
+        };
         let sp = p.key(key);
         let Some(sm) = self.object(&m[key], &sp) else {
             return;
@@ -410,28 +424,17 @@ impl Checker<'_> {
     }
 
     fn oauth_flows(&mut self, v: &Value, p: &Path<'_>) {
-        const ALLOWED: &str =
-            "authorizationCode, clientCredentials, deviceCode, implicit, password";
-        let Some(m) = self.object(v, p) else { return };
-        let found: Vec<&str> = [
+        const MEMBERS: &[&str] = &[
             "authorizationCode",
             "clientCredentials",
             "deviceCode",
             "implicit",
             "password",
-        ]
-        .into_iter()
-        .filter(|k| m.contains_key(*k))
-        .collect();
-        if found.len() != 1 {
-            self.errors.push(CardError::OneOf {
-                path: p.to_string(),
-                found: found.iter().map(|s| s.to_string()).collect(),
-                allowed: ALLOWED,
-            });
+        ];
+        let Some(m) = self.object(v, p) else { return };
+        let Some(key) = self.one_of(m, p, MEMBERS) else {
             return;
-        }
-        let key = found[0];
+        };
         let fp = p.key(key);
         let Some(fm) = self.object(&m[key], &fp) else {
             return;

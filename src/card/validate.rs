@@ -179,14 +179,14 @@ pub enum CardError {
         allowed: &'static str,
     },
     /// A oneof has no member or more than one.
-    #[error("{path}: must have exactly one of {allowed}; found {}", if found.is_empty() { "none".to_string() } else { found.join(", ") })]
+    #[error("{path}: must have exactly one of {}; found {}", allowed.join(", "), if found.is_empty() { "none".to_string() } else { found.join(", ") })]
     OneOf {
         /// Path of the oneof's object.
         path: String,
         /// The known members found.
         found: Vec<String>,
         /// The members allowed.
-        allowed: &'static str,
+        allowed: &'static [&'static str],
     },
     /// An object that admits only known members has another one.
     #[error("{path}: unknown member (only {allowed} is allowed here)")]
