@@ -2,12 +2,11 @@
 //! every downgrade path (declared-off, refused-then-retried, retry-also-fails, required), asserted
 //! from the agent's side and from the caller's.
 
-mod common;
 
-use common::SdkAgent;
-use common::gateway::{GatewayProc, config_head, integration, metric, send_request, sse_events};
+use crate::common::SdkAgent;
+use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request, sse_events};
 
-fn methods(seen: &[common::Seen]) -> Vec<String> {
+fn methods(seen: &[crate::common::Seen]) -> Vec<String> {
     seen.iter()
         .map(|s| s.rpc_method.clone().unwrap_or_default())
         .collect()
@@ -20,7 +19,7 @@ async fn a_real_stream_passes_through_event_by_event() {
     let gw = GatewayProc::start(&config, &[]).await;
     agent.reset().await;
 
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(gw.agent_url("s"))
         .header("content-type", "application/json")
         .body(send_request("st", "SendStreamingMessage", "stream me").to_string())
@@ -246,7 +245,7 @@ async fn streaming_required_is_never_downgraded() {
     assert!(off.seen_calls().await.is_empty());
 
     // The effective card does not promise streaming it cannot give.
-    let card: serde_json::Value = common::http()
+    let card: serde_json::Value = crate::common::http()
         .get(gw.url("/agents/off/.well-known/agent-card.json"))
         .send()
         .await

@@ -1,10 +1,9 @@
 //! The gateway in front of the official Python SDK agent: what leaves the gateway is shaped from
 //! the profile, asserted from the agent's side (`/_test/seen`), over real loopback sockets.
 
-mod common;
 
-use common::SdkAgent;
-use common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use crate::common::SdkAgent;
+use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
 use serde_json::json;
 
 const REQ: &str = "urn:test:ext:required";
@@ -156,7 +155,7 @@ async fn rest_binding_gets_the_tenant_path_prefix() {
     let config = config_head(&[]) + &integration("rest", &agent.card_url, "");
     let gw = GatewayProc::start(&config, &[]).await;
     agent.reset().await;
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(gw.url("/agents/rest/message:send"))
         .header("content-type", "application/a2a+json")
         .body(
@@ -177,7 +176,7 @@ async fn rest_binding_gets_the_tenant_path_prefix() {
     assert_eq!(seen[0].a2a_version.as_deref(), Some("1.0"));
 
     // GET with a query string keeps it; the tenant prefix is added.
-    let resp = common::http()
+    let resp = crate::common::http()
         .get(gw.url(&format!("/agents/rest/tasks/{task_id}?historyLength=1")))
         .send()
         .await
@@ -190,7 +189,7 @@ async fn rest_binding_gets_the_tenant_path_prefix() {
     );
 
     // A REST error from the gateway is a google.rpc.Status body.
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(gw.url("/agents/rest/other/message:send"))
         .header("content-type", "application/json")
         .body(json!({"message": {"parts": [{"text": "x"}]}}).to_string())

@@ -2,10 +2,9 @@
 //! card fetch, send, stream on both bindings, tenant, extension negotiation, the extended card with
 //! and without the right scope, and each protocol error the agent promises.
 
-mod common;
 
-use common::ref_agent::{OTHER_TOKEN, PARTNER_TOKEN, VIEWER_TOKEN};
-use common::{RefAgent, sdk_client};
+use crate::common::ref_agent::{OTHER_TOKEN, PARTNER_TOKEN, VIEWER_TOKEN};
+use crate::common::{RefAgent, sdk_client};
 use serde_json::Value;
 
 const TRACE: &str = "https://example.com/ext/trace/v1";
@@ -129,7 +128,7 @@ fn variant(edits: &[(&str, &str)]) -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, path)
 }
 
-fn expect_error(run: &common::SdkRun, code: i64, reason: &str) {
+fn expect_error(run: &crate::common::SdkRun, code: i64, reason: &str) {
     let e = run.err();
     assert_eq!(e["code"], code, "{e}");
     assert_eq!(e["reason"], reason, "{e}");

@@ -1,13 +1,12 @@
 //! The gateway in front of the bundled reference agent, driven by the official Python SDK client
 //! pointed only at the gateway; plus graceful shutdown with a call in flight.
 
-mod common;
 
 use std::time::Duration;
 
-use common::gateway::{GatewayProc, config_head, metric, send_request, sse_events};
-use common::ref_agent::{PARTNER_TOKEN, RefAgent};
-use common::sdk_client::sdk_client;
+use crate::common::gateway::{GatewayProc, config_head, metric, send_request, sse_events};
+use crate::common::ref_agent::{PARTNER_TOKEN, RefAgent};
+use crate::common::sdk_client::sdk_client;
 
 fn ref_integration(name: &str, agent: &RefAgent, extra: &str) -> String {
     let u = url::Url::parse(&agent.card_url).unwrap();
@@ -112,7 +111,7 @@ async fn sigterm_lets_an_in_flight_stream_finish_then_exits_cleanly() {
 
     let url = gw.agent_url("finance");
     let call = tokio::spawn(async move {
-        let resp = common::http()
+        let resp = crate::common::http()
             .post(url)
             .header("content-type", "application/json")
             .body(

@@ -6,10 +6,9 @@
 //! `credential = { type = "pass-through" }` forwards the caller's `Authorization`, `bearer`
 //! replaces it and `none` drops it.
 
-mod common;
 
-use common::gateway::{GatewayProc, config_head, integration, send_request, sse_events};
-use common::{SdkAgent, Seen};
+use crate::common::gateway::{GatewayProc, config_head, integration, send_request, sse_events};
+use crate::common::{SdkAgent, Seen};
 use serde_json::{Value, json};
 
 /// What a careless or hostile caller sends along with every call.
@@ -77,7 +76,7 @@ fn assert_clean(s: &Seen) {
 }
 
 async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, String) {
-    let mut req = common::http()
+    let mut req = crate::common::http()
         .post(url)
         .header("content-type", "application/json")
         .body(body.to_string());
@@ -154,7 +153,7 @@ async fn rest_hop_by_hop_and_gateway_headers_never_reach_the_agent() {
     let v: Value = serde_json::from_str(&body).unwrap();
     let task = v["task"]["id"].as_str().expect("a task").to_owned();
 
-    let mut req = common::http().get(gw.url(&format!("/agents/rest/tasks/{task}")));
+    let mut req = crate::common::http().get(gw.url(&format!("/agents/rest/tasks/{task}")));
     for (k, v) in CALLER_HEADERS {
         req = req.header(*k, *v);
     }

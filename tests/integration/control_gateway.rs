@@ -5,7 +5,6 @@
 //!   at once, although the refresh period is an hour;
 //! - `POST /v1/integrations/{name}/refresh` and `/readyz` on the admin listener.
 
-mod common;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,8 +15,8 @@ use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
-use common::gateway::{GatewayProc, config_head, integration, metric, send_request};
-use common::ref_agent::RefAgent;
+use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use crate::common::ref_agent::RefAgent;
 use serde_json::{Value, json};
 
 const EXT_A: &str = "https://example.com/ext/a/v1";
@@ -102,7 +101,7 @@ async fn profiles_swap_100_times_a_second_under_traffic_without_mixing() {
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
 
     // Traffic: 4 callers in a loop, on one shared client (connection reuse, as a real caller does).
-    let shared = common::http();
+    let shared = crate::common::http();
     let mut callers = Vec::new();
     for c in 0..4 {
         let url = gw.agent_url("flip");
@@ -134,7 +133,7 @@ async fn profiles_swap_100_times_a_second_under_traffic_without_mixing() {
     }
 
     // Swaps: a forced refresh every 10 ms for 3 s; each fetch gets the other variant.
-    let client = common::http();
+    let client = crate::common::http();
     let refresh = format!("http://{}/v1/integrations/flip/refresh", gw.admin);
     let mut tick = tokio::time::interval(Duration::from_millis(10));
     let mut changed = 0;
@@ -285,7 +284,7 @@ async fn admin_refresh_and_readiness_detail() {
     let config =
         config_head(&[]) + "[refresh]\nmin = \"1h\"\n" + &integration("ref", &agent.card_url, "");
     let gw = GatewayProc::start(&config, &[]).await;
-    let client = common::http();
+    let client = crate::common::http();
     let r: Value = client
         .post(format!("http://{}/v1/integrations/ref/refresh", gw.admin))
         .send()
@@ -364,7 +363,7 @@ async fn the_effective_card_follows_the_agent_within_the_refresh_period() {
             agent.card_url, agent.base_url
         );
     let gw = GatewayProc::start(&config, &[]).await;
-    let client = common::http();
+    let client = crate::common::http();
     let effective = || async {
         let v: Value = client
             .get(gw.url("/agents/ref/.well-known/agent-card.json"))

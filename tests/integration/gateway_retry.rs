@@ -9,10 +9,9 @@
 //! - the refresh changes nothing (-32009 from a version-gated agent): exactly one refresh, one
 //!   upstream call, and the agent's error reaches the caller byte for byte.
 
-mod common;
 
-use common::SdkAgent;
-use common::gateway::{GatewayProc, config_head, integration, metric, send_request, sse_events};
+use crate::common::SdkAgent;
+use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request, sse_events};
 use serde_json::{Value, json};
 
 const EXT: &str = "urn:test:ext:late-required";
@@ -30,7 +29,7 @@ async fn settle() {
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
 }
 
-fn card_fetches(seen: &[common::sdk_agent::Seen]) -> usize {
+fn card_fetches(seen: &[crate::common::sdk_agent::Seen]) -> usize {
     seen.iter().filter(|s| s.is_card_fetch()).count()
 }
 
@@ -38,7 +37,7 @@ fn refreshes(m: &str) -> f64 {
     metric(m, "a2a_egress_refresh_total", &[("integration", "echo")])
 }
 
-fn carries_ext(s: &common::sdk_agent::Seen) -> bool {
+fn carries_ext(s: &crate::common::sdk_agent::Seen) -> bool {
     s.a2a_extensions
         .as_deref()
         .is_some_and(|e| e.split(',').any(|x| x.trim() == EXT))
@@ -125,7 +124,7 @@ async fn rest_required_extension_at_runtime_refreshes_and_retries_once() {
     agent.require_extension(EXT).await;
     agent.reset().await;
 
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(gw.url("/agents/echo/message:send"))
         .header("content-type", "application/a2a+json")
         .body(
@@ -159,7 +158,7 @@ async fn jsonrpc_error_without_profile_change_is_returned_unchanged_after_one_re
     settle().await;
     let req = send_request("v", "SendMessage", "hi");
     // What the agent itself answers to this request, for a byte-for-byte comparison.
-    let direct = common::http()
+    let direct = crate::common::http()
         .post(agent.jsonrpc_url())
         .header("content-type", "application/json")
         .header("a2a-version", "1.0")
@@ -203,7 +202,7 @@ async fn rest_error_without_profile_change_is_returned_unchanged() {
     let req =
         json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}})
             .to_string();
-    let direct = common::http()
+    let direct = crate::common::http()
         .post(format!("{}/message:send", agent.rest_url()))
         .header("content-type", "application/a2a+json")
         .header("a2a-version", "1.0")
@@ -214,7 +213,7 @@ async fn rest_error_without_profile_change_is_returned_unchanged() {
     let (direct_status, direct_body) = (direct.status().as_u16(), direct.text().await.unwrap());
     agent.reset().await;
 
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(gw.url("/agents/echo/message:send"))
         .header("content-type", "application/a2a+json")
         .body(req)

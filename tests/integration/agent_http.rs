@@ -2,12 +2,11 @@
 //! and 304, registry reload (file change, SIGHUP, failed reload), header negotiation, exact error
 //! bodies with their ErrorInfo, SSE framing, and the misbehaviour switches.
 
-mod common;
 
 use std::time::Duration;
 
-use common::RefAgent;
-use common::ref_agent::PARTNER_TOKEN;
+use crate::common::RefAgent;
+use crate::common::ref_agent::PARTNER_TOKEN;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -34,7 +33,7 @@ fn send(method: &str, text: &str) -> Value {
 }
 
 async fn rpc(agent: &RefAgent, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
-    let mut req = common::http().post(agent.jsonrpc_url()).json(body);
+    let mut req = crate::common::http().post(agent.jsonrpc_url()).json(body);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
@@ -77,7 +76,7 @@ async fn rest_error(resp: reqwest::Response) -> (u16, String, Value) {
 #[tokio::test]
 async fn card_has_etag_cache_control_and_answers_304() {
     let agent = RefAgent::sample();
-    let http = common::http();
+    let http = crate::common::http();
     let resp = http.get(&agent.card_url).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     let etag = resp.headers()["etag"].to_str().unwrap().to_string();
@@ -117,7 +116,7 @@ async fn file_change_reloads_the_card_and_a_bad_registry_keeps_the_old_one() {
     let dir = tempfile::tempdir().unwrap();
     let path = RefAgent::write_registry(dir.path(), "registry.toml", &variant_text(&[]));
     let agent = RefAgent::start(&path, &RefAgent::demo_envs());
-    let http = common::http();
+    let http = crate::common::http();
     let before = agent.card().await;
     let etag_before = http.get(&agent.card_url).send().await.unwrap().headers()["etag"]
         .to_str()
@@ -241,7 +240,7 @@ async fn version_header_is_negotiated_on_both_bindings() {
     .unwrap();
     assert!(v.get("result").is_some(), "{v}");
 
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(format!("{}/message:send", agent.rest_url()))
         .json(&send("", "echo")["params"])
         .send()
@@ -288,7 +287,7 @@ async fn extensions_header_is_echoed_and_required_ones_enforced() {
     assert_eq!(code, -32008);
     assert_eq!(info["reason"], "EXTENSION_SUPPORT_REQUIRED");
     assert_eq!(info["metadata"]["extensions"], TRACE);
-    let resp = common::http()
+    let resp = crate::common::http()
         .get(format!("{}/tasks", agent.rest_url()))
         .header("A2A-Version", "1.0")
         .send()
@@ -312,7 +311,7 @@ async fn malformed_requests_get_protocol_errors_naming_the_field() {
     assert_eq!(info["metadata"]["field"], "message.parts[0]");
     assert_eq!(v["id"], 7);
 
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(agent.jsonrpc_url())
         .header("A2A-Version", "1.0")
         .body("{not json")
@@ -338,7 +337,7 @@ async fn malformed_requests_get_protocol_errors_naming_the_field() {
     assert_eq!(rpc_error(&v).0, -32601);
 
     // REST: query parameter out of range, bad enum, unknown route
-    let http = common::http();
+    let http = crate::common::http();
     let resp = http
         .get(format!("{}/tasks?pageSize=0", agent.rest_url()))
         .header("A2A-Version", "1.0")
@@ -382,7 +381,7 @@ async fn bad_tokens_are_401_and_wrong_tenants_403() {
     assert_eq!(info["reason"], "UNAUTHENTICATED");
 
     let auth = format!("Bearer {PARTNER_TOKEN}");
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(format!("{}/globex/message:send", agent.rest_url()))
         .header("A2A-Version", "1.0")
         .header("Authorization", &auth)
@@ -428,7 +427,7 @@ async fn extended_card_flag_off_is_unsupported_operation_on_both_bindings() {
     let (code, info) = rpc_error(&v);
     assert_eq!(code, -32004);
     assert_eq!(info["reason"], "UNSUPPORTED_OPERATION");
-    let resp = common::http()
+    let resp = crate::common::http()
         .get(format!("{}/extendedAgentCard", agent.rest_url()))
         .header("A2A-Version", "1.0")
         .header("Authorization", &auth)
@@ -513,7 +512,7 @@ async fn drop_mid_stream_cuts_the_connection_after_n_events() {
     );
     assert_eq!(events.len(), 2, "{events:?}");
     // REST: same
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(format!("{}/message:stream", agent.rest_url()))
         .header("A2A-Version", "1.0")
         .json(&send("", "stream a report in 5 parts")["params"])
@@ -564,7 +563,7 @@ async fn oversized_bodies_are_rejected() {
 #[tokio::test]
 async fn rest_extended_card_is_privately_cacheable_and_revalidates() {
     let agent = RefAgent::sample();
-    let http = common::http();
+    let http = crate::common::http();
     let url = format!("{}/extendedAgentCard", agent.rest_url());
     let auth = format!("Bearer {PARTNER_TOKEN}");
     let resp = http
@@ -655,7 +654,7 @@ async fn latency_switch_holds_calls_but_not_the_card() {
     let (_dir, path) = variant(&[("latency_ms = 0", "latency_ms = 600000")]);
     let agent = RefAgent::start(&path, &RefAgent::demo_envs());
     assert_eq!(agent.card().await["name"], "Reference Finance Agent");
-    let held = common::http()
+    let held = crate::common::http()
         .post(agent.jsonrpc_url())
         .header("A2A-Version", "1.0")
         .json(&send("SendMessage", "echo"))

@@ -1,11 +1,10 @@
 //! `a2a-egress agent --print-card`: both projections of the sample registry pass
 //! `a2a-egress validate`, and the CLI fails clearly on bad registries and selectors.
 
-mod common;
 
 use std::process::{Command, Output};
 
-use common::RefAgent;
+use crate::common::RefAgent;
 use serde_json::Value;
 
 fn bin() -> Command {

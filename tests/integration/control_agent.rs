@@ -3,7 +3,6 @@
 //! once after a stale mark (what the data plane sends on a runtime error); revalidation uses 304s
 //! that the agent itself logs; two credentials with different scopes each see their own extended card.
 
-mod common;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,7 +15,7 @@ use a2a_egress::control::refresh::ControlHandle;
 use a2a_egress::control::schedule::RefreshResult;
 use a2a_egress::profile::Profile;
 use a2a_egress::profile::snapshot::{Status, Store};
-use common::ref_agent::{PARTNER_TOKEN, RefAgent, VIEWER_TOKEN};
+use crate::common::ref_agent::{PARTNER_TOKEN, RefAgent, VIEWER_TOKEN};
 
 /// The sample registry with a 1-second card max-age (so the agent asks for fast revalidation).
 fn registry_text() -> String {

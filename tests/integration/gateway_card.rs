@@ -2,11 +2,10 @@
 //! given only `http://GATEWAY/agents/{name}/`, and every request the agent sees comes from the
 //! gateway.
 
-mod common;
 
-use common::SdkAgent;
-use common::gateway::{GatewayProc, config_head, integration, metric};
-use common::sdk_client::sdk_client;
+use crate::common::SdkAgent;
+use crate::common::gateway::{GatewayProc, config_head, integration, metric};
+use crate::common::sdk_client::sdk_client;
 use serde_json::{Value, json};
 
 const OPT: &str = "urn:test:ext:optional";
@@ -31,7 +30,7 @@ async fn effective_card_is_a_projection_with_its_own_etag() {
     let gw = GatewayProc::start(&config, &[]).await;
 
     let url = gw.url("/agents/c/.well-known/agent-card.json");
-    let resp = common::http().get(&url).send().await.unwrap();
+    let resp = crate::common::http().get(&url).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 200);
     let etag = resp.headers()["etag"].to_str().unwrap().to_owned();
     assert!(etag.starts_with("W/\""), "{etag}");
@@ -69,7 +68,7 @@ async fn effective_card_is_a_projection_with_its_own_etag() {
     a2a_egress::card::validate(card.to_string().as_bytes(), &policy, None)
         .expect("the effective card is a valid A2A 1.0 card");
 
-    let resp = common::http()
+    let resp = crate::common::http()
         .get(&url)
         .header("if-none-match", &etag)
         .send()

@@ -2,10 +2,9 @@
 //! protocol-shaped (JSON-RPC envelope with the caller's id, or google.rpc.Status), carries
 //! `ErrorInfo{domain: "a2a-egress", reason}`, is counted, and nothing reaches the agent.
 
-mod common;
 
-use common::SdkAgent;
-use common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use crate::common::SdkAgent;
+use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
 use serde_json::{Value, json};
 
 struct Setup {
@@ -108,7 +107,7 @@ async fn every_refusal_is_protocol_shaped_counted_and_leaves_nothing() {
     assert_eq!(b["error"]["code"], -32601);
 
     // Malformed JSON: -32700 (no id can be read).
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(gw.agent_url("echo"))
         .header("content-type", "application/json")
         .body("{\"jsonrpc\": \"2.0\", \"id\": ")
@@ -126,7 +125,7 @@ async fn every_refusal_is_protocol_shaped_counted_and_leaves_nothing() {
     assert_eq!(b["error"]["code"], -32600);
 
     // The binding the effective card does not offer.
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(gw.url("/agents/echo/message:send"))
         .header("content-type", "application/json")
         .body(json!({"message": {"parts": [{"text": "x"}]}}).to_string())
@@ -138,7 +137,7 @@ async fn every_refusal_is_protocol_shaped_counted_and_leaves_nothing() {
     assert_eq!(b["error"]["details"][0]["reason"], "BINDING_NOT_OFFERED");
 
     // Not under /agents/: a protocol-shaped 404, not HTML.
-    let resp = common::http().get(gw.url("/")).send().await.unwrap();
+    let resp = crate::common::http().get(gw.url("/")).send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 404);
     let b: Value = resp.json().await.unwrap();
     assert_eq!(b["error"]["details"][0]["reason"], "ROUTE_NOT_FOUND");
@@ -192,7 +191,7 @@ async fn bodies_over_the_limit_are_refused_before_being_read() {
         .chunks(512)
         .map(|c| Ok(c.to_vec()))
         .collect();
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(gw.agent_url("echo"))
         .header("content-type", "application/json")
         .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
@@ -230,7 +229,7 @@ async fn an_unreachable_agent_is_a_protocol_shaped_502_not_html() {
         let b: Value = serde_json::from_str(&body).unwrap();
         assert_refused(&b, json!("x1"), "UPSTREAM_UNAVAILABLE");
     }
-    let resp = common::http()
+    let resp = crate::common::http()
         .post(gw.url("/agents/rest/message:send"))
         .header("content-type", "application/json")
         .body(

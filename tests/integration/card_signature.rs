@@ -2,7 +2,6 @@
 //! allowlisted algorithms, cards signed here over the JCS payload, tampered variants, and cards
 //! signed by the official Python SDK signer (`a2a.utils.signing`) served by a real SDK agent.
 
-mod common;
 
 use std::sync::OnceLock;
 
@@ -695,7 +694,7 @@ async fn python_signed(
         alg_name(key.alg),
     ];
     args.extend_from_slice(extra);
-    let agent = common::SdkAgent::start(&args);
+    let agent = crate::common::SdkAgent::start(&args);
     let card = agent.card().await;
     let origin = agent.base_url.clone();
     let keys = trusted(&origin, &[key]);

@@ -2,19 +2,18 @@
 //! time (rcgen); the integration's `ca_file` makes the gateway trust it, for the card fetch, the
 //! pingora path (unary calls) and the gateway's own client (streams).
 
-mod common;
 
-use common::SdkAgent;
-use common::gateway::{GatewayProc, config_head, integration, send_request, sse_events};
-use common::tls::TestPki;
+use crate::common::SdkAgent;
+use crate::common::gateway::{GatewayProc, config_head, integration, send_request, sse_events};
+use crate::common::tls::TestPki;
 
-async fn seen_over_tls(pki: &TestPki, agent: &SdkAgent) -> Vec<common::Seen> {
+async fn seen_over_tls(pki: &TestPki, agent: &SdkAgent) -> Vec<crate::common::Seen> {
     pki.client()
         .get(format!("https://{}/_test/seen", agent.addr))
         .send()
         .await
         .expect("GET /_test/seen over TLS")
-        .json::<Vec<common::Seen>>()
+        .json::<Vec<crate::common::Seen>>()
         .await
         .expect("seen list")
         .into_iter()

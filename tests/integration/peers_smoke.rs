@@ -1,9 +1,8 @@
 //! Smoke tests of the test peers themselves: the official-SDK agent (`tests/peers/sdk_agent.py`)
 //! honours each flag, and records exactly what it received. Other integration tests rely on both.
 
-mod common;
 
-use common::SdkAgent;
+use crate::common::SdkAgent;
 use serde_json::{Value, json};
 
 fn send_body(method: &str, tenant: Option<&str>, text: &str) -> Value {
@@ -16,7 +15,7 @@ fn send_body(method: &str, tenant: Option<&str>, text: &str) -> Value {
 }
 
 async fn rpc(agent: &SdkAgent, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
-    let mut req = common::http().post(agent.jsonrpc_url()).json(body);
+    let mut req = crate::common::http().post(agent.jsonrpc_url()).json(body);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
@@ -86,7 +85,7 @@ async fn card_reflects_every_card_flag() {
     assert!(card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"].is_object());
 
     // The extended card (REST, tenant prefix, token) carries the extra skill.
-    let ext: Value = common::http()
+    let ext: Value = crate::common::http()
         .get(format!("{}/t1/extendedAgentCard", agent.rest_url()))
         .header("A2A-Version", "1.0")
         .bearer_auth("s3cret")
@@ -156,7 +155,7 @@ async fn rest_tenant_is_enforced_and_recorded() {
     let agent = SdkAgent::start(&["--binding", "rest", "--tenant", "t1"]);
     let msg =
         json!({"message": {"messageId": "m-2", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
-    let ok = common::http()
+    let ok = crate::common::http()
         .post(format!("{}/t1/message:send", agent.rest_url()))
         .header("A2A-Version", "1.0")
         .json(&msg)
@@ -167,7 +166,7 @@ async fn rest_tenant_is_enforced_and_recorded() {
     let v: Value = ok.json().await.unwrap();
     assert_eq!(v["task"]["status"]["state"], "TASK_STATE_COMPLETED");
 
-    let wrong = common::http()
+    let wrong = crate::common::http()
         .post(format!("{}/t2/message:send", agent.rest_url()))
         .header("A2A-Version", "1.0")
         .json(&msg)
@@ -175,7 +174,7 @@ async fn rest_tenant_is_enforced_and_recorded() {
         .await
         .unwrap();
     assert_eq!(wrong.status(), 400);
-    let none = common::http()
+    let none = crate::common::http()
         .post(format!("{}/message:send", agent.rest_url()))
         .header("A2A-Version", "1.0")
         .json(&msg)
@@ -384,7 +383,7 @@ fn a_peer_that_cannot_start_fails_with_its_stderr() {
 
 #[tokio::test]
 async fn tls_agent_serves_https_under_a_test_ca() {
-    let pki = common::TestPki::new(&["127.0.0.1", "localhost"]);
+    let pki = crate::common::TestPki::new(&["127.0.0.1", "localhost"]);
     let agent = SdkAgent::start_tls(&["--binding", "both"], &pki);
     assert!(
         agent.base_url.starts_with("https://127.0.0.1:"),
@@ -413,7 +412,7 @@ async fn tls_agent_serves_https_under_a_test_ca() {
     assert_eq!(agent.seen_calls().await.len(), 1);
 
     // A client without the test CA cannot connect: the certificate really is checked.
-    let err = common::http()
+    let err = crate::common::http()
         .get(&agent.card_url)
         .send()
         .await
@@ -425,7 +424,7 @@ async fn tls_agent_serves_https_under_a_test_ca() {
 async fn delay_holds_a2a_calls_but_not_the_card() {
     let agent = SdkAgent::start(&["--delay-ms", "30000"]);
     agent.card().await;
-    let err = common::http()
+    let err = crate::common::http()
         .post(agent.jsonrpc_url())
         .header("A2A-Version", "1.0")
         .json(&send_body("SendMessage", None, "x"))

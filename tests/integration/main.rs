@@ -1,0 +1,30 @@
+//! All integration tests in one binary (one link of pingora instead of one per file): real peers
+//! (the official Python SDK agents, the bundled reference agent) on loopback port 0, driven over real
+//! sockets. Each module is one area; `common` is the shared harness.
+
+mod common;
+
+mod agent_cards_validate;
+mod agent_http;
+mod agent_sdk;
+mod card_fixtures;
+mod card_props;
+mod card_signature;
+mod cli_card;
+mod control_admin;
+mod control_agent;
+mod control_fetch;
+mod control_gateway;
+mod control_lkg;
+mod control_reload;
+mod control_scheduler;
+mod gateway_card;
+mod gateway_headers;
+mod gateway_policy;
+mod gateway_ref_agent;
+mod gateway_retry;
+mod gateway_shaping;
+mod gateway_streaming;
+mod gateway_tls;
+mod peers_smoke;
+mod sdk_fixtures;
