@@ -18,6 +18,44 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Upper bound accepted for `max_body_bytes` (64 MiB): bodies are held in memory while policy runs.
 const MAX_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
+/// Why a tenant cannot be used. A tenant becomes one segment of upstream HTTP+JSON paths
+/// (`{url}/{tenant}/…`) and the JSON-RPC `params.tenant`, so it must be a single path segment that
+/// means the same to every HTTP stack and agent on the way: no separators, no dot segments, no
+/// escapes that a second decoding would turn into either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TenantError {
+    /// Empty (an empty tenant is "no tenant"; omit the key instead).
+    #[error("must not be empty (omit `tenant` for none)")]
+    Empty,
+    /// Longer than 256 bytes.
+    #[error("must be at most 256 bytes")]
+    TooLong,
+    /// `.` or `..`.
+    #[error("must not be a dot segment (\".\" or \"..\")")]
+    DotSegment,
+    /// A `/`, `\`, `%`, whitespace or control character.
+    #[error("must not contain '/', '\\', '%', whitespace or control characters")]
+    Character,
+}
+
+/// Checks that `t` is path-safe as a tenant (see [`TenantError`]).
+pub fn check_tenant(t: &str) -> Result<(), TenantError> {
+    if t.is_empty() {
+        Err(TenantError::Empty)
+    } else if t.len() > 256 {
+        Err(TenantError::TooLong)
+    } else if t == "." || t == ".." {
+        Err(TenantError::DotSegment)
+    } else if t
+        .chars()
+        .any(|c| c.is_control() || c.is_whitespace() || matches!(c, '/' | '\\' | '%'))
+    {
+        Err(TenantError::Character)
+    } else {
+        Ok(())
+    }
+}
+
 /// The raw `[listen]` table.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -431,11 +469,9 @@ pub(super) fn integrations(
             }
         }
         if let Some(t) = &r.tenant
-            && (t.is_empty() || t.len() > 256 || t.chars().any(|c| c.is_control() || c == '/'))
+            && let Err(e) = check_tenant(t)
         {
-            problems.push(format!(
-                "{at}.tenant: must be 1..=256 characters without '/' or control characters"
-            ));
+            problems.push(format!("{at}.tenant: {t:?} {e}"));
         }
         let credential = match &r.credential {
             None | Some(RawCredential::None) => Credential::None,
@@ -608,6 +644,40 @@ data_classes = ["public"]
             "integrations[2] (x).name: duplicate",
         ] {
             assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+    }
+
+    #[test]
+    fn tenants_must_be_path_safe() {
+        let with_tenant = |t: &str| {
+            format!(
+                "[[integrations]]\nname = \"echo\"\ncard = \"https://a.example/card\"\n\
+                 origins = [\"https://a.example\"]\nskills = [\"s\"]\ndata_classes = [\"public\"]\n\
+                 tenant = {}\n",
+                toml::Value::String(t.into())
+            )
+        };
+        for bad in [
+            "", "..", ".", "a/b", "a%2fb", "%2e%2e", "a\\b", "a b", " a", "a\tb", "a\u{7f}",
+            "a\nb", "a\u{a0}b",
+        ] {
+            let err = Config::parse(&with_tenant(bad), Path::new("g.toml"))
+                .err()
+                .unwrap_or_else(|| panic!("tenant {bad:?} was accepted"));
+            let ConfigError::Invalid { problems, .. } = &err else {
+                panic!("expected Invalid, got {err}")
+            };
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.starts_with("integrations[0] (echo).tenant:")),
+                "{bad:?}: {problems:?}"
+            );
+        }
+        for good in ["t1", "acme-corp_2", "a.b", "...", "caf\u{e9}", "x:y@z"] {
+            let c = Config::parse(&with_tenant(good), Path::new("g.toml"))
+                .unwrap_or_else(|e| panic!("tenant {good:?} refused: {e}"));
+            assert_eq!(c.integrations[0].tenant.as_deref(), Some(good));
         }
     }
 

@@ -13,10 +13,9 @@ use bytes::{Bytes, BytesMut};
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 use pingora::{Error, ErrorType, Result};
-use serde_json::Value;
 
 use super::deny::Deny;
-use super::feedback::{agent_error, as_send_message, send_succeeded, sse_event};
+use super::feedback::{agent_error, send_succeeded, sse_event};
 use super::gateway::{Gateway, Outcome, refused_stream_evidence, respond};
 use super::policy::{DowngradeCause, Plan, StreamPlan};
 use super::retry::{self, Next, Redo};
@@ -223,16 +222,7 @@ fn feed_back(gw: &Gateway, state: &IntegrationState, binding: Binding, a: &Answe
 
 /// The SendMessage form of the request: same params, `SendMessage` method or `message:send` path.
 fn send_message_body(plan: &Plan, rpc: Option<&RpcRequest>, held: &Bytes) -> Bytes {
-    match (plan.binding, rpc) {
-        (Binding::JsonRpc, Some(rpc)) => {
-            let base: Value = plan
-                .rewritten_body
-                .clone()
-                .unwrap_or_else(|| rpc.body.clone());
-            Bytes::from(as_send_message(base).to_string())
-        }
-        _ => held.clone(),
-    }
+    plan.send_message_body(rpc, held)
 }
 
 /// One attempt's future (see [`call_once`]).

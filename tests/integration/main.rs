@@ -20,6 +20,7 @@ mod control_reload;
 mod control_scheduler;
 mod gateway_card;
 mod gateway_headers;
+mod gateway_hostile_requests;
 mod gateway_policy;
 mod gateway_ref_agent;
 mod gateway_retry;
