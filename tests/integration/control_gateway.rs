@@ -5,18 +5,17 @@
 //!   at once, although the refresh period is an hour;
 //! - `POST /v1/integrations/{name}/refresh` and `/readyz` on the admin listener.
 
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use crate::common::ref_agent::RefAgent;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
-use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
-use crate::common::ref_agent::RefAgent;
 use serde_json::{Value, json};
 
 const EXT_A: &str = "https://example.com/ext/a/v1";
