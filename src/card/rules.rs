@@ -64,21 +64,26 @@ fn id_chars_ok(s: &str, inner_spaces: bool) -> bool {
 /// form, no Unicode host (write it in its `xn--` form).
 fn literal_matches_parsed(s: &str, u: &url::Url) -> Result<(), &'static str> {
     let prefix = format!("{}://", u.scheme());
-    if s.len() < prefix.len() || !s[..prefix.len()].eq_ignore_ascii_case(&prefix) {
-        return Err("URL must start with the literal scheme:// prefix");
-    }
+    // `split_at_checked`, not `&s[..n]`: the card is outside data, and a multi-byte character
+    // may straddle the byte offset where `scheme://` would end (`https:xé.example`).
+    let rest = match s.split_at_checked(prefix.len()) {
+        Some((head, rest)) if head.eq_ignore_ascii_case(&prefix) => rest,
+        _ => return Err("URL must start with the literal scheme:// prefix"),
+    };
     if s.contains('\\') {
         return Err("URL must not contain a backslash");
     }
-    let rest = &s[prefix.len()..];
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
     if authority.contains('@') {
         return Err("URL must not carry credentials (user:password@)");
     }
     let host = if authority.starts_with('[') {
-        &authority[..authority.find(']').map_or(authority.len(), |i| i + 1)]
+        authority
+            .find(']')
+            .and_then(|i| authority.get(..=i))
+            .unwrap_or(authority)
     } else {
-        &authority[..authority.find(':').unwrap_or(authority.len())]
+        authority.split(':').next().unwrap_or_default()
     };
     if host.is_empty() {
         return Err("URL has no host");
@@ -915,7 +920,62 @@ impl Checker<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::id_chars_ok;
+    use super::{Checker, id_chars_ok, literal_matches_parsed};
+    use crate::config::CardPolicy;
+
+    /// URLs whose scheme, separator or authority boundary falls inside a multi-byte character:
+    /// each parses as a WHATWG URL, so the literal-form check sees it.
+    const MULTIBYTE_BOUNDARY_URLS: &[&str] = &[
+        "https:xé.example/a2a",
+        "https:/é.example/a2a",
+        "http:é",
+        "https:ééééé",
+        "https:\\é.example/",
+        "HTTPS:中.example",
+        "https:😀.example/",
+    ];
+
+    #[test]
+    fn multibyte_at_the_scheme_boundary_is_refused_not_a_panic() {
+        for s in MULTIBYTE_BOUNDARY_URLS {
+            let Ok(u) = url::Url::parse(s) else { continue };
+            assert_eq!(
+                literal_matches_parsed(s, &u),
+                Err("URL must start with the literal scheme:// prefix"),
+                "{s:?}"
+            );
+        }
+        // A multi-byte character right after a correct prefix, in the authority or the host.
+        for s in ["https://é.example/", "https://xé:1/", "https://[é]/", "https://a.example:é/"] {
+            if let Ok(u) = url::Url::parse(s) {
+                assert!(literal_matches_parsed(s, &u).is_err(), "{s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn interface_and_security_urls_with_multibyte_boundaries_are_errors() {
+        let policy = CardPolicy::default();
+        for s in MULTIBYTE_BOUNDARY_URLS {
+            let card = serde_json::json!({
+                "supportedInterfaces": [{"url": s, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+                "securitySchemes": {"o": {"openIdConnectSecurityScheme": {"openIdConnectUrl": s}}},
+            });
+            let mut c = Checker {
+                policy: &policy,
+                errors: Vec::new(),
+                warnings: Vec::new(),
+            };
+            c.card(&card);
+            let bad: Vec<String> = c
+                .errors
+                .iter()
+                .map(ToString::to_string)
+                .filter(|e| e.contains("url") || e.contains("Url"))
+                .collect();
+            assert_eq!(bad.len(), 2, "{s:?}: {bad:?}");
+        }
+    }
 
     #[test]
     fn identifiers_refuse_every_control_and_whitespace_character() {
