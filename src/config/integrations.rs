@@ -18,41 +18,17 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Upper bound accepted for `max_body_bytes` (64 MiB): bodies are held in memory while policy runs.
 const MAX_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
-/// Why a tenant cannot be used. A tenant becomes one segment of upstream HTTP+JSON paths
-/// (`{url}/{tenant}/…`) and the JSON-RPC `params.tenant`, so it must be a single path segment that
-/// means the same to every HTTP stack and agent on the way: no separators, no dot segments, no
-/// escapes that a second decoding would turn into either.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum TenantError {
-    /// Empty (an empty tenant is "no tenant"; omit the key instead).
-    #[error("must not be empty (omit `tenant` for none)")]
-    Empty,
-    /// Longer than 256 bytes.
-    #[error("must be at most 256 bytes")]
-    TooLong,
-    /// `.` or `..`.
-    #[error("must not be a dot segment (\".\" or \"..\")")]
-    DotSegment,
-    /// A `/`, `\`, `%`, whitespace or control character.
-    #[error("must not contain '/', '\\', '%', whitespace or control characters")]
-    Character,
-}
-
-/// Checks that `t` is path-safe as a tenant (see [`TenantError`]).
-pub fn check_tenant(t: &str) -> Result<(), TenantError> {
+/// Why a configured tenant cannot be used, or `None`. A tenant becomes the first path segment of
+/// HTTP+JSON calls and `params.tenant` of JSON-RPC calls, so it must be one path-safe segment: the
+/// same rule as for a tenant a card declares ([`crate::card::text::tenant_problem`]), plus
+/// non-empty (omit the key for no tenant) and at most 256 bytes.
+fn tenant_problem(t: &str) -> Option<&'static str> {
     if t.is_empty() {
-        Err(TenantError::Empty)
+        Some("must not be empty (omit `tenant` for no tenant)")
     } else if t.len() > 256 {
-        Err(TenantError::TooLong)
-    } else if t == "." || t == ".." {
-        Err(TenantError::DotSegment)
-    } else if t
-        .chars()
-        .any(|c| c.is_control() || c.is_whitespace() || matches!(c, '/' | '\\' | '%'))
-    {
-        Err(TenantError::Character)
+        Some("must be at most 256 bytes")
     } else {
-        Ok(())
+        crate::card::text::tenant_problem(t)
     }
 }
 
@@ -469,9 +445,9 @@ pub(super) fn integrations(
             }
         }
         if let Some(t) = &r.tenant
-            && let Err(e) = check_tenant(t)
+            && let Some(why) = tenant_problem(t)
         {
-            problems.push(format!("{at}.tenant: {t:?} {e}"));
+            problems.push(format!("{at}.tenant: {t:?}: {why}"));
         }
         let credential = match &r.credential {
             None | Some(RawCredential::None) => Credential::None,
@@ -658,8 +634,22 @@ data_classes = ["public"]
             )
         };
         for bad in [
-            "", "..", ".", "a/b", "a%2fb", "%2e%2e", "a\\b", "a b", " a", "a\tb", "a\u{7f}",
-            "a\nb", "a\u{a0}b",
+            "",
+            "..",
+            ".",
+            "a/b",
+            "a%2fb",
+            "%2e%2e",
+            "a\\b",
+            "a b",
+            " a",
+            "a\tb",
+            "a\u{7f}",
+            "a\nb",
+            "a\u{a0}b",
+            "a?b",
+            "a#b",
+            "a\u{202e}b",
         ] {
             let err = Config::parse(&with_tenant(bad), Path::new("g.toml"))
                 .err()
