@@ -5,18 +5,17 @@
 //!   at once, although the refresh period is an hour;
 //! - `POST /v1/integrations/{name}/refresh` and `/readyz` on the admin listener.
 
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use crate::common::ref_agent::RefAgent;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
-use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
-use crate::common::ref_agent::RefAgent;
 use serde_json::{Value, json};
 
 const EXT_A: &str = "https://example.com/ext/a/v1";
@@ -90,8 +89,9 @@ async fn flipper() -> (SocketAddr, Arc<Flipper>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profiles_swap_100_times_a_second_under_traffic_without_mixing() {
     let (addr, agent) = flipper().await;
+    // Forced refreshes back to back: the admin rate limit is off for this test.
     let config = config_head(&[EXT_A, EXT_B])
-        + "[refresh]\nmin = \"1h\"\n"
+        + "[refresh]\nmin = \"1h\"\n[admin]\nrefresh_min_interval = \"0s\"\n"
         + &integration(
             "flip",
             &format!("http://{addr}/card.json"),

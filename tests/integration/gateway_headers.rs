@@ -6,7 +6,6 @@
 //! `credential = { type = "pass-through" }` forwards the caller's `Authorization`, `bearer`
 //! replaces it and `none` drops it.
 
-
 use crate::common::gateway::{GatewayProc, config_head, integration, send_request, sse_events};
 use crate::common::{SdkAgent, Seen};
 use serde_json::{Value, json};

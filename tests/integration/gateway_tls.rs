@@ -2,7 +2,6 @@
 //! time (rcgen); the integration's `ca_file` makes the gateway trust it, for the card fetch, the
 //! pingora path (unary calls) and the gateway's own client (streams).
 
-
 use crate::common::SdkAgent;
 use crate::common::gateway::{GatewayProc, config_head, integration, send_request, sse_events};
 use crate::common::tls::TestPki;
