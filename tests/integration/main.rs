@@ -18,6 +18,7 @@ mod control_gateway;
 mod control_lkg;
 mod control_reload;
 mod control_scheduler;
+mod faults;
 mod gateway_card;
 mod gateway_headers;
 mod gateway_policy;
