@@ -8,6 +8,7 @@ mod agent_cards_validate;
 mod agent_http;
 mod agent_sdk;
 mod card_fixtures;
+mod card_hostile;
 mod card_props;
 mod card_signature;
 mod cli_card;
