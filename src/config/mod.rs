@@ -390,7 +390,11 @@ fn parse_raw(text: &str) -> Result<RawConfig, String> {
                 .is_some_and(|span| remove_key_at(doc.get_mut(), &span));
         let line = err
             .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            // Count bytes, not `&text[..start]`: a span is not promised to fall on a char boundary.
+            .map(|s| {
+                let head = text.as_bytes().get(..s.start).unwrap_or(text.as_bytes());
+                head.iter().filter(|&&b| b == b'\n').count() + 1
+            });
         let at = line.map_or_else(String::new, |l| format!("line {l}: "));
         let msg = err.message().lines().next().unwrap_or_default().to_owned();
         if !removed {

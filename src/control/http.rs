@@ -2,7 +2,8 @@
 //!
 //! - `POST /v1/integrations/{name}/refresh`: forces one refresh and answers with its outcome
 //!   (`200` with a [`RefreshReport`](crate::control::refresh::RefreshReport) whatever the result,
-//!   `404` for an unknown integration). A forced refresh skips the stale-mark rate limit, so it
+//!   `404` for an unknown integration, `503` with a `Retry-After` while the integration's refresh
+//!   worker restarts after a panic). A forced refresh skips the stale-mark rate limit, so it
 //!   has its own: at most one per integration per `[admin] refresh_min_interval`, else `429`
 //!   with `Retry-After` (the admin listener's token check runs before this route).
 
@@ -128,12 +129,22 @@ async fn refresh(
                 &e.to_string(),
             )
         }
-        Err(e @ ControlError::Stopped(_)) => status_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "UNAVAILABLE",
-            "UNKNOWN_INTEGRATION",
-            &e.to_string(),
-        ),
+        // Removed while waiting, or the worker is restarting after a panic: try again later.
+        Err(e) => {
+            let mut r = status_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "UNAVAILABLE",
+                e.reason(),
+                &e.to_string(),
+            );
+            if let Some(after) = e.retry_after() {
+                r.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from(after.as_secs().max(1)),
+                );
+            }
+            r
+        }
     }
 }
 
