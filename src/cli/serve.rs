@@ -186,6 +186,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         default_data_class: config.policy.default_data_class.clone(),
         draining: draining.clone(),
         control: Some(control.clone()),
+        client: crate::proxy::client::Client::new(),
     };
     let mut svc = pingora::proxy::http_proxy_service_with_name(
         &server.configuration,

@@ -11,7 +11,7 @@ use serde::Deserialize;
 mod integrations;
 pub use integrations::{
     Credential, DEFAULT_MAX_BODY_BYTES, Integration, Listen, Policy, RawCredential, RawIntegration,
-    RawListen, RawPolicy, SecretSource, StreamingMode,
+    RawListen, RawPolicy, SecretSource, StreamingMode, is_reserved_header,
 };
 
 /// Default cap on an Agent Card's size, in bytes (256 KiB).

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::route::Method;
+use super::upstream::TlsFault;
 
 /// The ErrorInfo domain of every gateway-generated error.
 pub const DOMAIN: &str = "a2a-egress";
@@ -68,6 +69,8 @@ pub enum Deny {
     },
     /// The upstream could not be reached or failed before answering.
     UpstreamUnavailable,
+    /// The TLS handshake with the upstream failed; the fault says which check refused it.
+    UpstreamTls(TlsFault),
     /// The gateway is shutting down and takes no new calls.
     Draining,
 }
@@ -124,6 +127,10 @@ impl Deny {
             Deny::TenantMismatch => "TENANT_MISMATCH",
             Deny::VersionNotSupported { .. } => "VERSION_NOT_SUPPORTED",
             Deny::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
+            Deny::UpstreamTls(TlsFault::UnknownIssuer) => "UPSTREAM_CERTIFICATE_UNKNOWN",
+            Deny::UpstreamTls(TlsFault::NameMismatch) => "UPSTREAM_CERTIFICATE_NAME_MISMATCH",
+            Deny::UpstreamTls(TlsFault::Expired) => "UPSTREAM_CERTIFICATE_EXPIRED",
+            Deny::UpstreamTls(TlsFault::Handshake) => "UPSTREAM_TLS_FAILED",
             Deny::Draining => "GATEWAY_DRAINING",
         }
     }
@@ -157,7 +164,7 @@ impl Deny {
             Deny::TenantMismatch => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
             Deny::VersionNotSupported { .. } => s(400, "FAILED_PRECONDITION", -32009, 200),
             // An unreachable agent is a 502 in both shapes, so HTTP-level tooling sees it too.
-            Deny::UpstreamUnavailable => s(502, "UNAVAILABLE", -32603, 502),
+            Deny::UpstreamUnavailable | Deny::UpstreamTls(_) => s(502, "UNAVAILABLE", -32603, 502),
             Deny::Draining => s(503, "UNAVAILABLE", GATEWAY_REFUSAL, 503),
         }
     }
@@ -201,6 +208,7 @@ impl Deny {
                 format!("A2A-Version not supported; this agent is offered at {offered}")
             }
             Deny::UpstreamUnavailable => "the agent could not be reached".into(),
+            Deny::UpstreamTls(fault) => format!("the agent could not be reached: {fault}"),
             Deny::Draining => "the gateway is shutting down".into(),
         }
     }
@@ -294,6 +302,10 @@ mod tests {
                 offered: "1.0".into(),
             },
             Deny::UpstreamUnavailable,
+            Deny::UpstreamTls(TlsFault::UnknownIssuer),
+            Deny::UpstreamTls(TlsFault::NameMismatch),
+            Deny::UpstreamTls(TlsFault::Expired),
+            Deny::UpstreamTls(TlsFault::Handshake),
             Deny::Draining,
         ]
     }
