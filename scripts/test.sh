@@ -6,7 +6,8 @@
 #   1. cmake (pingora's zlib-ng build needs it), via apt-get when absent;
 #   2. .venv with the pinned official Python a2a-sdk peer (tests/peers/requirements.txt), rebuilt
 #      when the requirements change (a stamp file records their hash);
-#   3. cargo fmt --check, cargo clippy -D warnings, cargo test --all-targets.
+#   3. cargo-deny (licenses, bans, sources; deny.toml), installed with cargo when absent;
+#   4. cargo fmt --check, cargo clippy -D warnings, cargo test --all-targets.
 # Integration tests find the peer's interpreter through A2A_EGRESS_PYTHON.
 set -euo pipefail
 
@@ -52,6 +53,19 @@ else
     say "Python peers up to date in $VENV"
 fi
 export A2A_EGRESS_PYTHON="$VENV/bin/python"
+
+# --- dependency policy (cargo-deny, deny.toml) ----------------------------------------------------
+# Licenses, bans (no OpenSSL) and sources, offline: the advisory database is a git repository the
+# test machines cannot reach. Installing cargo-deny from crates.io takes about 3 minutes on 2 cores.
+if ! cargo deny --version >/dev/null 2>&1; then
+    say "installing cargo-deny (cargo install --locked)"
+    cargo install cargo-deny --locked
+fi
+HOST_TRIPLE="$(rustc -vV | sed -n 's/^host: //p')"
+# --offline needs every crate of the graph locally, including on a fresh machine.
+cargo fetch --locked --target "$HOST_TRIPLE" --quiet
+say "cargo deny --offline check licenses bans sources (target $HOST_TRIPLE)"
+cargo deny --offline --target "$HOST_TRIPLE" check --hide-inclusion-graph licenses bans sources
 
 # --- Rust gates --------------------------------------------------------------------------------
 say "cargo fmt --all -- --check"

@@ -29,6 +29,9 @@ pub struct ControlMetrics {
     pub reloads: IntCounterVec,
     /// `a2a_egress_profile_degraded{integration}`: 1 while the last refresh failed.
     pub degraded: IntGaugeVec,
+    /// `a2a_egress_worker_panics_total{integration}`: panics caught in an integration's refresh
+    /// worker (each one restarts the worker after a backoff).
+    pub worker_panics: IntCounterVec,
     /// Source of `a2a_egress_profile_age_seconds{integration}`, computed at scrape time.
     pub ages: ProfileAges,
 }
@@ -83,6 +86,11 @@ impl ControlMetrics {
                 ),
                 &["integration"],
             )?,
+            worker_panics: counter(
+                "a2a_egress_worker_panics_total",
+                "Panics caught in an integration's refresh worker; each restarts it after a backoff.",
+                &["integration"],
+            )?,
             ages: ProfileAges::new()?,
         };
         registry.register(Box::new(m.refreshes.clone()))?;
@@ -92,6 +100,7 @@ impl ControlMetrics {
         registry.register(Box::new(m.stale_refreshes.clone()))?;
         registry.register(Box::new(m.reloads.clone()))?;
         registry.register(Box::new(m.degraded.clone()))?;
+        registry.register(Box::new(m.worker_panics.clone()))?;
         registry.register(Box::new(m.ages.clone()))?;
         for r in ["ok", "refused"] {
             m.reloads.with_label_values(&[r]);
@@ -107,6 +116,7 @@ impl ControlMetrics {
         self.swaps.with_label_values(&[name]);
         self.stale_debounced.with_label_values(&[name]);
         self.stale_refreshes.with_label_values(&[name]);
+        self.worker_panics.with_label_values(&[name]);
         self.degraded.with_label_values(&[name]).set(0);
     }
 
@@ -118,6 +128,7 @@ impl ControlMetrics {
         let _ = self.swaps.remove_label_values(&[name]);
         let _ = self.stale_debounced.remove_label_values(&[name]);
         let _ = self.stale_refreshes.remove_label_values(&[name]);
+        let _ = self.worker_panics.remove_label_values(&[name]);
         let _ = self.degraded.remove_label_values(&[name]);
         self.ages.remove(name);
     }

@@ -13,6 +13,12 @@
 //!   it records `Freshness::degraded` (reason, since, count) beside it.
 //! - **A change is a change of the compiled profile** ([`schedule::profile_changed`]), not of bytes.
 //!   A 304 recompiles nothing.
+//! - **A stale mark is deferred, never dropped**: a mark (from the stale channel or the retry hook)
+//!   that the rate limit holds back fires at [`schedule::stale_deadline`]; only a fetch clears it.
+//! - **A panic does not end the integration**: each worker runs under a supervisor
+//!   ([`supervise`]) that catches the panic, logs and counts it, marks the integration degraded
+//!   with the reason and restarts the worker after an exponential backoff; refresh requests are
+//!   answered with an error while it waits.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -41,6 +47,7 @@ use crate::proxy::upstream::Upstream;
 
 mod extended_card;
 mod last_good;
+mod supervise;
 
 /// Queue depth of one worker's command channel. A full queue means a refresh is already pending,
 /// so a stale mark that does not fit is counted as debounced, never waited for.
@@ -99,6 +106,46 @@ pub enum ControlError {
     /// The integration's worker stopped (it was removed by a reload while the call waited).
     #[error("integration {0:?} was removed while the refresh waited")]
     Stopped(String),
+    /// The integration's refresh worker panicked while it handled this request; it is restarted
+    /// after a backoff.
+    #[error(
+        "the refresh worker of integration {0:?} panicked during this refresh and is restarting; see /readyz for the reason"
+    )]
+    Panicked(String),
+    /// The integration's refresh worker panicked earlier and waits out its restart backoff.
+    #[error(
+        "the refresh worker of integration {integration:?} is restarting after a panic ({reason}); retry in {}s",
+        retry_after.as_secs().max(1)
+    )]
+    Restarting {
+        /// The integration.
+        integration: String,
+        /// `refresh worker panicked: <message>`.
+        reason: String,
+        /// Time left until the restart.
+        retry_after: Duration,
+    },
+}
+
+impl ControlError {
+    /// Bounded reason for the `ErrorInfo` of the admin API's answer and for logs.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ControlError::UnknownIntegration(_) => "UNKNOWN_INTEGRATION",
+            ControlError::Stopped(_) => "INTEGRATION_REMOVED",
+            ControlError::Panicked(_) | ControlError::Restarting { .. } => {
+                "REFRESH_WORKER_RESTARTING"
+            }
+        }
+    }
+
+    /// How long a caller should wait before asking again, when that is known.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ControlError::Restarting { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        }
+    }
 }
 
 /// The answer to a refresh request (`POST /v1/integrations/{name}/refresh`, the retry hook).
@@ -118,10 +165,39 @@ pub struct RefreshReport {
     pub coalesced: bool,
 }
 
+/// Where a refresh request's answer goes. Dropped unanswered, it still answers, so a caller never
+/// waits on a worker that is gone: [`ControlError::Panicked`] while the worker unwinds from a panic,
+/// [`ControlError::Stopped`] when the worker was stopped.
+struct Reply {
+    integration: String,
+    tx: Option<oneshot::Sender<Result<RefreshReport, ControlError>>>,
+}
+
+impl Reply {
+    fn send(mut self, answer: Result<RefreshReport, ControlError>) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(answer);
+        }
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            let name = std::mem::take(&mut self.integration);
+            let _ = tx.send(Err(if std::thread::panicking() {
+                ControlError::Panicked(name)
+            } else {
+                ControlError::Stopped(name)
+            }));
+        }
+    }
+}
+
 enum Cmd {
     /// Fetch now; `after_error` carries the profile a failed call used (the retry hook).
     Refresh {
-        reply: oneshot::Sender<RefreshReport>,
+        reply: Reply,
         after_error: Option<Arc<Profile>>,
     },
     /// A stale mark from the data plane.
@@ -238,8 +314,11 @@ impl ControlHandle {
         let (tx, rx) = mpsc::channel(WORKER_QUEUE);
         let name = integration.name.clone();
         self.inner.metrics.init_integration(&name);
-        let worker = Worker::new(self.inner.clone(), integration.clone());
-        let task = tokio::spawn(worker.run(rx));
+        let task = tokio::spawn(supervise::supervise(
+            self.inner.clone(),
+            integration.clone(),
+            rx,
+        ));
         let old = lock(&self.inner.workers).insert(
             name,
             WorkerHandle {
@@ -327,10 +406,15 @@ impl ControlHandle {
             .map(|w| w.tx.clone())
             .ok_or_else(|| ControlError::UnknownIntegration(name.to_owned()))?;
         let (reply, rx) = oneshot::channel();
+        let reply = Reply {
+            integration: name.to_owned(),
+            tx: Some(reply),
+        };
         tx.send(Cmd::Refresh { reply, after_error })
             .await
             .map_err(|_| ControlError::Stopped(name.to_owned()))?;
-        rx.await.map_err(|_| ControlError::Stopped(name.to_owned()))
+        rx.await
+            .map_err(|_| ControlError::Stopped(name.to_owned()))?
     }
 
     /// Delivers a stale mark for `name` (what the stale-channel dispatcher does for each mark).
@@ -404,6 +488,39 @@ pub fn needs_refetch(old: &Integration, new: &Integration) -> bool {
         || old.tenant != new.tenant
 }
 
+/// Records a failed refresh (or a worker panic) of `integration`: counted by `kind`, the degraded
+/// gauge set, and `degraded` stored beside the last good profile. An integration that never had a
+/// good profile gets a definite "unusable" verdict with the reason, so readiness can settle.
+fn record_degraded(
+    inner: &Inner,
+    integration: &Arc<Integration>,
+    kind: &'static str,
+    degraded: &Degraded,
+) {
+    let name = integration.name.as_str();
+    inner
+        .metrics
+        .failures
+        .with_label_values(&[name, kind])
+        .inc();
+    inner.metrics.degraded.with_label_values(&[name]).set(1);
+    inner.store.rcu(|cur| match cur.get(name) {
+        None => cur.clone(),
+        Some(s) => {
+            let mut next = if s.profile.is_none() || s.status == Status::Pending {
+                IntegrationState::unusable(integration.clone(), None, degraded.reason.clone())
+            } else {
+                (**s).clone()
+            };
+            next.freshness = Freshness {
+                degraded: Some(degraded.clone()),
+                ..s.freshness.clone()
+            };
+            cur.with(next)
+        }
+    });
+}
+
 /// The last good card of one integration, kept in memory by its worker.
 #[derive(Debug, Clone)]
 struct CachedCard {
@@ -424,7 +541,14 @@ struct Worker {
     last_fetch: Option<Instant>,
     /// The installed state came from disk and no fetch has confirmed it yet.
     from_disk: bool,
+    /// When the periodic refresh is due (moved by every fetch).
+    next: Instant,
+    /// When a pending stale mark fires; cleared only by a fetch.
+    stale_at: Option<Instant>,
 }
+
+/// Refresh requests answered together, each with the profile its failed call used (retry hook).
+type Waiters = Vec<(Reply, Option<Arc<Profile>>)>;
 
 impl Worker {
     fn new(inner: Arc<Inner>, integration: Arc<Integration>) -> Self {
@@ -436,6 +560,8 @@ impl Worker {
             degraded: None,
             last_fetch: None,
             from_disk: false,
+            next: Instant::now(),
+            stale_at: None,
         }
     }
 
@@ -443,11 +569,15 @@ impl Worker {
         &self.integration.name
     }
 
-    async fn run(mut self, mut rx: mpsc::Receiver<Cmd>) {
-        self.load_last_known_good().await;
-        let mut next = Instant::now();
-        let mut stale_at: Option<Instant> = None;
+    /// The worker's loop: timers and commands one at a time, until the command channel closes.
+    /// `load_disk` is false after a restart, when the snapshot already holds what the worker had.
+    async fn run(mut self, rx: &mut mpsc::Receiver<Cmd>, load_disk: bool) {
+        if load_disk {
+            self.load_last_known_good().await;
+        }
+        self.next = Instant::now();
         loop {
+            let (next, stale_at) = (self.next, self.stale_at);
             // Not `biased`: a sustained stream of commands must not starve the timers.
             let cmd = tokio::select! {
                 cmd = rx.recv() => match cmd {
@@ -455,63 +585,44 @@ impl Worker {
                     None => break,
                 },
                 () = tokio::time::sleep_until(stale_at.unwrap_or(next)), if stale_at.is_some() => {
-                    stale_at = None;
                     self.inner.metrics.stale_refreshes.with_label_values(&[self.name()]).inc();
                     self.refresh().await;
-                    next = self.next_at();
                     continue;
                 }
                 () = tokio::time::sleep_until(next) => {
                     self.refresh().await;
-                    next = self.next_at();
-                    // This fetch also answers any stale mark that was waiting.
-                    stale_at = None;
                     continue;
                 }
             };
-            match cmd {
-                Cmd::Stale => {
-                    if stale_at.is_some() {
-                        self.inner
-                            .metrics
-                            .stale_debounced
-                            .with_label_values(&[self.name()])
-                            .inc();
-                    } else {
-                        stale_at = Some(self.stale_deadline());
-                    }
-                }
-                Cmd::Refresh { reply, after_error } => {
-                    let mut waiters = vec![(reply, after_error)];
-                    // Everything already queued is answered by the same fetch.
-                    let mut later = Vec::new();
-                    while let Ok(c) = rx.try_recv() {
-                        match c {
-                            Cmd::Refresh { reply, after_error } => {
-                                waiters.push((reply, after_error))
-                            }
-                            Cmd::Stale => self
-                                .inner
-                                .metrics
-                                .stale_debounced
-                                .with_label_values(&[self.name()])
-                                .inc(),
-                            other => later.push(other),
-                        }
-                    }
-                    self.answer(waiters).await;
-                    stale_at = None;
-                    next = self.next_at();
-                    for c in later {
-                        self.apply(c, &mut next).await;
-                    }
-                }
-                other => self.apply(other, &mut next).await,
-            }
+            self.handle(cmd, rx).await;
         }
     }
 
-    async fn apply(&mut self, cmd: Cmd, next: &mut Instant) {
+    async fn handle(&mut self, cmd: Cmd, rx: &mut mpsc::Receiver<Cmd>) {
+        match cmd {
+            Cmd::Stale => self.note_stale(1),
+            Cmd::Refresh { reply, after_error } => {
+                let mut waiters = vec![(reply, after_error)];
+                // Everything already queued is answered by the same fetch (or waits with it).
+                let mut marks = 0;
+                let mut later = Vec::new();
+                while let Ok(c) = rx.try_recv() {
+                    match c {
+                        Cmd::Refresh { reply, after_error } => waiters.push((reply, after_error)),
+                        Cmd::Stale => marks += 1,
+                        other => later.push(other),
+                    }
+                }
+                self.answer(waiters, marks).await;
+                for c in later {
+                    self.apply(c).await;
+                }
+            }
+            other => self.apply(other).await,
+        }
+    }
+
+    async fn apply(&mut self, cmd: Cmd) {
         match cmd {
             Cmd::Reconfigure {
                 integration,
@@ -521,22 +632,48 @@ impl Worker {
                 if refetch {
                     // Validators belong to the old source: start over with an unconditional GET.
                     self.card = None;
-                    *next = Instant::now();
+                    self.next = Instant::now();
                 } else {
                     self.rebuild_from_cache().await;
                 }
             }
             Cmd::Recompile => self.rebuild_from_cache().await,
-            Cmd::Stale | Cmd::Refresh { .. } => {}
+            Cmd::Stale => self.note_stale(1),
+            Cmd::Refresh { reply, after_error } => self.answer(vec![(reply, after_error)], 0).await,
+        }
+    }
+
+    /// Records `marks` stale marks. The first schedules a refresh at [`schedule::stale_deadline`]
+    /// (debounced, and held until `stale_min_interval` after the last fetch); the rest merge into
+    /// it. Only a fetch clears a pending mark, so one that the rate limit holds back still fires.
+    fn note_stale(&mut self, marks: u64) {
+        if marks == 0 {
+            return;
+        }
+        let merged = if self.stale_at.is_some() {
+            marks
+        } else {
+            let settings = &self.inner.config.load().refresh;
+            self.stale_at = Some(schedule::stale_deadline(
+                settings,
+                Instant::now(),
+                self.last_fetch,
+            ));
+            marks - 1
+        };
+        if merged > 0 {
+            self.inner
+                .metrics
+                .stale_debounced
+                .with_label_values(&[self.name()])
+                .inc_by(merged);
         }
     }
 
     /// Answers refresh requests with one fetch, or none when every waiter is the retry hook and
-    /// either the profile already moved past what it used or a fetch ran very recently.
-    async fn answer(
-        &mut self,
-        waiters: Vec<(oneshot::Sender<RefreshReport>, Option<Arc<Profile>>)>,
-    ) {
+    /// either the profile already moved past what it used or a fetch ran very recently. Without a
+    /// fetch, the hook's error and the queued `marks` stay pending as a stale mark.
+    async fn answer(&mut self, waiters: Waiters, marks: u64) {
         let current = self.current_profile();
         let forced = waiters.iter().any(|(_, used)| used.is_none());
         let all_moved_on = waiters.iter().all(|(_, used)| {
@@ -546,8 +683,18 @@ impl Worker {
         let min = self.inner.config.load().refresh.stale_min_interval;
         let recent = self.last_fetch.is_some_and(|t| t.elapsed() < min);
         let report = if !forced && (all_moved_on || recent) {
+            // A hook whose call used the current profile saw the agent refuse it: that is a stale
+            // mark the rate limit defers, not one it forgets.
+            self.note_stale(marks + u64::from(!all_moved_on));
             None
         } else {
+            if marks > 0 {
+                self.inner
+                    .metrics
+                    .stale_debounced
+                    .with_label_values(&[self.name()])
+                    .inc_by(marks);
+            }
             Some(self.refresh().await)
         };
         let after = self.current_profile();
@@ -556,29 +703,24 @@ impl Worker {
                 // The retry hook asks "is the profile now different from the one my call used?".
                 (Some(r), Some(u)) if r.result != RefreshResult::Failed => {
                     let mut r = r.clone();
-                    r.result = if schedule::profile_changed(after.as_deref(), &u) {
-                        RefreshResult::Changed
-                    } else {
-                        r.result
-                    };
+                    if schedule::profile_changed(after.as_deref(), &u) {
+                        r.result = RefreshResult::Changed;
+                    }
                     r
                 }
                 (Some(r), _) => r.clone(),
-                (None, Some(u)) => {
-                    let changed = schedule::profile_changed(after.as_deref(), &u);
-                    self.report(
-                        if changed {
-                            RefreshResult::Changed
-                        } else {
-                            RefreshResult::Unchanged
-                        },
-                        None,
-                        true,
-                    )
+                (None, used) => {
+                    let changed =
+                        used.is_some_and(|u| schedule::profile_changed(after.as_deref(), &u));
+                    let result = if changed {
+                        RefreshResult::Changed
+                    } else {
+                        RefreshResult::Unchanged
+                    };
+                    self.report(result, None, true)
                 }
-                (None, None) => unreachable!("a forced waiter always fetches"),
             };
-            let _ = reply.send(r);
+            reply.send(Ok(r));
         }
     }
 
@@ -588,16 +730,6 @@ impl Worker {
 
     fn current_profile(&self) -> Option<Arc<Profile>> {
         self.current().and_then(|s| s.profile.clone())
-    }
-
-    fn stale_deadline(&self) -> Instant {
-        let s = &self.inner.config.load().refresh;
-        let now = Instant::now();
-        let debounced = now + s.stale_debounce;
-        match self.last_fetch {
-            Some(t) => debounced.max(t + s.stale_min_interval),
-            None => debounced,
-        }
     }
 
     fn next_at(&self) -> Instant {
@@ -629,8 +761,11 @@ impl Worker {
     }
 
     /// One refresh: conditional fetch, then validate, compile and install on a 200; counted by result.
+    /// Every fetch answers the stale marks pending before it and restarts the periodic timer.
     async fn refresh(&mut self) -> RefreshReport {
         let report = self.refresh_inner().await;
+        self.stale_at = None;
+        self.next = self.next_at();
         self.inner
             .metrics
             .refreshes
@@ -744,27 +879,7 @@ impl Worker {
         };
         self.degraded = Some(degraded.clone());
         tracing::warn!(integration = %self.name(), failures, %reason, "card refresh failed; keeping the last good profile");
-        let m = &self.inner.metrics;
-        m.failures.with_label_values(&[self.name(), kind]).inc();
-        m.degraded.with_label_values(&[self.name()]).set(1);
-        let name = self.name().to_owned();
-        let integration = self.integration.clone();
-        self.inner.store.rcu(|cur| match cur.get(&name) {
-            None => cur.clone(),
-            Some(s) => {
-                let mut next = if s.profile.is_none() || s.status == Status::Pending {
-                    // Never had a good profile: a definite verdict, so readiness can settle.
-                    IntegrationState::unusable(integration.clone(), None, reason.clone())
-                } else {
-                    (**s).clone()
-                };
-                next.freshness = Freshness {
-                    degraded: Some(degraded.clone()),
-                    ..s.freshness.clone()
-                };
-                cur.with(next)
-            }
-        });
+        record_degraded(&self.inner, &self.integration, kind, &degraded);
         self.report(RefreshResult::Failed, Some(reason), false)
     }
 

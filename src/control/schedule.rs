@@ -212,15 +212,18 @@ pub fn next_delay(s: &RefreshSettings, last: Last, unit: f64) -> Duration {
 }
 
 /// When a stale mark received at `now` should trigger a refresh (pure): after the debounce, and no
-/// earlier than `stale_min_interval` after the previous stale-triggered refresh. Times are offsets
-/// from any fixed origin (the caller uses `tokio::time::Instant`).
-pub fn stale_deadline(
-    s: &RefreshSettings,
-    now: Duration,
-    last_stale_refresh: Option<Duration>,
-) -> Duration {
+/// earlier than `stale_min_interval` after the previous fetch of any kind (periodic, forced, stale
+/// or retry hook), so an error storm costs at most one fetch per interval. A mark that arrives just
+/// after a fetch is deferred to the end of the interval, never dropped.
+///
+/// `T` is any point in time that a duration can be added to: the worker passes
+/// `tokio::time::Instant` (so paused-time tests control it), the unit tests plain offsets.
+pub fn stale_deadline<T>(s: &RefreshSettings, now: T, last_fetch: Option<T>) -> T
+where
+    T: Copy + Ord + std::ops::Add<Duration, Output = T>,
+{
     let debounced = now + s.stale_debounce;
-    match last_stale_refresh {
+    match last_fetch {
         Some(t) => debounced.max(t + s.stale_min_interval),
         None => debounced,
     }

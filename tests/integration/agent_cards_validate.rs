@@ -1,7 +1,6 @@
 //! `a2a-egress agent --print-card`: both projections of the sample registry pass
 //! `a2a-egress validate`, and the CLI fails clearly on bad registries and selectors.
 
-
 use std::process::{Command, Output};
 
 use crate::common::RefAgent;

@@ -2,7 +2,6 @@
 //! and 304, registry reload (file change, SIGHUP, failed reload), header negotiation, exact error
 //! bodies with their ErrorInfo, SSE framing, and the misbehaviour switches.
 
-
 use std::time::Duration;
 
 use crate::common::RefAgent;

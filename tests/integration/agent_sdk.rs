@@ -2,7 +2,6 @@
 //! card fetch, send, stream on both bindings, tenant, extension negotiation, the extended card with
 //! and without the right scope, and each protocol error the agent promises.
 
-
 use crate::common::ref_agent::{OTHER_TOKEN, PARTNER_TOKEN, VIEWER_TOKEN};
 use crate::common::{RefAgent, sdk_client};
 use serde_json::Value;

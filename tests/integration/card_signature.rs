@@ -2,7 +2,6 @@
 //! allowlisted algorithms, cards signed here over the JCS payload, tampered variants, and cards
 //! signed by the official Python SDK signer (`a2a.utils.signing`) served by a real SDK agent.
 
-
 use std::sync::OnceLock;
 
 use a2a_egress::card::canonical;

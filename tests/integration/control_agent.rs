@@ -3,11 +3,11 @@
 //! once after a stale mark (what the data plane sends on a runtime error); revalidation uses 304s
 //! that the agent itself logs; two credentials with different scopes each see their own extended card.
 
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::ref_agent::{PARTNER_TOKEN, RefAgent, VIEWER_TOKEN};
 use a2a_egress::config::Config;
 use a2a_egress::control::fetch::CardFetcher;
 use a2a_egress::control::metrics::ControlMetrics;
@@ -15,7 +15,6 @@ use a2a_egress::control::refresh::ControlHandle;
 use a2a_egress::control::schedule::RefreshResult;
 use a2a_egress::profile::Profile;
 use a2a_egress::profile::snapshot::{Status, Store};
-use crate::common::ref_agent::{PARTNER_TOKEN, RefAgent, VIEWER_TOKEN};
 
 /// The sample registry with a 1-second card max-age (so the agent asks for fast revalidation).
 fn registry_text() -> String {

@@ -3,20 +3,23 @@
 //!   two profiles, none fails;
 //! - a runtime error from the reference agent (an extension it now requires) refreshes the profile
 //!   at once, although the refresh period is an hour;
+//! - the same error right after a forced refresh (inside `stale_min_interval`) is not forgotten:
+//!   the refresh it asks for is deferred to the end of the interval and then happens without any
+//!   further traffic;
 //! - `POST /v1/integrations/{name}/refresh` and `/readyz` on the admin listener.
-
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::SdkAgent;
+use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use crate::common::ref_agent::RefAgent;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
-use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
-use crate::common::ref_agent::RefAgent;
 use serde_json::{Value, json};
 
 const EXT_A: &str = "https://example.com/ext/a/v1";
@@ -276,6 +279,62 @@ async fn a_runtime_error_refreshes_the_profile_at_once() {
         ) >= 2.0,
         "{m}"
     );
+}
+
+#[tokio::test]
+async fn a_runtime_error_inside_the_rate_limit_still_refreshes_later() {
+    const EXT: &str = "urn:test:ext:late-required";
+    let agent = SdkAgent::start(&[]);
+    // An hour-long period and a 2 s rate limit: within this test only a deferred stale mark can
+    // fetch the card again.
+    let config = config_head(&[EXT])
+        + "[refresh]\nmin = \"1h\"\nmax = \"2h\"\nstale_debounce = \"50ms\"\nstale_min_interval = \"2s\"\n"
+        + &integration("echo", &agent.card_url, "");
+    let gw = GatewayProc::start(&config, &[]).await;
+    let refresh = crate::common::http()
+        .post(format!("http://{}/v1/integrations/echo/refresh", gw.admin))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refresh.status(), 200);
+    agent.require_extension(EXT).await;
+    agent.reset().await;
+
+    // Right after the forced refresh: the retry hook is rate-limited, so the caller gets the
+    // agent's -32008 unchanged.
+    let (status, body) = gw
+        .rpc("echo", &send_request("r1", "SendMessage", "hello"), &[])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["error"]["code"], -32008, "{body}");
+
+    // No further traffic: the card is fetched again once the interval is over.
+    let mut fetched = false;
+    for _ in 0..200 {
+        if agent.seen().await.iter().any(|s| s.is_card_fetch()) {
+            fetched = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        fetched,
+        "the error's refresh was dropped\n{}",
+        gw.process.stderr_tail()
+    );
+    // The refreshed profile activates the extension: the next call works at the first attempt.
+    let mut ok = false;
+    for _ in 0..100 {
+        let (_, body) = gw
+            .rpc("echo", &send_request("r2", "SendMessage", "hello"), &[])
+            .await;
+        if body["result"].is_object() {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ok, "{}", gw.process.stderr_tail());
 }
 
 #[tokio::test]

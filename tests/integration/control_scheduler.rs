@@ -1,6 +1,8 @@
 //! The refresh scheduler on paused tokio time, against a scripted card source: periods from
 //! max-age, 304s without recompilation, exponential backoff, last-good-kept on failure, debounced
-//! stale marks, coalesced forced refreshes, the retry hook, and config reload by difference.
+//! stale marks, coalesced forced refreshes, the retry hook, stale marks raised inside the rate limit
+//! (deferred, never dropped), a panicking card source (the worker is restarted with backoff), and
+//! config reload by difference.
 //!
 //! Paused time makes the schedule exact and instant; the scripted source stands in for the network
 //! because real sockets and auto-advancing timers do not mix (a fetch timeout would fire while a
@@ -15,7 +17,7 @@ use a2a_egress::config::Config;
 use a2a_egress::control::extended::{ExtendedError, ExtendedOutcome};
 use a2a_egress::control::fetch::{FetchError, FetchOutcome, FetchPolicy, Validators};
 use a2a_egress::control::metrics::ControlMetrics;
-use a2a_egress::control::refresh::{CardSource, ControlHandle};
+use a2a_egress::control::refresh::{CardSource, ControlError, ControlHandle};
 use a2a_egress::control::schedule::RefreshResult;
 use a2a_egress::profile::Interface;
 use a2a_egress::profile::snapshot::{Status, Store};
@@ -42,6 +44,8 @@ struct Script {
     fetches: AtomicUsize,
     not_modified: AtomicUsize,
     times: Mutex<Vec<Instant>>,
+    /// 1-based numbers of the fetches that panic (a bug anywhere below the worker).
+    panics: Mutex<Vec<usize>>,
 }
 
 impl Script {
@@ -54,6 +58,7 @@ impl Script {
             fetches: AtomicUsize::new(0),
             not_modified: AtomicUsize::new(0),
             times: Mutex::new(Vec::new()),
+            panics: Mutex::new(Vec::new()),
         })
     }
     fn set(&self, body: String) {
@@ -80,8 +85,12 @@ impl CardSource for Script {
         _policy: &FetchPolicy,
         validators: Option<&Validators>,
     ) -> Result<FetchOutcome, FetchError> {
-        self.fetches.fetch_add(1, Ordering::SeqCst);
+        let n = self.fetches.fetch_add(1, Ordering::SeqCst) + 1;
         self.times.lock().unwrap().push(Instant::now());
+        let panics = self.panics.lock().unwrap().contains(&n);
+        if panics {
+            panic!("scripted panic in fetch {n}");
+        }
         let delay = *self.delay.lock().unwrap();
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
@@ -372,6 +381,151 @@ async fn retry_hook_answers_changed_only_for_a_different_profile() {
     assert_eq!(r.result, RefreshResult::Changed);
     assert!(r.coalesced);
     assert_eq!(script.fetches(), 3);
+}
+
+/// The profile a call would be shaped from now.
+fn used(h: &ControlHandle) -> Arc<a2a_egress::profile::Profile> {
+    h.store()
+        .load()
+        .get("echo")
+        .unwrap()
+        .profile
+        .clone()
+        .unwrap()
+}
+
+fn gap(script: &Script, from: usize, to: usize) -> Duration {
+    let t = script.times.lock().unwrap();
+    t[to] - t[from]
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_hook_inside_the_min_interval_defers_its_refresh() {
+    let script = Script::new(card(true, "1"), Some(Duration::from_secs(3600)));
+    let h = start(config("", &["echo"]), script.clone());
+    settle(&h).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let before = used(&h);
+    // A forced refresh counts as a fetch for the rate limit.
+    let r = h.refresh_now("echo").await.unwrap();
+    assert_eq!(r.result, RefreshResult::NotModified);
+    assert_eq!(script.fetches(), 2);
+
+    // The agent changes and starts refusing calls one second later: the hook is rate-limited.
+    script.set(card(false, "2"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let r = h.refresh_after_error("echo", &before).await.unwrap();
+    assert!(r.coalesced, "{r:?}");
+    assert_eq!(r.result, RefreshResult::Unchanged);
+    assert_eq!(script.fetches(), 2);
+
+    // No further traffic: the deferred mark still fetches, stale_min_interval after the last fetch.
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    assert_eq!(script.fetches(), 3, "the deferred mark was dropped");
+    assert_eq!(gap(&script, 1, 2), Duration::from_secs(10));
+    assert!(!streaming(&h, "echo"), "the new profile is installed");
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(script.fetches(), 3, "one deferred fetch, not a loop");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stale_mark_survives_a_rate_limited_retry_hook() {
+    let script = Script::new(card(true, "1"), Some(Duration::from_secs(3600)));
+    let h = start(config("", &["echo"]), script.clone());
+    settle(&h).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let before = used(&h);
+    h.refresh_now("echo").await.unwrap();
+    script.set(card(false, "2"));
+    // A stale mark from the channel (held for the rate limit), then a retry hook that is answered
+    // without a fetch: the mark must still fire.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    h.mark_stale("echo");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let r = h.refresh_after_error("echo", &before).await.unwrap();
+    assert!(r.coalesced, "{r:?}");
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    assert_eq!(
+        script.fetches(),
+        3,
+        "the stale mark was dropped by the hook"
+    );
+    assert_eq!(gap(&script, 1, 2), Duration::from_secs(10));
+    assert!(!streaming(&h, "echo"));
+}
+
+fn panic_count(h: &ControlHandle) -> u64 {
+    h.metrics().worker_panics.with_label_values(&["echo"]).get()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_worker_is_restarted_with_backoff_and_reported() {
+    let script = Script::new(card(true, "1"), Some(Duration::from_secs(3600)));
+    *script.panics.lock().unwrap() = vec![1, 2];
+    let h = start(config("", &["echo"]), script.clone());
+    // The first fetch panics: a definite verdict, with the reason, instead of pending forever.
+    settle(&h).await;
+    let r = h.readiness();
+    assert_eq!(r.unusable.len(), 1, "{r:?}");
+    assert!(
+        r.unusable[0]
+            .reason
+            .contains("refresh worker panicked: scripted panic in fetch 1"),
+        "{r:?}"
+    );
+    assert_eq!(panic_count(&h), 1);
+    assert_eq!(h.metrics().degraded.with_label_values(&["echo"]).get(), 1);
+
+    // While the worker waits to restart, a forced refresh is told so at once (no fetch, no wait).
+    let e = h.refresh_now("echo").await.unwrap_err();
+    assert!(matches!(e, ControlError::Restarting { .. }), "{e:?}: {e}");
+    assert!(e.to_string().contains("restart"), "{e}");
+    assert_eq!(e.reason(), "REFRESH_WORKER_RESTARTING");
+    assert_eq!(script.fetches(), 1);
+
+    // Restarts back off exponentially (1 s, then 2 s); the third fetch works.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(script.fetches(), 3);
+    assert_eq!(gap(&script, 0, 1), Duration::from_secs(1));
+    assert_eq!(gap(&script, 1, 2), Duration::from_secs(2));
+    assert_eq!(panic_count(&h), 2);
+    let snap = h.store().load();
+    let s = snap.get("echo").unwrap();
+    assert!(s.usable().is_some(), "{:?}", s.status);
+    assert!(s.freshness.degraded.is_none());
+    assert_eq!(h.metrics().degraded.with_label_values(&["echo"]).get(), 0);
+
+    // A panic during a forced refresh: that caller gets a clear error, the last good profile is
+    // still served (marked degraded), and the restarted worker recovers it.
+    let good = used(&h);
+    script.panics.lock().unwrap().push(4);
+    let e = h.refresh_now("echo").await.unwrap_err();
+    assert!(matches!(e, ControlError::Panicked(_)), "{e:?}: {e}");
+    assert_eq!(e.reason(), "REFRESH_WORKER_RESTARTING");
+    let snap = h.store().load();
+    let s = snap.get("echo").unwrap();
+    assert!(Arc::ptr_eq(s.profile.as_ref().unwrap(), &good));
+    assert!(s.usable().is_some());
+    let d = s.freshness.degraded.as_ref().expect("degraded");
+    assert!(
+        d.reason
+            .contains("refresh worker panicked: scripted panic in fetch 4"),
+        "{d:?}"
+    );
+    assert_eq!(panic_count(&h), 3);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(script.fetches(), 5, "restarted and fetched again");
+    let r = h.refresh_now("echo").await.unwrap();
+    assert_ne!(r.result, RefreshResult::Failed, "{r:?}");
+    assert!(
+        h.store()
+            .load()
+            .get("echo")
+            .unwrap()
+            .freshness
+            .degraded
+            .is_none()
+    );
 }
 
 #[tokio::test(start_paused = true)]

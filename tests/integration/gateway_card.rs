@@ -2,7 +2,6 @@
 //! given only `http://GATEWAY/agents/{name}/`, and every request the agent sees comes from the
 //! gateway.
 
-
 use crate::common::SdkAgent;
 use crate::common::gateway::{GatewayProc, config_head, integration, metric};
 use crate::common::sdk_client::sdk_client;

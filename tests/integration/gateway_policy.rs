@@ -2,7 +2,6 @@
 //! protocol-shaped (JSON-RPC envelope with the caller's id, or google.rpc.Status), carries
 //! `ErrorInfo{domain: "a2a-egress", reason}`, is counted, and nothing reaches the agent.
 
-
 use crate::common::SdkAgent;
 use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
 use serde_json::{Value, json};

@@ -1,7 +1,6 @@
 //! The gateway in front of the bundled reference agent, driven by the official Python SDK client
 //! pointed only at the gateway; plus graceful shutdown with a call in flight.
 
-
 use std::time::Duration;
 
 use crate::common::gateway::{GatewayProc, config_head, metric, send_request, sse_events};

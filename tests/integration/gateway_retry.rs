@@ -9,9 +9,10 @@
 //! - the refresh changes nothing (-32009 from a version-gated agent): exactly one refresh, one
 //!   upstream call, and the agent's error reaches the caller byte for byte.
 
-
 use crate::common::SdkAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request, sse_events};
+use crate::common::gateway::{
+    GatewayProc, config_head, integration, metric, send_request, sse_events,
+};
 use serde_json::{Value, json};
 
 const EXT: &str = "urn:test:ext:late-required";

@@ -1,7 +1,6 @@
 //! The gateway in front of the official Python SDK agent: what leaves the gateway is shaped from
 //! the profile, asserted from the agent's side (`/_test/seen`), over real loopback sockets.
 
-
 use crate::common::SdkAgent;
 use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
 use serde_json::json;

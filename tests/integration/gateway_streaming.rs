@@ -2,9 +2,10 @@
 //! every downgrade path (declared-off, refused-then-retried, retry-also-fails, required), asserted
 //! from the agent's side and from the caller's.
 
-
 use crate::common::SdkAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request, sse_events};
+use crate::common::gateway::{
+    GatewayProc, config_head, integration, metric, send_request, sse_events,
+};
 
 fn methods(seen: &[crate::common::Seen]) -> Vec<String> {
     seen.iter()

@@ -1,7 +1,6 @@
 //! Smoke tests of the test peers themselves: the official-SDK agent (`tests/peers/sdk_agent.py`)
 //! honours each flag, and records exactly what it received. Other integration tests rely on both.
 
-
 use crate::common::SdkAgent;
 use serde_json::{Value, json};
 

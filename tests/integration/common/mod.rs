@@ -6,6 +6,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod gateway;
+pub mod hostile;
 pub mod process;
 pub mod ref_agent;
 pub mod sdk_agent;
