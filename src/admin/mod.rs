@@ -5,6 +5,10 @@
 //! - `GET /readyz`: 200 once every integration has a verdict (usable, unusable or blocked) and the
 //!   gateway is not draining, else 503; the body lists each integration's status.
 //! - `GET /metrics`: Prometheus text exposition of the one [`Metrics`] registry.
+//! - `POST /v1/integrations/{name}/refresh` (from [`crate::control::http`], when the control plane
+//!   runs): a forced refresh, rate-limited per integration.
+//!
+//! Every method but `GET`/`HEAD` needs the admin bearer token when one is configured ([`auth`]).
 //!
 //! axum on its own small tokio runtime (not a pingora `ServeHttp`), so other components can add
 //! routes to the same [`router`] and tests can drive it with real sockets on port 0.
@@ -20,7 +24,10 @@ use axum::routing::get;
 use serde_json::json;
 
 use crate::metrics::Metrics;
+
+pub mod auth;
 use crate::profile::snapshot::{Status, Store};
+pub use auth::Access;
 
 /// What the admin handlers read.
 #[derive(Clone)]
@@ -33,20 +40,28 @@ pub struct AdminState {
     pub draining: Arc<AtomicBool>,
     /// The control plane (refresh route, readiness detail); `None` when only a static store runs.
     pub control: Option<crate::control::refresh::ControlHandle>,
+    /// The admin token and the forced-refresh rate limit (`[admin]`).
+    pub access: Access,
 }
 
 /// The admin routes (plus the control plane's `POST /v1/integrations/{name}/refresh` when it runs).
 pub fn router(state: AdminState) -> Router {
     let control = state.control.clone();
+    let access = state.access.clone();
     let r = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .with_state(state);
-    match control {
-        Some(c) => r.merge(crate::control::http::router(c)),
+    let r = match control {
+        Some(c) => r.merge(crate::control::http::router(c, access.refresh.clone())),
         None => r,
-    }
+    };
+    // Last, so it wraps every route, merged ones included.
+    r.layer(axum::middleware::from_fn_with_state(
+        access,
+        auth::require_token,
+    ))
 }
 
 async fn readyz(State(s): State<AdminState>) -> Response {

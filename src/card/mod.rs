@@ -23,6 +23,7 @@ pub mod compile;
 mod rules;
 pub mod sanitize;
 pub mod signature;
+mod text;
 pub mod validate;
 pub mod wire;
 

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::sanitize::is_hidden;
+use super::text::{id_chars_ok, literal_matches_parsed, media_type_chars_ok, tenant_problem};
 use super::validate::{CardError, CardWarning, MAX_ID_BYTES, MAX_URL_BYTES};
 use super::wire::{Path, quote};
 use crate::config::CardPolicy;
@@ -20,8 +21,11 @@ enum Kind {
     Name,
     /// Identifier: non-empty, ≤ MAX_ID_BYTES, no whitespace, control or hidden characters.
     Id,
-    /// Optional identifier that may be empty (`tenant`: "" means unset in proto3); else as `Id`.
+    /// Optional identifier that may be empty (`bearerFormat`); else as `Id`.
     IdOrEmpty,
+    /// An interface's `tenant`: may be empty ("" means unset in proto3); else bounded like `Id`
+    /// and one path-safe segment ([`tenant_problem`]).
+    Tenant,
     /// Skill id: as `Id`, except that single interior U+0020 spaces are allowed.
     SkillId,
     /// `Major.Minor`.
@@ -38,79 +42,6 @@ enum Kind {
     Uri,
     /// base64url without padding.
     Base64Url,
-}
-
-/// Whether `s` is acceptable as an identifier: no control character at all (CR, LF and TAB
-/// included: identifiers end up in headers, URL paths and log lines, where they would split or
-/// forge lines), no invisible format character, and no whitespace — except, when `inner_spaces`,
-/// single U+0020 spaces between other characters (skill ids are display-ish keys; they never reach
-/// a header or path).
-fn id_chars_ok(s: &str, inner_spaces: bool) -> bool {
-    let ok_char = |c: char| !(c.is_control() || c.is_whitespace() || is_hidden(c));
-    if !inner_spaces {
-        return s.chars().all(ok_char);
-    }
-    !s.starts_with(' ')
-        && !s.ends_with(' ')
-        && !s.contains("  ")
-        && s.chars().all(|c| c == ' ' || ok_char(c))
-}
-
-/// Checks that an `http(s)` URL means literally what its WHATWG parse means, since the raw text
-/// is what the profile stores and what other parsers (proxies, SDKs, logs) will read: it must
-/// start with `scheme://` (any case; no `https:host` or `https:\\host` forms, no `\` anywhere),
-/// carry no `@` in its authority (not even empty userinfo), and its host text must equal the
-/// parsed host ignoring ASCII case — so no percent-encoded host, no IPv4 in hex/octal/short
-/// form, no Unicode host (write it in its `xn--` form).
-fn literal_matches_parsed(s: &str, u: &url::Url) -> Result<(), &'static str> {
-    let prefix = format!("{}://", u.scheme());
-    if s.len() < prefix.len() || !s[..prefix.len()].eq_ignore_ascii_case(&prefix) {
-        return Err("URL must start with the literal scheme:// prefix");
-    }
-    if s.contains('\\') {
-        return Err("URL must not contain a backslash");
-    }
-    let rest = &s[prefix.len()..];
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    if authority.contains('@') {
-        return Err("URL must not carry credentials (user:password@)");
-    }
-    let host = if authority.starts_with('[') {
-        &authority[..authority.find(']').map_or(authority.len(), |i| i + 1)]
-    } else {
-        &authority[..authority.find(':').unwrap_or(authority.len())]
-    };
-    if host.is_empty() {
-        return Err("URL has no host");
-    }
-    match u.host_str() {
-        Some(parsed) if parsed.eq_ignore_ascii_case(host) => Ok(()),
-        _ => Err(
-            "host must be written in its canonical form (ASCII, no percent-encoding, dotted-decimal IPv4)",
-        ),
-    }
-}
-
-/// Whether a media type has only the characters RFC 9110 §8.3.1 allows where we accept them:
-/// no control, invisible or whitespace character, except spaces (OWS) around the `;` that
-/// separate parameters (`text/plain; charset=utf-8`). Whitespace around `=` is refused, as
-/// RFC 9110 §5.6.6 forbids it.
-fn media_type_chars_ok(s: &str) -> bool {
-    let n = s.split(';').count();
-    s.split(';').enumerate().all(|(i, seg)| {
-        let seg = if i > 0 {
-            seg.trim_start_matches(' ')
-        } else {
-            seg
-        };
-        let seg = if i + 1 < n {
-            seg.trim_end_matches(' ')
-        } else {
-            seg
-        };
-        !seg.chars()
-            .any(|c| c.is_control() || c.is_whitespace() || is_hidden(c))
-    })
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -259,7 +190,7 @@ impl Checker<'_> {
         let Some(m) = self.object(v, p) else { return };
         let binding = self.req_str(m, "protocolBinding", p, Kind::Id);
         self.req_str(m, "protocolVersion", p, Kind::ProtocolVersion);
-        self.opt_str(m, "tenant", p, Kind::IdOrEmpty);
+        self.opt_str(m, "tenant", p, Kind::Tenant);
         let up = p.key("url");
         match get(m, "url") {
             None => self.missing(m, "url", p),
@@ -745,6 +676,18 @@ impl Checker<'_> {
                     self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
                 }
             }
+            Kind::Tenant => {
+                if !s.is_empty()
+                    && self.bounded(s, p, MAX_ID_BYTES)
+                    && let Some(reason) = tenant_problem(s)
+                {
+                    self.errors.push(CardError::BadTenant {
+                        path: p.to_string(),
+                        value: quote(s),
+                        reason,
+                    });
+                }
+            }
             Kind::ProtocolVersion => {
                 if !crate::config::is_major_minor(s) {
                     self.errors.push(CardError::BadProtocolVersion {
@@ -915,56 +858,31 @@ impl Checker<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::id_chars_ok;
+    use super::Checker;
+    use crate::card::text::tests::MULTIBYTE_BOUNDARY_URLS;
+    use crate::config::CardPolicy;
 
     #[test]
-    fn identifiers_refuse_every_control_and_whitespace_character() {
-        for bad in [
-            "acme\r\nX-Evil: 1",
-            "echo\nfake",
-            "a\tb",
-            "a b",
-            "a\u{0b}b",
-            "a\u{85}b",
-            "a\u{a0}b",
-            "a\u{2028}b",
-            "a\u{200b}b",
-            "a\u{7f}",
-        ] {
-            assert!(!id_chars_ok(bad, false), "{bad:?}");
-        }
-        assert!(id_chars_ok("acme-1.0_x", false));
-    }
-
-    #[test]
-    fn media_types_allow_spaces_around_semicolons_only() {
-        use super::media_type_chars_ok as ok;
-        for good in [
-            "text/plain",
-            "text/plain;charset=utf-8",
-            "text/plain; charset=utf-8",
-            "text/plain ; charset=utf-8;  format=flowed",
-        ] {
-            assert!(ok(good), "{good:?}");
-        }
-        for bad in [
-            " text/plain",
-            "text/plain ",
-            "text/ plain",
-            "text/plain; charset = utf-8",
-            "text/plain;\tcharset=utf-8",
-            "text/plain;\ncharset=utf-8",
-            "text/\u{7}plain",
-        ] {
-            assert!(!ok(bad), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn skill_ids_allow_single_inner_spaces_only() {
-        assert!(id_chars_ok("currency conversion", true));
-        for bad in [" echo", "echo ", "a  b", "a\tb", "a\nb", "a\u{a0}b"] {
-            assert!(!id_chars_ok(bad, true), "{bad:?}");
+    fn interface_and_security_urls_with_multibyte_boundaries_are_errors() {
+        let policy = CardPolicy::default();
+        for s in MULTIBYTE_BOUNDARY_URLS {
+            let card = serde_json::json!({
+                "supportedInterfaces": [{"url": s, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+                "securitySchemes": {"o": {"openIdConnectSecurityScheme": {"openIdConnectUrl": s}}},
+            });
+            let mut c = Checker {
+                policy: &policy,
+                errors: Vec::new(),
+                warnings: Vec::new(),
+            };
+            c.card(&card);
+            let bad: Vec<String> = c
+                .errors
+                .iter()
+                .map(ToString::to_string)
+                .filter(|e| e.contains("url") || e.contains("Url"))
+                .collect();
+            assert_eq!(bad.len(), 2, "{s:?}: {bad:?}");
         }
     }
 }

@@ -26,6 +26,8 @@
 //!   character and no whitespace, since they end up in headers, URL paths and log lines. The one
 //!   exception: a skill id may contain single U+0020 spaces between other characters (it is a key
 //!   in the profile, never sent in a header or path); `protocolVersion` is `Major.Minor`;
+//! - **tenants**: a non-empty interface `tenant` is also one path-safe URL segment: not `.` or
+//!   `..`, and no `/`, `\`, `%`, `?` or `#` (it becomes the first path segment of HTTP+JSON calls);
 //! - **URLs**: at most [`MAX_URL_BYTES`]; absolute, with no user name or password. The raw text is
 //!   what is stored, so an interface or security URL must mean literally what its WHATWG parse means: it
 //!   starts with `scheme://` (any case), has no `\`, no `@` in its authority (not even an empty
@@ -159,6 +161,16 @@ pub enum CardError {
         value: String,
         /// Which rule it breaks.
         reason: String,
+    },
+    /// An interface's `tenant` is not one path-safe URL segment.
+    #[error("{path}: {value} is not a path-safe tenant: {reason}")]
+    BadTenant {
+        /// Path of the field.
+        path: String,
+        /// The value, quoted and escaped.
+        value: String,
+        /// Which rule it breaks.
+        reason: &'static str,
     },
     /// A protocol version is not `Major.Minor`.
     #[error("{path}: {value} is not a Major.Minor protocol version (e.g. \"1.0\")")]

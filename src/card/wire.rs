@@ -220,7 +220,7 @@ fn push_key(s: &mut String, key: &str) {
         && key
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'$')
-        && !key.as_bytes()[0].is_ascii_digit();
+        && !key.bytes().next().is_some_and(|b| b.is_ascii_digit());
     if plain {
         if !s.is_empty() {
             s.push('.');

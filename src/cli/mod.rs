@@ -3,7 +3,8 @@
 //! Output conventions: results (the profile JSON, `valid sha256:…`) go to stdout; problems go to
 //! stderr, one per line, each starting with the JSON path (or config key) it is about. Exit codes:
 //! 0 success, [`EXIT_INVALID`] (65) for an invalid card, [`EXIT_USAGE`] (64) for a bad config or
-//! command line, 1 for I/O failures.
+//! command line, [`EXIT_SOFTWARE`] (70) when checking a card hit a bug (a caught panic), 1 for I/O
+//! failures. `validate` and `compile` never exit with Rust's panic code 101.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -18,11 +19,14 @@ mod serve;
 use crate::config::{CardPolicy, ClientCaps, Config};
 
 mod agent;
+mod guard;
 
 /// Exit code for an invalid input document (sysexits EX_DATAERR).
 pub const EXIT_INVALID: u8 = 65;
 /// Exit code for a bad command line or configuration (sysexits EX_USAGE).
 pub const EXIT_USAGE: u8 = 64;
+/// Exit code for an internal error: checking a card panicked (sysexits EX_SOFTWARE).
+pub const EXIT_SOFTWARE: u8 = 70;
 
 /// The config file used when `--config` is not given and this file exists.
 pub const DEFAULT_CONFIG: &str = "config/gateway.toml";
@@ -43,11 +47,13 @@ enum Command {
     /// Validates an Agent Card (size, JSON, A2A 1.0 structure, URLs, signatures); prints each problem.
     ///
     /// Exit 0 if valid (stdout: `valid <card_digest>` and a `signature: …` line; warnings on
-    /// stderr), 65 if invalid (stderr: one problem per line, each starting with the JSON path).
+    /// stderr), 65 if invalid (stderr: one problem per line, each starting with the JSON path),
+    /// 70 if checking the card hit an internal error (one line on stderr).
     Validate(CardArgs),
     /// Validates and compiles an Agent Card; prints the compiled profile as JSON on stdout.
     ///
-    /// Exit 0 (even for a profile with `usable: false`: the card itself is valid), 65 if the card is invalid.
+    /// Exit 0 (even for a profile with `usable: false`: the card itself is valid), 65 if the card
+    /// is invalid, 70 if checking it hit an internal error.
     Compile(CardArgs),
     /// Runs the gateway: data plane (pingora), control plane and admin listener, until SIGTERM/SIGINT.
     ///
@@ -150,16 +156,50 @@ fn card_command(a: &CardArgs, compile: bool) -> anyhow::Result<ExitCode> {
         card::wire::read_bounded(f, policy.max_card_bytes)
             .with_context(|| format!("reading {}", a.card))?
     };
-    let validated = match card::validate(&bytes, &policy, origin.as_deref()) {
-        Ok(v) => v,
-        Err(errors) => {
+    // The validator must not panic on any input; should a bug make it, the command still ends
+    // with a meaningful exit code and one line saying so, not a backtrace and 101.
+    let checked = guard::contain(|| check(&bytes, &policy, origin.as_deref(), &caps, compile));
+    match checked {
+        Err(p) => {
+            eprintln!(
+                "error: internal error while checking the card (a bug in a2a-egress; please report it with the card): {}",
+                p.description
+            );
+            Ok(ExitCode::from(EXIT_SOFTWARE))
+        }
+        Ok(Err(errors)) => {
             let mut err = std::io::stderr().lock();
             for e in errors.iter() {
                 writeln!(err, "{e}")?;
             }
-            return Ok(ExitCode::from(EXIT_INVALID));
+            Ok(ExitCode::from(EXIT_INVALID))
         }
-    };
+        Ok(Ok((validated, profile))) => {
+            print_outcome(&validated, profile.as_ref())?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Validates, and compiles when asked: the pure part of the card commands.
+fn check(
+    bytes: &[u8],
+    policy: &CardPolicy,
+    origin: Option<&str>,
+    caps: &ClientCaps,
+    compile: bool,
+) -> Result<(card::ValidatedCard, Option<crate::profile::Profile>), card::CardErrors> {
+    let validated = card::validate(bytes, policy, origin)?;
+    let profile = compile.then(|| card::compile(&validated, caps));
+    Ok((validated, profile))
+}
+
+/// Warnings on stderr; the profile JSON (compile) or the digest and signature verdict (validate)
+/// on stdout.
+fn print_outcome(
+    validated: &card::ValidatedCard,
+    profile: Option<&crate::profile::Profile>,
+) -> anyhow::Result<()> {
     {
         let mut err = std::io::stderr().lock();
         for w in validated.warnings() {
@@ -167,23 +207,22 @@ fn card_command(a: &CardArgs, compile: bool) -> anyhow::Result<ExitCode> {
         }
     }
     let mut out = std::io::stdout().lock();
-    if compile {
-        let profile = card::compile(&validated, &caps);
-        serde_json::to_writer_pretty(&mut out, &profile)?;
+    if let Some(profile) = profile {
+        serde_json::to_writer_pretty(&mut out, profile)?;
         writeln!(out)?;
-    } else {
-        writeln!(out, "valid {}", validated.digest())?;
-        match validated.signature() {
-            card::SignatureStatus::Unsigned => writeln!(out, "signature: none")?,
-            card::SignatureStatus::Verified(v) => writeln!(
-                out,
-                "signature: verified (signatures[{}], kid {:?}, {})",
-                v.index, v.kid, v.alg
-            )?,
-            card::SignatureStatus::Unverified { .. } => {
-                writeln!(out, "signature: present, not verified")?
-            }
+        return Ok(());
+    }
+    writeln!(out, "valid {}", validated.digest())?;
+    match validated.signature() {
+        card::SignatureStatus::Unsigned => writeln!(out, "signature: none")?,
+        card::SignatureStatus::Verified(v) => writeln!(
+            out,
+            "signature: verified (signatures[{}], kid {:?}, {})",
+            v.index, v.kid, v.alg
+        )?,
+        card::SignatureStatus::Unverified { .. } => {
+            writeln!(out, "signature: present, not verified")?
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

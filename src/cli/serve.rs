@@ -152,6 +152,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         metrics: metrics.clone(),
         draining: draining.clone(),
         control: Some(control.clone()),
+        access: crate::admin::Access::new(&config.admin, metrics.clone()),
     });
     control_rt.spawn(async move {
         match tokio::net::TcpListener::from_std(admin_listener) {
@@ -186,13 +187,15 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         default_data_class: config.policy.default_data_class.clone(),
         draining: draining.clone(),
         control: Some(control.clone()),
+        limits: crate::proxy::limits::RequestLimits::new(&config.limits),
         client: crate::proxy::client::Client::new(),
     };
-    let mut svc = pingora::proxy::http_proxy_service_with_name(
-        &server.configuration,
-        gateway,
-        "a2a-egress data plane",
-    );
+    // pingora's HTTP proxy, inside the connection loop that applies `[limits]` (connection cap,
+    // idle and header deadlines) to every downstream connection.
+    let proxy = pingora::proxy::http_proxy(&server.configuration, gateway);
+    let limited = crate::proxy::limits::Limited::new(proxy, config.limits, metrics.clone());
+    let mut svc =
+        pingora::services::listening::Service::new("a2a-egress data plane".into(), limited);
     svc.add_tcp(&proxy_addr.to_string());
     server.add_service(svc);
 

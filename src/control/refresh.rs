@@ -223,6 +223,9 @@ pub(crate) struct Inner {
     pub(crate) metrics: ControlMetrics,
     pub(crate) config: ArcSwap<Config>,
     state_dir: Mutex<Option<StateDir>>,
+    /// Why last-known-good cards are not being saved (the directory cannot be opened, or the last
+    /// save failed), for `/readyz` detail; cleared by the next successful save.
+    pub(crate) state_problem: Mutex<Option<String>>,
     workers: Mutex<HashMap<String, WorkerHandle>>,
     extended: ExtendedCache<Bytes>,
     /// The last refused config reload, for `/readyz` detail.
@@ -252,13 +255,14 @@ impl ControlHandle {
         source: Arc<dyn CardSource>,
         stale: Option<StaleReceiver>,
     ) -> ControlHandle {
-        let state_dir = open_state_dir(&config);
+        let (state_dir, state_problem) = open_state_dir(&config);
         let inner = Arc::new(Inner {
             store,
             source,
             metrics,
             config: ArcSwap::from_pointee(config),
             state_dir: Mutex::new(state_dir),
+            state_problem: Mutex::new(state_problem),
             workers: Mutex::new(HashMap::new()),
             extended: ExtendedCache::new(),
             reload_refused: Mutex::new(None),
@@ -374,7 +378,9 @@ impl ControlHandle {
     }
 
     pub(crate) fn set_state_dir(&self, config: &Config) {
-        *lock(&self.inner.state_dir) = open_state_dir(config);
+        let (dir, problem) = open_state_dir(config);
+        *lock(&self.inner.state_dir) = dir;
+        *lock(&self.inner.state_problem) = problem;
     }
 
     /// Forces one refresh of `name` and answers with its outcome (`POST …/refresh`). Requests that
@@ -452,13 +458,21 @@ async fn dispatch_stale(inner: std::sync::Weak<Inner>, mut rx: StaleReceiver) {
     }
 }
 
-fn open_state_dir(config: &Config) -> Option<StateDir> {
-    let dir = config.state_dir.as_ref()?;
+/// The configured state directory, or why it cannot be used (serving goes on without it).
+fn open_state_dir(config: &Config) -> (Option<StateDir>, Option<String>) {
+    let Some(dir) = config.state_dir.as_ref() else {
+        return (None, None);
+    };
     match StateDir::open(dir) {
-        Ok(d) => Some(d),
+        Ok(d) => (Some(d), None),
         Err(e) => {
             tracing::warn!(error = %e, "last-known-good state directory unusable; cards will not be persisted");
-            None
+            (
+                None,
+                Some(format!(
+                    "last-known-good cards are not persisted: the state directory is unusable ({e})"
+                )),
+            )
         }
     }
 }

@@ -267,3 +267,17 @@ fn bad_origin_is_a_usage_error() {
     );
     assert_eq!(out.status.code(), Some(64));
 }
+
+/// A multi-byte character where `scheme://` would end used to panic the validator (exit 101):
+/// it is an invalid card like any other, for both commands.
+#[test]
+fn multibyte_url_boundaries_are_invalid_not_a_crash() {
+    let f = fixture("invalid/multibyte_url_boundaries.json");
+    let expected = std::fs::read_to_string(f.with_extension("expect")).unwrap();
+    for cmd in ["validate", "compile"] {
+        let out = run(&[cmd, f.to_str().unwrap()], b"");
+        assert_eq!(out.status.code(), Some(65), "{cmd}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), expected, "{cmd}");
+        assert!(out.stdout.is_empty());
+    }
+}

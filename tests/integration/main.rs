@@ -4,10 +4,12 @@
 
 mod common;
 
+mod admin_auth;
 mod agent_cards_validate;
 mod agent_http;
 mod agent_sdk;
 mod card_fixtures;
+mod card_hostile;
 mod card_props;
 mod card_signature;
 mod cli_card;
@@ -18,9 +20,11 @@ mod control_gateway;
 mod control_lkg;
 mod control_reload;
 mod control_scheduler;
+mod faults;
 mod gateway_card;
 mod gateway_encoding;
 mod gateway_headers;
+mod gateway_limits;
 mod gateway_policy;
 mod gateway_proxy_env;
 mod gateway_ref_agent;
