@@ -49,6 +49,7 @@ impl Access {
             &Admin {
                 token: None,
                 refresh_min_interval: std::time::Duration::ZERO,
+                ..Admin::default()
             },
             metrics,
         )

@@ -154,13 +154,11 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         control: Some(control.clone()),
         access: crate::admin::Access::new(&config.admin, metrics.clone()),
     });
+    let (header_timeout, admin_connections) =
+        (config.limits.header_timeout, config.admin.max_connections);
     control_rt.spawn(async move {
         match tokio::net::TcpListener::from_std(admin_listener) {
-            Ok(l) => {
-                if let Err(e) = axum::serve(l, admin).await {
-                    tracing::error!(error = %e, "admin listener failed");
-                }
-            }
+            Ok(l) => crate::admin::serve(l, admin, header_timeout, admin_connections).await,
             Err(e) => tracing::error!(error = %e, "admin listener failed"),
         }
     });

@@ -26,6 +26,8 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// Default cap on data-plane requests in progress (each may hold a body up to `max_body_bytes`).
 pub const DEFAULT_MAX_INFLIGHT: usize = 256;
+/// Default cap on open admin connections (scrapers and operators; more are closed at accept).
+pub const DEFAULT_ADMIN_MAX_CONNECTIONS: usize = 64;
 /// Default shortest interval between two forced refreshes of one integration.
 pub const DEFAULT_REFRESH_MIN_INTERVAL: Duration = Duration::from_secs(10);
 /// Largest accepted deadline or timeout in `[limits]`.
@@ -95,6 +97,9 @@ pub struct RawAdmin {
     /// `"0s"` = no limit).
     #[serde(default)]
     pub refresh_min_interval: Option<String>,
+    /// Most open admin connections (default 64); more are closed at once.
+    #[serde(default)]
+    pub max_connections: Option<usize>,
 }
 
 /// The admin bearer token. Only its SHA-256 digest is kept, and it is compared in constant time,
@@ -140,6 +145,8 @@ pub struct Admin {
     pub token: Option<AdminToken>,
     /// Shortest interval between two forced refreshes of one integration (zero = no limit).
     pub refresh_min_interval: Duration,
+    /// Most open admin connections.
+    pub max_connections: usize,
 }
 
 impl Default for Admin {
@@ -147,6 +154,7 @@ impl Default for Admin {
         Admin {
             token: None,
             refresh_min_interval: DEFAULT_REFRESH_MIN_INTERVAL,
+            max_connections: DEFAULT_ADMIN_MAX_CONNECTIONS,
         }
     }
 }
@@ -340,9 +348,20 @@ pub(super) fn admin(
             }
         },
     };
+    let max_connections = match raw.max_connections {
+        None => DEFAULT_ADMIN_MAX_CONNECTIONS,
+        Some(n) if (1..=MAX_CAP).contains(&n) => n,
+        Some(n) => {
+            problems.push(format!(
+                "admin.max_connections: {n} is outside 1..={MAX_CAP}"
+            ));
+            DEFAULT_ADMIN_MAX_CONNECTIONS
+        }
+    };
     Admin {
         token,
         refresh_min_interval,
+        max_connections,
     }
 }
 
@@ -480,7 +499,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = problems(
             "[limits]\nheader_timeout = \"0s\"\nbody_timeout = \"2h\"\nidle_timeout = \"soon\"\n\
-             max_connections = 0\nmax_inflight = 2000000\n[admin]\nrefresh_min_interval = \"2d\"\n",
+             max_connections = 0\nmax_inflight = 2000000\n[admin]\nrefresh_min_interval = \"2d\"\n\
+             max_connections = 0\n",
             dir.path(),
         );
         let keys: Vec<&str> = p.iter().filter_map(|l| l.split(':').next()).collect();
@@ -492,7 +512,8 @@ mod tests {
                 "limits.idle_timeout",
                 "limits.max_connections",
                 "limits.max_inflight",
-                "admin.refresh_min_interval"
+                "admin.refresh_min_interval",
+                "admin.max_connections"
             ],
             "{p:?}"
         );

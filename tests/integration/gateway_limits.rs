@@ -422,3 +422,38 @@ async fn thousands_of_idle_connections_keep_memory_bounded_and_the_cap_applies()
     let raw = raw_send(gw.proxy, "after").await;
     assert_eq!(status_of(&raw), 200, "{:?}", String::from_utf8_lossy(&raw));
 }
+
+#[tokio::test]
+async fn a_header_that_never_completes_is_cut_off_on_the_admin_listener_too() {
+    let agent = SdkAgent::start(&["--binding", "jsonrpc"]);
+    let gw = gateway(&agent, SHORT).await;
+    let mut s = TcpStream::connect(gw.admin).await.unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: gw\r\nX-Slow: ")
+        .await
+        .unwrap();
+    let answer = drip_until_cut_off(&mut s, b'a')
+        .await
+        .expect("an admin request header dripped one byte per 500 ms for 20 s was never cut off");
+    assert!(answer.is_empty(), "{:?}", String::from_utf8_lossy(&answer));
+}
+
+#[tokio::test]
+async fn admin_connections_over_the_cap_are_closed() {
+    let agent = SdkAgent::start(&["--binding", "jsonrpc"]);
+    let gw = gateway(&agent, "[admin]\nmax_connections = 2\n").await;
+    // Two idle connections hold both slots (the header deadline is the default 10 s); the
+    // kernel's accept queue is first in, first out, so they are accepted before the third.
+    let _a = TcpStream::connect(gw.admin).await.unwrap();
+    let _b = TcpStream::connect(gw.admin).await.unwrap();
+    let mut c = TcpStream::connect(gw.admin).await.unwrap();
+    let _ = c
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n")
+        .await;
+    let mut raw = Vec::new();
+    let r = tokio::time::timeout(Duration::from_secs(20), c.read_to_end(&mut raw)).await;
+    assert!(
+        matches!(r, Ok(Ok(0)) | Ok(Err(_))) && raw.is_empty(),
+        "the third admin connection was served: {r:?} {:?}",
+        String::from_utf8_lossy(&raw)
+    );
+}
