@@ -1,6 +1,6 @@
 //! Request bodies: the facts policy reads from a JSON-RPC envelope or an HTTP+JSON body, taken in
-//! one borrowing parse of the caller's bytes, and the byte splices that inject the tenant or rename
-//! the method without re-serialising anything (pure, no I/O).
+//! one borrowing parse of the caller's bytes, and the byte splice that injects the tenant without
+//! re-serialising anything (pure, no I/O).
 //!
 //! Three rules make "the gateway forwards exactly what it decided on" hold:
 //! - a body with a duplicated object key anywhere is refused ([`crate::json::duplicate_keys`]), so
@@ -8,9 +8,10 @@
 //! - only small facts are copied out (id, method, tenant, part media types); the body itself is
 //!   never turned into a `serde_json::Value` (tens of times its size, and lossy: integers above
 //!   u64 become floats, decimals are rounded, `1e400` does not parse at all);
-//! - when something must change (the tenant is injected, a downgrade renames the method), the new
-//!   text is spliced into the caller's bytes at positions the parse found; everything else,
-//!   whitespace and member order included, stays byte for byte.
+//! - when something must change (the tenant is injected here; a downgrade renames the method in
+//!   [`super::feedback::as_send_message`]), the new text is spliced into the caller's bytes at a
+//!   position a parse found; everything else, whitespace and member order included, stays byte
+//!   for byte.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -107,11 +108,9 @@ pub struct RequestFacts {
     pub parts: Option<Vec<String>>,
 }
 
-/// Where the splices go, as byte offsets into the caller's body.
+/// Where the tenant splice goes, as byte offsets into the caller's body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct EditPoints {
-    /// The `method` value (a string).
-    method: Range<usize>,
     /// The `params` object, when present.
     params: Option<Range<usize>>,
     /// The `params.tenant` value, when present (then it is a string).
@@ -144,39 +143,32 @@ impl RpcRequest {
         &self.body
     }
 
-    /// The body to send when the request goes with `tenant` and, if given, as `method`: `None` when
-    /// that is exactly the caller's body. The tenant is spliced in only when the caller sent none
-    /// (policy has refused any other tenant): replacing an empty `tenant` value, or as the first
-    /// member of `params` (created when absent).
-    pub fn forward_body(&self, tenant: Option<&str>, method: Option<&str>) -> Option<Bytes> {
-        let mut edits: Vec<(Range<usize>, String)> = Vec::new();
-        if let (Some(t), None) = (tenant, self.tenant()) {
-            let t = json_string(t);
-            match (&self.at.tenant, &self.at.params) {
-                (Some(value), _) => edits.push((value.clone(), t)),
-                (None, Some(params)) => {
-                    let open = params.start + 1;
-                    let empty = self
-                        .body
-                        .get(open..params.end.saturating_sub(1))
-                        .is_some_and(|inner| inner.iter().all(u8::is_ascii_whitespace));
-                    let sep = if empty { "" } else { "," };
-                    edits.push((open..open, format!("\"tenant\":{t}{sep}")));
-                }
-                (None, None) => {
-                    let end = self.at.envelope_end;
-                    edits.push((end..end, format!(",\"params\":{{\"tenant\":{t}}}")));
-                }
-            }
-        }
-        if let Some(m) = method {
-            edits.push((self.at.method.clone(), json_string(m)));
-        }
-        if edits.is_empty() {
+    /// The body to send when the request goes with `tenant`: `None` when that is exactly the
+    /// caller's body. The tenant is spliced in only when the caller sent none (policy has refused
+    /// any other tenant): replacing an empty `tenant` value, or as the first member of `params`
+    /// (created when absent).
+    pub fn forward_body(&self, tenant: Option<&str>) -> Option<Bytes> {
+        let (Some(t), None) = (tenant, self.tenant()) else {
             return None;
-        }
-        edits.sort_by_key(|(r, _)| r.start);
-        Some(splice(&self.body, &edits))
+        };
+        let t = json_string(t);
+        let (range, text) = match (&self.at.tenant, &self.at.params) {
+            (Some(value), _) => (value.clone(), t),
+            (None, Some(params)) => {
+                let open = params.start + 1;
+                let empty = self
+                    .body
+                    .get(open..params.end.saturating_sub(1))
+                    .is_some_and(|inner| inner.iter().all(u8::is_ascii_whitespace));
+                let sep = if empty { "" } else { "," };
+                (open..open, format!("\"tenant\":{t}{sep}"))
+            }
+            (None, None) => {
+                let end = self.at.envelope_end;
+                (end..end, format!(",\"params\":{{\"tenant\":{t}}}"))
+            }
+        };
+        Some(splice(&self.body, range, &text))
     }
 }
 
@@ -184,17 +176,12 @@ fn json_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
-/// `body` with each range replaced by its text (ranges sorted and disjoint).
-fn splice(body: &Bytes, edits: &[(Range<usize>, String)]) -> Bytes {
-    let extra: usize = edits.iter().map(|(_, t)| t.len()).sum();
-    let mut out = BytesMut::with_capacity(body.len() + extra);
-    let mut at = 0;
-    for (range, text) in edits {
-        out.extend_from_slice(body.get(at..range.start).unwrap_or_default());
-        out.extend_from_slice(text.as_bytes());
-        at = range.end;
-    }
-    out.extend_from_slice(body.get(at..).unwrap_or_default());
+/// `body` with `range` replaced by `text`.
+fn splice(body: &Bytes, range: Range<usize>, text: &str) -> Bytes {
+    let mut out = BytesMut::with_capacity(body.len() + text.len());
+    out.extend_from_slice(body.get(..range.start).unwrap_or_default());
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(body.get(range.end..).unwrap_or_default());
     out.freeze()
 }
 
@@ -381,7 +368,7 @@ pub fn parse_jsonrpc(body: &Bytes) -> Result<RpcRequest, RpcError> {
     if env.jsonrpc.and_then(string_of).as_deref() != Some("2.0") {
         return Err(fail(BodyError::Invalid("jsonrpc must be \"2.0\"")));
     }
-    let Some((method_raw, method_name)) = env.method.and_then(|m| Some((m, string_of(m)?))) else {
+    let Some(method_name) = env.method.and_then(string_of) else {
         return Err(fail(BodyError::Invalid("method must be a string")));
     };
     let Some(id) = id.clone() else {
@@ -400,7 +387,6 @@ pub fn parse_jsonrpc(body: &Bytes) -> Result<RpcRequest, RpcError> {
     };
     let located = (|| {
         Some(EditPoints {
-            method: span(text, method_raw.get())?,
             params: match env.params {
                 Some(p) => Some(span(text, p.get())?),
                 None => None,
@@ -614,30 +600,25 @@ mod tests {
         ];
         for (sent, want) in cases {
             let r = rpc(sent).unwrap();
-            let got = r.forward_body(Some("t1"), None).unwrap();
+            let got = r.forward_body(Some("t1")).unwrap();
             assert_eq!(std::str::from_utf8(&got).unwrap(), want);
             assert_eq!(rpc(want).unwrap().tenant(), Some("t1"));
         }
         // Already the right tenant, or no tenant to apply: the caller's bytes go unchanged.
         let r =
             rpc(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"tenant":"t1"}}"#).unwrap();
-        assert_eq!(r.forward_body(Some("t1"), None), None);
-        assert_eq!(r.forward_body(None, None), None);
+        assert_eq!(r.forward_body(Some("t1")), None);
+        assert_eq!(r.forward_body(None), None);
     }
 
     #[test]
-    fn downgrade_renames_the_method_and_splices_the_tenant_in_one_pass() {
+    fn a_downgrade_renames_the_method_of_the_spliced_body() {
         let sent = r#"{"id":123456789012345678901234567890,"method":"SendStreamingMessage","jsonrpc":"2.0","params":{"message":{"parts":[{"text":"a"}]}}}"#;
-        let r = rpc(sent).unwrap();
-        let got = r.forward_body(Some("t"), Some("SendMessage")).unwrap();
+        let spliced = rpc(sent).unwrap().forward_body(Some("t")).unwrap();
+        let got = super::super::feedback::as_send_message(&spliced).unwrap();
         assert_eq!(
             std::str::from_utf8(&got).unwrap(),
             r#"{"id":123456789012345678901234567890,"method":"SendMessage","jsonrpc":"2.0","params":{"tenant":"t","message":{"parts":[{"text":"a"}]}}}"#
-        );
-        let got = r.forward_body(None, Some("SendMessage")).unwrap();
-        assert_eq!(
-            std::str::from_utf8(&got).unwrap(),
-            sent.replace("SendStreamingMessage", "SendMessage")
         );
     }
 

@@ -94,20 +94,6 @@ pub struct Plan {
     pub version: String,
 }
 
-impl Plan {
-    /// The `SendMessage` form of a JSON-RPC streaming request (downgrades and the refused-stream
-    /// retry): the caller's bytes with the method renamed and the plan's tenant spliced in as for
-    /// the call itself; for HTTP+JSON only the path changes, so the held body goes as it is.
-    pub fn send_message_body(&self, rpc: Option<&RpcRequest>, held: &Bytes) -> Bytes {
-        match (self.binding, rpc) {
-            (Binding::JsonRpc, Some(rpc)) => rpc
-                .forward_body(self.tenant.as_deref(), Some("SendMessage"))
-                .unwrap_or_else(|| rpc.body().clone()),
-            _ => held.clone(),
-        }
-    }
-}
-
 /// `Major.Minor` of a version header value (patch ignored, SPEC §3.6).
 fn major_minor(v: &str) -> Option<String> {
     let mut it = v.trim().split('.');
@@ -332,7 +318,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
                 base.clone()
             };
             let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
-            (p.clone(), p, rpc.forward_body(tenant.as_deref(), None))
+            (p.clone(), p, rpc.forward_body(tenant.as_deref()))
         }
         Some(path) => {
             let prefix = match &tenant {
@@ -386,6 +372,7 @@ mod tests {
             credential: Credential::None,
             max_body_bytes: 1000,
             ca_file: None,
+            forward_headers: vec![],
         }
     }
 
