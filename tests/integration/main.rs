@@ -30,3 +30,4 @@ mod gateway_streaming;
 mod gateway_tls;
 mod peers_smoke;
 mod sdk_fixtures;
+mod security;
