@@ -163,14 +163,13 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         metrics: metrics.clone(),
         draining: draining.clone(),
         control: Some(control.clone()),
+        access: crate::admin::Access::new(&config.admin, metrics.clone()),
     });
+    let (header_timeout, admin_connections) =
+        (config.limits.header_timeout, config.admin.max_connections);
     control_rt.spawn(async move {
         match tokio::net::TcpListener::from_std(admin_listener) {
-            Ok(l) => {
-                if let Err(e) = axum::serve(l, admin).await {
-                    tracing::error!(error = %e, "admin listener failed");
-                }
-            }
+            Ok(l) => crate::admin::serve(l, admin, header_timeout, admin_connections).await,
             Err(e) => tracing::error!(error = %e, "admin listener failed"),
         }
     });
@@ -197,12 +196,14 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         default_data_class: config.policy.default_data_class.clone(),
         draining: draining.clone(),
         control: Some(control.clone()),
+        limits: crate::proxy::limits::RequestLimits::new(&config.limits),
     };
-    let mut svc = pingora::proxy::http_proxy_service_with_name(
-        &server.configuration,
-        gateway,
-        "a2a-egress data plane",
-    );
+    // pingora's HTTP proxy, inside the connection loop that applies `[limits]` (connection cap,
+    // idle and header deadlines) to every downstream connection.
+    let proxy = pingora::proxy::http_proxy(&server.configuration, gateway);
+    let limited = crate::proxy::limits::Limited::new(proxy, config.limits, metrics.clone());
+    let mut svc =
+        pingora::services::listening::Service::new("a2a-egress data plane".into(), limited);
     svc.add_tcp(&proxy_addr.to_string());
     server.add_service(svc);
 

@@ -1,11 +1,10 @@
-//! The `[listen]`, `[policy]` and `[[integrations]]` tables: raw serde model and validation (no I/O).
+//! The `[policy]` and `[[integrations]]` tables: raw serde model and validation (no I/O).
 //!
 //! An integration is the reviewed contract with one remote agent (seed 003's "integration manifest"):
 //! approved origins, card URL, pinned binding/version, accepted skills, scopes, data classes, the
 //! streaming requirement, optional extensions to activate, tenant, credential, body cap and extra
 //! TLS roots. Secrets never appear here: a credential names an environment variable or a file.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -17,39 +16,6 @@ use crate::profile::Binding;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Upper bound accepted for `max_body_bytes` (64 MiB): bodies are held in memory while policy runs.
 const MAX_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
-
-/// The raw `[listen]` table.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawListen {
-    /// Data plane address, default `127.0.0.1:7411` (port 0 picks a free port).
-    #[serde(default = "default_proxy")]
-    pub proxy: String,
-    /// Admin address (health, readiness, metrics), default `127.0.0.1:7412`.
-    #[serde(default = "default_admin")]
-    pub admin: String,
-    /// The gateway's own base URL as callers reach it, written into effective cards
-    /// (default `http://{proxy address}` once bound).
-    #[serde(default)]
-    pub public_url: Option<String>,
-}
-
-fn default_proxy() -> String {
-    "127.0.0.1:7411".into()
-}
-fn default_admin() -> String {
-    "127.0.0.1:7412".into()
-}
-
-impl Default for RawListen {
-    fn default() -> Self {
-        RawListen {
-            proxy: default_proxy(),
-            admin: default_admin(),
-            public_url: None,
-        }
-    }
-}
 
 /// The raw `[policy]` table.
 #[derive(Debug, Clone, Deserialize)]
@@ -182,17 +148,6 @@ pub struct RawIntegration {
     pub ca_file: Option<PathBuf>,
 }
 
-/// Validated `[listen]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listen {
-    /// Data plane address.
-    pub proxy: SocketAddr,
-    /// Admin address.
-    pub admin: SocketAddr,
-    /// Explicit public base URL (no trailing slash); `None` means `http://{bound proxy address}`.
-    pub public_url: Option<String>,
-}
-
 /// Validated `[policy]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
@@ -240,46 +195,6 @@ impl Integration {
             .ok()
             .map(|u| u.origin().ascii_serialization())
             .is_some_and(|o| self.origins.contains(&o))
-    }
-}
-
-fn socket_addr(key: &str, v: &str, problems: &mut Vec<String>) -> SocketAddr {
-    v.parse().unwrap_or_else(|_| {
-        problems.push(format!("{key}: {v:?} is not an IP:port socket address"));
-        SocketAddr::from(([127, 0, 0, 1], 0))
-    })
-}
-
-pub(super) fn listen(raw: &RawListen, problems: &mut Vec<String>) -> Listen {
-    let proxy = socket_addr("listen.proxy", &raw.proxy, problems);
-    let admin = socket_addr("listen.admin", &raw.admin, problems);
-    if proxy == admin && proxy.port() != 0 {
-        problems.push("listen.admin: must differ from listen.proxy".into());
-    }
-    let public_url = raw
-        .public_url
-        .as_ref()
-        .and_then(|p| match url::Url::parse(p) {
-            Ok(u)
-                if matches!(u.scheme(), "http" | "https")
-                    && u.host().is_some()
-                    && u.query().is_none()
-                    && u.fragment().is_none()
-                    && u.username().is_empty() =>
-            {
-                Some(p.trim_end_matches('/').to_owned())
-            }
-            _ => {
-                problems.push(format!(
-                "listen.public_url: {p:?} is not an absolute http(s) URL without query or fragment"
-            ));
-                None
-            }
-        });
-    Listen {
-        proxy,
-        admin,
-        public_url,
     }
 }
 

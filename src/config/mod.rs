@@ -9,9 +9,14 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 mod integrations;
+mod listen;
 pub use integrations::{
-    Credential, DEFAULT_MAX_BODY_BYTES, Integration, Listen, Policy, RawCredential, RawIntegration,
-    RawListen, RawPolicy, SecretSource, StreamingMode,
+    Credential, DEFAULT_MAX_BODY_BYTES, Integration, Policy, RawCredential, RawIntegration,
+    RawPolicy, SecretSource, StreamingMode,
+};
+pub use listen::{
+    Admin, AdminToken, Limits, Listen, RawAdmin, RawLimits, RawListen, is_loopback,
+    read_private_file,
 };
 
 /// Default cap on an Agent Card's size, in bytes (256 KiB).
@@ -117,6 +122,12 @@ pub struct RawConfig {
     /// `[listen]`.
     #[serde(default)]
     pub listen: RawListen,
+    /// `[admin]`: the admin listener's token and forced-refresh rate limit.
+    #[serde(default)]
+    pub admin: RawAdmin,
+    /// `[limits]`: data-plane deadlines and caps.
+    #[serde(default)]
+    pub limits: RawLimits,
     /// `[policy]`.
     #[serde(default)]
     pub policy: RawPolicy,
@@ -203,6 +214,10 @@ pub struct Config {
     pub card_policy: CardPolicy,
     /// Where the gateway listens.
     pub listen: Listen,
+    /// The admin listener's protection (`[admin]`).
+    pub admin: Admin,
+    /// Data-plane deadlines and caps (`[limits]`).
+    pub limits: Limits,
     /// Gateway-wide request policy.
     pub policy: Policy,
     /// The integrations, in file order (names are unique).
@@ -304,7 +319,9 @@ impl Config {
         let mut extensions = c.extensions.clone();
         extensions.sort();
         extensions.dedup();
-        let listen = integrations::listen(&raw.listen, &mut problems);
+        let listen = listen::listen(&raw.listen, &mut problems);
+        let limits = listen::limits(&raw.limits, &mut problems);
+        let admin = listen::admin(&raw.admin, &listen, base, &mut problems);
         let policy = integrations::policy(&raw.policy, &mut problems);
         let integrations =
             integrations::integrations(&raw.integrations, &c, &extensions, base, &mut problems);
@@ -321,6 +338,8 @@ impl Config {
             refresh,
             state_dir,
             listen,
+            admin,
+            limits,
             policy,
             integrations,
             path: path.to_owned(),
@@ -557,6 +576,23 @@ mod tests {
             panic!("expected Invalid, got {err}")
         };
         assert_eq!(problems.len(), 3, "{problems:?}");
+    }
+
+    #[test]
+    fn non_loopback_listeners_need_an_explicit_opt_in() {
+        for (key, text) in [
+            ("listen.proxy", "[listen]\nproxy = \"0.0.0.0:7411\"\n"),
+            ("listen.proxy", "[listen]\nproxy = \"[::]:7411\"\n"),
+            ("listen.admin", "[listen]\nadmin = \"192.0.2.1:7412\"\n"),
+        ] {
+            let err = Config::parse(text, Path::new("g.toml"))
+                .expect_err(text)
+                .to_string();
+            assert!(
+                err.contains(key) && err.contains("listen.allow_non_loopback"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

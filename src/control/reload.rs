@@ -75,6 +75,12 @@ impl ControlHandle {
         if old.policy.default_data_class != new.policy.default_data_class {
             report.needs_restart.push("policy".into());
         }
+        if old.admin != new.admin {
+            report.needs_restart.push("admin".into());
+        }
+        if old.limits != new.limits {
+            report.needs_restart.push("limits".into());
+        }
         if !report.needs_restart.is_empty() {
             tracing::warn!(tables = ?report.needs_restart, "these settings take effect after a restart");
         }

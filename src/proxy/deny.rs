@@ -70,7 +70,15 @@ pub enum Deny {
     UpstreamUnavailable,
     /// The gateway is shutting down and takes no new calls.
     Draining,
+    /// A data-plane cap (`[limits] max_connections` or `max_inflight`) is reached: retry later.
+    Overloaded,
+    /// The request body did not arrive within `[limits] body_timeout`.
+    RequestTimeout,
 }
+
+/// `Retry-After` of an overload refusal, seconds: caps free up as soon as one call ends, so the
+/// shortest value HTTP can express.
+pub const OVERLOAD_RETRY_AFTER_SECS: u64 = 1;
 
 /// How a refusal is rendered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +133,8 @@ impl Deny {
             Deny::VersionNotSupported { .. } => "VERSION_NOT_SUPPORTED",
             Deny::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
             Deny::Draining => "GATEWAY_DRAINING",
+            Deny::Overloaded => "GATEWAY_BUSY",
+            Deny::RequestTimeout => "REQUEST_TIMEOUT",
         }
     }
 
@@ -159,6 +169,10 @@ impl Deny {
             // An unreachable agent is a 502 in both shapes, so HTTP-level tooling sees it too.
             Deny::UpstreamUnavailable => s(502, "UNAVAILABLE", -32603, 502),
             Deny::Draining => s(503, "UNAVAILABLE", GATEWAY_REFUSAL, 503),
+            // Load shedding and deadlines are HTTP-level facts (retried by HTTP tooling), and the
+            // unread body closes the connection: real 503/408 in both shapes.
+            Deny::Overloaded => s(503, "UNAVAILABLE", GATEWAY_REFUSAL, 503),
+            Deny::RequestTimeout => s(408, "DEADLINE_EXCEEDED", GATEWAY_REFUSAL, 408),
         }
     }
 
@@ -202,7 +216,26 @@ impl Deny {
             }
             Deny::UpstreamUnavailable => "the agent could not be reached".into(),
             Deny::Draining => "the gateway is shutting down".into(),
+            Deny::Overloaded => {
+                "the gateway is at its limit of connections or requests in progress; retry later"
+                    .into()
+            }
+            Deny::RequestTimeout => "the request body did not arrive in time".into(),
         }
+    }
+
+    /// `Retry-After` seconds to send with this refusal, if any.
+    pub fn retry_after(&self) -> Option<u64> {
+        matches!(self, Deny::Overloaded).then_some(OVERLOAD_RETRY_AFTER_SECS)
+    }
+
+    /// Whether the connection must close after this refusal: the request body was not (fully)
+    /// read, so the next bytes on the connection are not a request.
+    pub fn closes_connection(&self) -> bool {
+        matches!(
+            self,
+            Deny::BodyTooLarge { .. } | Deny::Overloaded | Deny::RequestTimeout
+        )
     }
 
     fn error_info(&self, integration: Option<&str>) -> Value {
@@ -295,6 +328,8 @@ mod tests {
             },
             Deny::UpstreamUnavailable,
             Deny::Draining,
+            Deny::Overloaded,
+            Deny::RequestTimeout,
         ]
     }
 

@@ -21,10 +21,12 @@ use pingora::prelude::HttpPeer;
 use pingora::protocols::ALPN;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::{Error, ErrorType, Result};
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::card::{CACHE_CONTROL, effective_card, if_none_match};
 use super::deny::{Deny, Shape};
 use super::feedback::agent_error;
+use super::limits::{self, Cap, Phase, RequestLimits};
 use super::policy::{self, Facts, Plan, StreamPlan};
 use super::route::{Method, Route, RpcParseError, parse_jsonrpc, route};
 use super::shape::plan_headers;
@@ -55,6 +57,8 @@ pub struct Gateway {
     /// The control plane, for the refresh-and-retry of -32008/-32009 (issue 5 item 3); `None`
     /// when the gateway runs without one (then those errors only mark the profile stale).
     pub control: Option<ControlHandle>,
+    /// The in-flight cap and the body deadline (`[limits]`).
+    pub limits: RequestLimits,
 }
 
 /// How a request ended, for the log line and the `outcome` label.
@@ -120,7 +124,11 @@ pub struct Ctx {
     pub capture: Option<BytesMut>,
     /// Upstream response status.
     pub upstream_status: u16,
+    /// The cap that refuses this request, if one was reached before it started.
+    pub overloaded: Option<Cap>,
     _inflight: Inflight,
+    /// This request's slot of `[limits] max_inflight`, given back when the context drops.
+    _slot: Option<OwnedSemaphorePermit>,
 }
 
 impl Ctx {
@@ -164,18 +172,17 @@ impl Gateway {
             .with_label_values(&[ctx.label(), reason])
             .inc();
         let r = deny.render(&ctx.shape, ctx.integration.as_deref());
-        if matches!(deny, Deny::BodyTooLarge { .. }) {
+        if deny.closes_connection() {
             // The rest of the body is never read: the connection cannot be reused.
             session.set_keepalive(None);
         }
         ctx.outcome = Some(Outcome::Denied(reason));
-        respond(
-            session,
-            r.status,
-            &[("content-type", r.content_type)],
-            r.body,
-        )
-        .await?;
+        let retry_after = deny.retry_after().map(|s| s.to_string());
+        let mut headers = vec![("content-type", r.content_type)];
+        if let Some(secs) = retry_after.as_deref() {
+            headers.push(("retry-after", secs));
+        }
+        respond(session, r.status, &headers, r.body).await?;
         Ok(true)
     }
 
@@ -265,6 +272,40 @@ impl Gateway {
         Ok(Some(buf.freeze()))
     }
 
+    /// What refuses a request before it is even routed: shutdown, or a cap reached when it began
+    /// (counted here, by cap).
+    fn refusal_before_routing(&self, ctx: &Ctx) -> Option<Deny> {
+        if self.draining.load(Ordering::Relaxed) {
+            return Some(Deny::Draining);
+        }
+        let cap = ctx.overloaded?;
+        self.metrics
+            .overload_refusals
+            .with_label_values(&[cap.as_str()])
+            .inc();
+        Some(Deny::Overloaded)
+    }
+
+    /// [`Self::read_body`] within `[limits] body_timeout`: a body too large or too slow is the
+    /// refusal to answer (a slow one is counted as a body timeout).
+    async fn read_body_in_time(
+        &self,
+        session: &mut Session,
+        limit: usize,
+    ) -> Result<std::result::Result<Bytes, Deny>> {
+        let read = tokio::time::timeout(self.limits.body_timeout, self.read_body(session, limit));
+        match read.await {
+            Ok(body) => Ok(body?.ok_or(Deny::BodyTooLarge { limit })),
+            Err(_) => {
+                self.metrics
+                    .downstream_timeouts
+                    .with_label_values(&[Phase::Body.as_str()])
+                    .inc();
+                Ok(Err(Deny::RequestTimeout))
+            }
+        }
+    }
+
     async fn serve_card(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         let state = ctx.state.clone().expect("card route has a state");
         if let Err(d) = policy::check_status(&state) {
@@ -305,6 +346,7 @@ impl ProxyHttp for Gateway {
 
     fn new_ctx(&self) -> Ctx {
         self.metrics.inflight.inc();
+        let slot = self.limits.admit();
         Ctx {
             snapshot: None,
             integration: None,
@@ -318,12 +360,18 @@ impl ProxyHttp for Gateway {
             upstream_started: None,
             capture: None,
             upstream_status: 0,
+            overloaded: slot.is_none().then_some(Cap::Inflight),
             _inflight: Inflight(self.metrics.inflight.clone()),
+            _slot: slot,
         }
     }
 
     async fn early_request_filter(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<()> {
         ctx.snapshot = Some(self.store.load());
+        // The header is read: its deadline stops, and a connection over the cap is refused.
+        if let Some(cap) = limits::header_read() {
+            ctx.overloaded = Some(cap);
+        }
         Ok(())
     }
 
@@ -333,8 +381,8 @@ impl ProxyHttp for Gateway {
         if matches!(r, Route::JsonRpc { .. }) {
             ctx.shape = Shape::JsonRpc(serde_json::Value::Null);
         }
-        if self.draining.load(Ordering::Relaxed) {
-            return self.deny(session, ctx, Deny::Draining).await;
+        if let Some(d) = self.refusal_before_routing(ctx) {
+            return self.deny(session, ctx, d).await;
         }
         let Some(name) = r.name() else {
             return self.deny(session, ctx, Deny::RouteNotFound).await;
@@ -356,8 +404,9 @@ impl ProxyHttp for Gateway {
             .as_ref()
             .map(|s| s.integration.max_body_bytes)
             .unwrap_or(DEFAULT_MAX_BODY_BYTES);
-        let Some(body) = self.read_body(session, limit).await? else {
-            return self.deny(session, ctx, Deny::BodyTooLarge { limit }).await;
+        let body = match self.read_body_in_time(session, limit).await? {
+            Ok(body) => body,
+            Err(d) => return self.deny(session, ctx, d).await,
         };
         let parsed = match &r {
             Route::JsonRpc { .. } => {

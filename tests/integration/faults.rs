@@ -249,7 +249,9 @@ async fn force_refresh(gw: &GatewayProc) -> Value {
 #[tokio::test]
 async fn a_state_dir_lost_while_serving_keeps_serving_and_readiness_says_why() {
     let agent = RefAgent::sample();
-    let gw = GatewayProc::start(&config(&agent.card_url, "[state]\ndir = \"state\"\n"), &[]).await;
+    // Two forced refreshes back to back: the admin rate limit is off for this test.
+    let extra = "[state]\ndir = \"state\"\n[admin]\nrefresh_min_interval = \"0s\"\n";
+    let gw = GatewayProc::start(&config(&agent.card_url, extra), &[]).await;
     let state = gw.dir.path().join("state");
     eventually("the card saved", &gw, || async {
         std::fs::read_dir(&state).is_ok_and(|mut d| d.next().is_some())

@@ -4,6 +4,7 @@
 
 mod common;
 
+mod admin_auth;
 mod agent_cards_validate;
 mod agent_http;
 mod agent_sdk;
@@ -22,6 +23,7 @@ mod control_scheduler;
 mod faults;
 mod gateway_card;
 mod gateway_headers;
+mod gateway_limits;
 mod gateway_policy;
 mod gateway_ref_agent;
 mod gateway_retry;
