@@ -197,6 +197,7 @@ pub fn run(config: Config) -> anyhow::Result<()> {
         draining: draining.clone(),
         control: Some(control.clone()),
         limits: crate::proxy::limits::RequestLimits::new(&config.limits),
+        client: crate::proxy::client::Client::new(),
     };
     // pingora's HTTP proxy, inside the connection loop that applies `[limits]` (connection cap,
     // idle and header deadlines) to every downstream connection.

@@ -146,6 +146,11 @@ pub struct RawIntegration {
     /// PEM file of root certificates trusted for this upstream (relative to the config folder).
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
+    /// Caller request headers forwarded to this agent besides the built-in allowlist (A2A's,
+    /// content negotiation, trace context, `User-Agent`); names the gateway sets or consumes
+    /// itself are refused.
+    #[serde(default)]
+    pub forward_headers: Vec<String>,
 }
 
 /// Validated `[policy]`.
@@ -186,6 +191,8 @@ pub struct Integration {
     pub max_body_bytes: usize,
     /// Extra roots for the upstream, resolved against the config folder.
     pub ca_file: Option<PathBuf>,
+    /// Extra caller headers forwarded upstream (validated names, lowercase).
+    pub forward_headers: Vec<http::HeaderName>,
 }
 
 impl Integration {
@@ -199,6 +206,50 @@ impl Integration {
 }
 
 /// Data classes and similar labels: short lowercase tokens.
+/// Request headers the gateway sets, frames or consumes itself: an integration cannot ask for the
+/// caller's copy of these to be forwarded. Hop-by-hop fields (RFC 9110 §7.6.1) never travel end to
+/// end; `A2A-Version` and `A2A-Extensions` come from the profile; the credential comes from
+/// `credential`; `Accept-Encoding` is always `identity` so the gateway can read agent errors; and
+/// every `A2A-Egress-*` header (the data class among them) is for the gateway only.
+pub fn is_reserved_header(name: &str) -> bool {
+    const RESERVED: &[&str] = &[
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "expect",
+        "host",
+        "content-length",
+        "authorization",
+        "accept-encoding",
+        "a2a-version",
+        "a2a-extensions",
+        "x-a2a-extensions",
+    ];
+    let name = name.to_ascii_lowercase();
+    name.starts_with("a2a-egress-") || RESERVED.contains(&name.as_str())
+}
+
+fn forward_headers(raw: &[String], at: &str, problems: &mut Vec<String>) -> Vec<http::HeaderName> {
+    let mut out: Vec<http::HeaderName> = Vec::new();
+    for h in raw {
+        match http::HeaderName::from_bytes(h.as_bytes()) {
+            Err(_) => problems.push(format!("{at}.forward_headers: {h:?} is not a header name")),
+            Ok(n) if is_reserved_header(n.as_str()) => problems.push(format!(
+                "{at}.forward_headers: {h:?} is set or consumed by the gateway itself"
+            )),
+            Ok(n) if !out.contains(&n) => out.push(n),
+            Ok(_) => {}
+        }
+    }
+    out
+}
+
 fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 64
@@ -397,6 +448,7 @@ pub(super) fn integrations(
             credential,
             max_body_bytes,
             ca_file: r.ca_file.as_ref().map(|f| base.join(f)),
+            forward_headers: forward_headers(&r.forward_headers, &at, problems),
         });
     }
     out
@@ -439,6 +491,7 @@ credential = { type = "bearer", file = "secrets/pricing.token" }
 max_body_bytes = 4096
 ca_file = "ca.pem"
 tenant = "acme"
+forward_headers = ["X-Request-Id", "baggage", "x-request-id"]
 "#;
 
     #[test]
@@ -462,6 +515,8 @@ tenant = "acme"
             Credential::Bearer(SecretSource::File("/etc/gw/secrets/pricing.token".into()))
         );
         assert_eq!(p.ca_file.as_deref(), Some(Path::new("/etc/gw/ca.pem")));
+        assert_eq!(p.forward_headers, ["x-request-id", "baggage"]);
+        assert!(e.forward_headers.is_empty());
         assert_eq!(p.tenant.as_deref(), Some("acme"));
         assert!(p.origin_allowed("http://127.0.0.1:7401/a2a"));
         assert!(!p.origin_allowed("http://127.0.0.1:7402/a2a"));
@@ -488,6 +543,7 @@ credential = { type = "bearer", env = "A", file = "b" }
 max_body_bytes = 0
 binding = "GRPC"
 version = "1"
+forward_headers = ["x-ok", "bad header", "A2A-Egress-Data-Class", "Cookie", "host", "Accept-Encoding"]
 [[integrations]]
 name = "x"
 card = "https://b.example/card"
@@ -519,6 +575,10 @@ data_classes = ["public"]
             "integrations[0].max_body_bytes",
             "integrations[0].binding",
             "integrations[0].version",
+            "integrations[0].forward_headers: \"bad header\" is not a header name",
+            "integrations[0].forward_headers: \"A2A-Egress-Data-Class\" is set or consumed",
+            "integrations[0].forward_headers: \"host\" is set or consumed",
+            "integrations[0].forward_headers: \"Accept-Encoding\" is set or consumed",
             "integrations[1] (x).card: origin https://b.example",
             "integrations[2] (x).name: duplicate",
         ] {

@@ -998,7 +998,7 @@ impl Worker {
                         Ok(()) => Ok(u),
                         Err(e) => Err(format!("interface refused: {e}")),
                     },
-                    Ok(Err(reason)) => Err(reason),
+                    Ok(Err(e)) => Err(e.to_string()),
                     Err(e) => Err(format!("upstream preparation panicked: {e}")),
                 }
             }

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::route::Method;
+use super::upstream::TlsFault;
 
 /// The ErrorInfo domain of every gateway-generated error.
 pub const DOMAIN: &str = "a2a-egress";
@@ -68,6 +69,8 @@ pub enum Deny {
     },
     /// The upstream could not be reached or failed before answering.
     UpstreamUnavailable,
+    /// The TLS handshake with the upstream failed; the fault says which check refused it.
+    UpstreamTls(TlsFault),
     /// The gateway is shutting down and takes no new calls.
     Draining,
     /// A data-plane cap (`[limits] max_connections` or `max_inflight`) is reached: retry later.
@@ -132,6 +135,10 @@ impl Deny {
             Deny::TenantMismatch => "TENANT_MISMATCH",
             Deny::VersionNotSupported { .. } => "VERSION_NOT_SUPPORTED",
             Deny::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
+            Deny::UpstreamTls(TlsFault::UnknownIssuer) => "UPSTREAM_CERTIFICATE_UNKNOWN",
+            Deny::UpstreamTls(TlsFault::NameMismatch) => "UPSTREAM_CERTIFICATE_NAME_MISMATCH",
+            Deny::UpstreamTls(TlsFault::Expired) => "UPSTREAM_CERTIFICATE_EXPIRED",
+            Deny::UpstreamTls(TlsFault::Handshake) => "UPSTREAM_TLS_FAILED",
             Deny::Draining => "GATEWAY_DRAINING",
             Deny::Overloaded => "GATEWAY_BUSY",
             Deny::RequestTimeout => "REQUEST_TIMEOUT",
@@ -167,7 +174,7 @@ impl Deny {
             Deny::TenantMismatch => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
             Deny::VersionNotSupported { .. } => s(400, "FAILED_PRECONDITION", -32009, 200),
             // An unreachable agent is a 502 in both shapes, so HTTP-level tooling sees it too.
-            Deny::UpstreamUnavailable => s(502, "UNAVAILABLE", -32603, 502),
+            Deny::UpstreamUnavailable | Deny::UpstreamTls(_) => s(502, "UNAVAILABLE", -32603, 502),
             Deny::Draining => s(503, "UNAVAILABLE", GATEWAY_REFUSAL, 503),
             // Load shedding and deadlines are HTTP-level facts (retried by HTTP tooling), and the
             // unread body closes the connection: real 503/408 in both shapes.
@@ -215,6 +222,7 @@ impl Deny {
                 format!("A2A-Version not supported; this agent is offered at {offered}")
             }
             Deny::UpstreamUnavailable => "the agent could not be reached".into(),
+            Deny::UpstreamTls(fault) => format!("the agent could not be reached: {fault}"),
             Deny::Draining => "the gateway is shutting down".into(),
             Deny::Overloaded => {
                 "the gateway is at its limit of connections or requests in progress; retry later"
@@ -327,6 +335,10 @@ mod tests {
                 offered: "1.0".into(),
             },
             Deny::UpstreamUnavailable,
+            Deny::UpstreamTls(TlsFault::UnknownIssuer),
+            Deny::UpstreamTls(TlsFault::NameMismatch),
+            Deny::UpstreamTls(TlsFault::Expired),
+            Deny::UpstreamTls(TlsFault::Handshake),
             Deny::Draining,
             Deny::Overloaded,
             Deny::RequestTimeout,

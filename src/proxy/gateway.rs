@@ -18,7 +18,6 @@ use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::HttpPeer;
-use pingora::protocols::ALPN;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::{Error, ErrorType, Result};
 use tokio::sync::OwnedSemaphorePermit;
@@ -29,7 +28,8 @@ use super::feedback::agent_error;
 use super::limits::{self, Cap, Phase, RequestLimits};
 use super::policy::{self, Facts, Plan, StreamPlan};
 use super::route::{Method, Route, RpcParseError, parse_jsonrpc, route};
-use super::shape::plan_headers;
+use super::shape::upstream_headers;
+use super::upstream::tls_fault;
 use crate::config::DEFAULT_MAX_BODY_BYTES;
 use crate::control::refresh::ControlHandle;
 use crate::metrics::Metrics;
@@ -54,11 +54,14 @@ pub struct Gateway {
     pub default_data_class: String,
     /// Set when shutdown starts: new calls are refused with GATEWAY_DRAINING.
     pub draining: Arc<AtomicBool>,
-    /// The control plane, for the refresh-and-retry of -32008/-32009 (issue 5 item 3); `None`
-    /// when the gateway runs without one (then those errors only mark the profile stale).
+    /// The control plane, for the refresh-and-retry of -32008/-32009; `None` when the gateway
+    /// runs without one (then those errors only mark the profile stale).
     pub control: Option<ControlHandle>,
     /// The in-flight cap and the body deadline (`[limits]`).
     pub limits: RequestLimits,
+    /// The gateway's own HTTP client (pingora's connector and pool) for the calls it makes
+    /// itself: message sends, streams, downgrades, retries and large bodies.
+    pub client: super::client::Client,
 }
 
 /// How a request ended, for the log line and the `outcome` label.
@@ -495,8 +498,12 @@ impl ProxyHttp for Gateway {
                 facts: &facts,
                 original_body: &body,
             };
-            let outcome =
-                super::client::call(self, session, &state, &plan, ctx, rpc.as_ref(), &redo).await?;
+            let call = super::client::Call {
+                state: &state,
+                plan: &plan,
+                redo: &redo,
+            };
+            let outcome = super::client::call(self, session, ctx, call).await?;
             ctx.outcome = Some(outcome);
             return Ok(true);
         }
@@ -510,19 +517,9 @@ impl ProxyHttp for Gateway {
             .as_ref()
             .and_then(|s| s.upstream.clone())
             .ok_or_else(|| Error::explain(ErrorType::InternalError, "no upstream for request"))?;
-        let mut peer = HttpPeer::new(up.addr, up.tls, up.sni.clone());
-        peer.options.alpn = ALPN::H1;
-        peer.options.connection_timeout = Some(Duration::from_secs(10));
-        peer.options.total_connection_timeout = Some(Duration::from_secs(15));
-        // Per read, not per call: a blocking SendMessage or a quiet stream may legitimately run
-        // for minutes, but an agent silent this long is gone (SDK agents ping SSE every 15 s).
-        peer.options.read_timeout = Some(super::upstream::IDLE_READ_TIMEOUT);
-        peer.options.write_timeout = Some(Duration::from_secs(30));
-        if let Some(roots) = &up.roots {
-            peer.options.ca = Some(roots.pingora.clone());
-        }
         ctx.upstream_started = Some(Instant::now());
-        Ok(Box::new(peer))
+        // The same peer (address, TLS roots and verification, timeouts) as the gateway's client.
+        Ok(Box::new(up.peer()))
     }
 
     async fn upstream_request_filter(
@@ -543,18 +540,15 @@ impl ProxyHttp for Gateway {
             .parse()
             .map_err(|_| Error::explain(ErrorType::InternalError, "bad upstream path"))?;
         upstream_request.set_uri(uri);
-        let hp = plan_headers(
-            &upstream_request.headers,
-            state,
-            up,
-            plan,
-            Some(ctx.body.len()),
-        );
-        for n in &hp.remove {
+        // Pingora starts from a copy of the caller's header: every caller header goes, and only
+        // the shaped set (the same as the gateway's own client sends) is written back.
+        let shaped = upstream_headers(&upstream_request.headers, state, up, plan, ctx.body.len());
+        let names: Vec<http::HeaderName> = upstream_request.headers.keys().cloned().collect();
+        for n in &names {
             upstream_request.remove_header(n);
         }
-        for (n, v) in &hp.set {
-            upstream_request.insert_header(n.clone(), v.clone())?;
+        for (n, v) in shaped {
+            upstream_request.append_header(n, v)?;
         }
         Ok(())
     }
@@ -634,9 +628,11 @@ impl ProxyHttp for Gateway {
     }
 
     async fn fail_to_proxy(&self, session: &mut Session, e: &Error, ctx: &mut Ctx) -> FailToProxy {
-        // Nothing written yet: answer in the caller's protocol, never pingora's HTML page.
+        // Nothing written yet: answer in the caller's protocol, never pingora's HTML page, naming
+        // the certificate check when TLS with the agent failed.
+        let deny = tls_fault(e).map_or(Deny::UpstreamUnavailable, Deny::UpstreamTls);
         let code = if session.response_written().is_none() {
-            let r = Deny::UpstreamUnavailable.render(&ctx.shape, ctx.integration.as_deref());
+            let r = deny.render(&ctx.shape, ctx.integration.as_deref());
             if let Err(err) = respond(
                 session,
                 r.status,

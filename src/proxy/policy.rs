@@ -330,6 +330,7 @@ mod tests {
             credential: Credential::None,
             max_body_bytes: 1000,
             ca_file: None,
+            forward_headers: vec![],
         }
     }
 
