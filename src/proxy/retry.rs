@@ -1,5 +1,5 @@
 //! Refresh-and-retry for agent errors raised before the agent did any work (-32008
-//! ExtensionSupportRequired, -32009 VersionNotSupported; issue 5 item 3): ask the control plane
+//! ExtensionSupportRequired, -32009 VersionNotSupported): ask the control plane
 //! whether the profile the call was shaped from is outdated and, only if it is, decide and shape
 //! the same request again from the new snapshot for one more attempt (I/O: waits on the control
 //! plane).
