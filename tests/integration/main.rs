@@ -35,3 +35,4 @@ mod gateway_streaming;
 mod gateway_tls;
 mod peers_smoke;
 mod sdk_fixtures;
+mod security;
