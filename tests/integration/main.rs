@@ -26,6 +26,7 @@ mod gateway_encoding;
 mod gateway_headers;
 mod gateway_limits;
 mod gateway_policy;
+mod gateway_pool;
 mod gateway_proxy_env;
 mod gateway_ref_agent;
 mod gateway_retry;
