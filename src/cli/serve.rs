@@ -70,11 +70,22 @@ fn init_tracing() {
         tracing_subscriber::EnvFilter::try_from_env("A2A_EGRESS_LOG").unwrap_or_else(|_| {
             tracing_subscriber::EnvFilter::new("info,pingora_core=warn,pingora_proxy=warn")
         });
-    // try_init: tests may run several gateways in one process.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // pingora's HTTP/1 client logs each request header it writes as raw bytes at TRACE, the
+    // integration's `Authorization` included (its Debug of header maps redacts values marked
+    // sensitive; raw bytes cannot be). Those events are dropped whatever the filter asks for, so no
+    // log level shows a credential.
+    let no_raw_headers = tracing_subscriber::filter::filter_fn(|m| {
+        !(*m.level() == tracing::Level::TRACE && m.target().starts_with("pingora_core::protocols"))
+    });
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .try_init();
+        .with_filter(filter)
+        .with_filter(no_raw_headers);
+    // try_init: tests may run several gateways in one process.
+    let _ = tracing_subscriber::registry().with(layer).try_init();
 }
 
 fn wait_listening(addr: SocketAddr, deadline: Duration) -> bool {

@@ -32,7 +32,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::config::{Config, Integration};
-use crate::control::extended::{self, ExtendedCache, ExtendedError, ExtendedOutcome};
+use crate::control::extended::{
+    self, CredentialIdentity, ExtendedCache, ExtendedError, ExtendedOutcome,
+};
 use crate::control::fetch::{
     CardFetcher, FetchError, FetchOutcome, FetchPolicy, Validators, check_url,
 };
@@ -559,6 +561,10 @@ struct Worker {
     next: Instant,
     /// When a pending stale mark fires; cleared only by a fetch.
     stale_at: Option<Instant>,
+    /// The credential identity the installed state was built with (`None`: nothing built yet).
+    /// A 304 rebuilds when the credential's source now yields another one (rotated token file
+    /// or variable), so no state built for one identity serves another.
+    built_for: Option<Option<CredentialIdentity>>,
 }
 
 /// Refresh requests answered together, each with the profile its failed call used (retry hook).
@@ -576,6 +582,7 @@ impl Worker {
             from_disk: false,
             next: Instant::now(),
             stale_at: None,
+            built_for: None,
         }
     }
 
@@ -814,9 +821,11 @@ impl Worker {
                     c.fetched_at = now;
                 }
                 let max_age = self.card.as_ref().and_then(|c| c.max_age);
-                if self.from_disk {
-                    // The disk copy is confirmed; build once more with the network available
-                    // (the extended card is only fetched online).
+                let rotated = self.built_for.as_ref() != Some(&self.credential_identity());
+                if self.from_disk || rotated {
+                    // The disk copy is confirmed, or the credential changed: build once more with
+                    // the network available (the extended card is only fetched online, and
+                    // belongs to one identity).
                     self.from_disk = false;
                     if let Some(card) = self.card.clone() {
                         match self.build(&card, &config, &policy, true).await {
@@ -949,7 +958,7 @@ impl Worker {
     /// Validates and compiles a card into a complete integration state (extended card, interface
     /// address check and upstream included). `Err` means the card itself failed.
     async fn build(
-        &self,
+        &mut self,
         card: &CachedCard,
         config: &Config,
         policy: &FetchPolicy,
@@ -962,6 +971,8 @@ impl Worker {
                     e.to_string().replace('\n', "; ")
                 )
             })?;
+        // Past the only failure: the state returned below is built for this identity.
+        self.built_for = Some(self.credential_identity());
         let public = crate::card::compile(&validated, &config.caps);
         let (profile, json, extended) = self
             .extended(public, validated.json(), config, policy, online)
