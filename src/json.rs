@@ -27,13 +27,19 @@ pub enum ScanError {
     Malformed,
 }
 
+/// Objects with more keys than this get a hash set of their own; smaller ones (nearly all) are
+/// searched linearly in the shared key stack, so scanning allocates nothing per object.
+const LINEAR_KEYS: usize = 16;
+
 /// One open container during the scan.
 enum Frame<'a> {
     Object {
-        /// Keys seen so far in this object (unescaped; borrowed unless they contained an escape).
-        keys: HashSet<Cow<'a, str>>,
-        /// The most recent key: this object's segment of the path to anything inside it.
-        current: Option<Cow<'a, str>>,
+        /// Where this object's keys begin in the shared key stack: they are
+        /// `keys[start..]` while it is the innermost object, and end where the next open object's
+        /// begin otherwise (its last key is then the one that object is the value of).
+        start: usize,
+        /// The same keys, once there are more than [`LINEAR_KEYS`].
+        set: Option<HashSet<Cow<'a, str>>>,
     },
     Array {
         index: usize,
@@ -47,6 +53,8 @@ enum Frame<'a> {
 pub fn duplicate_keys(text: &str, limit: usize) -> Result<Vec<String>, ScanError> {
     let bytes = text.as_bytes();
     let mut stack: Vec<Frame<'_>> = Vec::new();
+    // Keys of every open object, unescaped (borrowed unless they contained an escape).
+    let mut keys: Vec<Cow<'_, str>> = Vec::new();
     let mut found = Vec::new();
     let mut expect_key = false;
     let mut i = 0;
@@ -58,8 +66,8 @@ pub fn duplicate_keys(text: &str, limit: usize) -> Result<Vec<String>, ScanError
                 }
                 stack.push(if b == b'{' {
                     Frame::Object {
-                        keys: HashSet::new(),
-                        current: None,
+                        start: keys.len(),
+                        set: None,
                     }
                 } else {
                     Frame::Array { index: 0 }
@@ -68,7 +76,9 @@ pub fn duplicate_keys(text: &str, limit: usize) -> Result<Vec<String>, ScanError
                 i += 1;
             }
             b'}' | b']' => {
-                stack.pop().ok_or(ScanError::Malformed)?;
+                if let Frame::Object { start, .. } = stack.pop().ok_or(ScanError::Malformed)? {
+                    keys.truncate(start);
+                }
                 expect_key = false;
                 i += 1;
             }
@@ -85,11 +95,18 @@ pub fn duplicate_keys(text: &str, limit: usize) -> Result<Vec<String>, ScanError
                 if expect_key {
                     expect_key = false;
                     let key = unescape(text, i, end)?;
-                    if let Some(Frame::Object { keys, current }) = stack.last_mut() {
-                        let duplicate = !keys.insert(key.clone());
-                        *current = Some(key);
+                    if let Some(Frame::Object { start, set }) = stack.last_mut() {
+                        let own = keys.get(*start..).unwrap_or_default();
+                        let duplicate = match set {
+                            Some(set) => !set.insert(key.clone()),
+                            None => own.contains(&key),
+                        };
+                        if set.is_none() && own.len() >= LINEAR_KEYS {
+                            *set = Some(own.iter().cloned().chain([key.clone()]).collect());
+                        }
+                        keys.push(key);
                         if duplicate && found.len() < limit {
-                            found.push(render(&stack));
+                            found.push(render(&stack, &keys));
                         }
                     }
                 }
@@ -130,15 +147,28 @@ fn unescape(text: &str, start: usize, end: usize) -> Result<Cow<'_, str>, ScanEr
         .map_err(|_| ScanError::Malformed)
 }
 
-/// The path of the current key of the innermost object, through every open container.
-fn render(stack: &[Frame<'_>]) -> String {
+/// The path of the latest key of the innermost object, through every open container.
+fn render(stack: &[Frame<'_>], keys: &[Cow<'_, str>]) -> String {
     let mut s = String::new();
-    for frame in stack {
+    for (n, frame) in stack.iter().enumerate() {
         match frame {
-            Frame::Object {
-                current: Some(k), ..
-            } => push_key(&mut s, k),
-            Frame::Object { current: None, .. } => {}
+            Frame::Object { start, .. } => {
+                // This object's keys end where the next open object's begin.
+                let end = stack
+                    .get(n + 1..)
+                    .unwrap_or_default()
+                    .iter()
+                    .find_map(|f| match f {
+                        Frame::Object { start, .. } => Some(*start),
+                        Frame::Array { .. } => None,
+                    })
+                    .unwrap_or(keys.len());
+                if end > *start
+                    && let Some(k) = end.checked_sub(1).and_then(|last| keys.get(last))
+                {
+                    push_key(&mut s, k);
+                }
+            }
             Frame::Array { index } => {
                 let _ = write!(s, "[{index}]");
             }
@@ -242,6 +272,20 @@ mod tests {
         for bad in ["{", "}", "\"abc", "{\"a\\", "[1,2", ",", "{\"a\":1}}"] {
             assert_eq!(duplicate_keys(bad, 1), Err(ScanError::Malformed), "{bad}");
         }
+    }
+
+    #[test]
+    fn large_objects_switch_to_a_set_and_paths_stay_right() {
+        let members: Vec<String> = (0..40)
+            .map(|i| format!(r#""k{i}":{{"x":[{{}}]}}"#))
+            .collect();
+        let text = format!(
+            r#"{{"a":{{{}, "k39":1, "k3":{{"z":1,"z":2}}}}}}"#,
+            members.join(",")
+        );
+        assert_eq!(dups(&text), vec!["a.k39", "a.k3", "a.k3.z"]);
+        let nested = r#"{"a":[{"b":1},{"b":2,"c":{"d":1,"d":2}}],"e":{"f":1},"a":0}"#;
+        assert_eq!(dups(nested), vec!["a[1].c.d", "a"]);
     }
 
     #[test]

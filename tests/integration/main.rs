@@ -35,5 +35,6 @@ mod gateway_shaping;
 mod gateway_streaming;
 mod gateway_tls;
 mod peers_smoke;
+mod request_props;
 mod sdk_fixtures;
 mod security;
