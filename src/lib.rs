@@ -14,6 +14,7 @@
 //! - [`proxy`]: the pingora data plane.
 //! - [`admin`]: the admin listener (health, readiness, metrics, planner API).
 //! - [`agent`]: the bundled reference A2A agent (seed 004).
+//! - [`server`]: the gateway core, `run(config, listeners, shutdown)` over bound sockets.
 //! - [`cli`]: the `a2a-egress` command line.
 //! - [`metrics`]: the one `Metrics` struct.
 #![forbid(unsafe_code)]
@@ -29,3 +30,4 @@ pub mod metrics;
 pub mod probe;
 pub mod profile;
 pub mod proxy;
+pub mod server;
