@@ -7,6 +7,7 @@
 //! Components, by folder:
 //! - [`card`]: the Agent Card wire model, strict validation, JWS signatures, and the pure compiler.
 //! - [`profile`]: the compiled profile and the snapshot every request reads.
+//! - [`json`]: strict JSON reading shared by cards and requests (duplicate keys, safe paths).
 //! - [`config`]: the TOML configuration (`config/gateway.toml`) and its validation.
 //! - [`control`]: card fetch, refresh and the arc-swap store (I/O).
 //! - [`lock`]: capability lockfiles, profile diffs and their classification (pure).
@@ -25,6 +26,7 @@ pub mod card;
 pub mod cli;
 pub mod config;
 pub mod control;
+pub mod json;
 pub mod lock;
 pub mod metrics;
 pub mod probe;

@@ -23,7 +23,7 @@ pub mod compile;
 mod rules;
 pub mod sanitize;
 pub mod signature;
-mod text;
+pub(crate) mod text;
 pub mod validate;
 pub mod wire;
 

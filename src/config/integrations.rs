@@ -17,6 +17,20 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Upper bound accepted for `max_body_bytes` (64 MiB): bodies are held in memory while policy runs.
 const MAX_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
+/// Why a configured tenant cannot be used, or `None`. A tenant becomes the first path segment of
+/// HTTP+JSON calls and `params.tenant` of JSON-RPC calls, so it must be one path-safe segment: the
+/// same rule as for a tenant a card declares ([`crate::card::text::tenant_problem`]), plus
+/// non-empty (omit the key for no tenant) and at most 256 bytes.
+fn tenant_problem(t: &str) -> Option<&'static str> {
+    if t.is_empty() {
+        Some("must not be empty (omit `tenant` for no tenant)")
+    } else if t.len() > 256 {
+        Some("must be at most 256 bytes")
+    } else {
+        crate::card::text::tenant_problem(t)
+    }
+}
+
 /// The raw `[policy]` table.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -397,11 +411,9 @@ pub(super) fn integrations(
             }
         }
         if let Some(t) = &r.tenant
-            && (t.is_empty() || t.len() > 256 || t.chars().any(|c| c.is_control() || c == '/'))
+            && let Some(why) = tenant_problem(t)
         {
-            problems.push(format!(
-                "{at}.tenant: must be 1..=256 characters without '/' or control characters"
-            ));
+            problems.push(format!("{at}.tenant: {t:?}: {why}"));
         }
         let credential = match &r.credential {
             None | Some(RawCredential::None) => Credential::None,
@@ -583,6 +595,54 @@ data_classes = ["public"]
             "integrations[2] (x).name: duplicate",
         ] {
             assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+    }
+
+    #[test]
+    fn tenants_must_be_path_safe() {
+        let with_tenant = |t: &str| {
+            format!(
+                "[[integrations]]\nname = \"echo\"\ncard = \"https://a.example/card\"\n\
+                 origins = [\"https://a.example\"]\nskills = [\"s\"]\ndata_classes = [\"public\"]\n\
+                 tenant = {}\n",
+                toml::Value::String(t.into())
+            )
+        };
+        for bad in [
+            "",
+            "..",
+            ".",
+            "a/b",
+            "a%2fb",
+            "%2e%2e",
+            "a\\b",
+            "a b",
+            " a",
+            "a\tb",
+            "a\u{7f}",
+            "a\nb",
+            "a\u{a0}b",
+            "a?b",
+            "a#b",
+            "a\u{202e}b",
+        ] {
+            let err = Config::parse(&with_tenant(bad), Path::new("g.toml"))
+                .err()
+                .unwrap_or_else(|| panic!("tenant {bad:?} was accepted"));
+            let ConfigError::Invalid { problems, .. } = &err else {
+                panic!("expected Invalid, got {err}")
+            };
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.starts_with("integrations[0] (echo).tenant:")),
+                "{bad:?}: {problems:?}"
+            );
+        }
+        for good in ["t1", "acme-corp_2", "a.b", "...", "caf\u{e9}", "x:y@z"] {
+            let c = Config::parse(&with_tenant(good), Path::new("g.toml"))
+                .unwrap_or_else(|e| panic!("tenant {good:?} refused: {e}"));
+            assert_eq!(c.integrations[0].tenant.as_deref(), Some(good));
         }
     }
 
