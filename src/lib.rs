@@ -18,6 +18,7 @@
 //! - [`server`]: the gateway core, `run(config, listeners, shutdown)` over bound sockets.
 //! - [`cli`]: the `a2a-egress` command line.
 //! - [`metrics`]: the one `Metrics` struct.
+//! - [`types`]: shared value types (origin, protocol version, duration, data class), the leaf.
 #![forbid(unsafe_code)]
 
 pub mod admin;
@@ -33,3 +34,4 @@ pub mod probe;
 pub mod profile;
 pub mod proxy;
 pub mod server;
+pub mod types;
