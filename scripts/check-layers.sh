@@ -6,6 +6,7 @@
 #
 #   main
 #   cli
+#   server
 #   admin  agent
 #   proxy  control  probe
 #   metrics
@@ -37,6 +38,7 @@ import sys
 LAYERS = [
     ["main"],
     ["cli"],
+    ["server"],
     ["admin", "agent"],
     ["proxy", "control", "probe"],
     ["metrics"],
