@@ -17,6 +17,7 @@
 //! - [`agent`]: the bundled reference A2A agent (seed 004).
 //! - [`cli`]: the `a2a-egress` command line.
 //! - [`metrics`]: the one `Metrics` struct.
+//! - [`types`]: shared value types (origin, protocol version, duration, data class), the leaf.
 #![forbid(unsafe_code)]
 
 pub mod admin;
@@ -31,3 +32,4 @@ pub mod metrics;
 pub mod probe;
 pub mod profile;
 pub mod proxy;
+pub mod types;

@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{RawClient, is_major_minor, normalize_origin};
+use super::RawClient;
 use crate::profile::Binding;
+use crate::types::data_class::is_data_class;
+use crate::types::{ProtocolVersion, normalize_origin, origin_of_url};
 
 /// Default cap on a request body sent to an agent, in bytes (1 MiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -212,14 +214,10 @@ pub struct Integration {
 impl Integration {
     /// Whether `url`'s origin is one of the approved origins.
     pub fn origin_allowed(&self, url: &str) -> bool {
-        url::Url::parse(url)
-            .ok()
-            .map(|u| u.origin().ascii_serialization())
-            .is_some_and(|o| self.origins.contains(&o))
+        origin_of_url(url).is_some_and(|o| self.origins.contains(&o))
     }
 }
 
-/// Data classes and similar labels: short lowercase tokens.
 /// Request headers the gateway sets, frames or consumes itself: an integration cannot ask for the
 /// caller's copy of these to be forwarded. Hop-by-hop fields (RFC 9110 §7.6.1) never travel end to
 /// end; `A2A-Version` and `A2A-Extensions` come from the profile; the credential comes from
@@ -264,16 +262,8 @@ fn forward_headers(raw: &[String], at: &str, problems: &mut Vec<String>) -> Vec<
     out
 }
 
-fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 64
-        && s.bytes().all(|c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'-' | b'_' | b'.')
-        })
-}
-
 pub(super) fn policy(raw: &RawPolicy, problems: &mut Vec<String>) -> Policy {
-    if !is_token(&raw.default_data_class) {
+    if !is_data_class(&raw.default_data_class) {
         problems.push(format!(
             "policy.default_data_class: {:?} must be a lowercase token [a-z0-9._-]",
             raw.default_data_class
@@ -375,7 +365,7 @@ pub(super) fn integrations(
             problems.push(format!("{at}.binding: {b} is not in [client] bindings"));
         }
         if let Some(v) = &r.version {
-            if !is_major_minor(v) {
+            if ProtocolVersion::parse(v).is_err() {
                 problems.push(format!(
                     "{at}.version: {v:?} is not Major.Minor (e.g. \"1.0\")"
                 ));
@@ -397,7 +387,7 @@ pub(super) fn integrations(
             ));
         }
         for d in &r.data_classes {
-            if !is_token(d) {
+            if !is_data_class(d) {
                 problems.push(format!(
                     "{at}.data_classes: {d:?} must be a lowercase token [a-z0-9._-]"
                 ));
