@@ -15,6 +15,7 @@
 //! - [`proxy`]: the pingora data plane.
 //! - [`admin`]: the admin listener (health, readiness, metrics, planner API).
 //! - [`agent`]: the bundled reference A2A agent (seed 004).
+//! - [`server`]: the gateway core, `run(config, listeners, shutdown)` over bound sockets.
 //! - [`cli`]: the `a2a-egress` command line.
 //! - [`metrics`]: the one `Metrics` struct.
 //! - [`types`]: shared value types (origin, protocol version, duration, data class), the leaf.
@@ -32,4 +33,5 @@ pub mod metrics;
 pub mod probe;
 pub mod profile;
 pub mod proxy;
+pub mod server;
 pub mod types;
