@@ -49,7 +49,10 @@ fn rows(doc: &str) -> Vec<Vec<String>> {
             in_table = true;
             continue;
         }
-        if cells.iter().all(|c| c.chars().all(|ch| ch == '-' || ch == ':')) {
+        if cells
+            .iter()
+            .all(|c| c.chars().all(|ch| ch == '-' || ch == ':'))
+        {
             continue;
         }
         out.push(cells);
@@ -86,7 +89,11 @@ fn every_row_names_tests_that_exist() {
             }
         }
     }
-    assert!(problems.is_empty(), "RELIABILITY.md drifted:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "RELIABILITY.md drifted:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
