@@ -1,4 +1,5 @@
 //! Capability lockfiles: read/write, profile diff and compatible/review/breaking classification (pure).
 //!
-//! Not built yet: no open issue covers the lockfile (DESIGN.md's `lock`, `diff`, `check` commands).
-//! The module exists so the layout matches DESIGN.md; it exports nothing.
+//! Not built yet: the `lock`, `diff` and `check` commands that will use it do not exist. The module
+//! holds the lockfile's place in the layering (below the state that will carry a verdict, above
+//! the profiles it compares); it exports nothing.
