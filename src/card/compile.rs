@@ -28,7 +28,8 @@ use super::sanitize::{self, sanitize};
 use super::validate::ValidatedCard;
 use crate::config::ClientCaps;
 use crate::profile::{
-    Binding, Display, Interface, Profile, SecurityAlternative, SkillDisplay, SkillProfile, Unusable,
+    Binding, BindingVersion, Display, Interface, Profile, SecurityAlternative, SkillDisplay,
+    SkillProfile, Unusable,
 };
 
 /// Compiles a validated card for a client with capabilities `caps`.
@@ -46,6 +47,21 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
             tenant: i.tenant.clone().filter(|t| !t.is_empty()),
         })
     });
+
+    let mut offered: Vec<BindingVersion> = Vec::new();
+    for i in &c.supported_interfaces {
+        if let Some(binding) = Binding::from_wire(&i.protocol_binding)
+            && caps.supports(&i.protocol_binding, &i.protocol_version)
+        {
+            let bv = BindingVersion {
+                binding,
+                version: i.protocol_version.clone(),
+            };
+            if !offered.contains(&bv) {
+                offered.push(bv);
+            }
+        }
+    }
 
     let declared = c.capabilities.extensions.as_deref().unwrap_or_default();
     let knows = |uri: &str| caps.extensions.iter().any(|k| k == uri);
@@ -130,6 +146,7 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
         agent_version: c.version.clone(),
         card_digest: card.digest().to_owned(),
         interface,
+        offered,
         streaming: caps_flags.streaming.unwrap_or(false),
         push: caps_flags.push_notifications.unwrap_or(false),
         extended_card: caps_flags.extended_agent_card.unwrap_or(false),
