@@ -10,9 +10,9 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use super::{EXIT_INVALID, EXIT_USAGE, load_config};
-use crate::config::{CardPolicy, ClientCaps};
+use crate::card::CardPolicy;
 use crate::lock::{self, Verdict};
-use crate::profile::Profile;
+use crate::profile::{ClientCaps, Profile};
 
 /// Arguments of `a2a-egress diff`.
 #[derive(Debug, clap::Args)]
@@ -119,5 +119,5 @@ fn profile_of(path: &Path, caps: &ClientCaps, policy: &CardPolicy) -> anyhow::Re
             path: name.clone(),
             errors,
         })?;
-    Ok(crate::card::compile(&validated, caps))
+    Ok(crate::profile::compile(&validated, caps))
 }

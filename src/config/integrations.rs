@@ -9,13 +9,29 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{RawClient, is_major_minor, normalize_origin};
+use super::RawClient;
 use crate::profile::Binding;
+use crate::types::data_class::is_data_class;
+use crate::types::{ProtocolVersion, normalize_origin, origin_of_url};
 
 /// Default cap on a request body sent to an agent, in bytes (1 MiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Upper bound accepted for `max_body_bytes` (64 MiB): bodies are held in memory while policy runs.
 const MAX_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+/// Why a configured tenant cannot be used, or `None`. A tenant becomes the first path segment of
+/// HTTP+JSON calls and `params.tenant` of JSON-RPC calls, so it must be one path-safe segment: the
+/// same rule as for a tenant a card declares ([`crate::card::text::tenant_problem`]), plus
+/// non-empty (omit the key for no tenant) and at most 256 bytes.
+fn tenant_problem(t: &str) -> Option<&'static str> {
+    if t.is_empty() {
+        Some("must not be empty (omit `tenant` for no tenant)")
+    } else if t.len() > 256 {
+        Some("must be at most 256 bytes")
+    } else {
+        crate::card::text::tenant_problem(t)
+    }
+}
 
 /// The raw `[policy]` table.
 #[derive(Debug, Clone, Deserialize)]
@@ -249,14 +265,10 @@ pub struct Integration {
 impl Integration {
     /// Whether `url`'s origin is one of the approved origins.
     pub fn origin_allowed(&self, url: &str) -> bool {
-        url::Url::parse(url)
-            .ok()
-            .map(|u| u.origin().ascii_serialization())
-            .is_some_and(|o| self.origins.contains(&o))
+        origin_of_url(url).is_some_and(|o| self.origins.contains(&o))
     }
 }
 
-/// Data classes and similar labels: short lowercase tokens.
 /// Request headers the gateway sets, frames or consumes itself: an integration cannot ask for the
 /// caller's copy of these to be forwarded. Hop-by-hop fields (RFC 9110 §7.6.1) never travel end to
 /// end; `A2A-Version` and `A2A-Extensions` come from the profile; the credential comes from
@@ -301,16 +313,8 @@ fn forward_headers(raw: &[String], at: &str, problems: &mut Vec<String>) -> Vec<
     out
 }
 
-fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 64
-        && s.bytes().all(|c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'-' | b'_' | b'.')
-        })
-}
-
 pub(super) fn policy(raw: &RawPolicy, problems: &mut Vec<String>) -> Policy {
-    if !is_token(&raw.default_data_class) {
+    if !is_data_class(&raw.default_data_class) {
         problems.push(format!(
             "policy.default_data_class: {:?} must be a lowercase token [a-z0-9._-]",
             raw.default_data_class
@@ -412,7 +416,7 @@ pub(super) fn integrations(
             problems.push(format!("{at}.binding: {b} is not in [client] bindings"));
         }
         if let Some(v) = &r.version {
-            if !is_major_minor(v) {
+            if ProtocolVersion::parse(v).is_err() {
                 problems.push(format!(
                     "{at}.version: {v:?} is not Major.Minor (e.g. \"1.0\")"
                 ));
@@ -434,7 +438,7 @@ pub(super) fn integrations(
             ));
         }
         for d in &r.data_classes {
-            if !is_token(d) {
+            if !is_data_class(d) {
                 problems.push(format!(
                     "{at}.data_classes: {d:?} must be a lowercase token [a-z0-9._-]"
                 ));
@@ -448,11 +452,9 @@ pub(super) fn integrations(
             }
         }
         if let Some(t) = &r.tenant
-            && (t.is_empty() || t.len() > 256 || t.chars().any(|c| c.is_control() || c == '/'))
+            && let Some(why) = tenant_problem(t)
         {
-            problems.push(format!(
-                "{at}.tenant: must be 1..=256 characters without '/' or control characters"
-            ));
+            problems.push(format!("{at}.tenant: {t:?}: {why}"));
         }
         let credential = match &r.credential {
             None | Some(RawCredential::None) => Credential::None,
@@ -701,6 +703,54 @@ data_classes = ["public"]
             "integrations[2] (x).name: duplicate",
         ] {
             assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+    }
+
+    #[test]
+    fn tenants_must_be_path_safe() {
+        let with_tenant = |t: &str| {
+            format!(
+                "[[integrations]]\nname = \"echo\"\ncard = \"https://a.example/card\"\n\
+                 origins = [\"https://a.example\"]\nskills = [\"s\"]\ndata_classes = [\"public\"]\n\
+                 tenant = {}\n",
+                toml::Value::String(t.into())
+            )
+        };
+        for bad in [
+            "",
+            "..",
+            ".",
+            "a/b",
+            "a%2fb",
+            "%2e%2e",
+            "a\\b",
+            "a b",
+            " a",
+            "a\tb",
+            "a\u{7f}",
+            "a\nb",
+            "a\u{a0}b",
+            "a?b",
+            "a#b",
+            "a\u{202e}b",
+        ] {
+            let err = Config::parse(&with_tenant(bad), Path::new("g.toml"))
+                .err()
+                .unwrap_or_else(|| panic!("tenant {bad:?} was accepted"));
+            let ConfigError::Invalid { problems, .. } = &err else {
+                panic!("expected Invalid, got {err}")
+            };
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.starts_with("integrations[0] (echo).tenant:")),
+                "{bad:?}: {problems:?}"
+            );
+        }
+        for good in ["t1", "acme-corp_2", "a.b", "...", "caf\u{e9}", "x:y@z"] {
+            let c = Config::parse(&with_tenant(good), Path::new("g.toml"))
+                .unwrap_or_else(|e| panic!("tenant {good:?} refused: {e}"));
+            assert_eq!(c.integrations[0].tenant.as_deref(), Some(good));
         }
     }
 

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::control::schedule::parse_duration;
+use crate::types::parse_duration;
 
 /// Default request-header deadline: from the first byte of a request to the end of its header.
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);

@@ -973,7 +973,7 @@ impl Worker {
             })?;
         // Past the only failure: the state returned below is built for this identity.
         self.built_for = Some(self.credential_identity());
-        let public = crate::card::compile(&validated, &config.caps);
+        let public = crate::profile::compile(&validated, &config.caps);
         let (profile, json, extended) = self
             .extended(public, validated.json(), config, policy, online)
             .await;

@@ -21,7 +21,8 @@ use std::time::Duration;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::config::{CardPolicy, Config};
+use crate::card::CardPolicy;
+use crate::config::Config;
 use crate::control::refresh::{ControlHandle, lock, needs_refetch};
 use crate::profile::snapshot::{IntegrationState, Status};
 

@@ -170,7 +170,7 @@ fn from_wire(w: WireLock, problems: &mut Vec<String>) -> Lock {
         ));
         Binding::JsonRpc
     });
-    if !crate::config::is_major_minor(&w.interface.version) {
+    if crate::types::ProtocolVersion::parse(&w.interface.version).is_err() {
         problems.push(format!(
             "interface.version: {:?} is not Major.Minor (e.g. \"1.0\")",
             w.interface.version

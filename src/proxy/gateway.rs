@@ -22,12 +22,13 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::{Error, ErrorType, Result};
 use tokio::sync::OwnedSemaphorePermit;
 
+use super::body::{RequestFacts, RpcId, parse_jsonrpc, parse_rest_body};
 use super::card::{CACHE_CONTROL, effective_card, if_none_match};
 use super::deny::{Deny, Shape};
 use super::feedback::agent_error;
 use super::limits::{self, Cap, Phase, RequestLimits};
-use super::policy::{self, Facts, Plan, StreamPlan};
-use super::route::{Method, Route, RpcParseError, parse_jsonrpc, route};
+use super::policy::{self, DataClasses, Facts, Plan, StreamPlan};
+use super::route::{Method, Route, check_path, route};
 use super::shape::upstream_headers;
 use super::upstream::tls_fault;
 use crate::config::DEFAULT_MAX_BODY_BYTES;
@@ -380,9 +381,14 @@ impl ProxyHttp for Gateway {
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         let snapshot = ctx.snapshot.clone().unwrap_or_else(|| self.store.load());
+        // Path tricks are refused before the path is classified, so no forwarding path ever sees
+        // (or normalises differently) a path that means two things.
+        if let Err(e) = check_path(session.req_header().uri.path()) {
+            return self.deny(session, ctx, Deny::InvalidPath(e)).await;
+        }
         let r = route(session.req_header().uri.path());
         if matches!(r, Route::JsonRpc { .. }) {
-            ctx.shape = Shape::JsonRpc(serde_json::Value::Null);
+            ctx.shape = Shape::JsonRpc(RpcId::null());
         }
         if let Some(d) = self.refusal_before_routing(ctx) {
             return self.deny(session, ctx, d).await;
@@ -411,6 +417,12 @@ impl ProxyHttp for Gateway {
             Ok(body) => body,
             Err(d) => return self.deny(session, ctx, d).await,
         };
+        let content_type = session.req_header().headers.get("content-type");
+        if let Err(d) =
+            policy::check_content_type(&r, content_type.map(|v| v.as_bytes()), !body.is_empty())
+        {
+            return self.deny(session, ctx, d).await;
+        }
         let parsed = match &r {
             Route::JsonRpc { .. } => {
                 let p = parse_jsonrpc(&body);
@@ -419,10 +431,7 @@ impl ProxyHttp for Gateway {
                         ctx.shape = Shape::JsonRpc(rpc.id.clone());
                         ctx.method = rpc.method;
                     }
-                    Err(RpcParseError::Invalid { id: Some(id), .. }) => {
-                        ctx.shape = Shape::JsonRpc(id.clone());
-                    }
-                    Err(_) => {}
+                    Err(e) => ctx.shape = Shape::JsonRpc(e.id.clone()),
                 }
                 Some(p)
             }
@@ -436,19 +445,18 @@ impl ProxyHttp for Gateway {
         }
         let rpc = match parsed {
             Some(Ok(rpc)) => Some(rpc),
-            Some(Err(RpcParseError::Parse)) => {
-                return self.deny(session, ctx, Deny::ParseError).await;
-            }
-            Some(Err(RpcParseError::Invalid { detail, .. })) => {
-                return self.deny(session, ctx, Deny::InvalidRequest(detail)).await;
-            }
+            Some(Err(e)) => return self.deny(session, ctx, e.error.into()).await,
             None => None,
         };
-        let rest_body = match (&r, body.is_empty()) {
-            (Route::Rest { .. }, false) => match serde_json::from_slice(&body) {
-                Ok(v) => Some(v),
-                Err(_) => return self.deny(session, ctx, Deny::ParseError).await,
-            },
+        let rest_body: Option<RequestFacts> = match &r {
+            Route::Rest { path, .. } => {
+                let sends =
+                    Method::from_rest(session.req_header().method.as_str(), path).sends_message();
+                match parse_rest_body(&body, sends) {
+                    Ok(facts) => Some(facts),
+                    Err(e) => return self.deny(session, ctx, e.into()).await,
+                }
+            }
             _ => None,
         };
         // Owned copies of what policy reads from the request, so the same facts can be decided
@@ -462,13 +470,18 @@ impl ProxyHttp for Gateway {
         };
         let http_method = req.method.as_str().to_owned();
         let query = req.uri.query().map(str::to_owned);
-        let data_class = header("a2a-egress-data-class");
+        let data_class = DataClasses::from_lines(
+            req.headers
+                .get_all("a2a-egress-data-class")
+                .iter()
+                .map(|v| v.as_bytes()),
+        );
         let a2a_version = header("a2a-version");
         let facts = Facts {
             route: &r,
             http_method: &http_method,
             query: query.as_deref(),
-            data_class: data_class.as_deref(),
+            data_class: &data_class,
             a2a_version: a2a_version.as_deref(),
             rpc: rpc.as_ref(),
             rest_body: rest_body.as_ref(),
@@ -481,10 +494,7 @@ impl ProxyHttp for Gateway {
         ctx.method = plan.method;
         // Forward the caller's bytes unless something in them must change (STACK.md: rewriting
         // costs about a third more CPU per request).
-        ctx.body = match &plan.rewritten_body {
-            Some(v) => Bytes::from(v.to_string()),
-            None => body.clone(),
-        };
+        ctx.body = plan.rewritten_body.clone().unwrap_or_else(|| body.clone());
         // A message send that the agent may refuse with -32008/-32009 before doing any work is
         // made through the gateway's own client, which sees the answer before the caller does
         // and can refresh, re-shape and retry once (see `super::retry`). Every other unary call

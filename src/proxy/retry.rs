@@ -127,10 +127,10 @@ pub async fn after_error(
         // gets what the agent said rather than a call it did not make.
         return Next::Original;
     }
-    let body = match &plan.rewritten_body {
-        Some(v) => Bytes::from(v.to_string()),
-        None => redo.original_body.clone(),
-    };
+    let body = plan
+        .rewritten_body
+        .clone()
+        .unwrap_or_else(|| redo.original_body.clone());
     Next::Retry {
         snapshot,
         state: next,

@@ -23,6 +23,7 @@ All protocol errors are the SDK's own error types, rendered by the SDK's dispatc
 import argparse
 import asyncio
 import json
+import math
 import os
 import socket
 import sys
@@ -247,6 +248,11 @@ def _all_headers(scope):
     return out
 
 
+def _finite_or_text(text):
+    value = float(text)
+    return value if math.isfinite(value) else text
+
+
 class RecordAndGuard:
     """ASGI middleware: records every request, enforces the bearer token, echoes activated extensions."""
 
@@ -302,9 +308,10 @@ class RecordAndGuard:
                  'a2a_extensions': _header(scope, 'a2a-extensions'),
                  'authorization': _header(scope, 'authorization'),
                  'content_type': _header(scope, 'content-type'), 'body': None,
-                 'headers': _all_headers(scope)}
+                 'raw_body': body.decode('utf-8', 'replace'), 'headers': _all_headers(scope)}
         try:
-            entry['body'] = json.loads(body) if body else None
+            # Out-of-range numbers (1e400) are kept as their text: /_test/seen must stay valid JSON.
+            entry['body'] = json.loads(body, parse_float=_finite_or_text) if body else None
         except ValueError:
             entry['body'] = body.decode('utf-8', 'replace')
         if path == JSONRPC_PATH and isinstance(entry['body'], dict):

@@ -675,7 +675,8 @@ fn classes_order_and_exit_codes() {
 /// Seed 000's worked example: the pricing agent's card, pinned, then changed four times.
 mod travel_pricing {
     use super::*;
-    use crate::config::{CardPolicy, ClientCaps};
+    use crate::card::CardPolicy;
+    use crate::profile::ClientCaps;
 
     fn card(name: &str) -> Profile {
         let path = format!(
@@ -685,7 +686,7 @@ mod travel_pricing {
         let bytes = std::fs::read(&path).unwrap();
         let v = crate::card::validate(&bytes, &CardPolicy::default(), None)
             .unwrap_or_else(|e| panic!("{path}: {e}"));
-        crate::card::compile(&v, &ClientCaps::default())
+        crate::profile::compile(&v, &ClientCaps::default())
     }
 
     fn pinned() -> Lock {

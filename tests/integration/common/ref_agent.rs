@@ -88,7 +88,7 @@ impl RefAgent {
     }
 
     fn spawn(registry: &Path, envs: &[(&str, &str)], args: &[&str], listen: &str) -> RefAgent {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_a2a-egress"));
+        let mut cmd = Command::new(super::gateway_bin());
         // The guard holds stdin open; if the test process dies, EOF stops the agent too.
         cmd.args([
             "agent",
