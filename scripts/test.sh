@@ -7,8 +7,9 @@
 #   2. .venv with the pinned official Python a2a-sdk peer (tests/peers/requirements.txt), rebuilt
 #      when the requirements change (a stamp file records their hash);
 #   3. cargo-deny (licenses, bans, sources; deny.toml), installed with cargo when absent;
-#   4. cargo fmt --check, cargo clippy -D warnings, cargo test --all-targets;
-#   5. `a2a-egress check` of the sample config's lockfile against a freshly started reference agent.
+#   4. the module layering (scripts/check-layers.sh);
+#   5. cargo fmt --check, cargo clippy -D warnings, cargo test --all-targets;
+#   6. `a2a-egress check` of the sample config's lockfile against a freshly started reference agent.
 # Integration tests find the peer's interpreter through A2A_EGRESS_PYTHON.
 set -euo pipefail
 
@@ -67,6 +68,11 @@ HOST_TRIPLE="$(rustc -vV | sed -n 's/^host: //p')"
 cargo fetch --locked --target "$HOST_TRIPLE" --quiet
 say "cargo deny --offline check licenses bans sources (target $HOST_TRIPLE)"
 cargo deny --offline --target "$HOST_TRIPLE" check --hide-inclusion-graph licenses bans sources
+
+# --- module structure (ARCHITECTURE.md "Modules, top to bottom") ------------------------------------
+# Cheap, so first: no module imports a layer above it (the script lists the known exceptions).
+say "scripts/check-layers.sh"
+scripts/check-layers.sh
 
 # --- Rust gates --------------------------------------------------------------------------------
 say "cargo fmt --all -- --check"

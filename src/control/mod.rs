@@ -3,7 +3,6 @@
 pub mod addr;
 pub mod extended;
 pub mod fetch;
-pub mod http;
 pub mod metrics;
 pub mod refresh;
 pub mod reload;

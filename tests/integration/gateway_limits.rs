@@ -441,19 +441,34 @@ async fn a_header_that_never_completes_is_cut_off_on_the_admin_listener_too() {
 async fn admin_connections_over_the_cap_are_closed() {
     let agent = SdkAgent::start(&["--binding", "jsonrpc"]);
     let gw = gateway(&agent, "[admin]\nmax_connections = 2\n").await;
-    // Two idle connections hold both slots (the header deadline is the default 10 s); the
-    // kernel's accept queue is first in, first out, so they are accepted before the third.
-    let _a = TcpStream::connect(gw.admin).await.unwrap();
-    let _b = TcpStream::connect(gw.admin).await.unwrap();
-    let mut c = TcpStream::connect(gw.admin).await.unwrap();
-    let _ = c
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n")
-        .await;
-    let mut raw = Vec::new();
-    let r = tokio::time::timeout(Duration::from_secs(20), c.read_to_end(&mut raw)).await;
+    // Three connections are opened before any sends a byte. The readiness polls of the harness
+    // may still hold a slot for a moment (their close races these connects), so which of the
+    // three is refused is not fixed; what the cap guarantees is that no more than two are served.
+    let mut conns = Vec::new();
+    for _ in 0..3 {
+        conns.push(TcpStream::connect(gw.admin).await.unwrap());
+    }
+    // Give the accept loop time to take all three before a served one closes and frees its slot.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (mut served, mut refused) = (0, 0);
+    for c in &mut conns {
+        let _ = c
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+            .await;
+        let mut raw = Vec::new();
+        let r = tokio::time::timeout(Duration::from_secs(20), c.read_to_end(&mut raw)).await;
+        assert!(
+            r.is_ok(),
+            "an admin connection neither answered nor closed in 20 s"
+        );
+        if raw.is_empty() {
+            refused += 1
+        } else {
+            served += 1
+        }
+    }
     assert!(
-        matches!(r, Ok(Ok(0)) | Ok(Err(_))) && raw.is_empty(),
-        "the third admin connection was served: {r:?} {:?}",
-        String::from_utf8_lossy(&raw)
+        served <= 2 && refused >= 1,
+        "cap 2: {served} of 3 admin connections were served, {refused} refused"
     );
 }

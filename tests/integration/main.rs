@@ -36,6 +36,7 @@ mod gateway_shaping;
 mod gateway_streaming;
 mod gateway_tls;
 mod peers_smoke;
+mod reliability_doc;
 mod request_props;
 mod sdk_fixtures;
 mod security;
