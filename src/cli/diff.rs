@@ -11,6 +11,7 @@ use anyhow::Context as _;
 
 use super::{EXIT_INVALID, EXIT_USAGE, load_config};
 use crate::card::CardPolicy;
+use crate::control::lockfile::LockFileError;
 use crate::lock::{self, Verdict};
 use crate::profile::{ClientCaps, Profile};
 
@@ -57,13 +58,13 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         let new = profile_of(&a.new, &caps, &policy)?;
         let lock = match &a.lock {
             None => None,
-            Some(p) => match lock::file::read(p) {
+            Some(p) => match crate::control::lockfile::read(p) {
                 Ok(Some(l)) => Some(l),
                 Ok(None) => {
                     return Err(anyhow::anyhow!("{}: no such lockfile", p.display()));
                 }
-                Err(e @ lock::LockError::Read { .. }) => return Err(e.into()),
-                Err(e) => return Err(InputError::Lock(e).into()),
+                Err(LockFileError::Invalid(e)) => return Err(InputError::Lock(e).into()),
+                Err(e) => return Err(e.into()),
             },
         };
         Ok((old, new, lock))

@@ -20,6 +20,7 @@ use anyhow::Context as _;
 use super::{DEFAULT_CONFIG, EXIT_USAGE};
 use crate::config::{Config, Integration};
 use crate::control::fetch::CardFetcher;
+use crate::control::lockfile;
 use crate::control::metrics::ControlMetrics;
 use crate::control::refresh::ControlHandle;
 use crate::lock::{self, Class, Verdict};
@@ -135,7 +136,7 @@ pub fn run_lock(a: LockArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     };
     let pinned = match lock::pin(
-        &c.integration,
+        &lockfile::manifest_of(&c.integration),
         &profile,
         chrono::Utc::now(),
         Default::default(),
@@ -154,8 +155,8 @@ pub fn run_lock(a: LockArgs) -> anyhow::Result<ExitCode> {
             a.name
         );
     }
-    let path = lock::file::path_for(&config.path, &a.name);
-    if let Err(e) = lock::file::write(&path, &pinned.lock) {
+    let path = lockfile::path_for(&config.path, &a.name);
+    if let Err(e) = lockfile::write(&path, &pinned.lock) {
         eprintln!("{e}");
         return Ok(ExitCode::FAILURE);
     }
@@ -183,8 +184,8 @@ enum Checked {
 }
 
 fn check_one(config: &Config, c: &Current) -> Checked {
-    let path = lock::file::path_for(&config.path, &c.integration.name);
-    let lock = match lock::file::read(&path) {
+    let path = lockfile::path_for(&config.path, &c.integration.name);
+    let lock = match lockfile::read(&path) {
         Ok(None) => return Checked::Unpinned,
         Ok(Some(l)) => l,
         Err(e) => return Checked::Verdict(lock::invalid_lock_verdict(&e)),

@@ -1,11 +1,12 @@
 //! Building a lockfile from an integration manifest and its compiled profile (pure).
 //!
-//! The `requires` subset is the manifest intersected with the profile (seed 003's integration
+//! The `requires` subset is the [`Manifest`] intersected with the profile (seed 003's integration
 //! manifest meets seed 000's lockfile): the accepted skills the card offers; per skill the media
 //! types the workflow sends that the skill accepts, the ones it reads back that the skill
 //! produces, and the scopes it holds that the skill's security uses; streaming when the
 //! integration requires it; the optional extensions it activates that the card offers. A profile
-//! the workflow could not use today cannot be pinned: every reason is reported.
+//! the workflow could not use today cannot be pinned: every reason is reported. Whether the
+//! profile meets the rest of the integration's contract (origins, pins) is the caller's check.
 
 use std::collections::BTreeMap;
 
@@ -13,16 +14,34 @@ use chrono::{DateTime, Utc};
 
 use super::diff::{render_list, render_security, satisfiable, used_scopes};
 use super::{Lock, Requires, SkillNeed};
-use crate::config::{Integration, StreamingMode};
 use crate::profile::Profile;
-use crate::proxy::route::media_type_accepted;
+use crate::types::media_type::media_type_accepted;
+
+/// What an integration declares about its workflow (the lockfile-relevant part of its config).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Manifest {
+    /// The card URL (recorded as the lock's `agent`).
+    pub agent: String,
+    /// Accepted skill ids.
+    pub skills: Vec<String>,
+    /// Scopes the workflow's credential holds.
+    pub scopes: Vec<String>,
+    /// `streaming = "required"`.
+    pub streaming_required: bool,
+    /// Optional extensions it activates.
+    pub extensions: Vec<String>,
+    /// Media types it sends (empty: whatever each skill accepts).
+    pub input_modes: Vec<String>,
+    /// Media types it reads back (empty: whatever each skill produces).
+    pub output_modes: Vec<String>,
+}
 
 /// Why a profile cannot be pinned for an integration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PinError {
-    /// The profile is unusable, or fails the integration's contract (origin, pins, skills).
-    #[error("the profile does not meet the integration's contract: {0}")]
-    Contract(String),
+    /// The profile is unusable.
+    #[error("the profile is not usable: {0}")]
+    Unusable(String),
     /// `streaming = "required"` but the card does not advertise streaming.
     #[error("streaming: the integration requires streaming but the card does not advertise it")]
     StreamingMissing,
@@ -68,7 +87,7 @@ impl PinError {
     /// Bounded label for logs.
     pub fn kind(&self) -> &'static str {
         match self {
-            PinError::Contract(_) => "contract",
+            PinError::Unusable(_) => "unusable",
             PinError::StreamingMissing => "streaming",
             PinError::NoInput { .. } => "input",
             PinError::NoOutput { .. } => "output",
@@ -87,30 +106,32 @@ pub struct Pinned {
     pub skipped: Vec<String>,
 }
 
-/// Pins `profile` for `integration` at `now`, with probe evidence `verified` (claim → result).
+/// Pins `profile` for the workflow `manifest` describes at `now`, with probe evidence `verified`
+/// (claim → result).
 pub fn pin(
-    integration: &Integration,
+    manifest: &Manifest,
     profile: &Profile,
     now: DateTime<Utc>,
     verified: BTreeMap<String, String>,
 ) -> Result<Pinned, Vec<PinError>> {
-    if let Err(reason) = crate::profile::snapshot::check_contract(integration, profile) {
-        return Err(vec![PinError::Contract(reason)]);
-    }
-    let Some(iface) = &profile.interface else {
-        return Err(vec![PinError::Contract("profile has no interface".into())]);
+    let iface = match &profile.interface {
+        Some(i) if profile.usable => i,
+        _ => {
+            let why = profile.reason.as_deref().unwrap_or("no usable interface");
+            return Err(vec![PinError::Unusable(why.to_owned())]);
+        }
     };
     let mut errors = Vec::new();
-    let streaming = integration.streaming == StreamingMode::Required;
+    let streaming = manifest.streaming_required;
     if streaming && !profile.streaming {
         errors.push(PinError::StreamingMissing);
     }
     let mut skipped = Vec::new();
     let mut skills = BTreeMap::new();
-    for id in &integration.skills {
+    for id in &manifest.skills {
         match profile.skills.get(id) {
             None => skipped.push(format!("skill {id}")),
-            Some(have) => match skill_need(integration, id, have) {
+            Some(have) => match skill_need(manifest, id, have) {
                 Ok(need) => {
                     skills.insert(id.clone(), need);
                 }
@@ -119,7 +140,7 @@ pub fn pin(
         }
     }
     let mut extensions = Vec::new();
-    for e in &integration.extensions {
+    for e in &manifest.extensions {
         if profile.extensions.contains(e) {
             extensions.push(e.clone());
         } else {
@@ -131,7 +152,7 @@ pub fn pin(
     }
     extensions.sort();
     let lock = Lock {
-        agent: integration.card.clone(),
+        agent: manifest.agent.clone(),
         pinned_at: now,
         card_digest: profile.card_digest.clone(),
         agent_version: profile.agent_version.clone(),
@@ -148,11 +169,11 @@ pub fn pin(
 
 /// One skill's needs: manifest media types ∩ what the skill offers, held scopes it uses.
 fn skill_need(
-    integration: &Integration,
+    manifest: &Manifest,
     id: &str,
     have: &crate::profile::SkillProfile,
 ) -> Result<SkillNeed, PinError> {
-    let policy = &integration.lock;
+    let policy = manifest;
     let pick = |wanted: &[String], offered: &[String]| -> Vec<String> {
         let mut v: Vec<String> = if wanted.is_empty() {
             offered.to_vec()
@@ -197,24 +218,24 @@ fn skill_need(
             reads: render_list(&policy.output_modes),
         });
     }
-    if !satisfiable(&have.security, &integration.scopes) {
+    if !satisfiable(&have.security, &manifest.scopes) {
         return Err(PinError::Scopes {
             skill: id.to_owned(),
             needs: render_security(&have.security),
-            holds: render_list(&integration.scopes),
+            holds: render_list(&manifest.scopes),
         });
     }
     Ok(SkillNeed {
         input,
         output,
-        scopes: used_scopes(&have.security, &integration.scopes),
+        scopes: used_scopes(&have.security, &manifest.scopes),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lock::diff::tests::{integration, pricing_profile};
+    use crate::lock::diff::tests::{manifest, pricing_profile};
 
     fn now() -> DateTime<Utc> {
         DateTime::parse_from_rfc3339("2026-10-02T08:30:00Z")
@@ -224,17 +245,17 @@ mod tests {
 
     #[test]
     fn pins_the_manifest_intersected_with_the_profile() {
-        let mut i = integration();
+        let mut i = manifest();
         i.skills.push("not-offered".into());
         i.extensions = vec![
             "https://example.com/ext/cost-estimate/v1".into(),
             "urn:gone".into(),
         ];
-        i.lock.input_modes = vec!["application/json".into(), "application/xml".into()];
+        i.input_modes = vec!["application/json".into(), "application/xml".into()];
         let p = pricing_profile();
         let pinned = pin(&i, &p, now(), BTreeMap::new()).unwrap();
         let l = &pinned.lock;
-        assert_eq!(l.agent, i.card);
+        assert_eq!(l.agent, i.agent);
         assert_eq!(l.agent_version, "3.2.0");
         assert_eq!(l.card_digest, p.card_digest);
         assert_eq!(l.interface.to_string(), "JSONRPC 1.0");
@@ -253,9 +274,9 @@ mod tests {
 
     #[test]
     fn without_manifest_media_types_the_skill_offer_is_pinned() {
-        let mut i = integration();
-        i.lock.input_modes.clear();
-        i.lock.output_modes.clear();
+        let mut i = manifest();
+        i.input_modes.clear();
+        i.output_modes.clear();
         let mut p = pricing_profile();
         let s = p.skills.get_mut("itinerary-pricing").unwrap();
         s.input = vec!["text/plain".into(), "application/json".into()];
@@ -268,8 +289,8 @@ mod tests {
 
     #[test]
     fn streaming_preferred_is_not_pinned_as_required() {
-        let mut i = integration();
-        i.streaming = StreamingMode::Preferred;
+        let mut i = manifest();
+        i.streaming_required = false;
         let l = pin(&i, &pricing_profile(), now(), BTreeMap::new())
             .unwrap()
             .lock;
@@ -278,7 +299,7 @@ mod tests {
 
     #[test]
     fn a_profile_the_workflow_cannot_use_is_not_pinned() {
-        let i = integration();
+        let i = manifest();
         let mut p = pricing_profile();
         p.streaming = false;
         let s = p.skills.get_mut("itinerary-pricing").unwrap();
@@ -300,7 +321,7 @@ mod tests {
             errs[0].to_string(),
             "skills.itinerary-pricing.output: the skill produces [text/csv], none of the media types the integration reads ([application/json])"
         );
-        let mut i2 = integration();
+        let mut i2 = manifest();
         i2.scopes = vec!["other".into()];
         let errs = pin(&i2, &pricing_profile(), now(), BTreeMap::new()).unwrap_err();
         assert_eq!(
@@ -311,18 +332,15 @@ mod tests {
     }
 
     #[test]
-    fn an_unusable_profile_or_a_broken_contract_is_not_pinned() {
+    fn an_unusable_profile_is_not_pinned() {
         let mut p = pricing_profile();
         p.usable = false;
         p.reason = Some("no mutually supported interface (card offers GRPC 1.0)".into());
-        let errs = pin(&integration(), &p, now(), BTreeMap::new()).unwrap_err();
+        let errs = pin(&manifest(), &p, now(), BTreeMap::new()).unwrap_err();
         assert_eq!(
             errs[0].to_string(),
-            "the profile does not meet the integration's contract: no mutually supported interface (card offers GRPC 1.0)"
+            "the profile is not usable: no mutually supported interface (card offers GRPC 1.0)"
         );
-        let mut i = integration();
-        i.origins = vec!["https://elsewhere.example".into()];
-        let errs = pin(&i, &pricing_profile(), now(), BTreeMap::new()).unwrap_err();
-        assert_eq!(errs[0].kind(), "contract");
+        assert_eq!(errs[0].kind(), "unusable");
     }
 }

@@ -31,7 +31,7 @@ use serde::Serialize;
 
 use super::{Lock, Requires, SkillNeed};
 use crate::profile::{BindingVersion, Profile, SecurityAlternative, SkillProfile};
-use crate::proxy::route::media_type_accepted;
+use crate::types::media_type::media_type_accepted;
 
 /// How much a change matters to the workflow; ordered, so the worst of several is the `max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -155,7 +155,7 @@ pub fn unusable_verdict(reason: &str) -> Verdict {
 
 /// The verdict for an integration whose lockfile exists but cannot be read or parsed: breaking
 /// (the workflow asked to be pinned, and nothing can be checked), the error on one line.
-pub fn invalid_lock_verdict(error: &super::LockError) -> Verdict {
+pub fn invalid_lock_verdict(error: &dyn std::error::Error) -> Verdict {
     let text = error.to_string();
     let one_line: Vec<&str> = text.lines().map(str::trim).collect();
     Verdict::of(vec![finding(

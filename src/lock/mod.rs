@@ -2,15 +2,14 @@
 //! workflow depends on, how every new profile is classified against it, and the file it lives in.
 //!
 //! - [`Lock`] is the domain value; [`wire`] is its JSON form (strict parse, stable pretty output).
-//! - [`derive::pin`] builds a lock from an integration manifest and a compiled profile (pure).
+//! - [`derive::pin`] builds a lock from an integration manifest and a compiled profile.
 //! - [`diff`] classifies a profile against a lock, or one profile against another, as
-//!   compatible / review / breaking, each finding one line (pure).
-//! - [`file`] reads and atomically writes `locks/<integration>.json` beside the config (file I/O).
+//!   compatible / review / breaking, each finding one line.
 //!
-//! Only [`file`] does I/O; everything else takes values and returns values.
+//! No I/O: the lockfile on disk (`locks/<integration>.json` beside the config, written
+//! atomically) is `control::lockfile`'s.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 
@@ -18,10 +17,9 @@ use crate::profile::BindingVersion;
 
 pub mod derive;
 pub mod diff;
-pub mod file;
 pub mod wire;
 
-pub use derive::{PinError, Pinned, pin};
+pub use derive::{Manifest, PinError, Pinned, pin};
 pub use diff::{
     Class, Finding, Verdict, check_against_lock, diff_profiles, invalid_lock_verdict,
     unusable_verdict,
@@ -69,24 +67,10 @@ pub struct SkillNeed {
     pub scopes: Vec<String>,
 }
 
-/// Errors reading, parsing or writing a lockfile. Every message names the file and, for content
-/// problems, the JSON path of the field.
-#[derive(Debug, thiserror::Error)]
+/// A lockfile's text that is not a valid lockfile. Every message names where the text came from
+/// and, for content problems, the JSON path of the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LockError {
-    /// The file could not be read.
-    #[error("{path}: cannot read the lockfile: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The file could not be written (atomically: the old file, if any, is unchanged).
-    #[error("cannot write the lockfile: {source}")]
-    Write {
-        /// The writer's error (names the path).
-        source: crate::control::state::StateError,
-    },
     /// Not one JSON document, or a key appears twice in an object.
     #[error("{source_name}: {message}")]
     Json {
@@ -109,8 +93,6 @@ impl LockError {
     /// Bounded label for logs and metrics.
     pub fn kind(&self) -> &'static str {
         match self {
-            LockError::Read { .. } => "read",
-            LockError::Write { .. } => "write",
             LockError::Json { .. } => "json",
             LockError::Invalid { .. } => "invalid",
         }

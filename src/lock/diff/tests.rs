@@ -3,8 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::config::{Credential, Integration, LockPolicy, OnBreaking, StreamingMode};
-use crate::lock::pin;
+use crate::lock::{Manifest, pin};
 use crate::profile::{Binding, Display, Interface, SkillDisplay, Unusable};
 
 const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -13,28 +12,15 @@ const DIGEST_NOTE: &str = "compatible: card_digest: sha256:aaaaaaaaaaaa… -> sh
 const COST: &str = "https://example.com/ext/cost-estimate/v1";
 
 /// The travel planner's pricing integration (seed 000's worked example).
-pub(crate) fn integration() -> Integration {
-    Integration {
-        name: "pricing".into(),
-        card: "https://pricing.partner.example/.well-known/agent-card.json".into(),
-        origins: vec!["https://pricing.partner.example".into()],
-        binding: None,
-        version: None,
+pub(crate) fn manifest() -> Manifest {
+    Manifest {
+        agent: "https://pricing.partner.example/.well-known/agent-card.json".into(),
         skills: vec!["itinerary-pricing".into()],
         scopes: vec!["pricing.quote".into()],
-        data_classes: vec!["internal".into()],
-        streaming: StreamingMode::Required,
+        streaming_required: true,
         extensions: vec![],
-        tenant: None,
-        credential: Credential::None,
-        max_body_bytes: 1024,
-        ca_file: None,
-        forward_headers: vec![],
-        lock: LockPolicy {
-            input_modes: vec!["application/json".into()],
-            output_modes: vec!["application/json".into()],
-            on_breaking: OnBreaking::Block,
-        },
+        input_modes: vec!["application/json".into()],
+        output_modes: vec!["application/json".into()],
     }
 }
 
@@ -133,7 +119,7 @@ fn lock() -> Lock {
     let at = chrono::DateTime::parse_from_rfc3339("2026-10-02T08:30:00Z")
         .unwrap()
         .to_utc();
-    pin(&integration(), &pricing_profile(), at, BTreeMap::new())
+    pin(&manifest(), &pricing_profile(), at, BTreeMap::new())
         .unwrap()
         .lock
 }
@@ -693,7 +679,7 @@ mod travel_pricing {
         let at = chrono::DateTime::parse_from_rfc3339("2026-10-02T08:30:00Z")
             .unwrap()
             .to_utc();
-        pin(&integration(), &card("pricing-0"), at, BTreeMap::new())
+        pin(&manifest(), &card("pricing-0"), at, BTreeMap::new())
             .unwrap()
             .lock
     }
