@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::RefAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration, metric};
+use crate::common::gateway::{Endpoints, InProcess, config_head, integration, metric};
 
 const TOKEN: &str = "s3cret-admin-token-0123456789";
 
@@ -59,7 +59,7 @@ fn serve_refuses_a_non_loopback_listener_without_the_opt_in() {
     assert!(err.contains("admin.token_file"), "{err}");
 }
 
-async fn gateway(admin: &str) -> (RefAgent, GatewayProc) {
+async fn gateway(admin: &str) -> (RefAgent, InProcess) {
     let agent = RefAgent::sample();
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("admin.token");
@@ -69,11 +69,11 @@ async fn gateway(admin: &str) -> (RefAgent, GatewayProc) {
         + "[refresh]\nmin = \"1h\"\n"
         + admin
         + &integration("ref", &agent.card_url, "");
-    let gw = GatewayProc::start_in(dir, &config, &[]).await;
+    let gw = InProcess::start_in(dir, &config).await;
     (agent, gw)
 }
 
-async fn post_refresh(gw: &GatewayProc, auth: Option<&str>) -> reqwest::Response {
+async fn post_refresh(gw: &Endpoints, auth: Option<&str>) -> reqwest::Response {
     let mut req =
         crate::common::http().post(format!("http://{}/v1/integrations/ref/refresh", gw.admin));
     if let Some(a) = auth {

@@ -13,7 +13,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use crate::common::gateway::{
+    Endpoints, GatewayProc, InProcess, config_head, integration, metric, send_request,
+};
 
 /// Short deadlines for the deadline tests.
 const SHORT: &str =
@@ -24,9 +26,12 @@ const SHORT: &str =
 const DRIP_TICKS: usize = 40;
 const DRIP_EVERY: Duration = Duration::from_millis(500);
 
-async fn gateway(agent: &SdkAgent, limits: &str) -> GatewayProc {
-    let config = config_head(&[]) + limits + &integration("echo", &agent.card_url, "");
-    GatewayProc::start(&config, &[]).await
+async fn gateway(agent: &SdkAgent, limits: &str) -> InProcess {
+    InProcess::start(&config(agent, limits)).await
+}
+
+fn config(agent: &SdkAgent, limits: &str) -> String {
+    config_head(&[]) + limits + &integration("echo", &agent.card_url, "")
 }
 
 /// Sends one byte of `drip` every [`DRIP_EVERY`], reading in between. Returns what the gateway
@@ -78,7 +83,7 @@ fn assert_gateway_error(body: &Value, reason: &str) {
 
 /// Polls `/metrics` until `name{labels}` equals `want` (the gateway accepts and counts
 /// asynchronously); panics with the last value after 30 s.
-async fn wait_metric(gw: &GatewayProc, name: &str, labels: &[(&str, &str)], want: f64) {
+async fn wait_metric(gw: &Endpoints, name: &str, labels: &[(&str, &str)], want: f64) {
     let end = Instant::now() + Duration::from_secs(30);
     loop {
         let got = metric(&gw.metrics().await, name, labels);
@@ -384,7 +389,8 @@ async fn thousands_of_idle_connections_keep_memory_bounded_and_the_cap_applies()
     let limits = format!(
         "[limits]\nmax_connections = {cap}\nidle_timeout = \"10s\"\nheader_timeout = \"10s\"\n"
     );
-    let gw = gateway(&agent, &limits).await;
+    // A process of its own: its resident memory is what is measured.
+    let gw = GatewayProc::start(&config(&agent, &limits), &[]).await;
     let warm = raw_send(gw.proxy, "warm").await;
     assert_eq!(status_of(&warm), 200);
     let before = rss_kib(gw.process.pid());
