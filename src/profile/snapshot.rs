@@ -582,6 +582,7 @@ mod tests {
             max_body_bytes: 1024,
             ca_file: None,
             forward_headers: vec![],
+            lock: Default::default(),
         }
     }
 
@@ -598,6 +599,7 @@ mod tests {
                 version: "1.0".into(),
                 tenant: None,
             }),
+            offered: Vec::new(),
             streaming: true,
             push: false,
             extended_card: false,
