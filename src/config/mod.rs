@@ -20,8 +20,8 @@ pub use integrations::{
     RawIntegration, RawPolicy, SecretSource, StreamingMode, is_reserved_header,
 };
 pub use listen::{
-    Admin, AdminToken, Limits, Listen, RawAdmin, RawLimits, RawListen, is_loopback,
-    read_private_file,
+    Admin, AdminToken, Limits, Listen, PrivateFileError, RawAdmin, RawLimits, RawListen,
+    TokenError, is_loopback, read_private_file,
 };
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 
@@ -52,6 +52,17 @@ pub enum ConfigError {
         /// One line per problem, each naming its key.
         problems: Vec<String>,
     },
+}
+
+impl ConfigError {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ConfigError::Read { .. } => "read",
+            ConfigError::Parse { .. } => "parse",
+            ConfigError::Invalid { .. } => "invalid",
+        }
+    }
 }
 
 /// The raw `[client]` table: what this client implements and how strictly it reads cards.
@@ -182,10 +193,7 @@ impl Config {
 
     /// Parses and validates config text; `path` is used for messages and relative paths.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let raw = parse_raw(text).map_err(|message| ConfigError::Parse {
-            path: path.to_owned(),
-            message,
-        })?;
+        let raw = parse_raw(text, path)?;
         Self::from_raw(raw, path)
     }
 
@@ -306,17 +314,21 @@ const MAX_UNKNOWN_KEYS_REPORTED: usize = 64;
 /// Deserialises the raw model. toml stops at the first unknown key; to name every one with its
 /// line, each unknown key is removed from the parsed document (located by the error's span) and
 /// deserialisation retried. Other errors are reported as toml renders them (with line and column).
-fn parse_raw(text: &str) -> Result<RawConfig, String> {
+fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
+    let parse_error = |message: String| ConfigError::Parse {
+        path: path.to_owned(),
+        message,
+    };
     use serde::Deserialize as _;
     let first = match toml::from_str::<RawConfig>(text) {
         Ok(raw) => return Ok(raw),
         Err(e) => e,
     };
     if !first.message().starts_with("unknown field") {
-        return Err(first.to_string());
+        return Err(parse_error(first.to_string()));
     }
     let Ok(mut doc) = toml::de::DeTable::parse(text) else {
-        return Err(first.to_string());
+        return Err(parse_error(first.to_string()));
     };
     let mut lines = Vec::new();
     let mut rest = None;
@@ -345,7 +357,7 @@ fn parse_raw(text: &str) -> Result<RawConfig, String> {
         lines.push((line.unwrap_or(0), format!("{at}{msg}")));
     }
     if lines.is_empty() {
-        return Err(first.to_string());
+        return Err(parse_error(first.to_string()));
     }
     lines.sort();
     let lines: Vec<String> = lines.into_iter().map(|(_, l)| l).collect();
@@ -357,7 +369,7 @@ fn parse_raw(text: &str) -> Result<RawConfig, String> {
     if let Some(r) = rest {
         out.push_str(&format!("\n  - {r}"));
     }
-    Err(out)
+    Err(parse_error(out))
 }
 
 /// Removes the table key whose span is `span`, searching nested tables and arrays of tables.
