@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{CachedCard, Worker, fetch_policy, lock};
+use super::step::CachedCard;
+use super::{Worker, fetch_policy, lock};
 use crate::control::state::{SavedCard, StateError};
 
 impl Worker {
