@@ -167,6 +167,55 @@ pub struct RawIntegration {
     /// itself are refused.
     #[serde(default)]
     pub forward_headers: Vec<String>,
+    /// Media types the workflow sends (e.g. `["application/json"]`). A lockfile records, per
+    /// accepted skill, those the skill accepts. Default: every input mode the skill offers when
+    /// the lockfile is written.
+    #[serde(default)]
+    pub input_modes: Vec<String>,
+    /// Media types the workflow can read back. Default: every output mode the skill offers when
+    /// the lockfile is written.
+    #[serde(default)]
+    pub output_modes: Vec<String>,
+    /// What a card change that breaks the lockfile does: `"block"` (default: new delegations
+    /// are refused, running tasks may still be read, cancelled and subscribed to),
+    /// `"fallback:<integration>"` (new sends go to that integration while its own profile
+    /// satisfies this lockfile) or `"warn"` (reported only).
+    #[serde(default)]
+    pub on_breaking: Option<String>,
+}
+
+/// What a breaking change against the lockfile does to new delegations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum OnBreaking {
+    /// Refuse new delegations with `INTEGRATION_BLOCKED`.
+    #[default]
+    Block,
+    /// Send new delegations to this other integration, when its profile satisfies the lockfile.
+    Fallback(String),
+    /// Keep going; the verdict is only reported.
+    Warn,
+}
+
+impl OnBreaking {
+    /// Bounded label (the fallback's name is not part of it).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OnBreaking::Block => "block",
+            OnBreaking::Fallback(_) => "fallback",
+            OnBreaking::Warn => "warn",
+        }
+    }
+}
+
+/// What an integration's lockfile is written from and how a breaking change is handled.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct LockPolicy {
+    /// Media types the workflow sends (empty: whatever each skill accepts when pinned).
+    pub input_modes: Vec<String>,
+    /// Media types the workflow reads back (empty: whatever each skill produces when pinned).
+    pub output_modes: Vec<String>,
+    /// Reaction to a breaking verdict.
+    pub on_breaking: OnBreaking,
 }
 
 /// Validated `[policy]`.
@@ -209,6 +258,8 @@ pub struct Integration {
     pub ca_file: Option<PathBuf>,
     /// Extra caller headers forwarded upstream (validated names, lowercase).
     pub forward_headers: Vec<http::HeaderName>,
+    /// Lockfile inputs and the reaction to a breaking change.
+    pub lock: LockPolicy,
 }
 
 impl Integration {
@@ -451,9 +502,76 @@ pub(super) fn integrations(
             max_body_bytes,
             ca_file: r.ca_file.as_ref().map(|f| base.join(f)),
             forward_headers: forward_headers(&r.forward_headers, &at, problems),
+            lock: lock_policy(r, &at, problems),
         });
     }
+    check_fallbacks(&out, problems);
     out
+}
+
+/// `type/subtype` with token characters (RFC 9110 §8.3.1), parameters not allowed: a lockfile
+/// compares media types by name.
+fn is_media_type(s: &str) -> bool {
+    let token = |t: &str| {
+        !t.is_empty()
+            && t.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"!#$&-^_.+*".contains(&c))
+    };
+    matches!(s.split_once('/'), Some((t, sub)) if token(t) && token(sub))
+}
+
+fn media_types(raw: &[String], key: &str, at: &str, problems: &mut Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in raw {
+        if !is_media_type(m) {
+            problems.push(format!(
+                "{at}.{key}: {m:?} is not a type/subtype media type"
+            ));
+        } else if !out.iter().any(|o| o.eq_ignore_ascii_case(m)) {
+            out.push(m.to_ascii_lowercase());
+        }
+    }
+    out.sort();
+    out
+}
+
+fn lock_policy(r: &RawIntegration, at: &str, problems: &mut Vec<String>) -> LockPolicy {
+    let on_breaking = match r.on_breaking.as_deref() {
+        None | Some("block") => OnBreaking::Block,
+        Some("warn") => OnBreaking::Warn,
+        Some(s) => match s.strip_prefix("fallback:") {
+            Some(name) if is_name(name) => OnBreaking::Fallback(name.to_owned()),
+            _ => {
+                problems.push(format!(
+                    "{at}.on_breaking: {s:?} is not \"block\", \"warn\" or \"fallback:<integration>\""
+                ));
+                OnBreaking::Block
+            }
+        },
+    };
+    LockPolicy {
+        input_modes: media_types(&r.input_modes, "input_modes", at, problems),
+        output_modes: media_types(&r.output_modes, "output_modes", at, problems),
+        on_breaking,
+    }
+}
+
+/// A fallback names another configured integration (one hop: its own fallback is not followed).
+fn check_fallbacks(all: &[Integration], problems: &mut Vec<String>) {
+    for (i, it) in all.iter().enumerate() {
+        if let OnBreaking::Fallback(to) = &it.lock.on_breaking {
+            let at = format!("integrations[{i}] ({})", it.name);
+            if to == &it.name {
+                problems.push(format!(
+                    "{at}.on_breaking: an integration cannot fall back to itself"
+                ));
+            } else if !all.iter().any(|o| &o.name == to) {
+                problems.push(format!(
+                    "{at}.on_breaking: fallback integration {to:?} is not configured"
+                ));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -665,6 +783,75 @@ data_classes = ["public"]
         assert_eq!(c.integrations[1].credential, Credential::None);
         assert_eq!(c.listen.proxy.to_string(), "127.0.0.1:7411");
         assert_eq!(c.listen.admin.to_string(), "127.0.0.1:7412");
+    }
+}
+
+#[cfg(test)]
+mod lock_keys {
+    use crate::config::{Config, ConfigError, OnBreaking};
+    use std::path::Path;
+
+    fn two(a_extra: &str) -> String {
+        format!(
+            "[[integrations]]\nname=\"a\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\"]\ndata_classes=[\"p\"]\n{a_extra}\n\
+             [[integrations]]\nname=\"b\"\ncard=\"https://b.example/c\"\norigins=[\"https://b.example\"]\nskills=[\"s\"]\ndata_classes=[\"p\"]\n"
+        )
+    }
+
+    #[test]
+    fn on_breaking_and_media_types_parse() {
+        let c = Config::parse(
+            &two("on_breaking=\"fallback:b\"\ninput_modes=[\"Application/JSON\", \"application/json\", \"text/plain\"]\noutput_modes=[\"*/*\"]"),
+            Path::new("g.toml"),
+        )
+        .unwrap();
+        let a = &c.integrations[0].lock;
+        assert_eq!(a.on_breaking, OnBreaking::Fallback("b".into()));
+        assert_eq!(a.input_modes, ["application/json", "text/plain"]);
+        assert_eq!(a.output_modes, ["*/*"]);
+        assert_eq!(c.integrations[1].lock.on_breaking, OnBreaking::Block);
+        let c = Config::parse(&two("on_breaking=\"warn\""), Path::new("g.toml")).unwrap();
+        assert_eq!(c.integrations[0].lock.on_breaking.as_str(), "warn");
+    }
+
+    #[test]
+    fn bad_on_breaking_fallbacks_and_media_types_are_named() {
+        for (extra, needle) in [
+            (
+                "on_breaking=\"stop\"",
+                "integrations[0] (a).on_breaking: \"stop\" is not",
+            ),
+            (
+                "on_breaking=\"fallback:\"",
+                "integrations[0] (a).on_breaking: \"fallback:\" is not",
+            ),
+            (
+                "on_breaking=\"fallback:a\"",
+                "integrations[0] (a).on_breaking: an integration cannot fall back to itself",
+            ),
+            (
+                "on_breaking=\"fallback:zz\"",
+                "integrations[0] (a).on_breaking: fallback integration \"zz\" is not configured",
+            ),
+            (
+                "input_modes=[\"json\"]",
+                "integrations[0] (a).input_modes: \"json\" is not a type/subtype media type",
+            ),
+            (
+                "output_modes=[\"text/plain; charset=utf-8\"]",
+                "integrations[0] (a).output_modes: \"text/plain; charset=utf-8\" is not",
+            ),
+        ] {
+            let Err(ConfigError::Invalid { problems, .. }) =
+                Config::parse(&two(extra), Path::new("g.toml"))
+            else {
+                panic!("{extra}: expected an invalid config")
+            };
+            assert!(
+                problems.iter().any(|p| p.starts_with(needle)),
+                "{extra}: {problems:?}"
+            );
+        }
     }
 }
 

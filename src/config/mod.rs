@@ -16,8 +16,8 @@ mod integrations;
 mod listen;
 mod refresh;
 pub use integrations::{
-    Credential, DEFAULT_MAX_BODY_BYTES, Integration, Policy, RawCredential, RawIntegration,
-    RawPolicy, SecretSource, StreamingMode, is_reserved_header,
+    Credential, DEFAULT_MAX_BODY_BYTES, Integration, LockPolicy, OnBreaking, Policy, RawCredential,
+    RawIntegration, RawPolicy, SecretSource, StreamingMode, is_reserved_header,
 };
 pub use listen::{
     Admin, AdminToken, Limits, Listen, RawAdmin, RawLimits, RawListen, is_loopback,

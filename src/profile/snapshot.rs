@@ -506,6 +506,7 @@ mod tests {
             max_body_bytes: 1024,
             ca_file: None,
             forward_headers: vec![],
+            lock: Default::default(),
         }
     }
 
@@ -522,6 +523,7 @@ mod tests {
                 version: "1.0".into(),
                 tenant: None,
             }),
+            offered: Vec::new(),
             streaming: true,
             push: false,
             extended_card: false,

@@ -373,6 +373,7 @@ mod tests {
             max_body_bytes: 1000,
             ca_file: None,
             forward_headers: vec![],
+            lock: Default::default(),
         }
     }
 
@@ -393,6 +394,7 @@ mod tests {
                 version: "1.0".into(),
                 tenant: tenant.map(Into::into),
             }),
+            offered: Vec::new(),
             streaming,
             push: false,
             extended_card: false,

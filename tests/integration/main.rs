@@ -19,6 +19,7 @@ mod card_hostile;
 mod card_props;
 mod card_signature;
 mod cli_card;
+mod cli_lock;
 mod control_admin;
 mod control_agent;
 mod control_fetch;
