@@ -267,7 +267,7 @@ async fn a_bad_card_keeps_the_last_good_profile_and_marks_degraded() {
     let r = h.refresh_now("echo").await.unwrap();
     assert_eq!(r.result, RefreshResult::Failed);
     assert!(r.reason.as_deref().unwrap().contains("validation"), "{r:?}");
-    assert_eq!(r.status, "usable");
+    assert_eq!(r.status.as_str(), "usable");
     let snap = h.store().load();
     let s = snap.get("echo").unwrap();
     assert!(
