@@ -381,7 +381,10 @@ mod tests {
     fn defaults() {
         let c = Config::parse("", Path::new("g.toml")).unwrap();
         assert_eq!(c.caps, ClientCaps::default());
-        assert_eq!(c.card_policy.max_card_bytes, crate::card::DEFAULT_MAX_CARD_BYTES);
+        assert_eq!(
+            c.card_policy.max_card_bytes,
+            crate::card::DEFAULT_MAX_CARD_BYTES
+        );
         assert!(!c.card_policy.allow_plain_http);
     }
 }
