@@ -48,6 +48,7 @@ use crate::profile::{Interface, Profile};
 mod extended_card;
 mod handle;
 mod last_good;
+mod lock_check;
 mod step;
 mod supervise;
 mod worker;

@@ -18,6 +18,9 @@ use crate::config::Integration;
 use crate::profile::Profile;
 use crate::proxy::upstream::Upstream;
 
+mod lock_state;
+pub use lock_state::{LockState, LockVerdict, satisfies};
+
 /// Most evidence records kept per integration (oldest dropped first).
 pub const MAX_EVIDENCE: usize = 32;
 
@@ -179,6 +182,8 @@ pub struct IntegrationState {
     pub installed_at: SystemTime,
     /// How current the profile is (maintained by the control plane's refresh).
     pub freshness: Freshness,
+    /// The verdict against the integration's lockfile (`unpinned` without one).
+    pub lock: LockState,
 }
 
 /// How current an integration's profile is: set by `control::refresh`, shown on the admin API.
@@ -231,6 +236,7 @@ impl IntegrationState {
             evidence: Vec::new(),
             installed_at: SystemTime::now(),
             freshness: Freshness::default(),
+            lock: LockState::unpinned(SystemTime::now()),
         }
     }
 
@@ -280,6 +286,7 @@ impl IntegrationState {
             evidence: Vec::new(),
             installed_at: SystemTime::now(),
             freshness: Freshness::default(),
+            lock: LockState::unpinned(SystemTime::now()),
         }
     }
 
@@ -287,6 +294,16 @@ impl IntegrationState {
     pub fn usable(&self) -> Option<(&Profile, &Upstream)> {
         match (&self.status, &self.profile, &self.upstream) {
             (Status::Usable, Some(p), Some(u)) => Some((p, u)),
+            _ => None,
+        }
+    }
+
+    /// The profile and upstream that calls on existing tasks may use: the usable ones, or those of
+    /// an integration blocked by a breaking change (its running tasks may still be read,
+    /// cancelled and subscribed to).
+    pub fn serving(&self) -> Option<(&Profile, &Upstream)> {
+        match (&self.status, &self.profile, &self.upstream) {
+            (Status::Usable | Status::Blocked { .. }, Some(p), Some(u)) => Some((p, u)),
             _ => None,
         }
     }
