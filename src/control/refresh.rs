@@ -36,14 +36,16 @@ use http::HeaderValue;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::card::CardErrors;
 use crate::config::{Config, Integration};
 use crate::control::extended::{self, ExtendedCache, ExtendedError, ExtendedOutcome};
 use crate::control::fetch::{CardFetcher, FetchError, FetchOutcome, FetchPolicy, Validators};
 use crate::control::metrics::ControlMetrics;
 use crate::control::schedule::RefreshResult;
 use crate::control::state::StateDir;
-use crate::profile::snapshot::Store;
+use crate::profile::snapshot::{Status, Store};
 use crate::profile::{Interface, Profile};
+use crate::proxy::upstream::UpstreamError;
 
 mod extended_card;
 mod handle;
@@ -156,6 +158,103 @@ impl ControlError {
     }
 }
 
+/// Why a refresh failed: the reason shown beside the last good profile, with a bounded kind.
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    /// The integration's approved origins do not form a fetch policy.
+    #[error("integration origins: {0}")]
+    Origins(FetchError),
+    /// The card could not be fetched.
+    #[error("card fetch: {0}")]
+    Fetch(FetchError),
+    /// The card (fetched, cached or saved) failed validation.
+    #[error("card failed validation: {}", .0.to_string().replace('\n', "; "))]
+    InvalidCard(CardErrors),
+    /// The integration's worker panicked (`refresh worker panicked: <message>`).
+    #[error("{0}")]
+    WorkerPanicked(String),
+}
+
+impl RefreshError {
+    /// Bounded label of `a2a_egress_refresh_failures_total{kind}` and of logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RefreshError::Origins(e) | RefreshError::Fetch(e) => e.kind(),
+            RefreshError::InvalidCard(_) => "invalid_card",
+            RefreshError::WorkerPanicked(_) => "worker_panic",
+        }
+    }
+}
+
+/// Why a usable profile got no upstream (the integration is then unusable, with this as reason).
+#[derive(Debug, thiserror::Error)]
+pub enum InterfaceError {
+    /// The profile has no usable interface.
+    #[error("no usable interface")]
+    NoUsableInterface,
+    /// The interface URL or its address breaks the integration's fetch rules.
+    #[error("interface refused: {0}")]
+    Refused(FetchError),
+    /// The upstream could not be prepared (DNS, CA file, credential).
+    #[error("{0}")]
+    Prepare(UpstreamError),
+    /// The preparation task panicked.
+    #[error("upstream preparation panicked: {0}")]
+    Panicked(String),
+}
+
+impl InterfaceError {
+    /// Bounded label for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            InterfaceError::NoUsableInterface => "no_usable_interface",
+            InterfaceError::Refused(e) => e.kind(),
+            InterfaceError::Prepare(_) => "upstream_prepare",
+            InterfaceError::Panicked(_) => "upstream_prepare_panicked",
+        }
+    }
+}
+
+/// An integration's status as a refresh report states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportedStatus {
+    /// No verdict yet.
+    Pending,
+    /// A usable profile is installed.
+    Usable,
+    /// No usable profile.
+    Unusable,
+    /// Traffic stopped on purpose.
+    Blocked,
+    /// The integration left the config while the refresh ran.
+    Removed,
+}
+
+impl ReportedStatus {
+    /// The status of an integration's state, `Removed` when it has none.
+    pub fn of(status: Option<&Status>) -> ReportedStatus {
+        match status {
+            None => ReportedStatus::Removed,
+            Some(Status::Pending) => ReportedStatus::Pending,
+            Some(Status::Usable) => ReportedStatus::Usable,
+            Some(Status::Unusable { .. }) => ReportedStatus::Unusable,
+            Some(Status::Blocked { .. }) => ReportedStatus::Blocked,
+        }
+    }
+
+    /// Bounded label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportedStatus::Pending => "pending",
+            ReportedStatus::Usable => "usable",
+            ReportedStatus::Unusable => "unusable",
+            ReportedStatus::Blocked => "blocked",
+            ReportedStatus::Removed => "removed",
+        }
+    }
+}
+
 /// The answer to a refresh request (`POST /v1/integrations/{name}/refresh`, the retry hook).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RefreshReport {
@@ -165,8 +264,8 @@ pub struct RefreshReport {
     pub result: RefreshResult,
     /// Why it failed (for `failed`).
     pub reason: Option<String>,
-    /// The integration's status after the refresh (`usable`, `unusable`, ...).
-    pub status: &'static str,
+    /// The integration's status after the refresh.
+    pub status: ReportedStatus,
     /// The snapshot version after the refresh.
     pub snapshot_version: u64,
     /// True when no fetch was made because a recent one already answered (retry hook rate limit).
@@ -263,4 +362,43 @@ pub fn needs_refetch(old: &Integration, new: &Integration) -> bool {
         || old.ca_file != new.ca_file
         || old.credential != new.credential
         || old.tenant != new.tenant
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::card::CardPolicy;
+
+    #[test]
+    fn refresh_errors_have_bounded_kinds_and_one_line_reasons() {
+        let invalid = crate::card::validate(b"{\"name\": 1}", &CardPolicy::default(), None)
+            .expect_err("not a card");
+        let e = RefreshError::InvalidCard(invalid);
+        assert_eq!(e.kind(), "invalid_card");
+        let text = e.to_string();
+        assert!(text.starts_with("card failed validation: "), "{text}");
+        assert!(
+            !text.contains('\n'),
+            "one line for /readyz and logs: {text}"
+        );
+        let panicked = RefreshError::WorkerPanicked("refresh worker panicked: boom".into());
+        assert_eq!(panicked.kind(), "worker_panic");
+        assert_eq!(panicked.to_string(), "refresh worker panicked: boom");
+    }
+
+    #[test]
+    fn reported_statuses_name_every_state() {
+        let cases = [
+            (None, "removed"),
+            (Some(Status::Pending), "pending"),
+            (Some(Status::Usable), "usable"),
+            (Some(Status::Unusable { reason: "x".into() }), "unusable"),
+            (Some(Status::Blocked { reason: "x".into() }), "blocked"),
+        ];
+        for (status, label) in cases {
+            let r = ReportedStatus::of(status.as_ref());
+            assert_eq!(r.as_str(), label);
+            assert_eq!(serde_json::to_value(r).ok(), Some(label.into()));
+        }
+    }
 }

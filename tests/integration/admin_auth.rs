@@ -4,7 +4,7 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -28,15 +28,11 @@ fn serve_refuses(config: &str) -> Option<(Option<i32>, String)> {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let end = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < end {
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            use std::io::Read as _;
-            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-            return Some((status.code(), err));
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    if let Some(status) = crate::common::process::wait_exit(&mut child, Duration::from_secs(30)) {
+        let mut err = String::new();
+        use std::io::Read as _;
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        return Some((status.code(), err));
     }
     let _ = child.kill();
     let _ = child.wait();

@@ -359,14 +359,15 @@ async fn admin_refresh_and_readiness_detail() {
     let path = gw.dir.path().join("gateway.toml");
     let good = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, format!("{good}\nunknown_table_key = 1\n")).unwrap();
-    let mut refused = Value::Null;
-    for _ in 0..100 {
-        refused = gw.readyz().await;
-        if refused["control"]["config_refused"].is_string() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut refused: Value;
+    crate::assert_eventually!(
+        {
+            refused = gw.readyz().await;
+            refused["control"]["config_refused"].is_string()
+        },
+        every = Duration::from_millis(50),
+        "the broken config was not refused: {refused}"
+    );
     assert!(
         refused["control"]["config_refused"]
             .as_str()
@@ -439,14 +440,9 @@ async fn the_effective_card_follows_the_agent_within_the_refresh_period() {
             .lines()
             .any(|l| l.contains("agent card served") && l.contains("status=304"))
     };
-    for _ in 0..100 {
-        if served_304() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
+    crate::assert_eventually!(
         served_304(),
+        every = Duration::from_millis(50),
         "no 304 in the agent's log:\n{}",
         agent.process.stderr_tail()
     );
@@ -461,17 +457,13 @@ async fn the_effective_card_follows_the_agent_within_the_refresh_period() {
     agent
         .wait_for_card(|c| !c["skills"].to_string().contains("stream-report"))
         .await;
-    let mut skills = Vec::new();
-    for _ in 0..150 {
-        skills = effective().await;
-        if skills == ["echo"] {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(
-        skills,
-        vec!["echo"],
-        "the gateway's effective card follows the agent"
+    let mut skills: Vec<String>;
+    crate::assert_eventually!(
+        {
+            skills = effective().await;
+            skills == ["echo"]
+        },
+        every = Duration::from_millis(50),
+        "the gateway's effective card does not follow the agent: {skills:?}"
     );
 }

@@ -6,7 +6,7 @@
 //! are "was cut off before the drip ended" and "was refused".
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -84,18 +84,15 @@ fn assert_gateway_error(body: &Value, reason: &str) {
 /// Polls `/metrics` until `name{labels}` equals `want` (the gateway accepts and counts
 /// asynchronously); panics with the last value after 30 s.
 async fn wait_metric(gw: &Endpoints, name: &str, labels: &[(&str, &str)], want: f64) {
-    let end = Instant::now() + Duration::from_secs(30);
-    loop {
-        let got = metric(&gw.metrics().await, name, labels);
-        if got == want {
-            return;
-        }
-        assert!(
-            Instant::now() < end,
-            "{name}{labels:?} stayed {got}, want {want}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut got: f64;
+    crate::assert_eventually!(
+        {
+            got = metric(&gw.metrics().await, name, labels);
+            got == want
+        },
+        within = Duration::from_secs(30),
+        "{name}{labels:?} stayed {got}, want {want}"
+    );
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::step::CachedCard;
-use super::{Worker, fetch_policy, lock};
+use super::{RefreshError, Worker, fetch_policy, lock};
 use crate::control::state::{SavedCard, StateError};
 
 impl Worker {
@@ -69,7 +69,8 @@ impl Worker {
                 self.card = Some(card);
                 self.from_disk = true;
             }
-            Err(reason) => {
+            Err(e) => {
+                let reason = RefreshError::InvalidCard(e);
                 tracing::warn!(integration = %self.name(), %reason, "last-known-good card no longer validates; ignored");
             }
         }

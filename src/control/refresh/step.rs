@@ -8,7 +8,8 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use super::{Inner, RefreshReport, Worker, fetch_policy};
+use super::{Inner, InterfaceError, RefreshError, RefreshReport, Worker, fetch_policy};
+use crate::card::CardErrors;
 use crate::config::{Config, Integration};
 use crate::control::fetch::{FetchOutcome, FetchPolicy, Validators, check_url};
 use crate::control::schedule::{self, Last, RefreshResult};
@@ -26,20 +27,20 @@ pub(super) struct CachedCard {
     pub(super) fetched_at: SystemTime,
 }
 
-/// Records a failed refresh (or a worker panic) of `integration`: counted by `kind`, the degraded
+/// Records a failed refresh (or a worker panic) of `integration`: counted by its kind, the degraded
 /// gauge set, and `degraded` stored beside the last good profile. An integration that never had a
 /// good profile gets a definite "unusable" verdict with the reason, so readiness can settle.
 pub(super) fn record_degraded(
     inner: &Inner,
     integration: &Arc<Integration>,
-    kind: &'static str,
+    error: &RefreshError,
     degraded: &Degraded,
 ) {
     let name = integration.name.as_str();
     inner
         .metrics
         .failures
-        .with_label_values(&[name, kind])
+        .with_label_values(&[name, error.kind()])
         .inc();
     inner.metrics.degraded.with_label_values(&[name]).set(1);
     inner.store.rcu(|cur| match cur.get(name) {
@@ -79,7 +80,7 @@ impl Worker {
         let config = self.inner.config.load_full();
         let policy = match fetch_policy(&self.integration, &config) {
             Ok(p) => p,
-            Err(e) => return self.fail(e.kind(), format!("integration origins: {e}")),
+            Err(e) => return self.fail(RefreshError::Origins(e)),
         };
         let validators = self.card.as_ref().map(|c| c.validators.clone());
         let fetched = self
@@ -88,7 +89,7 @@ impl Worker {
             .fetch(&self.integration.card, &policy, validators.as_ref())
             .await;
         match fetched {
-            Err(e) => self.fail(e.kind(), format!("card fetch: {e}")),
+            Err(e) => self.fail(RefreshError::Fetch(e)),
             Ok(FetchOutcome::NotModified {
                 validators,
                 max_age,
@@ -115,7 +116,7 @@ impl Worker {
                                 self.persist();
                                 return self.report(result, None, false);
                             }
-                            Err(reason) => return self.fail("invalid_card", reason),
+                            Err(e) => return self.fail(RefreshError::InvalidCard(e)),
                         }
                     }
                 }
@@ -148,7 +149,7 @@ impl Worker {
                         self.persist();
                         self.report(result, None, false)
                     }
-                    Err(reason) => self.fail("invalid_card", reason),
+                    Err(e) => self.fail(RefreshError::InvalidCard(e)),
                 }
             }
         }
@@ -166,7 +167,8 @@ impl Worker {
     }
 
     /// Records a failure: the last good profile stays; without one the integration is unusable.
-    pub(super) fn fail(&mut self, kind: &'static str, reason: String) -> RefreshReport {
+    pub(super) fn fail(&mut self, error: RefreshError) -> RefreshReport {
+        let reason = error.to_string();
         let now = SystemTime::now();
         let failures = match self.last {
             Last::Failed { consecutive } => consecutive + 1,
@@ -181,8 +183,8 @@ impl Worker {
             failures,
         };
         self.degraded = Some(degraded.clone());
-        tracing::warn!(integration = %self.name(), failures, %reason, "card refresh failed; keeping the last good profile");
-        record_degraded(&self.inner, &self.integration, kind, &degraded);
+        tracing::warn!(integration = %self.name(), failures, kind = error.kind(), %reason, "card refresh failed; keeping the last good profile");
+        record_degraded(&self.inner, &self.integration, &error, &degraded);
         self.report(RefreshResult::Failed, Some(reason), false)
     }
 
@@ -244,14 +246,9 @@ impl Worker {
         config: &Config,
         policy: &FetchPolicy,
         online: bool,
-    ) -> Result<IntegrationState, String> {
-        let validated = crate::card::validate(&card.bytes, &config.card_policy, Some(&card.origin))
-            .map_err(|e| {
-                format!(
-                    "card failed validation: {}",
-                    e.to_string().replace('\n', "; ")
-                )
-            })?;
+    ) -> Result<IntegrationState, CardErrors> {
+        let validated =
+            crate::card::validate(&card.bytes, &config.card_policy, Some(&card.origin))?;
         // Past the only failure: the state returned below is built for this identity.
         self.built_for = Some(self.credential_identity());
         let public = crate::profile::compile(&validated, &config.caps);
@@ -259,31 +256,14 @@ impl Worker {
             .extended(public, validated.json(), config, policy, online)
             .await;
         let integration = self.integration.clone();
-        let Some(iface) = profile.interface.clone().filter(|_| profile.usable) else {
-            return Ok(IntegrationState::from_profile(
-                integration,
-                profile,
-                &json,
-                Err("no usable interface".into()),
-            ));
+        let upstream = match profile.interface.as_ref().filter(|_| profile.usable) {
+            None => Err(InterfaceError::NoUsableInterface),
+            Some(iface) => prepare_upstream(&iface.url, &integration, policy).await,
         };
-        // The interface is where every call goes: same SSRF rules as the card itself.
-        let upstream = match check_url(&iface.url, policy).await {
-            Err(e) => Err(format!("interface refused: {e}")),
-            Ok(()) => {
-                let url = iface.url.clone();
-                let i = integration.clone();
-                match tokio::task::spawn_blocking(move || Upstream::prepare(&url, &i)).await {
-                    Ok(Ok(u)) => match policy.check_addr(&iface.url, u.addr.ip()) {
-                        // Re-check the address the data plane will actually connect to.
-                        Ok(()) => Ok(u),
-                        Err(e) => Err(format!("interface refused: {e}")),
-                    },
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(e) => Err(format!("upstream preparation panicked: {e}")),
-                }
-            }
-        };
+        if let Err(e) = &upstream {
+            tracing::debug!(integration = %self.name(), kind = e.kind(), error = %e, "no upstream for the profile");
+        }
+        let upstream = upstream.map_err(|e| e.to_string());
         let mut state = IntegrationState::from_profile(integration, profile, &json, upstream);
         state.freshness.extended = extended;
         Ok(state)
@@ -302,9 +282,31 @@ impl Worker {
             Ok(state) => {
                 self.install(state);
             }
-            Err(reason) => {
-                self.fail("invalid_card", reason);
+            Err(e) => {
+                self.fail(RefreshError::InvalidCard(e));
             }
         }
     }
+}
+
+/// Prepares the upstream for an interface URL: the same address rules as the card itself (the
+/// interface is where every call goes), then the upstream (DNS, TLS roots, credential; blocking,
+/// so off the runtime), then the address it will connect to checked again.
+async fn prepare_upstream(
+    url: &str,
+    integration: &Arc<Integration>,
+    policy: &FetchPolicy,
+) -> Result<Upstream, InterfaceError> {
+    check_url(url, policy)
+        .await
+        .map_err(InterfaceError::Refused)?;
+    let (owned, i) = (url.to_owned(), integration.clone());
+    let upstream = tokio::task::spawn_blocking(move || Upstream::prepare(&owned, &i))
+        .await
+        .map_err(|e| InterfaceError::Panicked(e.to_string()))?
+        .map_err(InterfaceError::Prepare)?;
+    policy
+        .check_addr(url, upstream.addr.ip())
+        .map_err(InterfaceError::Refused)?;
+    Ok(upstream)
 }

@@ -7,7 +7,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::step::CachedCard;
-use super::{Cmd, Inner, RefreshReport, Reply};
+use super::{Cmd, Inner, RefreshReport, Reply, ReportedStatus};
 use crate::config::Integration;
 use crate::control::extended::CredentialIdentity;
 use crate::control::schedule::{self, Last, RefreshResult};
@@ -239,9 +239,7 @@ impl Worker {
             integration: self.name().to_owned(),
             result,
             reason,
-            status: snap
-                .get(self.name())
-                .map_or("removed", |s| s.status.as_str()),
+            status: ReportedStatus::of(snap.get(self.name()).map(|s| &s.status)),
             snapshot_version: snap.version,
             coalesced,
         }
