@@ -59,13 +59,12 @@ fn start(cfg: Config) -> ControlHandle {
 }
 
 async fn settle(h: &ControlHandle) {
-    for _ in 0..500 {
-        if h.store().load().ready() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no verdict: {:?}", h.readiness());
+    crate::assert_eventually!(
+        h.store().load().ready(),
+        every = Duration::from_millis(10),
+        "no verdict: {:?}",
+        h.readiness()
+    );
 }
 
 #[tokio::test]

@@ -6,14 +6,16 @@
 //! are "was cut off before the drip ended" and "was refused".
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use crate::common::gateway::{
+    Endpoints, GatewayProc, InProcess, config_head, integration, metric, send_request,
+};
 
 /// Short deadlines for the deadline tests.
 const SHORT: &str =
@@ -24,9 +26,12 @@ const SHORT: &str =
 const DRIP_TICKS: usize = 40;
 const DRIP_EVERY: Duration = Duration::from_millis(500);
 
-async fn gateway(agent: &SdkAgent, limits: &str) -> GatewayProc {
-    let config = config_head(&[]) + limits + &integration("echo", &agent.card_url, "");
-    GatewayProc::start(&config, &[]).await
+async fn gateway(agent: &SdkAgent, limits: &str) -> InProcess {
+    InProcess::start(&config(agent, limits)).await
+}
+
+fn config(agent: &SdkAgent, limits: &str) -> String {
+    config_head(&[]) + limits + &integration("echo", &agent.card_url, "")
 }
 
 /// Sends one byte of `drip` every [`DRIP_EVERY`], reading in between. Returns what the gateway
@@ -78,19 +83,16 @@ fn assert_gateway_error(body: &Value, reason: &str) {
 
 /// Polls `/metrics` until `name{labels}` equals `want` (the gateway accepts and counts
 /// asynchronously); panics with the last value after 30 s.
-async fn wait_metric(gw: &GatewayProc, name: &str, labels: &[(&str, &str)], want: f64) {
-    let end = Instant::now() + Duration::from_secs(30);
-    loop {
-        let got = metric(&gw.metrics().await, name, labels);
-        if got == want {
-            return;
-        }
-        assert!(
-            Instant::now() < end,
-            "{name}{labels:?} stayed {got}, want {want}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+async fn wait_metric(gw: &Endpoints, name: &str, labels: &[(&str, &str)], want: f64) {
+    let mut got: f64;
+    crate::assert_eventually!(
+        {
+            got = metric(&gw.metrics().await, name, labels);
+            got == want
+        },
+        within = Duration::from_secs(30),
+        "{name}{labels:?} stayed {got}, want {want}"
+    );
 }
 
 #[tokio::test]
@@ -384,7 +386,8 @@ async fn thousands_of_idle_connections_keep_memory_bounded_and_the_cap_applies()
     let limits = format!(
         "[limits]\nmax_connections = {cap}\nidle_timeout = \"10s\"\nheader_timeout = \"10s\"\n"
     );
-    let gw = gateway(&agent, &limits).await;
+    // A process of its own: its resident memory is what is measured.
+    let gw = GatewayProc::start(&config(&agent, &limits), &[]).await;
     let warm = raw_send(gw.proxy, "warm").await;
     assert_eq!(status_of(&warm), 200);
     let before = rss_kib(gw.process.pid());
