@@ -3,7 +3,8 @@
 //! Endpoints:
 //! - `GET /healthz`: 200 while the process serves.
 //! - `GET /readyz`: 200 once every integration has a verdict (usable, unusable or blocked) and the
-//!   gateway is not draining, else 503; the body lists each integration's status.
+//!   gateway is not draining, else 503; the body lists each integration's status and its verdict
+//!   against its lockfile (`lock`: `verdict`, `findings`, `at`, `fallback`).
 //! - `GET /metrics`: Prometheus text exposition of the one [`Metrics`] registry.
 //! - `POST /v1/integrations/{name}/refresh` ([`refresh`], when the control plane runs): a forced
 //!   refresh, rate-limited per integration.
@@ -121,9 +122,11 @@ async fn readyz(State(s): State<AdminState>) -> Response {
                 Status::Unusable { reason } | Status::Blocked { reason } => Some(reason.clone()),
                 _ => None,
             };
+            // The lockfile verdict, its findings and when it was reached; `review` is the flag
+            // an operator should look at.
             (
                 n.clone(),
-                json!({"status": st.status.as_str(), "reason": reason}),
+                json!({"status": st.status.as_str(), "reason": reason, "lock": st.lock}),
             )
         })
         .collect();

@@ -24,7 +24,7 @@ use crate::control::lockfile;
 use crate::control::metrics::ControlMetrics;
 use crate::control::refresh::ControlHandle;
 use crate::lock::{self, Class, Verdict};
-use crate::profile::snapshot::{IntegrationState, Status, Store};
+use crate::profile::snapshot::{IntegrationState, LockVerdict, Status, Store};
 
 /// Arguments of `a2a-egress lock`.
 #[derive(Debug, clap::Args)]
@@ -122,12 +122,14 @@ pub fn run_lock(a: LockArgs) -> anyhow::Result<ExitCode> {
             eprintln!("{}: {why}", a.name);
             return Ok(ExitCode::FAILURE);
         }
+        // Blocked only means the old lockfile no longer holds: re-pinning is what fixes that.
         (Some(s), None) => match &s.status {
-            Status::Unusable { reason } | Status::Blocked { reason } => {
+            Status::Unusable { reason } => {
                 eprintln!("{}: cannot pin: {reason}", a.name);
                 return Ok(ExitCode::FAILURE);
             }
-            _ => s.profile.clone(),
+            Status::Pending => None,
+            Status::Usable | Status::Blocked { .. } => s.profile.clone(),
         },
         (None, None) => None,
     };
@@ -165,9 +167,9 @@ pub fn run_lock(a: LockArgs) -> anyhow::Result<ExitCode> {
         path.display(),
         pinned.lock.interface,
         if pinned.lock.requires.streaming {
-            "streaming required"
+            "streaming pinned"
         } else {
-            "streaming not required"
+            "streaming not pinned"
         },
         pinned.lock.requires.skills.len(),
         pinned.lock.agent_version
@@ -183,27 +185,25 @@ enum Checked {
     Failed(String),
 }
 
-fn check_one(config: &Config, c: &Current) -> Checked {
-    let path = lockfile::path_for(&config.path, &c.integration.name);
-    let lock = match lockfile::read(&path) {
-        Ok(None) => return Checked::Unpinned,
-        Ok(Some(l)) => l,
-        Err(e) => return Checked::Verdict(lock::invalid_lock_verdict(&e)),
-    };
-    let Some(state) = &c.state else {
-        return Checked::Failed(c.failure.clone().unwrap_or_else(|| "no state".into()));
-    };
-    match (&state.status, &state.profile) {
-        (Status::Usable, Some(p)) => Checked::Verdict(lock::check_against_lock(p, &lock)),
-        (Status::Unusable { reason } | Status::Blocked { reason }, Some(_)) => {
-            Checked::Verdict(lock::unusable_verdict(reason))
-        }
-        _ => Checked::Failed(
-            c.failure
-                .clone()
-                .unwrap_or_else(|| format!("status {}", state.status.as_str())),
-        ),
+/// The verdict the control plane reached while building the state: the gateway's own judgement,
+/// so `check` and a running gateway cannot disagree.
+fn check_one(c: &Current) -> Checked {
+    if let Some(why) = &c.failure {
+        return Checked::Failed(why.clone());
     }
+    let Some(state) = &c.state else {
+        return Checked::Failed("no state was built".into());
+    };
+    let class = match state.lock.verdict {
+        LockVerdict::Unpinned => return Checked::Unpinned,
+        LockVerdict::Compatible => Class::Compatible,
+        LockVerdict::Review => Class::Review,
+        LockVerdict::Breaking => Class::Breaking,
+    };
+    Checked::Verdict(Verdict {
+        class,
+        findings: state.lock.findings.clone(),
+    })
 }
 
 /// Runs `check`.
@@ -221,7 +221,7 @@ pub fn run_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
     let mut failed = false;
     for c in current(&config, &names)? {
         let name = &c.integration.name;
-        match check_one(&config, &c) {
+        match check_one(&c) {
             Checked::Unpinned => println!("{name}: unpinned (no lockfile)"),
             Checked::Failed(why) => {
                 failed = true;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{Integration, StreamingMode};
 use crate::control::state::{StateError, write_atomic};
-use crate::lock::{Lock, LockError, Manifest, wire};
+use crate::lock::{Lock, LockError, Manifest, StreamingNeed, wire};
 
 /// The folder of lockfiles, relative to the config file's folder.
 pub const LOCKS_DIR: &str = "locks";
@@ -83,7 +83,11 @@ pub fn manifest_of(i: &Integration) -> Manifest {
         agent: i.card.clone(),
         skills: i.skills.clone(),
         scopes: i.scopes.clone(),
-        streaming_required: i.streaming == StreamingMode::Required,
+        streaming: match i.streaming {
+            StreamingMode::Required => StreamingNeed::Required,
+            StreamingMode::Preferred => StreamingNeed::Preferred,
+            StreamingMode::Off => StreamingNeed::Off,
+        },
         extensions: i.extensions.clone(),
         input_modes: i.lock.input_modes.clone(),
         output_modes: i.lock.output_modes.clone(),
@@ -143,7 +147,7 @@ mod tests {
         assert_eq!(m.agent, "https://a.example/c");
         assert_eq!(m.skills, ["s", "t"]);
         assert_eq!(m.scopes, ["x"]);
-        assert!(m.streaming_required);
+        assert_eq!(m.streaming, StreamingNeed::Required);
         assert_eq!(m.input_modes, ["application/json"]);
         assert!(m.output_modes.is_empty());
     }

@@ -50,6 +50,7 @@ use crate::proxy::upstream::UpstreamError;
 mod extended_card;
 mod handle;
 mod last_good;
+mod lock_check;
 mod step;
 mod supervise;
 mod worker;

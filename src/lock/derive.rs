@@ -4,7 +4,7 @@
 //! manifest meets seed 000's lockfile): the accepted skills the card offers; per skill the media
 //! types the workflow sends that the skill accepts, the ones it reads back that the skill
 //! produces, and the scopes it holds that the skill's security uses; streaming when the
-//! integration requires it; the optional extensions it activates that the card offers. A profile
+//! integration requires it, or prefers it and the card offers it; the optional extensions it activates that the card offers. A profile
 //! the workflow could not use today cannot be pinned: every reason is reported. Whether the
 //! profile meets the rest of the integration's contract (origins, pins) is the caller's check.
 
@@ -17,6 +17,18 @@ use super::{Lock, Requires, SkillNeed};
 use crate::profile::Profile;
 use crate::types::media_type::media_type_accepted;
 
+/// How much the workflow needs streaming (the integration's `streaming` setting).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StreamingNeed {
+    /// Streaming calls must stream: losing streaming is breaking.
+    Required,
+    /// Streams when offered, else downgrades: losing streaming is review.
+    #[default]
+    Preferred,
+    /// Never streams upstream: streaming is not pinned.
+    Off,
+}
+
 /// What an integration declares about its workflow (the lockfile-relevant part of its config).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Manifest {
@@ -26,8 +38,8 @@ pub struct Manifest {
     pub skills: Vec<String>,
     /// Scopes the workflow's credential holds.
     pub scopes: Vec<String>,
-    /// `streaming = "required"`.
-    pub streaming_required: bool,
+    /// The integration's `streaming` setting.
+    pub streaming: StreamingNeed,
     /// Optional extensions it activates.
     pub extensions: Vec<String>,
     /// Media types it sends (empty: whatever each skill accepts).
@@ -122,10 +134,16 @@ pub fn pin(
         }
     };
     let mut errors = Vec::new();
-    let streaming = manifest.streaming_required;
-    if streaming && !profile.streaming {
-        errors.push(PinError::StreamingMissing);
-    }
+    let streaming = match manifest.streaming {
+        StreamingNeed::Required => {
+            if !profile.streaming {
+                errors.push(PinError::StreamingMissing);
+            }
+            true
+        }
+        StreamingNeed::Preferred => profile.streaming,
+        StreamingNeed::Off => false,
+    };
     let mut skipped = Vec::new();
     let mut skills = BTreeMap::new();
     for id in &manifest.skills {
@@ -288,13 +306,35 @@ mod tests {
     }
 
     #[test]
-    fn streaming_preferred_is_not_pinned_as_required() {
+    fn streaming_is_pinned_when_required_or_preferred_and_offered() {
         let mut i = manifest();
-        i.streaming_required = false;
-        let l = pin(&i, &pricing_profile(), now(), BTreeMap::new())
-            .unwrap()
-            .lock;
-        assert!(!l.requires.streaming);
+        i.streaming = StreamingNeed::Preferred;
+        let mut p = pricing_profile();
+        assert!(
+            pin(&i, &p, now(), BTreeMap::new())
+                .unwrap()
+                .lock
+                .requires
+                .streaming
+        );
+        p.streaming = false;
+        // Preferred and not offered: nothing to pin, and no error.
+        assert!(
+            !pin(&i, &p, now(), BTreeMap::new())
+                .unwrap()
+                .lock
+                .requires
+                .streaming
+        );
+        i.streaming = StreamingNeed::Off;
+        let p = pricing_profile();
+        assert!(
+            !pin(&i, &p, now(), BTreeMap::new())
+                .unwrap()
+                .lock
+                .requires
+                .streaming
+        );
     }
 
     #[test]

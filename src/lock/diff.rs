@@ -10,7 +10,7 @@
 //! - an unusable profile is breaking, with its reason, and nothing else is reported;
 //! - the pinned (binding, version) no longer offered is breaking; still offered but another
 //!   interface preferred is review (re-run probes);
-//! - streaming lost is breaking when the lock requires it;
+//! - pinned streaming lost is breaking when the integration requires streaming, else review;
 //! - per pinned skill: removed (or hidden from this caller), an input type the workflow sends no
 //!   longer accepted, none of its output types offered any more, or security that no alternative
 //!   of the held scopes satisfies — each breaking;
@@ -32,6 +32,9 @@ use serde::Serialize;
 use super::{Lock, Requires, SkillNeed};
 use crate::profile::{BindingVersion, Profile, SecurityAlternative, SkillProfile};
 use crate::types::media_type::media_type_accepted;
+
+const STREAMING_LOST: &str =
+    "no longer advertised; streaming calls will be answered through SendMessage";
 
 /// How much a change matters to the workflow; ordered, so the worst of several is the `max`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -135,8 +138,15 @@ fn finding(
 }
 
 /// Classifies `profile` against what `lock` says the workflow needs (seed 000's rules and more).
+/// Without the integration's manifest, pinned streaming is taken as required, as in the seed.
 pub fn check_against_lock(profile: &Profile, lock: &Lock) -> Verdict {
-    let mut f = lock_findings(profile, lock);
+    check_against_lock_for(profile, lock, true)
+}
+
+/// [`check_against_lock`] for an integration whose `streaming` setting is known: losing pinned
+/// streaming is breaking when `streaming_required`, else review (calls downgrade to SendMessage).
+pub fn check_against_lock_for(profile: &Profile, lock: &Lock, streaming_required: bool) -> Verdict {
+    let mut f = lock_findings(profile, lock, streaming_required);
     digest_note(&lock.card_digest, &profile.card_digest, &mut f);
     Verdict::of(f)
 }
@@ -155,7 +165,7 @@ pub fn unusable_verdict(reason: &str) -> Verdict {
 
 /// The verdict for an integration whose lockfile exists but cannot be read or parsed: breaking
 /// (the workflow asked to be pinned, and nothing can be checked), the error on one line.
-pub fn invalid_lock_verdict(error: &dyn std::error::Error) -> Verdict {
+pub fn invalid_lock_verdict(error: &dyn std::fmt::Display) -> Verdict {
     let text = error.to_string();
     let one_line: Vec<&str> = text.lines().map(str::trim).collect();
     Verdict::of(vec![finding(
@@ -172,7 +182,7 @@ pub fn invalid_lock_verdict(error: &dyn std::error::Error) -> Verdict {
 pub fn diff_profiles(old: &Profile, new: &Profile, lock: Option<&Lock>) -> Verdict {
     let implied = lock.is_none().then(|| implied_lock(old)).flatten();
     let mut f = match (lock, &implied) {
-        (Some(l), _) | (None, Some(l)) => lock_findings(new, l),
+        (Some(l), _) | (None, Some(l)) => lock_findings(new, l, true),
         (None, None) if new.usable => vec![finding(
             Class::Review,
             "usable",
@@ -201,20 +211,24 @@ fn unusable(p: &Profile, was_usable: bool) -> Finding {
 }
 
 /// The rules against a lock; an unusable profile stops at its reason.
-fn lock_findings(p: &Profile, l: &Lock) -> Vec<Finding> {
+fn lock_findings(p: &Profile, l: &Lock, streaming_required: bool) -> Vec<Finding> {
     if !p.usable {
         return vec![unusable(p, true)];
     }
     let mut f = Vec::new();
     interface_rule(p, &l.interface, &mut f);
     if l.requires.streaming && !p.streaming {
-        f.push(finding(
-            Class::Breaking,
-            "streaming",
-            "true",
-            "false",
-            "no longer advertised, and the workflow requires it",
-        ));
+        f.push(if streaming_required {
+            finding(
+                Class::Breaking,
+                "streaming",
+                "true",
+                "false",
+                "no longer advertised, and the workflow requires it",
+            )
+        } else {
+            finding(Class::Review, "streaming", "true", "false", STREAMING_LOST)
+        });
     }
     for (id, want) in &l.requires.skills {
         skill_rules(id, want, p.skills.get(id), &mut f);
@@ -421,12 +435,7 @@ fn extras(old: &Profile, new: &Profile, locked: bool, f: &mut Vec<Finding>) {
 
 fn flag_extras(old: &Profile, new: &Profile, seen: &dyn Fn(&str) -> bool, f: &mut Vec<Finding>) {
     let flags = [
-        (
-            "streaming",
-            old.streaming,
-            new.streaming,
-            "no longer advertised; streaming calls will be answered through SendMessage",
-        ),
+        ("streaming", old.streaming, new.streaming, STREAMING_LOST),
         (
             "push",
             old.push,

@@ -19,10 +19,10 @@ pub mod derive;
 pub mod diff;
 pub mod wire;
 
-pub use derive::{Manifest, PinError, Pinned, pin};
+pub use derive::{Manifest, PinError, Pinned, StreamingNeed, pin};
 pub use diff::{
-    Class, Finding, Verdict, check_against_lock, diff_profiles, invalid_lock_verdict,
-    unusable_verdict,
+    Class, Finding, Verdict, check_against_lock, check_against_lock_for, diff_profiles,
+    invalid_lock_verdict, unusable_verdict,
 };
 
 /// What one workflow needs from one agent, and what it was verified against.
@@ -47,7 +47,8 @@ pub struct Lock {
 /// The needs of a workflow: the part of a profile a change is judged against.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Requires {
-    /// Streaming must stay advertised (the integration sets `streaming = "required"`).
+    /// The workflow streams: the integration requires streaming, or prefers it and the card
+    /// offered it when pinned. Losing it is breaking when streaming is required, else review.
     pub streaming: bool,
     /// Skill id → what the workflow sends, reads back and holds for it.
     pub skills: BTreeMap<String, SkillNeed>,

@@ -19,6 +19,9 @@ use crate::profile::{Binding, Profile};
 use crate::proxy::upstream::Upstream;
 use crate::types::origin_of_url;
 
+mod lock_state;
+pub use lock_state::{LockState, LockVerdict, satisfies};
+
 /// Most evidence records kept per integration (oldest dropped first).
 pub const MAX_EVIDENCE: usize = 32;
 
@@ -180,6 +183,8 @@ pub struct IntegrationState {
     pub installed_at: SystemTime,
     /// How current the profile is (maintained by the control plane's refresh).
     pub freshness: Freshness,
+    /// The verdict against the integration's lockfile (`unpinned` without one).
+    pub lock: LockState,
 }
 
 /// How current an integration's profile is: set by `control::refresh`, shown on the admin API.
@@ -309,6 +314,7 @@ impl IntegrationState {
             evidence: Vec::new(),
             installed_at: SystemTime::now(),
             freshness: Freshness::default(),
+            lock: LockState::unpinned(SystemTime::now()),
         }
     }
 
@@ -358,6 +364,7 @@ impl IntegrationState {
             evidence: Vec::new(),
             installed_at: SystemTime::now(),
             freshness: Freshness::default(),
+            lock: LockState::unpinned(SystemTime::now()),
         }
     }
 
@@ -365,6 +372,16 @@ impl IntegrationState {
     pub fn usable(&self) -> Option<(&Profile, &Upstream)> {
         match (&self.status, &self.profile, &self.upstream) {
             (Status::Usable, Some(p), Some(u)) => Some((p, u)),
+            _ => None,
+        }
+    }
+
+    /// The profile and upstream that calls on existing tasks may use: the usable ones, or those of
+    /// an integration blocked by a breaking change (its running tasks may still be read,
+    /// cancelled and subscribed to).
+    pub fn serving(&self) -> Option<(&Profile, &Upstream)> {
+        match (&self.status, &self.profile, &self.upstream) {
+            (Status::Usable | Status::Blocked { .. }, Some(p), Some(u)) => Some((p, u)),
             _ => None,
         }
     }

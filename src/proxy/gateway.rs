@@ -522,7 +522,7 @@ impl ProxyHttp for Gateway {
         let Some(state) = state else {
             return self.deny(session, ctx, Deny::UnknownIntegration).await;
         };
-        if let Err(d) = policy::check_status(&state) {
+        if let Err(d) = policy::check_admission(&state) {
             return self.deny(session, ctx, d).await;
         }
         let BodyFacts { rpc, rest } = match parsed {
@@ -531,6 +531,13 @@ impl ProxyHttp for Gateway {
         };
         let head = RequestHead::of(session.req_header());
         let facts = head.facts(&r, rpc.as_ref(), rest.as_ref(), &self.default_data_class);
+        // A breaking change that falls back sends new delegations to the fallback integration:
+        // its state (profile, upstream) serves the request from here on.
+        let state = match policy::lock_route(&snapshot, &state, policy::method_of(&facts)) {
+            Ok(s) => s,
+            Err(d) => return self.deny(session, ctx, d).await,
+        };
+        ctx.state = Some(state.clone());
         let plan = match policy::decide(&state, &facts) {
             Ok(p) => p,
             Err(d) => return self.deny(session, ctx, d).await,

@@ -238,7 +238,7 @@ fn lock_then_check_and_every_exit_code_of_check() {
     // A corrupt lockfile is breaking, naming the field.
     std::fs::write(
         &lock_path,
-        text.replace("\"streaming\": false", "\"streaming\": 0"),
+        text.replace("\"streaming\": true", "\"streaming\": 0"),
     )
     .unwrap();
     let out = run_in(dir.path(), &["check", "--config", cfg]);

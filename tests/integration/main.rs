@@ -42,6 +42,7 @@ mod gateway_shaping;
 mod gateway_shutdown;
 mod gateway_streaming;
 mod gateway_tls;
+mod lock_runtime;
 mod peers_smoke;
 mod reliability_doc;
 mod request_props;

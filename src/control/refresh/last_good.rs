@@ -54,7 +54,8 @@ impl Worker {
             return;
         };
         match self.build(&card, &config, &policy, false).await {
-            Ok(mut state) => {
+            Ok(state) => {
+                let mut state = self.judge(state);
                 state.freshness.unrevalidated = true;
                 state.freshness.validated_at = Some(card.fetched_at);
                 let name = self.name().to_owned();

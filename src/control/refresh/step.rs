@@ -102,7 +102,8 @@ impl Worker {
                 }
                 let max_age = self.card.as_ref().and_then(|c| c.max_age);
                 let rotated = self.built_for.as_ref() != Some(&self.credential_identity());
-                if self.from_disk || rotated {
+                // A re-pinned (or removed, or broken) lockfile is judged without a new card.
+                if self.from_disk || rotated || self.lock_moved() {
                     // The disk copy is confirmed, or the credential changed: build once more with
                     // the network available (the extended card is only fetched online, and
                     // belongs to one identity).
@@ -189,7 +190,8 @@ impl Worker {
 
     /// Installs a freshly built state: a new profile (or status) replaces the old one and resets
     /// runtime overrides; an identical profile only refreshes strings and freshness.
-    pub(super) fn install(&mut self, mut state: IntegrationState) -> RefreshResult {
+    pub(super) fn install(&mut self, state: IntegrationState) -> RefreshResult {
+        let mut state = self.judge(state);
         let old = self.current();
         let old_profile = old.as_ref().and_then(|s| s.profile.clone());
         let changed = state

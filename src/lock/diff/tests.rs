@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::lock::{Manifest, pin};
+use crate::lock::{Manifest, StreamingNeed, pin};
 use crate::profile::{Binding, Display, Interface, SkillDisplay, Unusable};
 
 const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -17,7 +17,7 @@ pub(crate) fn manifest() -> Manifest {
         agent: "https://pricing.partner.example/.well-known/agent-card.json".into(),
         skills: vec!["itinerary-pricing".into()],
         scopes: vec!["pricing.quote".into()],
-        streaming_required: true,
+        streaming: StreamingNeed::Required,
         extensions: vec![],
         input_modes: vec!["application/json".into()],
         output_modes: vec!["application/json".into()],
@@ -374,6 +374,19 @@ fn streaming_lost_is_breaking_only_when_required() {
     p.streaming = false;
     let optional = lock_with(|l| l.requires.streaming = false);
     assert_eq!(check_against_lock(&p, &optional).class, Class::Compatible);
+    // Pinned (the integration streamed when it could) but not required: review.
+    let v = check_against_lock_for(&p, &lock(), false);
+    assert_eq!(
+        lines(&v),
+        [
+            "review: streaming: true -> false (no longer advertised; streaming calls will be answered through SendMessage)"
+        ]
+    );
+    assert_eq!(v.class, Class::Review);
+    assert_eq!(
+        check_against_lock_for(&p, &lock(), true).class,
+        Class::Breaking
+    );
     let old = pricing_profile();
     let v = diff_profiles(&old, &p, Some(&optional));
     assert_eq!(
