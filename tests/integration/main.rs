@@ -19,6 +19,7 @@ mod control_gateway;
 mod control_lkg;
 mod control_reload;
 mod control_scheduler;
+mod fuzz_corpus;
 mod gateway_card;
 mod gateway_headers;
 mod gateway_policy;
