@@ -9,7 +9,8 @@
 use std::hint::black_box;
 
 use a2a_egress::card;
-use a2a_egress::config::{CardPolicy, ClientCaps};
+use a2a_egress::card::CardPolicy;
+use a2a_egress::profile::{self, ClientCaps};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::{Value, json};
 
@@ -70,7 +71,7 @@ fn bench(c: &mut Criterion) {
     };
     // Sanity: the generated card is valid and usable, so the bench measures the full path.
     let v = card::validate(&bytes, &policy, None).expect("bench card must be valid");
-    assert!(card::compile(&v, &caps).usable);
+    assert!(profile::compile(&v, &caps).usable);
 
     let mut g = c.benchmark_group("card_50k");
     g.throughput(Throughput::Bytes(bytes.len() as u64));
@@ -80,7 +81,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("validate_compile_digest", |b| {
         b.iter(|| {
             let v = card::validate(black_box(&bytes), &policy, None).unwrap();
-            card::compile(&v, &caps)
+            profile::compile(&v, &caps)
         })
     });
     // The goal's literal terms: compile + digest of an already parsed, validated card.
@@ -88,7 +89,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("compile_and_digest", |b| {
         b.iter(|| {
             let d = card::canonical::digest(black_box(&value)).unwrap();
-            (d, card::compile(black_box(&v), &caps))
+            (d, profile::compile(black_box(&v), &caps))
         })
     });
     // The parts, to see where the time goes.
@@ -96,7 +97,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| card::validate(black_box(&bytes), &policy, None).unwrap())
     });
     g.bench_function("compile_only", |b| {
-        b.iter(|| card::compile(black_box(&v), &caps))
+        b.iter(|| profile::compile(black_box(&v), &caps))
     });
     let value: Value = serde_json::from_slice(&bytes).unwrap();
     g.bench_function("digest_only", |b| {

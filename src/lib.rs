@@ -7,6 +7,7 @@
 //! Components, by folder:
 //! - [`card`]: the Agent Card wire model, strict validation, JWS signatures, and the pure compiler.
 //! - [`profile`]: the compiled profile and the snapshot every request reads.
+//! - [`json`]: strict JSON reading shared by cards and requests (duplicate keys, safe paths).
 //! - [`config`]: the TOML configuration (`config/gateway.toml`) and its validation.
 //! - [`control`]: card fetch, refresh and the arc-swap store (I/O).
 //! - [`lock`]: capability lockfiles, profile diffs and their classification (pure).
@@ -14,8 +15,10 @@
 //! - [`proxy`]: the pingora data plane.
 //! - [`admin`]: the admin listener (health, readiness, metrics, planner API).
 //! - [`agent`]: the bundled reference A2A agent (seed 004).
+//! - [`server`]: the gateway core, `run(config, listeners, shutdown)` over bound sockets.
 //! - [`cli`]: the `a2a-egress` command line.
 //! - [`metrics`]: the one `Metrics` struct.
+//! - [`types`]: shared value types (origin, protocol version, duration, data class), the leaf.
 #![forbid(unsafe_code)]
 
 pub mod admin;
@@ -24,8 +27,11 @@ pub mod card;
 pub mod cli;
 pub mod config;
 pub mod control;
+pub mod json;
 pub mod lock;
 pub mod metrics;
 pub mod probe;
 pub mod profile;
 pub mod proxy;
+pub mod server;
+pub mod types;

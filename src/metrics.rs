@@ -38,6 +38,18 @@ pub struct Metrics {
     pub profile_usable: IntGaugeVec,
     /// `a2a_egress_inflight_requests`: data-plane requests in progress.
     pub inflight: IntGauge,
+    /// `a2a_egress_downstream_connections`: open data-plane connections holding a slot of
+    /// `[limits] max_connections`.
+    pub downstream_connections: IntGauge,
+    /// `a2a_egress_overload_refusals_total{limit}`: calls refused 503 because a cap was reached
+    /// (`connections` or `inflight`).
+    pub overload_refusals: IntCounterVec,
+    /// `a2a_egress_downstream_timeouts_total{phase}`: data-plane connections cut off by a deadline
+    /// (`idle` keep-alive, `header`, `body`).
+    pub downstream_timeouts: IntCounterVec,
+    /// `a2a_egress_admin_refusals_total{reason}`: admin requests refused (`UNAUTHENTICATED`,
+    /// `REFRESH_RATE_LIMITED`).
+    pub admin_refusals: IntCounterVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -115,8 +127,41 @@ impl Metrics {
             "Data-plane requests in progress.",
         )
         .expect("valid metric");
+        let downstream_connections = IntGauge::new(
+            "a2a_egress_downstream_connections",
+            "Open data-plane connections holding a connection slot.",
+        )
+        .expect("valid metric");
+        let overload_refusals = IntCounterVec::new(
+            Opts::new(
+                "a2a_egress_overload_refusals_total",
+                "Calls refused with 503 because a connection or in-flight cap was reached.",
+            ),
+            &["limit"],
+        )
+        .expect("valid metric");
+        let downstream_timeouts = IntCounterVec::new(
+            Opts::new(
+                "a2a_egress_downstream_timeouts_total",
+                "Data-plane connections cut off by the idle, header or body deadline.",
+            ),
+            &["phase"],
+        )
+        .expect("valid metric");
+        let admin_refusals = IntCounterVec::new(
+            Opts::new(
+                "a2a_egress_admin_refusals_total",
+                "Admin requests refused: missing or wrong token, or a forced refresh too soon.",
+            ),
+            &["reason"],
+        )
+        .expect("valid metric");
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(downstream_connections.clone()),
+            Box::new(overload_refusals.clone()),
+            Box::new(downstream_timeouts.clone()),
+            Box::new(admin_refusals.clone()),
             Box::new(policy_denials.clone()),
             Box::new(downgrades.clone()),
             Box::new(stale_marks.clone()),
@@ -137,6 +182,10 @@ impl Metrics {
             upstream_duration,
             profile_usable,
             inflight,
+            downstream_connections,
+            overload_refusals,
+            downstream_timeouts,
+            admin_refusals,
         }
     }
 

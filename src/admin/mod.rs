@@ -5,9 +5,14 @@
 //! - `GET /readyz`: 200 once every integration has a verdict (usable, unusable or blocked) and the
 //!   gateway is not draining, else 503; the body lists each integration's status.
 //! - `GET /metrics`: Prometheus text exposition of the one [`Metrics`] registry.
+//! - `POST /v1/integrations/{name}/refresh` (from [`crate::control::http`], when the control plane
+//!   runs): a forced refresh, rate-limited per integration.
+//!
+//! Every method but `GET`/`HEAD` needs the admin bearer token when one is configured ([`auth`]).
 //!
 //! axum on its own small tokio runtime (not a pingora `ServeHttp`), so other components can add
-//! routes to the same [`router`] and tests can drive it with real sockets on port 0.
+//! routes to the same [`router`] and tests can drive it with real sockets on port 0; [`serve`]
+//! bounds how long a connection may take to send a header and how many may be open.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,7 +25,10 @@ use axum::routing::get;
 use serde_json::json;
 
 use crate::metrics::Metrics;
+
+pub mod auth;
 use crate::profile::snapshot::{Status, Store};
+pub use auth::Access;
 
 /// What the admin handlers read.
 #[derive(Clone)]
@@ -33,19 +41,68 @@ pub struct AdminState {
     pub draining: Arc<AtomicBool>,
     /// The control plane (refresh route, readiness detail); `None` when only a static store runs.
     pub control: Option<crate::control::refresh::ControlHandle>,
+    /// The admin token and the forced-refresh rate limit (`[admin]`).
+    pub access: Access,
 }
 
 /// The admin routes (plus the control plane's `POST /v1/integrations/{name}/refresh` when it runs).
 pub fn router(state: AdminState) -> Router {
     let control = state.control.clone();
+    let access = state.access.clone();
     let r = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .with_state(state);
-    match control {
-        Some(c) => r.merge(crate::control::http::router(c)),
+    let r = match control {
+        Some(c) => r.merge(crate::control::http::router(c, access.refresh.clone())),
         None => r,
+    };
+    // Last, so it wraps every route, merged ones included.
+    r.layer(axum::middleware::from_fn_with_state(
+        access,
+        auth::require_token,
+    ))
+}
+
+/// Serves `app` on `listener` until the runtime stops. hyper directly rather than `axum::serve`,
+/// which sets no header deadline and takes every connection: here each connection must send its
+/// request header (the first, and each next one on a kept-alive connection) within
+/// `header_timeout` or is closed, and beyond `max_connections` open ones a new connection is
+/// closed at once (monitoring retries; the data plane is unaffected).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    header_timeout: std::time::Duration,
+    max_connections: usize,
+) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(max_connections));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors, typically: give connections time to close.
+                tracing::warn!(error = %e, "admin accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::warn!(max_connections, "admin connection refused: too many open");
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let _slot = slot;
+            let served = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+            if let Err(e) = served {
+                tracing::debug!(error = %e, "admin connection ended with an error");
+            }
+        });
     }
 }
 

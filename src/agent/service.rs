@@ -23,6 +23,7 @@ use super::project::{self, ProjectedCard};
 use super::registry::{Interface, Principal, Registry, State};
 use super::router::{self, Continuing, Decision, RouteError, RouteRequest};
 use super::tasks::{Binding, ListQuery, Scope, Subscription, TaskError, TaskStore, is_final};
+use crate::types::ProtocolVersion;
 
 /// Everything one request reads: the registry and the cards generated from it, swapped whole on reload.
 #[derive(Debug)]
@@ -94,8 +95,9 @@ impl Call {
 
 // === admission ===
 
-/// `A2A-Version` negotiation (FACTS §3): absent or empty means 0.3; patch numbers are ignored;
-/// the Major.Minor must be the interface's.
+/// `A2A-Version` negotiation (A2A specification, "Protocol Versioning"): absent or empty means
+/// 0.3; a patch number is ignored; the Major.Minor must be the interface's. A value that is not
+/// a version (`01.0`, `1.0.x`) is not supported either.
 pub fn negotiate_version(headers: &HeaderMap, iface: &Interface) -> Result<(), A2aError> {
     let raw = headers
         .get(a2a::SVC_PARAM_VERSION)
@@ -103,15 +105,11 @@ pub fn negotiate_version(headers: &HeaderMap, iface: &Interface) -> Result<(), A
         .map(str::trim)
         .filter(|v| !v.is_empty())
         .unwrap_or("0.3");
-    let major_minor = |v: &str| -> Option<(u32, u32)> {
-        let mut it = v.split('.');
-        Some((
-            it.next()?.trim().parse().ok()?,
-            it.next()?.trim().parse().ok()?,
-        ))
-    };
-    match (major_minor(raw), major_minor(&iface.protocol_version)) {
-        (Some(a), Some(b)) if a == b => Ok(()),
+    match (
+        ProtocolVersion::from_header(raw),
+        ProtocolVersion::parse(&iface.protocol_version),
+    ) {
+        (Ok(a), Ok(b)) if a == b => Ok(()),
         _ => Err(A2aError::VersionNotSupported {
             requested: raw.to_string(),
             supported: iface.protocol_version.clone(),

@@ -1,7 +1,8 @@
-//! Agent Cards: the wire model, strict validation, JWS signature checks and the pure compiler.
+//! Agent Cards: the wire model, strict validation and JWS signature checks (reads trusted key
+//! files only when no keys were loaded for it).
 //!
-//! The flow is always `validate` (bytes → [`ValidatedCard`], may read trusted key files) then
-//! `compile` (pure: [`ValidatedCard`] + client capabilities → [`crate::profile::Profile`]).
+//! The flow is always `validate` (bytes → [`ValidatedCard`], here) then `compile` (pure:
+//! [`ValidatedCard`] + client capabilities → [`crate::profile::Profile`], in `profile`).
 //! Nothing downstream reads raw card JSON.
 //!
 //! Public API (stable; other modules build on it):
@@ -13,21 +14,20 @@
 //!   fetched) scopes which trusted keys may verify its signatures.
 //! - [`validate_with_keys`]: the same with [`signature::TrustedKeys`] loaded once by the caller
 //!   ([`validate()`] reads the configured JWKS files, only when the card is signed).
-//! - [`compile()`]`(&ValidatedCard, &ClientCaps) -> Profile`: seed 000's rules, pure.
+//! - [`CardPolicy`]: how strictly cards are read (size cap, signatures, plain http, trusted keys).
 //! - [`wire::read_bounded`]: read a card from a stream without buffering more than the limit + 1 byte.
 //!
-//! [`CardPolicy`]: crate::config::CardPolicy
 
 pub mod canonical;
-pub mod compile;
+mod policy;
 mod rules;
 pub mod sanitize;
 pub mod signature;
-mod text;
+pub(crate) mod text;
 pub mod validate;
 pub mod wire;
 
-pub use compile::compile;
+pub use policy::{CardPolicy, DEFAULT_MAX_CARD_BYTES};
 pub use validate::{
     CardError, CardErrors, CardWarning, SignatureStatus, ValidatedCard, validate,
     validate_with_keys,

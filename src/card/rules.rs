@@ -6,11 +6,11 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
+use super::policy::CardPolicy;
 use super::sanitize::is_hidden;
 use super::text::{id_chars_ok, literal_matches_parsed, media_type_chars_ok, tenant_problem};
 use super::validate::{CardError, CardWarning, MAX_ID_BYTES, MAX_URL_BYTES};
 use super::wire::{Path, quote};
-use crate::config::CardPolicy;
 
 /// How a string field is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -689,7 +689,7 @@ impl Checker<'_> {
                 }
             }
             Kind::ProtocolVersion => {
-                if !crate::config::is_major_minor(s) {
+                if crate::types::ProtocolVersion::parse(s).is_err() {
                     self.errors.push(CardError::BadProtocolVersion {
                         path: p.to_string(),
                         value: quote(s),
@@ -859,8 +859,8 @@ impl Checker<'_> {
 #[cfg(test)]
 mod tests {
     use super::Checker;
+    use crate::card::CardPolicy;
     use crate::card::text::tests::MULTIBYTE_BOUNDARY_URLS;
-    use crate::config::CardPolicy;
 
     #[test]
     fn interface_and_security_urls_with_multibyte_boundaries_are_errors() {

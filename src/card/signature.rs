@@ -389,7 +389,7 @@ impl TrustedKeys {
 }
 
 fn normalise_origin(origin: &str) -> Option<String> {
-    crate::config::normalize_origin(origin)
+    crate::types::normalize_origin(origin)
 }
 
 /// Parses one JWK into a trusted verification key, or says why it cannot be one.

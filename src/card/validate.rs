@@ -56,10 +56,10 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::policy::CardPolicy;
 use super::rules::Checker;
 use super::signature::{self, PayloadForm, SignatureError, TrustedKeys, Verified};
 use super::wire;
-use crate::config::CardPolicy;
 
 /// Longest identifier, version, scope, tenant or media type accepted, in bytes.
 pub const MAX_ID_BYTES: usize = 256;
@@ -333,7 +333,7 @@ pub enum SignatureStatus {
     },
 }
 
-/// A card that passed every rule of this module: the only input [`crate::card::compile()`] accepts.
+/// A card that passed every rule of this module: the only input [`crate::profile::compile()`] accepts.
 ///
 /// Fields are private so a `ValidatedCard` can only come from [`validate`].
 #[derive(Debug, Clone)]
@@ -828,7 +828,7 @@ mod tests {
             "{:?}",
             v.warnings()
         );
-        let p = crate::card::compile(&v, &crate::config::ClientCaps::default());
+        let p = crate::profile::compile(&v, &crate::profile::ClientCaps::default());
         // The scope-less requirement {"bearer":{}} keeps its meaning.
         assert_eq!(p.skills["echo"].security.len(), 1);
         assert!(p.skills["echo"].security[0]["bearer"].is_empty());

@@ -1,16 +1,21 @@
 //! The card's wire form: bounded reading, JSON parsing that detects duplicate object keys, and the
 //! JSON paths used in every validation message (pure; [`read_bounded`] reads only from the reader it is given).
 //!
-//! Why a parser of our own on top of serde_json: `serde_json::Value` silently keeps the last of two
-//! equal keys, so `{"url":"https://good","url":"https://evil"}` would validate one value while another
-//! JSON reader (or a signature verifier) may see the other. We build the `Value` in one pass with a
-//! visitor that notices duplicates, so detection costs nothing beyond the parse itself.
+//! Why duplicates matter: `serde_json::Value` silently keeps the last of two equal keys, so
+//! `{"url":"https://good","url":"https://evil"}` would validate one value while another JSON reader
+//! (or a signature verifier) may see the other. The detection is [`crate::json::duplicate_keys`],
+//! the same scan the data plane runs over request bodies.
 
 use std::fmt::{self, Write as _};
 use std::io::Read;
 
-use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Number, Value};
+use serde_json::Value;
+
+pub(crate) use crate::json::quote;
+use crate::json::{duplicate_keys, push_key};
+
+/// Most duplicate keys reported for one card (each is one validation problem).
+const MAX_DUPLICATES_REPORTED: usize = 32;
 
 /// Reads at most `limit + 1` bytes from `reader`, so an oversized card is refused without being
 /// buffered whole; [`crate::card::validate()`] then reports it as too large.
@@ -33,118 +38,14 @@ pub(crate) struct Parsed {
 
 /// Parses one JSON document (trailing non-whitespace is an error), noting duplicate keys.
 pub(crate) fn parse(bytes: &[u8]) -> Result<Parsed, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let (value, dups) = ValueSeed.deserialize(&mut de)?;
-    de.end()?;
-    let duplicates = dups
-        .into_iter()
-        .map(|mut rev| {
-            rev.reverse();
-            render_owned(&rev)
-        })
-        .collect();
+    let value: Value = serde_json::from_slice(bytes)?;
+    // serde_json accepted the bytes, so they are UTF-8 and JSON; the scan cannot fail on them,
+    // except on nesting serde_json itself would have refused.
+    let duplicates = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|text| duplicate_keys(text, MAX_DUPLICATES_REPORTED).ok())
+        .unwrap_or_default();
     Ok(Parsed { value, duplicates })
-}
-
-/// A path segment owned by the parser (keys come from the document).
-#[derive(Debug)]
-enum OwnedSeg {
-    Key(String),
-    Index(usize),
-}
-
-/// Duplicate-key paths built bottom-up: each level appends its own segment only when a child
-/// reported something, so the common case (no duplicates) allocates nothing extra.
-type Dups = Vec<Vec<OwnedSeg>>;
-
-struct ValueSeed;
-
-impl<'de> DeserializeSeed<'de> for ValueSeed {
-    type Value = (Value, Dups);
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(ValueVisitor)
-    }
-}
-
-struct ValueVisitor;
-
-impl<'de> Visitor<'de> for ValueVisitor {
-    type Value = (Value, Dups);
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
-        Ok((Value::Bool(v), Vec::new()))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-        Ok((Value::Number(v.into()), Vec::new()))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-        Ok((Value::Number(v.into()), Vec::new()))
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        // JSON cannot spell NaN or infinity, so this is always Some for parsed input.
-        Ok((
-            Number::from_f64(v).map_or(Value::Null, Value::Number),
-            Vec::new(),
-        ))
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok((Value::String(v.to_owned()), Vec::new()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok((Value::String(v), Vec::new()))
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok((Value::Null, Vec::new()))
-    }
-    fn visit_none<E>(self) -> Result<Self::Value, E> {
-        Ok((Value::Null, Vec::new()))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
-        let mut dups = Vec::new();
-        while let Some((v, d)) = seq.next_element_seed(ValueSeed)? {
-            let i = out.len();
-            for mut p in d {
-                p.push(OwnedSeg::Index(i));
-                dups.push(p);
-            }
-            out.push(v);
-        }
-        Ok((Value::Array(out), dups))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut out = Map::new();
-        let mut dups = Vec::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let (v, d) = map.next_value_seed(ValueSeed)?;
-            for mut p in d {
-                p.push(OwnedSeg::Key(key.clone()));
-                dups.push(p);
-            }
-            if out.contains_key(&key) {
-                dups.push(vec![OwnedSeg::Key(key.clone())]);
-            }
-            out.insert(key, v);
-        }
-        Ok((Value::Object(out), dups))
-    }
-}
-
-fn render_owned(segs: &[OwnedSeg]) -> String {
-    let mut s = String::new();
-    for seg in segs {
-        match seg {
-            OwnedSeg::Key(k) => push_key(&mut s, k),
-            OwnedSeg::Index(i) => {
-                let _ = write!(s, "[{i}]");
-            }
-        }
-    }
-    if s.is_empty() { "$".into() } else { s }
 }
 
 /// One step of a JSON path.
@@ -207,53 +108,6 @@ impl fmt::Display for Path<'_> {
         }
         f.write_str(if s.is_empty() { "$" } else { &s })
     }
-}
-
-/// Longest key (in chars) echoed into a path; keys are provider-written.
-const MAX_KEY_IN_PATH: usize = 64;
-
-/// Appends `.key` for plain identifiers, else `["…"]` with every non-printable-ASCII character
-/// escaped, so a hostile key cannot inject terminal control or bidi characters into messages.
-fn push_key(s: &mut String, key: &str) {
-    let plain = !key.is_empty()
-        && key.len() <= MAX_KEY_IN_PATH
-        && key
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'$')
-        && !key.bytes().next().is_some_and(|b| b.is_ascii_digit());
-    if plain {
-        if !s.is_empty() {
-            s.push('.');
-        }
-        s.push_str(key);
-    } else {
-        s.push('[');
-        s.push_str(&quote(key));
-        s.push(']');
-    }
-}
-
-/// A provider-written string made safe for a one-line message: double-quoted, anything outside
-/// printable ASCII escaped as `\u{…}`, cut after 64 chars.
-pub(crate) fn quote(text: &str) -> String {
-    let mut s = String::with_capacity(text.len().min(80) + 2);
-    s.push('"');
-    for (n, c) in text.chars().enumerate() {
-        if n == MAX_KEY_IN_PATH {
-            s.push('…');
-            break;
-        }
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            ' '..='~' => s.push(c),
-            _ => {
-                let _ = write!(s, "\\u{{{:x}}}", c as u32);
-            }
-        }
-    }
-    s.push('"');
-    s
 }
 
 #[cfg(test)]

@@ -16,7 +16,9 @@ use clap::{Args, Parser, Subcommand};
 use crate::card;
 
 mod serve;
-use crate::config::{CardPolicy, ClientCaps, Config};
+use crate::card::CardPolicy;
+use crate::config::Config;
+use crate::profile::ClientCaps;
 
 mod agent;
 mod guard;
@@ -139,7 +141,7 @@ fn card_command(a: &CardArgs, compile: bool) -> anyhow::Result<ExitCode> {
     };
     let origin = match a.origin.as_deref() {
         None => None,
-        Some(o) => match crate::config::normalize_origin(o) {
+        Some(o) => match crate::types::normalize_origin(o) {
             Some(o) => Some(o),
             None => {
                 eprintln!("--origin: {o:?} is not a scheme://host[:port] origin");
@@ -190,7 +192,7 @@ fn check(
     compile: bool,
 ) -> Result<(card::ValidatedCard, Option<crate::profile::Profile>), card::CardErrors> {
     let validated = card::validate(bytes, policy, origin)?;
-    let profile = compile.then(|| card::compile(&validated, caps));
+    let profile = compile.then(|| crate::profile::compile(&validated, caps));
     Ok((validated, profile))
 }
 

@@ -1,53 +1,35 @@
-//! The `[listen]`, `[policy]` and `[[integrations]]` tables: raw serde model and validation (no I/O).
+//! The `[policy]` and `[[integrations]]` tables: raw serde model and validation (no I/O).
 //!
 //! An integration is the reviewed contract with one remote agent (seed 003's "integration manifest"):
 //! approved origins, card URL, pinned binding/version, accepted skills, scopes, data classes, the
 //! streaming requirement, optional extensions to activate, tenant, credential, body cap and extra
 //! TLS roots. Secrets never appear here: a credential names an environment variable or a file.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{RawClient, is_major_minor, normalize_origin};
+use super::RawClient;
 use crate::profile::Binding;
+use crate::types::data_class::is_data_class;
+use crate::types::{ProtocolVersion, normalize_origin, origin_of_url};
 
 /// Default cap on a request body sent to an agent, in bytes (1 MiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Upper bound accepted for `max_body_bytes` (64 MiB): bodies are held in memory while policy runs.
 const MAX_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
-/// The raw `[listen]` table.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawListen {
-    /// Data plane address, default `127.0.0.1:7411` (port 0 picks a free port).
-    #[serde(default = "default_proxy")]
-    pub proxy: String,
-    /// Admin address (health, readiness, metrics), default `127.0.0.1:7412`.
-    #[serde(default = "default_admin")]
-    pub admin: String,
-    /// The gateway's own base URL as callers reach it, written into effective cards
-    /// (default `http://{proxy address}` once bound).
-    #[serde(default)]
-    pub public_url: Option<String>,
-}
-
-fn default_proxy() -> String {
-    "127.0.0.1:7411".into()
-}
-fn default_admin() -> String {
-    "127.0.0.1:7412".into()
-}
-
-impl Default for RawListen {
-    fn default() -> Self {
-        RawListen {
-            proxy: default_proxy(),
-            admin: default_admin(),
-            public_url: None,
-        }
+/// Why a configured tenant cannot be used, or `None`. A tenant becomes the first path segment of
+/// HTTP+JSON calls and `params.tenant` of JSON-RPC calls, so it must be one path-safe segment: the
+/// same rule as for a tenant a card declares ([`crate::card::text::tenant_problem`]), plus
+/// non-empty (omit the key for no tenant) and at most 256 bytes.
+fn tenant_problem(t: &str) -> Option<&'static str> {
+    if t.is_empty() {
+        Some("must not be empty (omit `tenant` for no tenant)")
+    } else if t.len() > 256 {
+        Some("must be at most 256 bytes")
+    } else {
+        crate::card::text::tenant_problem(t)
     }
 }
 
@@ -180,17 +162,11 @@ pub struct RawIntegration {
     /// PEM file of root certificates trusted for this upstream (relative to the config folder).
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
-}
-
-/// Validated `[listen]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listen {
-    /// Data plane address.
-    pub proxy: SocketAddr,
-    /// Admin address.
-    pub admin: SocketAddr,
-    /// Explicit public base URL (no trailing slash); `None` means `http://{bound proxy address}`.
-    pub public_url: Option<String>,
+    /// Caller request headers forwarded to this agent besides the built-in allowlist (A2A's,
+    /// content negotiation, trace context, `User-Agent`); names the gateway sets or consumes
+    /// itself are refused.
+    #[serde(default)]
+    pub forward_headers: Vec<String>,
 }
 
 /// Validated `[policy]`.
@@ -231,69 +207,63 @@ pub struct Integration {
     pub max_body_bytes: usize,
     /// Extra roots for the upstream, resolved against the config folder.
     pub ca_file: Option<PathBuf>,
+    /// Extra caller headers forwarded upstream (validated names, lowercase).
+    pub forward_headers: Vec<http::HeaderName>,
 }
 
 impl Integration {
     /// Whether `url`'s origin is one of the approved origins.
     pub fn origin_allowed(&self, url: &str) -> bool {
-        url::Url::parse(url)
-            .ok()
-            .map(|u| u.origin().ascii_serialization())
-            .is_some_and(|o| self.origins.contains(&o))
+        origin_of_url(url).is_some_and(|o| self.origins.contains(&o))
     }
 }
 
-fn socket_addr(key: &str, v: &str, problems: &mut Vec<String>) -> SocketAddr {
-    v.parse().unwrap_or_else(|_| {
-        problems.push(format!("{key}: {v:?} is not an IP:port socket address"));
-        SocketAddr::from(([127, 0, 0, 1], 0))
-    })
+/// Request headers the gateway sets, frames or consumes itself: an integration cannot ask for the
+/// caller's copy of these to be forwarded. Hop-by-hop fields (RFC 9110 §7.6.1) never travel end to
+/// end; `A2A-Version` and `A2A-Extensions` come from the profile; the credential comes from
+/// `credential`; `Accept-Encoding` is always `identity` so the gateway can read agent errors; and
+/// every `A2A-Egress-*` header (the data class among them) is for the gateway only.
+pub fn is_reserved_header(name: &str) -> bool {
+    const RESERVED: &[&str] = &[
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "expect",
+        "host",
+        "content-length",
+        "authorization",
+        "accept-encoding",
+        "a2a-version",
+        "a2a-extensions",
+        "x-a2a-extensions",
+    ];
+    let name = name.to_ascii_lowercase();
+    name.starts_with("a2a-egress-") || RESERVED.contains(&name.as_str())
 }
 
-pub(super) fn listen(raw: &RawListen, problems: &mut Vec<String>) -> Listen {
-    let proxy = socket_addr("listen.proxy", &raw.proxy, problems);
-    let admin = socket_addr("listen.admin", &raw.admin, problems);
-    if proxy == admin && proxy.port() != 0 {
-        problems.push("listen.admin: must differ from listen.proxy".into());
+fn forward_headers(raw: &[String], at: &str, problems: &mut Vec<String>) -> Vec<http::HeaderName> {
+    let mut out: Vec<http::HeaderName> = Vec::new();
+    for h in raw {
+        match http::HeaderName::from_bytes(h.as_bytes()) {
+            Err(_) => problems.push(format!("{at}.forward_headers: {h:?} is not a header name")),
+            Ok(n) if is_reserved_header(n.as_str()) => problems.push(format!(
+                "{at}.forward_headers: {h:?} is set or consumed by the gateway itself"
+            )),
+            Ok(n) if !out.contains(&n) => out.push(n),
+            Ok(_) => {}
+        }
     }
-    let public_url = raw
-        .public_url
-        .as_ref()
-        .and_then(|p| match url::Url::parse(p) {
-            Ok(u)
-                if matches!(u.scheme(), "http" | "https")
-                    && u.host().is_some()
-                    && u.query().is_none()
-                    && u.fragment().is_none()
-                    && u.username().is_empty() =>
-            {
-                Some(p.trim_end_matches('/').to_owned())
-            }
-            _ => {
-                problems.push(format!(
-                "listen.public_url: {p:?} is not an absolute http(s) URL without query or fragment"
-            ));
-                None
-            }
-        });
-    Listen {
-        proxy,
-        admin,
-        public_url,
-    }
-}
-
-/// Data classes and similar labels: short lowercase tokens.
-fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 64
-        && s.bytes().all(|c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'-' | b'_' | b'.')
-        })
+    out
 }
 
 pub(super) fn policy(raw: &RawPolicy, problems: &mut Vec<String>) -> Policy {
-    if !is_token(&raw.default_data_class) {
+    if !is_data_class(&raw.default_data_class) {
         problems.push(format!(
             "policy.default_data_class: {:?} must be a lowercase token [a-z0-9._-]",
             raw.default_data_class
@@ -395,7 +365,7 @@ pub(super) fn integrations(
             problems.push(format!("{at}.binding: {b} is not in [client] bindings"));
         }
         if let Some(v) = &r.version {
-            if !is_major_minor(v) {
+            if ProtocolVersion::parse(v).is_err() {
                 problems.push(format!(
                     "{at}.version: {v:?} is not Major.Minor (e.g. \"1.0\")"
                 ));
@@ -417,7 +387,7 @@ pub(super) fn integrations(
             ));
         }
         for d in &r.data_classes {
-            if !is_token(d) {
+            if !is_data_class(d) {
                 problems.push(format!(
                     "{at}.data_classes: {d:?} must be a lowercase token [a-z0-9._-]"
                 ));
@@ -431,11 +401,9 @@ pub(super) fn integrations(
             }
         }
         if let Some(t) = &r.tenant
-            && (t.is_empty() || t.len() > 256 || t.chars().any(|c| c.is_control() || c == '/'))
+            && let Some(why) = tenant_problem(t)
         {
-            problems.push(format!(
-                "{at}.tenant: must be 1..=256 characters without '/' or control characters"
-            ));
+            problems.push(format!("{at}.tenant: {t:?}: {why}"));
         }
         let credential = match &r.credential {
             None | Some(RawCredential::None) => Credential::None,
@@ -482,6 +450,7 @@ pub(super) fn integrations(
             credential,
             max_body_bytes,
             ca_file: r.ca_file.as_ref().map(|f| base.join(f)),
+            forward_headers: forward_headers(&r.forward_headers, &at, problems),
         });
     }
     out
@@ -524,6 +493,7 @@ credential = { type = "bearer", file = "secrets/pricing.token" }
 max_body_bytes = 4096
 ca_file = "ca.pem"
 tenant = "acme"
+forward_headers = ["X-Request-Id", "baggage", "x-request-id"]
 "#;
 
     #[test]
@@ -547,6 +517,8 @@ tenant = "acme"
             Credential::Bearer(SecretSource::File("/etc/gw/secrets/pricing.token".into()))
         );
         assert_eq!(p.ca_file.as_deref(), Some(Path::new("/etc/gw/ca.pem")));
+        assert_eq!(p.forward_headers, ["x-request-id", "baggage"]);
+        assert!(e.forward_headers.is_empty());
         assert_eq!(p.tenant.as_deref(), Some("acme"));
         assert!(p.origin_allowed("http://127.0.0.1:7401/a2a"));
         assert!(!p.origin_allowed("http://127.0.0.1:7402/a2a"));
@@ -573,6 +545,7 @@ credential = { type = "bearer", env = "A", file = "b" }
 max_body_bytes = 0
 binding = "GRPC"
 version = "1"
+forward_headers = ["x-ok", "bad header", "A2A-Egress-Data-Class", "Cookie", "host", "Accept-Encoding"]
 [[integrations]]
 name = "x"
 card = "https://b.example/card"
@@ -604,10 +577,62 @@ data_classes = ["public"]
             "integrations[0].max_body_bytes",
             "integrations[0].binding",
             "integrations[0].version",
+            "integrations[0].forward_headers: \"bad header\" is not a header name",
+            "integrations[0].forward_headers: \"A2A-Egress-Data-Class\" is set or consumed",
+            "integrations[0].forward_headers: \"host\" is set or consumed",
+            "integrations[0].forward_headers: \"Accept-Encoding\" is set or consumed",
             "integrations[1] (x).card: origin https://b.example",
             "integrations[2] (x).name: duplicate",
         ] {
             assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+    }
+
+    #[test]
+    fn tenants_must_be_path_safe() {
+        let with_tenant = |t: &str| {
+            format!(
+                "[[integrations]]\nname = \"echo\"\ncard = \"https://a.example/card\"\n\
+                 origins = [\"https://a.example\"]\nskills = [\"s\"]\ndata_classes = [\"public\"]\n\
+                 tenant = {}\n",
+                toml::Value::String(t.into())
+            )
+        };
+        for bad in [
+            "",
+            "..",
+            ".",
+            "a/b",
+            "a%2fb",
+            "%2e%2e",
+            "a\\b",
+            "a b",
+            " a",
+            "a\tb",
+            "a\u{7f}",
+            "a\nb",
+            "a\u{a0}b",
+            "a?b",
+            "a#b",
+            "a\u{202e}b",
+        ] {
+            let err = Config::parse(&with_tenant(bad), Path::new("g.toml"))
+                .err()
+                .unwrap_or_else(|| panic!("tenant {bad:?} was accepted"));
+            let ConfigError::Invalid { problems, .. } = &err else {
+                panic!("expected Invalid, got {err}")
+            };
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.starts_with("integrations[0] (echo).tenant:")),
+                "{bad:?}: {problems:?}"
+            );
+        }
+        for good in ["t1", "acme-corp_2", "a.b", "...", "caf\u{e9}", "x:y@z"] {
+            let c = Config::parse(&with_tenant(good), Path::new("g.toml"))
+                .unwrap_or_else(|e| panic!("tenant {good:?} refused: {e}"));
+            assert_eq!(c.integrations[0].tenant.as_deref(), Some(good));
         }
     }
 

@@ -8,14 +8,22 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-mod integrations;
-pub use integrations::{
-    Credential, DEFAULT_MAX_BODY_BYTES, Integration, Listen, Policy, RawCredential, RawIntegration,
-    RawListen, RawPolicy, SecretSource, StreamingMode,
-};
+use crate::card::{CardPolicy, DEFAULT_MAX_CARD_BYTES};
+use crate::profile::ClientCaps;
+use crate::types::{ProtocolVersion, normalize_origin};
 
-/// Default cap on an Agent Card's size, in bytes (256 KiB).
-pub const DEFAULT_MAX_CARD_BYTES: usize = 256 * 1024;
+mod integrations;
+mod listen;
+mod refresh;
+pub use integrations::{
+    Credential, DEFAULT_MAX_BODY_BYTES, Integration, Policy, RawCredential, RawIntegration,
+    RawPolicy, SecretSource, StreamingMode, is_reserved_header,
+};
+pub use listen::{
+    Admin, AdminToken, Limits, Listen, RawAdmin, RawLimits, RawListen, is_loopback,
+    read_private_file,
+};
+pub use refresh::{RawRefresh, RawState, RefreshSettings};
 
 /// Errors loading or validating a configuration file.
 #[derive(Debug, thiserror::Error)]
@@ -117,6 +125,12 @@ pub struct RawConfig {
     /// `[listen]`.
     #[serde(default)]
     pub listen: RawListen,
+    /// `[admin]`: the admin listener's token and forced-refresh rate limit.
+    #[serde(default)]
+    pub admin: RawAdmin,
+    /// `[limits]`: data-plane deadlines and caps.
+    #[serde(default)]
+    pub limits: RawLimits,
     /// `[policy]`.
     #[serde(default)]
     pub policy: RawPolicy,
@@ -125,71 +139,10 @@ pub struct RawConfig {
     pub integrations: Vec<RawIntegration>,
     /// `[refresh]`: card refresh period bounds, backoff and stale-mark debounce.
     #[serde(default)]
-    pub refresh: crate::control::schedule::RawRefresh,
+    pub refresh: RawRefresh,
     /// `[state]`: where last-known-good cards are kept.
     #[serde(default)]
-    pub state: crate::control::schedule::RawState,
-}
-
-/// Validated client capabilities: the input of [`crate::card::compile`] besides the card.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientCaps {
-    /// Supported (binding, version) pairs, i.e. the product of `bindings` and `versions`.
-    pub bindings: Vec<crate::profile::Binding>,
-    /// Supported `Major.Minor` versions.
-    pub versions: Vec<String>,
-    /// Known extension URIs, sorted and deduplicated.
-    pub extensions: Vec<String>,
-}
-
-impl ClientCaps {
-    /// Whether the client implements this (binding, version) pair as written on the wire.
-    pub fn supports(&self, binding: &str, version: &str) -> bool {
-        crate::profile::Binding::from_wire(binding).is_some_and(|b| self.bindings.contains(&b))
-            && self.versions.iter().any(|v| v == version)
-    }
-}
-
-impl Default for ClientCaps {
-    fn default() -> Self {
-        ClientCaps {
-            bindings: vec![
-                crate::profile::Binding::JsonRpc,
-                crate::profile::Binding::HttpJson,
-            ],
-            versions: vec!["1.0".into()],
-            extensions: Vec::new(),
-        }
-    }
-}
-
-/// Validated card-reading policy: the input of [`crate::card::validate`].
-#[derive(Debug, Clone)]
-pub struct CardPolicy {
-    /// Card size cap in bytes.
-    pub max_card_bytes: usize,
-    /// Reject unsigned or wrongly signed cards.
-    pub require_signatures: bool,
-    /// Accept `http://` URLs.
-    pub allow_plain_http: bool,
-    /// JWKS files by origin (paths resolved against the config folder).
-    pub trusted_keys: Vec<(String, PathBuf)>,
-    /// The keys of `trusted_keys`, loaded once by [`Config::from_raw`] so a missing or broken
-    /// JWKS file is a config error and [`crate::card::validate()`] does no file I/O. `None` for
-    /// a policy built by hand: `validate` then reads the files itself when a card is signed.
-    pub keys: Option<std::sync::Arc<crate::card::signature::TrustedKeys>>,
-}
-
-impl Default for CardPolicy {
-    fn default() -> Self {
-        CardPolicy {
-            max_card_bytes: DEFAULT_MAX_CARD_BYTES,
-            require_signatures: false,
-            allow_plain_http: false,
-            trusted_keys: Vec::new(),
-            keys: None,
-        }
-    }
+    pub state: RawState,
 }
 
 /// A validated configuration.
@@ -203,12 +156,16 @@ pub struct Config {
     pub card_policy: CardPolicy,
     /// Where the gateway listens.
     pub listen: Listen,
+    /// The admin listener's protection (`[admin]`).
+    pub admin: Admin,
+    /// Data-plane deadlines and caps (`[limits]`).
+    pub limits: Limits,
     /// Gateway-wide request policy.
     pub policy: Policy,
     /// The integrations, in file order (names are unique).
     pub integrations: Vec<Integration>,
     /// Refresh scheduling (`[refresh]`).
-    pub refresh: crate::control::schedule::RefreshSettings,
+    pub refresh: RefreshSettings,
     /// Last-known-good directory (`[state] dir`, resolved against the config folder); `None` = off.
     pub state_dir: Option<PathBuf>,
 }
@@ -252,7 +209,7 @@ impl Config {
             problems.push("client.bindings: must name at least one binding".into());
         }
         for v in &c.versions {
-            if !is_major_minor(v) {
+            if ProtocolVersion::parse(v).is_err() {
                 problems.push(format!(
                     "client.versions: {v:?} is not a Major.Minor protocol version (e.g. \"1.0\")"
                 ));
@@ -275,7 +232,7 @@ impl Config {
         let mut trusted = Vec::new();
         let mut keys = crate::card::signature::TrustedKeys::default();
         for (i, k) in c.trusted_keys.iter().enumerate() {
-            match crate::config::normalize_origin(&k.origin) {
+            match normalize_origin(&k.origin) {
                 Some(o) => {
                     let file = base.join(&k.jwks);
                     let loaded = std::fs::read_to_string(&file)
@@ -304,12 +261,13 @@ impl Config {
         let mut extensions = c.extensions.clone();
         extensions.sort();
         extensions.dedup();
-        let listen = integrations::listen(&raw.listen, &mut problems);
+        let listen = listen::listen(&raw.listen, &mut problems);
+        let limits = listen::limits(&raw.limits, &mut problems);
+        let admin = listen::admin(&raw.admin, &listen, base, &mut problems);
         let policy = integrations::policy(&raw.policy, &mut problems);
         let integrations =
             integrations::integrations(&raw.integrations, &c, &extensions, base, &mut problems);
-        let refresh =
-            crate::control::schedule::RefreshSettings::from_raw(&raw.refresh, &mut problems);
+        let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
@@ -321,6 +279,8 @@ impl Config {
             refresh,
             state_dir,
             listen,
+            admin,
+            limits,
             policy,
             integrations,
             path: path.to_owned(),
@@ -419,49 +379,8 @@ fn remove_in_value(v: &mut toml::de::DeValue<'_>, span: &std::ops::Range<usize>)
     }
 }
 
-/// `"1.0"`-style version: digits, one dot, digits.
-pub fn is_major_minor(v: &str) -> bool {
-    // A number is "0" or has no leading zero, so "01.0" and "1.0" cannot both name 1.0.
-    let number = |s: &str| {
-        !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()) && (s == "0" || !s.starts_with('0'))
-    };
-    let mut it = v.split('.');
-    matches!((it.next(), it.next(), it.next()), (Some(a), Some(b), None) if number(a) && number(b))
-}
-
-/// Normalises `scheme://host[:port]` to its ASCII serialisation (default ports dropped), or `None`
-/// if the text is not a bare http(s) origin (no path, query, fragment or credentials).
-pub fn normalize_origin(s: &str) -> Option<String> {
-    let u = url::Url::parse(s).ok()?;
-    if !matches!(u.scheme(), "http" | "https")
-        || !u.username().is_empty()
-        || u.password().is_some()
-        || u.query().is_some()
-        || u.fragment().is_some()
-        || !(u.path() == "/" || u.path().is_empty())
-    {
-        return None;
-    }
-    match u.origin() {
-        url::Origin::Tuple(..) => Some(u.origin().ascii_serialization()),
-        url::Origin::Opaque(_) => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn major_minor_refuses_leading_zeros() {
-        for good in ["1.0", "0.3", "10.12", "0.0"] {
-            assert!(super::is_major_minor(good), "{good}");
-        }
-        for bad in [
-            "01.0", "1.00", "00.1", "1.01", "1", "1.0.0", "v1.0", "", ".", "1.",
-        ] {
-            assert!(!super::is_major_minor(bad), "{bad}");
-        }
-    }
-
     use super::*;
 
     #[test]
@@ -560,25 +479,27 @@ mod tests {
     }
 
     #[test]
+    fn non_loopback_listeners_need_an_explicit_opt_in() {
+        for (key, text) in [
+            ("listen.proxy", "[listen]\nproxy = \"0.0.0.0:7411\"\n"),
+            ("listen.proxy", "[listen]\nproxy = \"[::]:7411\"\n"),
+            ("listen.admin", "[listen]\nadmin = \"192.0.2.1:7412\"\n"),
+        ] {
+            let err = Config::parse(text, Path::new("g.toml"))
+                .expect_err(text)
+                .to_string();
+            assert!(
+                err.contains(key) && err.contains("listen.allow_non_loopback"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
     fn defaults() {
         let c = Config::parse("", Path::new("g.toml")).unwrap();
         assert_eq!(c.caps, ClientCaps::default());
         assert_eq!(c.card_policy.max_card_bytes, DEFAULT_MAX_CARD_BYTES);
         assert!(!c.card_policy.allow_plain_http);
-    }
-
-    #[test]
-    fn origins_normalise() {
-        assert_eq!(
-            normalize_origin("https://A.example:443").as_deref(),
-            Some("https://a.example")
-        );
-        assert_eq!(
-            normalize_origin("http://127.0.0.1:7400/").as_deref(),
-            Some("http://127.0.0.1:7400")
-        );
-        assert_eq!(normalize_origin("https://a.example/path"), None);
-        assert_eq!(normalize_origin("ftp://a.example"), None);
-        assert_eq!(normalize_origin("https://u:p@a.example"), None);
     }
 }

@@ -126,7 +126,7 @@ pub struct ApprovedOrigin {
 impl ApprovedOrigin {
     /// Parses `scheme://host[:port]` (no path, query or credentials); `None` if it is not one.
     pub fn parse(s: &str) -> Option<ApprovedOrigin> {
-        let serialized = crate::config::normalize_origin(s)?;
+        let serialized = crate::types::normalize_origin(s)?;
         let u = url::Url::parse(&serialized).ok()?;
         let literal = match u.host()? {
             url::Host::Ipv4(a) => Some(IpAddr::V4(a)),

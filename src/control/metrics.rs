@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
-use prometheus::{IntCounterVec, IntGaugeVec, Opts};
+use prometheus::{IntCounter, IntCounterVec, IntGaugeVec, Opts};
 
 use crate::control::schedule::RefreshResult;
 
@@ -32,6 +32,8 @@ pub struct ControlMetrics {
     /// `a2a_egress_worker_panics_total{integration}`: panics caught in an integration's refresh
     /// worker (each one restarts the worker after a backoff).
     pub worker_panics: IntCounterVec,
+    /// `a2a_egress_state_write_failures_total`: last-known-good cards that could not be saved.
+    pub state_write_failures: IntCounter,
     /// Source of `a2a_egress_profile_age_seconds{integration}`, computed at scrape time.
     pub ages: ProfileAges,
 }
@@ -91,6 +93,10 @@ impl ControlMetrics {
                 "Panics caught in an integration's refresh worker; each restarts it after a backoff.",
                 &["integration"],
             )?,
+            state_write_failures: IntCounter::new(
+                "a2a_egress_state_write_failures_total",
+                "Last-known-good cards that could not be written to the state directory.",
+            )?,
             ages: ProfileAges::new()?,
         };
         registry.register(Box::new(m.refreshes.clone()))?;
@@ -101,6 +107,7 @@ impl ControlMetrics {
         registry.register(Box::new(m.reloads.clone()))?;
         registry.register(Box::new(m.degraded.clone()))?;
         registry.register(Box::new(m.worker_panics.clone()))?;
+        registry.register(Box::new(m.state_write_failures.clone()))?;
         registry.register(Box::new(m.ages.clone()))?;
         for r in ["ok", "refused"] {
             m.reloads.with_label_values(&[r]);

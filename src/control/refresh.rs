@@ -32,7 +32,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::config::{Config, Integration};
-use crate::control::extended::{self, ExtendedCache, ExtendedError, ExtendedOutcome};
+use crate::control::extended::{
+    self, CredentialIdentity, ExtendedCache, ExtendedError, ExtendedOutcome,
+};
 use crate::control::fetch::{
     CardFetcher, FetchError, FetchOutcome, FetchPolicy, Validators, check_url,
 };
@@ -223,6 +225,9 @@ pub(crate) struct Inner {
     pub(crate) metrics: ControlMetrics,
     pub(crate) config: ArcSwap<Config>,
     state_dir: Mutex<Option<StateDir>>,
+    /// Why last-known-good cards are not being saved (the directory cannot be opened, or the last
+    /// save failed), for `/readyz` detail; cleared by the next successful save.
+    pub(crate) state_problem: Mutex<Option<String>>,
     workers: Mutex<HashMap<String, WorkerHandle>>,
     extended: ExtendedCache<Bytes>,
     /// The last refused config reload, for `/readyz` detail.
@@ -252,13 +257,14 @@ impl ControlHandle {
         source: Arc<dyn CardSource>,
         stale: Option<StaleReceiver>,
     ) -> ControlHandle {
-        let state_dir = open_state_dir(&config);
+        let (state_dir, state_problem) = open_state_dir(&config);
         let inner = Arc::new(Inner {
             store,
             source,
             metrics,
             config: ArcSwap::from_pointee(config),
             state_dir: Mutex::new(state_dir),
+            state_problem: Mutex::new(state_problem),
             workers: Mutex::new(HashMap::new()),
             extended: ExtendedCache::new(),
             reload_refused: Mutex::new(None),
@@ -374,7 +380,9 @@ impl ControlHandle {
     }
 
     pub(crate) fn set_state_dir(&self, config: &Config) {
-        *lock(&self.inner.state_dir) = open_state_dir(config);
+        let (dir, problem) = open_state_dir(config);
+        *lock(&self.inner.state_dir) = dir;
+        *lock(&self.inner.state_problem) = problem;
     }
 
     /// Forces one refresh of `name` and answers with its outcome (`POST …/refresh`). Requests that
@@ -452,13 +460,21 @@ async fn dispatch_stale(inner: std::sync::Weak<Inner>, mut rx: StaleReceiver) {
     }
 }
 
-fn open_state_dir(config: &Config) -> Option<StateDir> {
-    let dir = config.state_dir.as_ref()?;
+/// The configured state directory, or why it cannot be used (serving goes on without it).
+fn open_state_dir(config: &Config) -> (Option<StateDir>, Option<String>) {
+    let Some(dir) = config.state_dir.as_ref() else {
+        return (None, None);
+    };
     match StateDir::open(dir) {
-        Ok(d) => Some(d),
+        Ok(d) => (Some(d), None),
         Err(e) => {
             tracing::warn!(error = %e, "last-known-good state directory unusable; cards will not be persisted");
-            None
+            (
+                None,
+                Some(format!(
+                    "last-known-good cards are not persisted: the state directory is unusable ({e})"
+                )),
+            )
         }
     }
 }
@@ -545,6 +561,10 @@ struct Worker {
     next: Instant,
     /// When a pending stale mark fires; cleared only by a fetch.
     stale_at: Option<Instant>,
+    /// The credential identity the installed state was built with (`None`: nothing built yet).
+    /// A 304 rebuilds when the credential's source now yields another one (rotated token file
+    /// or variable), so no state built for one identity serves another.
+    built_for: Option<Option<CredentialIdentity>>,
 }
 
 /// Refresh requests answered together, each with the profile its failed call used (retry hook).
@@ -562,6 +582,7 @@ impl Worker {
             from_disk: false,
             next: Instant::now(),
             stale_at: None,
+            built_for: None,
         }
     }
 
@@ -800,9 +821,11 @@ impl Worker {
                     c.fetched_at = now;
                 }
                 let max_age = self.card.as_ref().and_then(|c| c.max_age);
-                if self.from_disk {
-                    // The disk copy is confirmed; build once more with the network available
-                    // (the extended card is only fetched online).
+                let rotated = self.built_for.as_ref() != Some(&self.credential_identity());
+                if self.from_disk || rotated {
+                    // The disk copy is confirmed, or the credential changed: build once more with
+                    // the network available (the extended card is only fetched online, and
+                    // belongs to one identity).
                     self.from_disk = false;
                     if let Some(card) = self.card.clone() {
                         match self.build(&card, &config, &policy, true).await {
@@ -935,7 +958,7 @@ impl Worker {
     /// Validates and compiles a card into a complete integration state (extended card, interface
     /// address check and upstream included). `Err` means the card itself failed.
     async fn build(
-        &self,
+        &mut self,
         card: &CachedCard,
         config: &Config,
         policy: &FetchPolicy,
@@ -948,7 +971,9 @@ impl Worker {
                     e.to_string().replace('\n', "; ")
                 )
             })?;
-        let public = crate::card::compile(&validated, &config.caps);
+        // Past the only failure: the state returned below is built for this identity.
+        self.built_for = Some(self.credential_identity());
+        let public = crate::profile::compile(&validated, &config.caps);
         let (profile, json, extended) = self
             .extended(public, validated.json(), config, policy, online)
             .await;
@@ -973,7 +998,7 @@ impl Worker {
                         Ok(()) => Ok(u),
                         Err(e) => Err(format!("interface refused: {e}")),
                     },
-                    Ok(Err(reason)) => Err(reason),
+                    Ok(Err(e)) => Err(e.to_string()),
                     Err(e) => Err(format!("upstream preparation panicked: {e}")),
                 }
             }

@@ -21,7 +21,8 @@ use std::time::Duration;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::config::{CardPolicy, Config};
+use crate::card::CardPolicy;
+use crate::config::Config;
 use crate::control::refresh::{ControlHandle, lock, needs_refetch};
 use crate::profile::snapshot::{IntegrationState, Status};
 
@@ -74,6 +75,12 @@ impl ControlHandle {
         }
         if old.policy.default_data_class != new.policy.default_data_class {
             report.needs_restart.push("policy".into());
+        }
+        if old.admin != new.admin {
+            report.needs_restart.push("admin".into());
+        }
+        if old.limits != new.limits {
+            report.needs_restart.push("limits".into());
         }
         if !report.needs_restart.is_empty() {
             tracing::warn!(tables = ?report.needs_restart, "these settings take effect after a restart");
@@ -166,6 +173,7 @@ impl ControlHandle {
         let mut r = Readiness {
             ready: snap.ready(),
             config_refused: self.reload_refused(),
+            state_dir: lock(&self.inner.state_problem).clone(),
             ..Readiness::default()
         };
         for (name, s) in &snap.integrations {
@@ -208,6 +216,9 @@ pub struct Readiness {
     pub unrevalidated: Vec<String>,
     /// The last refused config reload (the previous config keeps serving).
     pub config_refused: Option<String>,
+    /// Why last-known-good cards are not being saved (serving goes on; a restart while an agent is
+    /// down would have no card to start from).
+    pub state_dir: Option<String>,
 }
 
 /// One integration and a reason.

@@ -1,4 +1,4 @@
-//! Pure refresh decisions: duration parsing for `[refresh]`, the next refresh delay (max-age bounded
+//! Pure refresh decisions under the `[refresh]` settings: the next refresh delay (max-age bounded
 //! by min/max, jitter, exponential backoff), the stale-mark debounce, and what counts as a change of
 //! the compiled profile (no I/O, no clock: every function takes the time it needs).
 
@@ -6,168 +6,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::config::RefreshSettings;
 use crate::profile::Profile;
-
-/// A duration that did not parse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "{input:?} is not a duration (use a number and a unit, e.g. \"500ms\", \"30s\", \"5m\", \"24h\", \"1d\", or \"1h30m\")"
-)]
-pub struct DurationError {
-    /// The text.
-    pub input: String,
-}
-
-/// Parses `"500ms"`, `"30s"`, `"5m"`, `"24h"`, `"1d"` and sums such as `"1h30m"` (pure).
-///
-/// A small local parser instead of `humantime`: the accepted grammar is exactly what the config
-/// documents, no crate is added, and the unit tests below pin it down.
-pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
-    let err = || DurationError {
-        input: input.to_owned(),
-    };
-    let s = input.trim();
-    if s.is_empty() {
-        return Err(err());
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return Err(err());
-        }
-        let n: u64 = rest[..digits].parse().map_err(|_| err())?;
-        rest = &rest[digits..];
-        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
-        let unit = &rest[..unit_len];
-        rest = &rest[unit_len..];
-        let part = match unit {
-            "ms" => Duration::from_millis(n),
-            "s" => Duration::from_secs(n),
-            "m" => Duration::from_secs(n.checked_mul(60).ok_or_else(err)?),
-            "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(err)?),
-            "d" => Duration::from_secs(n.checked_mul(86_400).ok_or_else(err)?),
-            _ => return Err(err()),
-        };
-        total = total.checked_add(part).ok_or_else(err)?;
-    }
-    Ok(total)
-}
-
-/// Validated `[refresh]` settings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RefreshSettings {
-    /// Lower bound of the refresh period (also used when the agent says `max-age=0`).
-    pub min: Duration,
-    /// Upper bound of the refresh period.
-    pub max: Duration,
-    /// Period when the agent sends no `max-age` (bounded by min/max).
-    pub default: Duration,
-    /// Jitter as a fraction of the delay (0.0..=0.5): spreads refreshes of many integrations.
-    pub jitter: f64,
-    /// First retry delay after a failure; doubles per consecutive failure.
-    pub backoff_initial: Duration,
-    /// Cap of the failure backoff.
-    pub backoff_max: Duration,
-    /// How long a stale mark waits for more marks before it triggers a refresh.
-    pub stale_debounce: Duration,
-    /// At most one stale-triggered refresh per integration per this interval.
-    pub stale_min_interval: Duration,
-}
-
-impl Default for RefreshSettings {
-    fn default() -> Self {
-        RefreshSettings {
-            min: Duration::from_secs(30),
-            max: Duration::from_secs(24 * 3600),
-            default: Duration::from_secs(3600),
-            jitter: 0.1,
-            backoff_initial: Duration::from_secs(1),
-            backoff_max: Duration::from_secs(300),
-            stale_debounce: Duration::from_millis(250),
-            stale_min_interval: Duration::from_secs(10),
-        }
-    }
-}
-
-/// The raw `[refresh]` table (durations as text, e.g. `"30s"`, `"24h"`); every key is optional.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawRefresh {
-    /// Lower bound of the period (default `"30s"`).
-    pub min: Option<String>,
-    /// Upper bound of the period (default `"24h"`).
-    pub max: Option<String>,
-    /// Period without `max-age` (default `"1h"`).
-    pub default: Option<String>,
-    /// Jitter fraction, 0.0..=0.5 (default 0.1).
-    pub jitter: Option<f64>,
-    /// First retry delay after a failure (default `"1s"`).
-    pub backoff_initial: Option<String>,
-    /// Cap of the failure backoff (default `"5m"`).
-    pub backoff_max: Option<String>,
-    /// Wait for more stale marks before refreshing (default `"250ms"`).
-    pub stale_debounce: Option<String>,
-    /// At most one stale-triggered refresh per integration per interval (default `"10s"`).
-    pub stale_min_interval: Option<String>,
-}
-
-impl RefreshSettings {
-    /// Validates a raw `[refresh]` table, appending one message per problem (each naming its key).
-    pub fn from_raw(raw: &RawRefresh, problems: &mut Vec<String>) -> RefreshSettings {
-        let d = RefreshSettings::default();
-        let mut dur = |key: &str, v: &Option<String>, default: Duration| match v {
-            None => default,
-            Some(text) => parse_duration(text).unwrap_or_else(|e| {
-                problems.push(format!("refresh.{key}: {e}"));
-                default
-            }),
-        };
-        let s = RefreshSettings {
-            min: dur("min", &raw.min, d.min),
-            max: dur("max", &raw.max, d.max),
-            default: dur("default", &raw.default, d.default),
-            jitter: raw.jitter.unwrap_or(d.jitter),
-            backoff_initial: dur("backoff_initial", &raw.backoff_initial, d.backoff_initial),
-            backoff_max: dur("backoff_max", &raw.backoff_max, d.backoff_max),
-            stale_debounce: dur("stale_debounce", &raw.stale_debounce, d.stale_debounce),
-            stale_min_interval: dur(
-                "stale_min_interval",
-                &raw.stale_min_interval,
-                d.stale_min_interval,
-            ),
-        };
-        if s.min.is_zero() {
-            problems.push("refresh.min: must be more than 0s".into());
-        }
-        if s.min > s.max {
-            problems.push(format!(
-                "refresh.min: {:?} is above refresh.max {:?}",
-                s.min, s.max
-            ));
-        }
-        if !(0.0..=0.5).contains(&s.jitter) {
-            problems.push(format!("refresh.jitter: {} is outside 0.0..=0.5", s.jitter));
-        }
-        if s.backoff_initial.is_zero() || s.backoff_initial > s.backoff_max {
-            problems.push(
-                "refresh.backoff_initial: must be more than 0s and at most refresh.backoff_max"
-                    .into(),
-            );
-        }
-        s
-    }
-}
-
-/// The raw `[state]` table.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawState {
-    /// Directory for last-known-good cards, relative to the config file's folder. Absent: cards
-    /// are not persisted and a restart needs every agent up.
-    pub dir: Option<std::path::PathBuf>,
-}
 
 /// How the previous refresh ended, as far as scheduling cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,37 +135,6 @@ mod tests {
     use super::*;
     use crate::profile::{Binding, Display, Interface, SkillProfile};
 
-    #[test]
-    fn durations_parse_and_reject() {
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
-        assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration(" 1h30m "), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
-        for bad in [
-            "",
-            "30",
-            "s",
-            "30 s",
-            "1.5h",
-            "-1s",
-            "10y",
-            "1h 30m",
-            "99999999999999999999d",
-            "1hh",
-        ] {
-            assert!(parse_duration(bad).is_err(), "{bad:?} should not parse");
-        }
-        assert!(
-            parse_duration("10y")
-                .unwrap_err()
-                .to_string()
-                .contains("\"10y\"")
-        );
-    }
-
     fn s() -> RefreshSettings {
         RefreshSettings {
             min: Duration::from_secs(30),
@@ -405,37 +214,6 @@ mod tests {
             stale_deadline(&st, at(100), Some(at(50))),
             Duration::from_millis(100_200)
         );
-    }
-
-    #[test]
-    fn refresh_table_validates_every_key() {
-        let mut p = Vec::new();
-        let ok = RefreshSettings::from_raw(
-            &RawRefresh {
-                min: Some("1s".into()),
-                max: Some("2s".into()),
-                ..Default::default()
-            },
-            &mut p,
-        );
-        assert!(p.is_empty(), "{p:?}");
-        assert_eq!(
-            (ok.min, ok.max),
-            (Duration::from_secs(1), Duration::from_secs(2))
-        );
-        let mut p = Vec::new();
-        RefreshSettings::from_raw(
-            &RawRefresh {
-                min: Some("1h".into()),
-                max: Some("1m".into()),
-                default: Some("soon".into()),
-                jitter: Some(2.0),
-                ..Default::default()
-            },
-            &mut p,
-        );
-        assert_eq!(p.len(), 3, "{p:?}");
-        assert!(p.iter().any(|m| m.starts_with("refresh.default")), "{p:?}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The compiled profile of one remote agent: the only view of a card the rest of the gateway reads (no I/O).
 //!
-//! A [`Profile`] is produced by [`crate::card::compile`] and never mutated afterwards; runtime
+//! A [`Profile`] is produced by [`compile()`] from a [`crate::card::ValidatedCard`] and never
+//! mutated afterwards; runtime
 //! evidence and overrides live beside it (see `control/`), and a new card means a new profile.
 //! Field names in the JSON form follow seed 000 (`usable`, `reason`, `agent_version`, `interface`,
 //! `streaming`, `push`, `extended_card`, `extensions`, `skills`) so lockfiles and tools can rely on them.
@@ -164,4 +165,7 @@ pub struct Profile {
     pub display: Display,
 }
 
+mod compile;
 pub mod snapshot;
+
+pub use compile::{ClientCaps, compile};

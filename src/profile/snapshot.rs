@@ -505,6 +505,7 @@ mod tests {
             credential: Credential::None,
             max_body_bytes: 1024,
             ca_file: None,
+            forward_headers: vec![],
         }
     }
 

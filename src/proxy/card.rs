@@ -177,6 +177,7 @@ mod tests {
             credential: Credential::None,
             max_body_bytes: 10,
             ca_file: None,
+            forward_headers: vec![],
         };
         let sp = SkillProfile {
             input: vec!["text/plain".into()],

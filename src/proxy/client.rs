@@ -1,474 +1,456 @@
 //! Calls made through the gateway's own HTTP client instead of pingora's proxy loop (I/O):
-//! streaming calls, downgrades, and bodies too big for pingora's replay buffer.
+//! message sends, streaming calls, downgrades, and bodies too big for pingora's replay buffer.
 //!
 //! Why not pingora's retry: a refused stream is only recognisable from its first answer — an
 //! HTTP 200 JSON body with -32004 instead of `text/event-stream` — and pingora cannot re-send a
 //! request once a response body was read (its retry hooks replay at most 64 KiB, and only before
 //! a response). Here the gateway sees the first answer before the caller sees anything, so it can
-//! pass a real stream through event by event, retry a refused one as `SendMessage`, or hand the
-//! original error back unchanged. The request is shaped by the same pure functions as the
-//! pingora path, from the same snapshot.
+//! pass a real stream through event by event, retry a refused one as `SendMessage`, refresh and
+//! retry after -32008/-32009, or hand the original error back unchanged. The request is shaped by
+//! the same pure functions as the pingora path, from the same snapshot, and sent over pingora's
+//! own connector and pool ([`exchange`]) on the data plane's runtime.
 
-use bytes::{Bytes, BytesMut};
-use pingora::http::ResponseHeader;
+mod exchange;
+mod reply;
+
+use bytes::Bytes;
+use pingora::Result;
+use pingora::http::RequestHeader;
 use pingora::proxy::Session;
-use pingora::{Error, ErrorType, Result};
-use serde_json::Value;
 
+pub use exchange::Client;
+
+use self::exchange::Answer;
 use super::deny::Deny;
-use super::feedback::{agent_error, as_send_message, send_succeeded, sse_event};
-use super::gateway::{Gateway, Outcome, refused_stream_evidence, respond};
+use super::feedback::{agent_error, as_send_message, send_succeeded};
+use super::gateway::{Ctx, Gateway, Outcome, refused_stream_evidence, respond};
 use super::policy::{DowngradeCause, Plan, StreamPlan};
 use super::retry::{self, Next, Redo};
-use super::route::RpcRequest;
-use super::shape::plan_headers;
+use super::shape::upstream_headers;
+use super::upstream::TlsFault;
 use crate::config::StreamingMode;
 use crate::profile::Binding;
 use crate::profile::snapshot::{IntegrationState, StaleCause};
 
 /// Largest unary answer held back to look for an A2A error (as pingora's path copies).
-const MAX_HELD_ERROR: usize = 64 * 1024;
+const MAX_HELD_ERROR: u64 = 64 * 1024;
 
 /// Largest non-stream answer read into memory (a SendMessage result or an error).
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 
-/// A fully read answer.
-struct Answer {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    body: Bytes,
+/// Why a call through the gateway's own client failed before the caller got an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The integration has no prepared upstream (it was not usable when the call was decided).
+    #[error("the integration has no prepared upstream")]
+    NoUpstream,
+    /// The upstream request header cannot be built (method or path).
+    #[error("the upstream request cannot be built: {0}")]
+    Request(Box<pingora::Error>),
+    /// No connection to the agent (refused, unreachable, timed out).
+    #[error("connecting to the agent failed: {0}")]
+    Connect(Box<pingora::Error>),
+    /// The TLS handshake failed; `fault` names the certificate check that refused it.
+    #[error("TLS with the agent failed ({fault}): {error}")]
+    Tls {
+        /// What was wrong.
+        fault: TlsFault,
+        /// pingora's error.
+        error: Box<pingora::Error>,
+    },
+    /// Writing the request failed.
+    #[error("sending the request to the agent failed: {0}")]
+    Send(Box<pingora::Error>),
+    /// Reading the answer failed (closed, reset, timed out, malformed).
+    #[error("reading the agent's answer failed: {0}")]
+    Receive(Box<pingora::Error>),
+    /// A non-stream answer larger than the gateway holds in memory.
+    #[error("the agent's answer exceeds the gateway's limit of {limit} bytes")]
+    TooLarge {
+        /// The limit, bytes.
+        limit: usize,
+    },
 }
 
-enum Sent {
+impl ClientError {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ClientError::NoUpstream => "no_upstream",
+            ClientError::Request(_) => "request",
+            ClientError::Connect(_) => "connect",
+            ClientError::Tls { fault, .. } => fault.as_str(),
+            ClientError::Send(_) => "send",
+            ClientError::Receive(_) => "receive",
+            ClientError::TooLarge { .. } => "too_large",
+        }
+    }
+
+    /// The refusal the caller gets.
+    fn deny(&self) -> Deny {
+        match self {
+            ClientError::Tls { fault, .. } => Deny::UpstreamTls(*fault),
+            _ => Deny::UpstreamUnavailable,
+        }
+    }
+}
+
+/// What the gateway's client was asked to do: the call as policy planned it.
+pub struct Call<'a> {
+    /// The integration state the plan was made from.
+    pub state: &'a IntegrationState,
+    /// The plan.
+    pub plan: &'a Plan,
+    /// What the retry after -32008/-32009 needs to decide the request again.
+    pub redo: &'a Redo<'a>,
+}
+
+/// One attempt: the state and plan it is shaped from, and whether a refresh-and-retry after
+/// -32008/-32009 is still allowed (never twice).
+#[derive(Clone, Copy)]
+struct Attempt<'a> {
+    state: &'a IntegrationState,
+    plan: &'a Plan,
+    may_retry: bool,
+}
+
+impl Attempt<'_> {
+    fn name(&self) -> &str {
+        &self.state.integration.name
+    }
+}
+
+/// What an attempt sends: the path, the body, and whether a large non-SSE answer may be passed
+/// through as it arrives (only for the caller's own request, never for a `SendMessage` whose
+/// answer must be re-framed).
+struct Outgoing<'a> {
+    path: &'a str,
+    body: Bytes,
+    pass_large: bool,
+}
+
+enum Sent<'c> {
     /// The agent is streaming SSE: pass it through.
-    Stream(reqwest::Response),
+    Stream(exchange::Response<'c>),
     /// A non-SSE answer too big to be an A2A error: pass it through as it arrives.
-    Large(reqwest::Response),
+    Large(exchange::Response<'c>),
     /// A complete non-SSE answer.
     Whole(Answer),
 }
 
-fn upstream_err(e: impl std::fmt::Display) -> Box<Error> {
-    Error::explain(ErrorType::ConnectError, format!("upstream: {e}"))
-}
-
-async fn send(
-    state: &IntegrationState,
-    plan: &Plan,
-    session: &Session,
-    path_and_query: &str,
-    body: Bytes,
-    pass_large: bool,
-) -> std::result::Result<Sent, String> {
-    let up = state.upstream.as_ref().ok_or("no upstream")?;
-    let mut url = up.url.clone();
-    let (path, query) = match path_and_query.split_once('?') {
-        Some((p, q)) => (p, Some(q)),
-        None => (path_and_query, None),
-    };
-    url.set_path(path);
-    url.set_query(query);
-    let mut headers = session.req_header().headers.clone();
-    plan_headers(&headers, state, up, plan, None).apply(&mut headers);
-    let method = reqwest::Method::from_bytes(session.req_header().method.as_str().as_bytes())
-        .map_err(|e| e.to_string())?;
-    let mut req = up.client.request(method, url).headers(headers);
-    if !body.is_empty() {
-        req = req.body(body);
-    }
-    let resp = req.send().await.map_err(|e| e.to_string())?;
-    let is_sse = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|c| c.starts_with("text/event-stream"));
-    if is_sse && resp.status().is_success() {
-        return Ok(Sent::Stream(resp));
-    }
-    // A unary answer is held only while it can still be an error worth acting on (errors are
-    // small); a big result goes to the caller as it arrives, as on pingora's path.
-    if pass_large
-        && resp
-            .content_length()
-            .is_some_and(|n| n > MAX_HELD_ERROR as u64)
-    {
-        return Ok(Sent::Large(resp));
-    }
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let mut buf = BytesMut::new();
-    let mut resp = resp;
-    while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
-        if buf.len() + chunk.len() > MAX_ANSWER_BYTES {
-            return Err("answer larger than the gateway's limit".into());
-        }
-        buf.extend_from_slice(&chunk);
-    }
-    Ok(Sent::Whole(Answer {
-        status,
-        headers,
-        body: buf.freeze(),
-    }))
-}
-
-/// Response headers never copied from the agent (framing is the gateway's, hop-by-hop never leaves).
-fn copyable(name: &str) -> bool {
-    !matches!(
-        name,
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "te"
-            | "trailer"
-            | "upgrade"
-            | "transfer-encoding"
-            | "content-length"
-    )
-}
-
-/// Passes a whole answer to the caller unchanged (status, headers, bytes).
-async fn pass_through(session: &mut Session, a: &Answer) -> Result<()> {
-    let mut h = ResponseHeader::build(a.status, Some(a.headers.len() + 1))?;
-    for (n, v) in &a.headers {
-        if copyable(n.as_str()) {
-            h.append_header(n.clone(), v.clone())?;
-        }
-    }
-    h.insert_header("content-length", a.body.len().to_string())?;
-    session
-        .write_response_header(Box::new(h), a.body.is_empty())
-        .await?;
-    if !a.body.is_empty() {
-        session
-            .write_response_body(Some(a.body.clone()), true)
-            .await?;
-    }
-    Ok(())
-}
-
-async fn sse_header(
-    session: &mut Session,
-    from: Option<&reqwest::header::HeaderMap>,
-) -> Result<()> {
-    let mut h = ResponseHeader::build(200, Some(4))?;
-    if let Some(from) = from {
-        for (n, v) in from {
-            if copyable(n.as_str()) {
-                h.append_header(n.clone(), v.clone())?;
-            }
-        }
-    }
-    h.insert_header("content-type", "text/event-stream")?;
-    h.insert_header("cache-control", "no-cache")?;
-    // pingora frames a body without length only if told to: SSE needs chunked on HTTP/1.1.
-    h.insert_header("transfer-encoding", "chunked")?;
-    session.write_response_header(Box::new(h), false).await
-}
-
-/// Streams an SSE answer to the caller chunk by chunk, never buffering it.
-async fn pipe_stream(session: &mut Session, mut resp: reqwest::Response) -> Result<Outcome> {
-    sse_header(session, Some(resp.headers())).await?;
-    copy_body(session, &mut resp, "stream").await?;
-    Ok(Outcome::Ok)
-}
-
-/// Copies the rest of an upstream body to the caller chunk by chunk, then ends the response.
-async fn copy_body(session: &mut Session, resp: &mut reqwest::Response, what: &str) -> Result<()> {
-    loop {
-        match resp.chunk().await {
-            Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
-            Ok(None) => break,
-            Err(e) => {
-                // Headers are out: the only honest signal left is cutting the response.
-                tracing::warn!(error = %e, body = what, "upstream body broke");
-                return Err(upstream_err(e));
-            }
-        }
-    }
-    session.write_response_body(None, true).await
-}
-
-/// Passes a large non-SSE answer through chunk by chunk (status and headers unchanged).
-async fn pipe_large(session: &mut Session, mut resp: reqwest::Response) -> Result<Outcome> {
-    let mut h = ResponseHeader::build(resp.status().as_u16(), Some(resp.headers().len()))?;
-    for (n, v) in resp.headers() {
-        if copyable(n.as_str()) {
-            h.append_header(n.clone(), v.clone())?;
-        }
-    }
-    if let Some(n) = resp.content_length() {
-        h.insert_header("content-length", n.to_string())?;
-    }
-    let ok = resp.status().is_success();
-    session.write_response_header(Box::new(h), false).await?;
-    copy_body(session, &mut resp, "answer").await?;
-    Ok(if ok { Outcome::Ok } else { Outcome::AgentError })
-}
-
-/// Answers a successful SendMessage as a one-event SSE stream.
-async fn one_event(session: &mut Session, a: &Answer) -> Result<()> {
-    sse_header(session, None).await?;
-    session
-        .write_response_body(Some(sse_event(&a.body)), true)
-        .await
-}
-
-fn feed_back(gw: &Gateway, state: &IntegrationState, binding: Binding, a: &Answer) -> bool {
-    let err = agent_error(binding, a.status, &a.body);
-    if let Some(cause) = err.as_ref().and_then(|e| e.stale_cause()) {
-        gw.mark_stale(&state.integration.name, cause);
-    }
-    err.is_some() || a.status >= 400
-}
-
-/// The SendMessage form of the request: same params, `SendMessage` method or `message:send` path.
-fn send_message_body(plan: &Plan, rpc: Option<&RpcRequest>, held: &Bytes) -> Bytes {
-    match (plan.binding, rpc) {
-        (Binding::JsonRpc, Some(rpc)) => {
-            let base: Value = plan
-                .rewritten_body
-                .clone()
-                .unwrap_or_else(|| rpc.body.clone());
-            Bytes::from(as_send_message(base).to_string())
-        }
-        _ => held.clone(),
-    }
-}
-
-/// One attempt's future (see [`call_once`]).
-type Attempt<'a> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Outcome>> + Send + 'a>>;
-
-/// Makes the call described by `plan` through the gateway's own client and answers the caller.
+/// Makes the call described by `call` through the gateway's own client and answers the caller.
 pub async fn call(
     gw: &Gateway,
     session: &mut Session,
-    state: &IntegrationState,
-    plan: &Plan,
-    ctx: &mut super::gateway::Ctx,
-    rpc: Option<&RpcRequest>,
-    redo: &Redo<'_>,
+    ctx: &mut Ctx,
+    call: Call<'_>,
 ) -> Result<Outcome> {
-    call_once(gw, session, state, plan, ctx, rpc, redo, true).await
+    let at = Attempt {
+        state: call.state,
+        plan: call.plan,
+        may_retry: true,
+    };
+    attempt(gw, session, ctx, call.redo, at).await
 }
 
-/// One attempt; `may_retry` allows one refresh-and-retry after -32008/-32009 (never twice).
+/// One attempt's future (see [`attempt`]).
+type Boxed<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Outcome>> + Send + 'a>>;
+
+/// One attempt, by how the plan streams.
 ///
 /// Boxed with a named type: the retry calls this function again, and a recursive `async fn`'s
 /// future cannot be proven `Send` otherwise.
-#[allow(clippy::too_many_arguments)]
-fn call_once<'a>(
+fn attempt<'a>(
     gw: &'a Gateway,
     session: &'a mut Session,
-    state: &'a IntegrationState,
-    plan: &'a Plan,
-    ctx: &'a mut super::gateway::Ctx,
-    rpc: Option<&'a RpcRequest>,
+    ctx: &'a mut Ctx,
     redo: &'a Redo<'a>,
-    may_retry: bool,
-) -> Attempt<'a> {
+    at: Attempt<'a>,
+) -> Boxed<'a> {
     Box::pin(async move {
-        let name = state.integration.name.as_str();
-        let started = std::time::Instant::now();
-        let observe = |gw: &Gateway| {
-            gw.metrics
-                .upstream_duration
-                .with_label_values(&[name])
-                .observe(started.elapsed().as_secs_f64());
+        let mut job = Job {
+            gw,
+            session,
+            ctx,
+            redo,
         };
-        let unavailable = |e: String| {
-            tracing::warn!(integration = name, error = %e, "upstream call failed");
-        };
-        match plan.stream {
-            StreamPlan::Unary => {
-                let sent = send(
-                    state,
-                    plan,
-                    session,
-                    &plan.upstream_path,
-                    ctx.body.clone(),
-                    true,
-                )
-                .await;
-                observe(gw);
-                match sent {
-                    Ok(Sent::Stream(resp)) => pipe_stream(session, resp).await,
-                    Ok(Sent::Large(resp)) => pipe_large(session, resp).await,
-                    Ok(Sent::Whole(a)) => {
-                        if may_retry && let Some(cause) = retry_cause(plan, &a) {
-                            return retry_once(gw, session, state, plan, ctx, rpc, redo, cause, a)
-                                .await;
-                        }
-                        let err = feed_back(gw, state, plan.binding, &a);
-                        pass_through(session, &a).await?;
-                        Ok(if err {
-                            Outcome::AgentError
-                        } else {
-                            Outcome::Ok
-                        })
-                    }
-                    Err(e) => {
-                        unavailable(e);
-                        upstream_failed(session, ctx).await
-                    }
-                }
-            }
-            StreamPlan::Downgrade(cause) => {
-                let body = send_message_body(plan, rpc, &ctx.body);
-                let sent = send(state, plan, session, &plan.send_path, body, false).await;
-                observe(gw);
-                match sent {
-                    Ok(Sent::Whole(a)) if send_succeeded(plan.binding, a.status, &a.body) => {
-                        gw.metrics
-                            .downgrades
-                            .with_label_values(&[name, cause.as_str()])
-                            .inc();
-                        one_event(session, &a).await?;
-                        Ok(Outcome::Downgraded)
-                    }
-                    Ok(Sent::Whole(a)) => {
-                        if may_retry && let Some(cause) = retry_cause(plan, &a) {
-                            return retry_once(gw, session, state, plan, ctx, rpc, redo, cause, a)
-                                .await;
-                        }
-                        feed_back(gw, state, plan.binding, &a);
-                        pass_through(session, &a).await?;
-                        Ok(Outcome::AgentError)
-                    }
-                    // An agent that streams a SendMessage answer: pass it on as it is.
-                    Ok(Sent::Stream(resp)) => pipe_stream(session, resp).await,
-                    // Never produced without `pass_large`.
-                    Ok(Sent::Large(resp)) => pipe_large(session, resp).await,
-                    Err(e) => {
-                        unavailable(e);
-                        upstream_failed(session, ctx).await
-                    }
-                }
-            }
-            StreamPlan::Stream => {
-                let sent = send(
-                    state,
-                    plan,
-                    session,
-                    &plan.upstream_path,
-                    ctx.body.clone(),
-                    false,
-                )
-                .await;
-                observe(gw);
-                let first = match sent {
-                    Ok(Sent::Stream(resp)) => return pipe_stream(session, resp).await,
-                    Ok(Sent::Large(resp)) => return pipe_large(session, resp).await,
-                    Ok(Sent::Whole(a)) => a,
-                    Err(e) => {
-                        unavailable(e);
-                        return upstream_failed(session, ctx).await;
-                    }
-                };
-                if may_retry && let Some(cause) = retry_cause(plan, &first) {
-                    return retry_once(gw, session, state, plan, ctx, rpc, redo, cause, first)
-                        .await;
-                }
-                let err = agent_error(plan.binding, first.status, &first.body);
-                let refused = err.as_ref().is_some_and(|e| e.is_unsupported_operation());
-                if !refused {
-                    feed_back(gw, state, plan.binding, &first);
-                    pass_through(session, &first).await?;
-                    return Ok(Outcome::AgentError);
-                }
-                gw.mark_stale(name, StaleCause::UnsupportedOperation);
-                if state.integration.streaming == StreamingMode::Required {
-                    // Seed 003: never silently downgrade a required feature. The integration is marked
-                    // for review (stale mark above, evidence here) and the caller gets the agent's error.
-                    gw.store.update_integration(name, |cur| {
-                        cur.with_evidence(refused_stream_evidence().remove(0))
-                    });
-                    pass_through(session, &first).await?;
-                    return Ok(Outcome::AgentError);
-                }
-                let body = send_message_body(plan, rpc, &ctx.body);
-                let retry = send(state, plan, session, &plan.send_path, body, false).await;
-                match retry {
-                    Ok(Sent::Whole(a)) if send_succeeded(plan.binding, a.status, &a.body) => {
-                        gw.override_streaming_off(state, refused_stream_evidence());
-                        gw.metrics
-                            .downgrades
-                            .with_label_values(&[name, DowngradeCause::Refused.as_str()])
-                            .inc();
-                        tracing::warn!(
-                            integration = name,
-                            "agent refused a stream its card claims; answered via SendMessage, streaming off until refresh"
-                        );
-                        one_event(session, &a).await?;
-                        Ok(Outcome::Downgraded)
-                    }
-                    _ => {
-                        // The retry failed too: the caller gets the agent's first answer, unchanged.
-                        pass_through(session, &first).await?;
-                        Ok(Outcome::AgentError)
-                    }
-                }
-            }
+        match at.plan.stream {
+            StreamPlan::Unary => job.unary(at).await,
+            StreamPlan::Downgrade(cause) => job.downgrade(at, cause).await,
+            StreamPlan::Stream => job.stream(at).await,
         }
     })
 }
 
-/// The -32008/-32009 in an answer, when it is one (the errors a refresh-and-retry may fix).
-fn retry_cause(plan: &Plan, a: &Answer) -> Option<StaleCause> {
-    agent_error(plan.binding, a.status, &a.body)
+/// The request being answered: the gateway, the caller's session and context, and what a retry
+/// needs.
+struct Job<'a> {
+    gw: &'a Gateway,
+    session: &'a mut Session,
+    ctx: &'a mut Ctx,
+    redo: &'a Redo<'a>,
+}
+
+impl<'a> Job<'a> {
+    /// The caller's own request, forwarded as planned.
+    async fn unary(&mut self, at: Attempt<'_>) -> Result<Outcome> {
+        let out = Outgoing {
+            path: &at.plan.upstream_path,
+            body: self.ctx.body.clone(),
+            pass_large: true,
+        };
+        let a = match self.send(at, out).await {
+            Ok(Sent::Whole(a)) => a,
+            Ok(Sent::Stream(resp)) => return reply::pipe_stream(self.session, resp).await,
+            Ok(Sent::Large(resp)) => return reply::pipe_large(self.session, resp).await,
+            Err(e) => return self.failed(at, e).await,
+        };
+        if let Some(cause) = retry_cause(at, &a) {
+            return self.retry_once(at, cause, a).await;
+        }
+        let err = self.feed_back(at, &a);
+        reply::pass_through(self.session, &a).await?;
+        Ok(if err {
+            Outcome::AgentError
+        } else {
+            Outcome::Ok
+        })
+    }
+
+    /// A streaming call the profile answers through `SendMessage`, as one SSE event.
+    async fn downgrade(&mut self, at: Attempt<'_>, cause: DowngradeCause) -> Result<Outcome> {
+        let out = Outgoing {
+            path: &at.plan.send_path,
+            body: send_message_body(at.plan, &self.ctx.body),
+            pass_large: false,
+        };
+        let a = match self.send(at, out).await {
+            Ok(Sent::Whole(a)) => a,
+            // An agent that streams a SendMessage answer: pass it on as it is.
+            Ok(Sent::Stream(resp)) => return reply::pipe_stream(self.session, resp).await,
+            // Never produced without `pass_large`.
+            Ok(Sent::Large(resp)) => return reply::pipe_large(self.session, resp).await,
+            Err(e) => return self.failed(at, e).await,
+        };
+        if send_succeeded(at.plan.binding, a.status(), &a.body) {
+            self.gw
+                .metrics
+                .downgrades
+                .with_label_values(&[at.name(), cause.as_str()])
+                .inc();
+            reply::one_event(self.session, &a).await?;
+            return Ok(Outcome::Downgraded);
+        }
+        if let Some(cause) = retry_cause(at, &a) {
+            return self.retry_once(at, cause, a).await;
+        }
+        self.feed_back(at, &a);
+        reply::pass_through(self.session, &a).await?;
+        Ok(Outcome::AgentError)
+    }
+
+    /// A streaming call sent as a stream; a refusal (-32004) is retried once as `SendMessage`.
+    async fn stream(&mut self, at: Attempt<'_>) -> Result<Outcome> {
+        let out = Outgoing {
+            path: &at.plan.upstream_path,
+            body: self.ctx.body.clone(),
+            pass_large: false,
+        };
+        let first = match self.send(at, out).await {
+            Ok(Sent::Whole(a)) => a,
+            Ok(Sent::Stream(resp)) => return reply::pipe_stream(self.session, resp).await,
+            Ok(Sent::Large(resp)) => return reply::pipe_large(self.session, resp).await,
+            Err(e) => return self.failed(at, e).await,
+        };
+        if let Some(cause) = retry_cause(at, &first) {
+            return self.retry_once(at, cause, first).await;
+        }
+        let refused = agent_error(at.plan.binding, first.status(), &first.body)
+            .is_some_and(|e| e.is_unsupported_operation());
+        if !refused {
+            self.feed_back(at, &first);
+            reply::pass_through(self.session, &first).await?;
+            return Ok(Outcome::AgentError);
+        }
+        self.refused_stream(at, first).await
+    }
+
+    /// The agent refused a stream its card claims: unless streaming is required, the same
+    /// request goes out as `SendMessage`, and streaming stays off until the next refresh if that
+    /// works. Otherwise the caller gets the agent's first answer, unchanged.
+    async fn refused_stream(&mut self, at: Attempt<'_>, first: Answer) -> Result<Outcome> {
+        let name = at.name();
+        self.gw.mark_stale(name, StaleCause::UnsupportedOperation);
+        if at.state.integration.streaming == StreamingMode::Required {
+            // Seed 003: never silently downgrade a required feature. The integration is marked
+            // for review (stale mark above, evidence here) and the caller gets the agent's error.
+            self.gw.store.update_integration(name, |cur| {
+                cur.with_evidence(refused_stream_evidence().remove(0))
+            });
+            reply::pass_through(self.session, &first).await?;
+            return Ok(Outcome::AgentError);
+        }
+        let out = Outgoing {
+            path: &at.plan.send_path,
+            body: send_message_body(at.plan, &self.ctx.body),
+            pass_large: false,
+        };
+        match self.send(at, out).await {
+            Ok(Sent::Whole(a)) if send_succeeded(at.plan.binding, a.status(), &a.body) => {
+                self.gw
+                    .override_streaming_off(at.state, refused_stream_evidence());
+                self.gw
+                    .metrics
+                    .downgrades
+                    .with_label_values(&[name, DowngradeCause::Refused.as_str()])
+                    .inc();
+                tracing::warn!(
+                    integration = name,
+                    "agent refused a stream its card claims; answered via SendMessage, streaming off until refresh"
+                );
+                reply::one_event(self.session, &a).await?;
+                Ok(Outcome::Downgraded)
+            }
+            _ => {
+                // The retry failed too: the caller gets the agent's first answer, unchanged.
+                reply::pass_through(self.session, &first).await?;
+                Ok(Outcome::AgentError)
+            }
+        }
+    }
+
+    /// After -32008/-32009: refresh, and either answer the agent's error `first` unchanged, the
+    /// new profile's refusal, or the result of one attempt decided and shaped from the new profile
+    /// (which may stream, or downgrade, differently from the first).
+    async fn retry_once(
+        &mut self,
+        at: Attempt<'_>,
+        cause: StaleCause,
+        first: Answer,
+    ) -> Result<Outcome> {
+        match retry::after_error(self.gw, at.state, at.plan, cause, self.redo).await {
+            Next::Original => {
+                reply::pass_through(self.session, &first).await?;
+                Ok(Outcome::AgentError)
+            }
+            Next::Refused(d) => {
+                let reason = d.reason();
+                self.gw.deny(self.session, self.ctx, d).await?;
+                Ok(Outcome::Denied(reason))
+            }
+            Next::Retry {
+                snapshot,
+                state,
+                plan,
+                body,
+            } => {
+                // The rest of the request (log line, metrics) belongs to the snapshot the retry used.
+                self.ctx.snapshot = Some(snapshot);
+                self.ctx.state = Some(state.clone());
+                self.ctx.body = body;
+                // A second refusal is answered as it is (and marks stale).
+                let next = Attempt {
+                    state: &state,
+                    plan: &plan,
+                    may_retry: false,
+                };
+                attempt(self.gw, self.session, self.ctx, self.redo, next).await
+            }
+        }
+    }
+
+    /// Sends one request of the attempt (see [`send`]).
+    async fn send(
+        &self,
+        at: Attempt<'_>,
+        out: Outgoing<'_>,
+    ) -> std::result::Result<Sent<'a>, ClientError> {
+        send(self.gw, self.session.req_header(), at, out).await
+    }
+
+    /// Reports an agent error that marks the profile stale; `true` when the answer is an error.
+    fn feed_back(&self, at: Attempt<'_>, a: &Answer) -> bool {
+        let err = agent_error(at.plan.binding, a.status(), &a.body);
+        if let Some(cause) = err.as_ref().and_then(|e| e.stale_cause()) {
+            self.gw.mark_stale(at.name(), cause);
+        }
+        err.is_some() || a.status() >= 400
+    }
+
+    /// The agent could not be reached (or failed before a usable answer): a protocol-shaped 502.
+    async fn failed(&mut self, at: Attempt<'_>, e: ClientError) -> Result<Outcome> {
+        tracing::warn!(integration = at.name(), error = %e, kind = e.kind(), "upstream call failed");
+        let r = e
+            .deny()
+            .render(&self.ctx.shape, self.ctx.integration.as_deref());
+        respond(
+            self.session,
+            r.status,
+            &[("content-type", r.content_type)],
+            r.body,
+        )
+        .await?;
+        Ok(Outcome::UpstreamFailed)
+    }
+}
+
+/// Sends one request of an attempt and reads as much of the answer as deciding the caller's
+/// answer needs: the header for a stream or a large answer, else the whole (small) body.
+async fn send<'g>(
+    gw: &'g Gateway,
+    caller: &RequestHeader,
+    at: Attempt<'_>,
+    out: Outgoing<'_>,
+) -> std::result::Result<Sent<'g>, ClientError> {
+    let up = at
+        .state
+        .upstream
+        .as_deref()
+        .ok_or(ClientError::NoUpstream)?;
+    let mut req = RequestHeader::build(caller.method.clone(), out.path.as_bytes(), None)
+        .map_err(ClientError::Request)?;
+    for (n, v) in upstream_headers(&caller.headers, at.state, up, at.plan, out.body.len()) {
+        req.append_header(n, v).map_err(ClientError::Request)?;
+    }
+    let started = std::time::Instant::now();
+    let resp = gw.client.send(up, &req, &out.body).await;
+    gw.metrics
+        .upstream_duration
+        .with_label_values(&[at.name()])
+        .observe(started.elapsed().as_secs_f64());
+    let resp = resp?;
+    if resp.is_sse() {
+        return Ok(Sent::Stream(resp));
+    }
+    // A unary answer is held only while it can still be an error worth acting on (errors are
+    // small); a big result goes to the caller as it arrives, as on pingora's path.
+    if out.pass_large && resp.content_length().is_some_and(|n| n > MAX_HELD_ERROR) {
+        return Ok(Sent::Large(resp));
+    }
+    Ok(Sent::Whole(resp.read_all(MAX_ANSWER_BYTES).await?))
+}
+
+/// The -32008/-32009 in an answer, when it is one and the attempt may still retry (the errors a
+/// refresh-and-retry may fix).
+fn retry_cause(at: Attempt<'_>, a: &Answer) -> Option<StaleCause> {
+    if !at.may_retry {
+        return None;
+    }
+    agent_error(at.plan.binding, a.status(), &a.body)
         .and_then(|e| e.stale_cause())
         .filter(|c| retry::retries(*c))
 }
 
-/// After -32008/-32009: refresh, and either answer the agent's error `first` unchanged, the new
-/// profile's refusal, or the result of one attempt decided and shaped from the new profile (which
-/// may stream, or downgrade, differently from the first).
-#[allow(clippy::too_many_arguments)]
-async fn retry_once(
-    gw: &Gateway,
-    session: &mut Session,
-    state: &IntegrationState,
-    plan: &Plan,
-    ctx: &mut super::gateway::Ctx,
-    rpc: Option<&RpcRequest>,
-    redo: &Redo<'_>,
-    cause: StaleCause,
-    first: Answer,
-) -> Result<Outcome> {
-    match retry::after_error(gw, state, plan, cause, redo).await {
-        Next::Original => {
-            pass_through(session, &first).await?;
-            Ok(Outcome::AgentError)
-        }
-        Next::Refused(d) => {
-            let reason = d.reason();
-            gw.deny(session, ctx, d).await?;
-            Ok(Outcome::Denied(reason))
-        }
-        Next::Retry {
-            snapshot,
-            state: next,
-            plan: next_plan,
-            body,
-        } => {
-            // The rest of the request (log line, metrics) belongs to the snapshot the retry used.
-            ctx.snapshot = Some(snapshot);
-            ctx.state = Some(next.clone());
-            ctx.body = body;
-            // `may_retry = false`: a second refusal is answered as it is (and marks stale).
-            call_once(gw, session, &next, &next_plan, ctx, rpc, redo, false).await
-        }
+/// The SendMessage form of the request about to be sent (`held`): the same bytes with the
+/// JSON-RPC method replaced; an HTTP+JSON body is the same for `message:send` as for
+/// `message:stream`.
+fn send_message_body(plan: &Plan, held: &Bytes) -> Bytes {
+    if plan.binding != Binding::JsonRpc {
+        return held.clone();
     }
-}
-
-async fn upstream_failed(session: &mut Session, ctx: &mut super::gateway::Ctx) -> Result<Outcome> {
-    let r = Deny::UpstreamUnavailable.render(&ctx.shape, ctx.integration.as_deref());
-    respond(
-        session,
-        r.status,
-        &[("content-type", r.content_type)],
-        r.body,
-    )
-    .await?;
-    Ok(Outcome::UpstreamFailed)
+    as_send_message(held).unwrap_or_else(|| {
+        // Cannot happen for a request the router parsed as a JSON-RPC object with a method.
+        tracing::warn!("request body has no JSON-RPC method to rewrite; sent unchanged");
+        held.clone()
+    })
 }

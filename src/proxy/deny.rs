@@ -7,9 +7,13 @@
 //! ErrorInfo's domain is always `a2a-egress` so a caller can tell the gateway answered.
 
 use bytes::Bytes;
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::route::Method;
+use super::body::{BodyError, RpcId};
+use super::route::{Method, PathError};
+use super::upstream::TlsFault;
 
 /// The ErrorInfo domain of every gateway-generated error.
 pub const DOMAIN: &str = "a2a-egress";
@@ -43,8 +47,17 @@ pub enum Deny {
         /// The limit, bytes.
         limit: usize,
     },
+    /// The path carries a trick (dot segments, encoded separators, …), refused before routing.
+    InvalidPath(PathError),
+    /// A JSON-RPC POST or an HTTP+JSON body whose `Content-Type` is not JSON.
+    UnsupportedContentType,
     /// The body is not JSON (-32700).
     ParseError,
+    /// An object key appears twice in one object somewhere in the body (-32600).
+    DuplicateKey {
+        /// The key's JSON path (escaped, from [`crate::json::duplicate_keys`]).
+        path: String,
+    },
     /// The body is JSON but not a valid request (-32600).
     InvalidRequest(&'static str),
     /// A valid request whose params lack what the method needs (-32602).
@@ -54,6 +67,8 @@ pub enum Deny {
         /// The first refused media type (sanitised: it came from the caller).
         media_type: String,
     },
+    /// An `A2A-Egress-Data-Class` line is not readable text (not visible ASCII).
+    InvalidDataClass,
     /// A data class of the request is not allowed for this integration.
     PolicyDenied {
         /// The first refused class (lowercased token, or `invalid`).
@@ -68,9 +83,19 @@ pub enum Deny {
     },
     /// The upstream could not be reached or failed before answering.
     UpstreamUnavailable,
+    /// The TLS handshake with the upstream failed; the fault says which check refused it.
+    UpstreamTls(TlsFault),
     /// The gateway is shutting down and takes no new calls.
     Draining,
+    /// A data-plane cap (`[limits] max_connections` or `max_inflight`) is reached: retry later.
+    Overloaded,
+    /// The request body did not arrive within `[limits] body_timeout`.
+    RequestTimeout,
 }
+
+/// `Retry-After` of an overload refusal, seconds: caps free up as soon as one call ends, so the
+/// shortest value HTTP can express.
+pub const OVERLOAD_RETRY_AFTER_SECS: u64 = 1;
 
 /// How a refusal is rendered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,7 +112,7 @@ pub struct Rendered {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Shape {
     /// JSON-RPC envelope with this `id`.
-    JsonRpc(Value),
+    JsonRpc(RpcId),
     /// HTTP+JSON `google.rpc.Status`.
     Rest,
 }
@@ -116,15 +141,25 @@ impl Deny {
             Deny::MethodNotAllowed(_) => "METHOD_NOT_ALLOWED",
             Deny::StreamingRequired => "STREAMING_REQUIRED",
             Deny::BodyTooLarge { .. } => "BODY_TOO_LARGE",
+            Deny::InvalidPath(_) => "INVALID_PATH",
+            Deny::UnsupportedContentType => "UNSUPPORTED_REQUEST_CONTENT_TYPE",
             Deny::ParseError => "PARSE_ERROR",
+            Deny::DuplicateKey { .. } => "DUPLICATE_JSON_KEY",
             Deny::InvalidRequest(_) => "INVALID_REQUEST",
             Deny::InvalidParams(_) => "INVALID_PARAMS",
             Deny::ContentTypeNotSupported { .. } => "CONTENT_TYPE_NOT_SUPPORTED",
+            Deny::InvalidDataClass => "INVALID_DATA_CLASS",
             Deny::PolicyDenied { .. } => "POLICY_DENIED",
             Deny::TenantMismatch => "TENANT_MISMATCH",
             Deny::VersionNotSupported { .. } => "VERSION_NOT_SUPPORTED",
             Deny::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
+            Deny::UpstreamTls(TlsFault::UnknownIssuer) => "UPSTREAM_CERTIFICATE_UNKNOWN",
+            Deny::UpstreamTls(TlsFault::NameMismatch) => "UPSTREAM_CERTIFICATE_NAME_MISMATCH",
+            Deny::UpstreamTls(TlsFault::Expired) => "UPSTREAM_CERTIFICATE_EXPIRED",
+            Deny::UpstreamTls(TlsFault::Handshake) => "UPSTREAM_TLS_FAILED",
             Deny::Draining => "GATEWAY_DRAINING",
+            Deny::Overloaded => "GATEWAY_BUSY",
+            Deny::RequestTimeout => "REQUEST_TIMEOUT",
         }
     }
 
@@ -149,16 +184,27 @@ impl Deny {
             Deny::StreamingRequired => s(400, "FAILED_PRECONDITION", -32004, 200),
             // The unread body makes the connection unusable: a real 413 in both shapes.
             Deny::BodyTooLarge { .. } => s(413, "RESOURCE_EXHAUSTED", -32600, 413),
+            // Answered before routing, always as google.rpc.Status.
+            Deny::InvalidPath(_) => s(400, "INVALID_ARGUMENT", -32600, 400),
+            // A2A's ContentTypeNotSupportedError (-32005), as SDK servers that check the
+            // Content-Type answer it (JSON-RPC errors travel as HTTP 200).
+            Deny::UnsupportedContentType => s(400, "INVALID_ARGUMENT", -32005, 200),
             Deny::ParseError => s(400, "INVALID_ARGUMENT", -32700, 200),
+            Deny::DuplicateKey { .. } => s(400, "INVALID_ARGUMENT", -32600, 200),
             Deny::InvalidRequest(_) => s(400, "INVALID_ARGUMENT", -32600, 200),
             Deny::InvalidParams(_) => s(400, "INVALID_ARGUMENT", -32602, 200),
             Deny::ContentTypeNotSupported { .. } => s(400, "INVALID_ARGUMENT", -32005, 200),
+            Deny::InvalidDataClass => s(400, "INVALID_ARGUMENT", -32600, 200),
             Deny::PolicyDenied { .. } => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
             Deny::TenantMismatch => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
             Deny::VersionNotSupported { .. } => s(400, "FAILED_PRECONDITION", -32009, 200),
             // An unreachable agent is a 502 in both shapes, so HTTP-level tooling sees it too.
-            Deny::UpstreamUnavailable => s(502, "UNAVAILABLE", -32603, 502),
+            Deny::UpstreamUnavailable | Deny::UpstreamTls(_) => s(502, "UNAVAILABLE", -32603, 502),
             Deny::Draining => s(503, "UNAVAILABLE", GATEWAY_REFUSAL, 503),
+            // Load shedding and deadlines are HTTP-level facts (retried by HTTP tooling), and the
+            // unread body closes the connection: real 503/408 in both shapes.
+            Deny::Overloaded => s(503, "UNAVAILABLE", GATEWAY_REFUSAL, 503),
+            Deny::RequestTimeout => s(408, "DEADLINE_EXCEEDED", GATEWAY_REFUSAL, 408),
         }
     }
 
@@ -187,11 +233,23 @@ impl Deny {
             Deny::BodyTooLarge { limit } => {
                 format!("request body exceeds this integration's limit of {limit} bytes")
             }
+            Deny::InvalidPath(e) => format!("invalid path: {e}"),
+            Deny::UnsupportedContentType => {
+                "Content-Type must be application/json (HTTP+JSON also takes application/a2a+json)"
+                    .into()
+            }
             Deny::ParseError => "request body is not valid JSON".into(),
+            Deny::DuplicateKey { path } => format!(
+                "duplicate JSON object key at {}; every key may appear once per object",
+                short(path)
+            ),
             Deny::InvalidRequest(d) => format!("invalid request: {d}"),
             Deny::InvalidParams(d) => format!("invalid params: {d}"),
             Deny::ContentTypeNotSupported { media_type } => {
                 format!("media type {media_type} is not accepted by any skill of this integration")
+            }
+            Deny::InvalidDataClass => {
+                "A2A-Egress-Data-Class must be visible ASCII (comma-separated class names)".into()
             }
             Deny::PolicyDenied { class } => {
                 format!("data class {class} may not be sent to this integration")
@@ -201,14 +259,37 @@ impl Deny {
                 format!("A2A-Version not supported; this agent is offered at {offered}")
             }
             Deny::UpstreamUnavailable => "the agent could not be reached".into(),
+            Deny::UpstreamTls(fault) => format!("the agent could not be reached: {fault}"),
             Deny::Draining => "the gateway is shutting down".into(),
+            Deny::Overloaded => {
+                "the gateway is at its limit of connections or requests in progress; retry later"
+                    .into()
+            }
+            Deny::RequestTimeout => "the request body did not arrive in time".into(),
         }
+    }
+
+    /// `Retry-After` seconds to send with this refusal, if any.
+    pub fn retry_after(&self) -> Option<u64> {
+        matches!(self, Deny::Overloaded).then_some(OVERLOAD_RETRY_AFTER_SECS)
+    }
+
+    /// Whether the connection must close after this refusal: the request body was not (fully)
+    /// read, so the next bytes on the connection are not a request.
+    pub fn closes_connection(&self) -> bool {
+        matches!(
+            self,
+            Deny::BodyTooLarge { .. } | Deny::Overloaded | Deny::RequestTimeout
+        )
     }
 
     fn error_info(&self, integration: Option<&str>) -> Value {
         let mut meta = serde_json::Map::new();
         if let Some(i) = integration {
             meta.insert("integration".into(), Value::String(i.to_owned()));
+        }
+        if let Deny::DuplicateKey { path } = self {
+            meta.insert("path".into(), Value::String(short(path)));
         }
         json!({
             "@type": "type.googleapis.com/google.rpc.ErrorInfo",
@@ -223,18 +304,24 @@ impl Deny {
         let spec = self.spec();
         match shape {
             Shape::JsonRpc(id) => {
-                let body = json!({
-                    "jsonrpc": "2.0",
-                    "id": id,
-                    "error": {
+                let envelope = Envelope {
+                    jsonrpc: "2.0",
+                    id: id.raw(),
+                    error: json!({
                         "code": spec.code,
                         "message": self.message(),
                         "data": [self.error_info(integration)],
-                    }
+                    }),
+                };
+                // Serialising a struct of plain strings, a raw id and a Value cannot fail; the
+                // fallback keeps this total anyway.
+                let body = serde_json::to_vec(&envelope).unwrap_or_else(|_| {
+                    br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#
+                        .to_vec()
                 });
                 Rendered {
                     status: spec.rpc_http,
-                    body: Bytes::from(body.to_string()),
+                    body: Bytes::from(body),
                     content_type: "application/json",
                 }
             }
@@ -255,6 +342,34 @@ impl Deny {
             }
         }
     }
+}
+
+/// A JSON-RPC error envelope whose `id` is written exactly as the caller sent it.
+#[derive(Serialize)]
+struct Envelope<'a> {
+    jsonrpc: &'static str,
+    id: &'a RawValue,
+    error: Value,
+}
+
+impl From<BodyError> for Deny {
+    fn from(e: BodyError) -> Deny {
+        match e {
+            BodyError::Parse => Deny::ParseError,
+            BodyError::DuplicateKey { path } => Deny::DuplicateKey { path },
+            BodyError::Invalid(d) => Deny::InvalidRequest(d),
+            BodyError::InvalidParams(d) => Deny::InvalidParams(d),
+        }
+    }
+}
+
+/// At most 200 chars of a gateway-rendered path (already printable: see [`crate::json::quote`]).
+fn short(path: &str) -> String {
+    let mut s: String = path.chars().take(200).collect();
+    if s.len() < path.len() {
+        s.push('…');
+    }
+    s
 }
 
 /// Makes a caller- or agent-supplied string safe to echo in a message: printable ASCII only, short.
@@ -280,12 +395,18 @@ mod tests {
             Deny::MethodNotAllowed(Method::CreatePushConfig),
             Deny::StreamingRequired,
             Deny::BodyTooLarge { limit: 10 },
+            Deny::InvalidPath(PathError::DotSegment),
+            Deny::UnsupportedContentType,
             Deny::ParseError,
+            Deny::DuplicateKey {
+                path: "params.tenant".into(),
+            },
             Deny::InvalidRequest("x"),
             Deny::InvalidParams("x"),
             Deny::ContentTypeNotSupported {
                 media_type: "a/b".into(),
             },
+            Deny::InvalidDataClass,
             Deny::PolicyDenied {
                 class: "secret".into(),
             },
@@ -294,14 +415,20 @@ mod tests {
                 offered: "1.0".into(),
             },
             Deny::UpstreamUnavailable,
+            Deny::UpstreamTls(TlsFault::UnknownIssuer),
+            Deny::UpstreamTls(TlsFault::NameMismatch),
+            Deny::UpstreamTls(TlsFault::Expired),
+            Deny::UpstreamTls(TlsFault::Handshake),
             Deny::Draining,
+            Deny::Overloaded,
+            Deny::RequestTimeout,
         ]
     }
 
     #[test]
     fn jsonrpc_shape_keeps_the_id_and_carries_error_info() {
         for d in all() {
-            let r = d.render(&Shape::JsonRpc(json!("req-1")), Some("echo"));
+            let r = d.render(&Shape::JsonRpc(id("\"req-1\"")), Some("echo"));
             let v: Value = serde_json::from_slice(&r.body).unwrap();
             assert_eq!(v["id"], "req-1");
             assert_eq!(v["jsonrpc"], "2.0");
@@ -328,7 +455,7 @@ mod tests {
     fn a2a_errors_use_a2a_codes() {
         let code = |d: Deny| {
             let v: Value =
-                serde_json::from_slice(&d.render(&Shape::JsonRpc(json!(1)), None).body).unwrap();
+                serde_json::from_slice(&d.render(&Shape::JsonRpc(id("1")), None).body).unwrap();
             v["error"]["code"].as_i64().unwrap()
         };
         assert_eq!(
@@ -356,9 +483,51 @@ mod tests {
         );
         assert_eq!(
             Deny::UpstreamUnavailable
-                .render(&Shape::JsonRpc(json!(1)), None)
+                .render(&Shape::JsonRpc(id("1")), None)
                 .status,
             502
+        );
+    }
+
+    fn id(text: &str) -> RpcId {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{text},"method":"GetTask"}}"#);
+        crate::proxy::body::parse_jsonrpc(&Bytes::from(body))
+            .unwrap()
+            .id
+    }
+
+    #[test]
+    fn ids_and_paths_are_echoed_as_sent() {
+        let big = "123456789012345678901234567890";
+        let r = Deny::ParseError.render(&Shape::JsonRpc(id(big)), None);
+        let text = std::str::from_utf8(&r.body).unwrap();
+        assert!(text.contains(&format!("\"id\":{big},")), "{text}");
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["error"]["code"], -32700);
+        let d = Deny::DuplicateKey {
+            path: "params.message.parts[0].mediaType".into(),
+        };
+        let v: Value =
+            serde_json::from_slice(&d.render(&Shape::JsonRpc(RpcId::null()), None).body).unwrap();
+        assert!(v["id"].is_null());
+        assert_eq!(v["error"]["code"], -32600);
+        assert_eq!(
+            v["error"]["data"][0]["metadata"]["path"],
+            "params.message.parts[0].mediaType"
+        );
+        assert!(v["error"]["message"].as_str().unwrap().contains("parts[0]"));
+        let code = |d: Deny| {
+            let v: Value =
+                serde_json::from_slice(&d.render(&Shape::JsonRpc(id("1")), None).body).unwrap();
+            v["error"]["code"].as_i64().unwrap()
+        };
+        assert_eq!(code(Deny::UnsupportedContentType), -32005);
+        assert_eq!(code(Deny::InvalidDataClass), -32600);
+        assert_eq!(
+            Deny::InvalidPath(PathError::EmptySegment)
+                .render(&Shape::Rest, None)
+                .status,
+            400
         );
     }
 

@@ -66,40 +66,63 @@ pub fn agent_error(binding: Binding, status: u16, body: &[u8]) -> Option<AgentEr
     }
 }
 
-/// Whether a `SendMessage` answer succeeded: a 2xx and, for JSON-RPC, a `result` and no `error`.
+/// Whether a `SendMessage` answer succeeded: a 2xx with a JSON body and, for JSON-RPC, a `result`
+/// and no `error`. Only such an answer is re-framed as an SSE event ([`sse_event`] relies on the
+/// body being JSON).
 pub fn send_succeeded(binding: Binding, status: u16, body: &[u8]) -> bool {
     if !(200..300).contains(&status) {
         return false;
     }
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
     match binding {
         Binding::HttpJson => true,
-        Binding::JsonRpc => serde_json::from_slice::<Value>(body)
-            .ok()
-            .is_some_and(|v| v.get("result").is_some() && v.get("error").is_none()),
+        Binding::JsonRpc => v.get("result").is_some() && v.get("error").is_none(),
     }
 }
 
-/// One SSE event carrying `json` unchanged: each line of the body becomes a `data:` line (SSE joins
-/// them with newlines again), so the bytes need no re-serialisation. A `SendMessage` answer is a
-/// valid `SendStreamingMessage` event as is (`{task}`/`{message}` is a StreamResponse, FACTS §11).
+/// One SSE event carrying the JSON answer `json` on a single `data:` line. A `SendMessage` answer
+/// is a valid `SendStreamingMessage` event as is (`{task}`/`{message}` is a StreamResponse, FACTS
+/// §11).
+///
+/// The SSE format (HTML Living Standard, "Parsing an event stream") ends a line at CR, LF or CRLF,
+/// so any raw CR or LF in the data would end the field (and a blank line the event) early. In
+/// valid JSON, raw CR and LF can only be insignificant whitespace between tokens (inside strings
+/// they must be escaped), so each is replaced by a space: every token, number and string keeps its
+/// exact bytes, and the event holds exactly one line. U+2028/U+2029 are not SSE line ends and stay.
+/// Without a JSON body the output still holds no raw CR or LF.
 pub fn sse_event(json: &[u8]) -> Bytes {
-    let text = String::from_utf8_lossy(json);
-    let mut out = String::with_capacity(json.len() + 16);
-    for line in text.trim_end().split('\n') {
-        out.push_str("data: ");
-        out.push_str(line.trim_end_matches('\r'));
-        out.push('\n');
-    }
-    out.push('\n');
+    let trimmed = json.trim_ascii();
+    let mut out = Vec::with_capacity(trimmed.len() + 8);
+    out.extend_from_slice(b"data: ");
+    out.extend(
+        trimmed
+            .iter()
+            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+    );
+    out.extend_from_slice(b"\n\n");
     Bytes::from(out)
 }
 
-/// Rewrites a JSON-RPC `SendStreamingMessage` request into `SendMessage` (same params, FACTS §11).
-pub fn as_send_message(mut body: Value) -> Value {
-    if let Some(o) = body.as_object_mut() {
-        o.insert("method".into(), Value::String("SendMessage".into()));
-    }
-    body
+/// The JSON-RPC `SendStreamingMessage` request `body` as `SendMessage` (same params, FACTS §11):
+/// the value of the top-level `method` member is replaced in the original bytes, so nothing else
+/// (numbers beyond f64, key order, the id) is re-serialised. `None` when `body` is not a JSON
+/// object with a `method` member.
+pub fn as_send_message(body: &[u8]) -> Option<Bytes> {
+    use serde_json::value::RawValue;
+    let members: std::collections::HashMap<std::borrow::Cow<'_, str>, &RawValue> =
+        serde_json::from_slice(body).ok()?;
+    let method = members.get("method")?.get().as_bytes();
+    // The raw value borrows from `body`: its position there is the distance between the two.
+    let start = (method.as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
+    let end = start.checked_add(method.len())?;
+    let (before, after) = (body.get(..start)?, body.get(end..)?);
+    let mut out = Vec::with_capacity(body.len());
+    out.extend_from_slice(before);
+    out.extend_from_slice(b"\"SendMessage\"");
+    out.extend_from_slice(after);
+    Some(Bytes::from(out))
 }
 
 #[cfg(test)]
@@ -138,16 +161,78 @@ mod tests {
         assert!(!send_succeeded(Binding::HttpJson, 400, b.as_bytes()));
     }
 
+    /// Splits an SSE stream the way the HTML standard's parser does (CR, LF and CRLF end a line;
+    /// a blank line ends an event) and returns each event's data.
+    fn parse_sse(stream: &[u8]) -> Vec<String> {
+        let text = String::from_utf8_lossy(stream)
+            .replace("\r\n", "\n")
+            .replace('\r', "\n");
+        let mut events = Vec::new();
+        let mut data: Vec<&str> = Vec::new();
+        for line in text.split('\n') {
+            if line.is_empty() {
+                if !data.is_empty() {
+                    events.push(data.join("\n"));
+                    data.clear();
+                }
+            } else if let Some(d) = line.strip_prefix("data:") {
+                data.push(d.strip_prefix(' ').unwrap_or(d));
+            }
+        }
+        events
+    }
+
     #[test]
-    fn sse_framing_keeps_bytes() {
-        assert_eq!(&sse_event(b"{\"a\":1}\n")[..], b"data: {\"a\":1}\n\n");
+    fn sse_event_is_one_line_for_every_line_end() {
+        let answers: [&[u8]; 5] = [
+            b"{\"a\":1}\n",
+            b"{\r\n \"a\": 1\r\n}",
+            b"{\r\"a\":\r\r1}",
+            b"{\n\n\"a\":\n\n1}\n\n",
+            "{\"t\":\"line\u{2028}sep\u{2029}para\"}".as_bytes(),
+        ];
+        for json in answers {
+            let framed = sse_event(json);
+            assert!(framed.starts_with(b"data: ") && framed.ends_with(b"\n\n"));
+            let body = &framed[..framed.len() - 2];
+            assert!(
+                !body.contains(&b'\r') && !body.contains(&b'\n'),
+                "{framed:?}"
+            );
+            let events = parse_sse(&framed);
+            assert_eq!(events.len(), 1, "{framed:?}");
+            let got: Value = serde_json::from_str(&events[0]).unwrap();
+            let want: Value = serde_json::from_slice(json).unwrap();
+            assert_eq!(got, want);
+        }
+        // U+2028 is not an SSE line end: it stays, unescaped.
+        let framed = sse_event("{\"t\":\"a\u{2028}b\"}".as_bytes());
+        assert_eq!(&framed[..], "data: {\"t\":\"a\u{2028}b\"}\n\n".as_bytes());
+    }
+
+    #[test]
+    fn sse_event_keeps_the_bytes_of_every_token() {
+        let json = b"{\"id\":123456789012345678901234567890,\r\n\"x\":1.000000000000000000001,\"s\":\"a\\r\\nb\"}";
         assert_eq!(
-            &sse_event(b"{\r\n \"a\": 1\r\n}")[..],
-            b"data: {\ndata:  \"a\": 1\ndata: }\n\n"
+            &sse_event(json)[..],
+            &b"data: {\"id\":123456789012345678901234567890,  \"x\":1.000000000000000000001,\"s\":\"a\\r\\nb\"}\n\n"[..]
         );
-        let v = as_send_message(
-            json!({"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{}}),
+    }
+
+    #[test]
+    fn send_message_form_changes_only_the_method() {
+        let body = br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"SendStreamingMessage","params":{"n":1.0000000000000000001,"method":"keep"}}"#;
+        let out = as_send_message(body).unwrap();
+        assert_eq!(
+            &out[..],
+            &br#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"SendMessage","params":{"n":1.0000000000000000001,"method":"keep"}}"#[..]
         );
-        assert_eq!(v["method"], "SendMessage");
+        let spaced = b"{ \"method\" :\n \"SendStreamingMessage\" , \"id\": 1 }";
+        assert_eq!(
+            &as_send_message(spaced).unwrap()[..],
+            b"{ \"method\" :\n \"SendMessage\" , \"id\": 1 }"
+        );
+        assert!(as_send_message(b"[1]").is_none());
+        assert!(as_send_message(b"{\"id\":1}").is_none());
     }
 }

@@ -18,16 +18,19 @@ use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::HttpPeer;
-use pingora::protocols::ALPN;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::{Error, ErrorType, Result};
+use tokio::sync::OwnedSemaphorePermit;
 
+use super::body::{RequestFacts, RpcId, parse_jsonrpc, parse_rest_body};
 use super::card::{CACHE_CONTROL, effective_card, if_none_match};
 use super::deny::{Deny, Shape};
 use super::feedback::agent_error;
-use super::policy::{self, Facts, Plan, StreamPlan};
-use super::route::{Method, Route, RpcParseError, parse_jsonrpc, route};
-use super::shape::plan_headers;
+use super::limits::{self, Cap, Phase, RequestLimits};
+use super::policy::{self, DataClasses, Facts, Plan, StreamPlan};
+use super::route::{Method, Route, check_path, route};
+use super::shape::upstream_headers;
+use super::upstream::tls_fault;
 use crate::config::DEFAULT_MAX_BODY_BYTES;
 use crate::control::refresh::ControlHandle;
 use crate::metrics::Metrics;
@@ -52,9 +55,14 @@ pub struct Gateway {
     pub default_data_class: String,
     /// Set when shutdown starts: new calls are refused with GATEWAY_DRAINING.
     pub draining: Arc<AtomicBool>,
-    /// The control plane, for the refresh-and-retry of -32008/-32009 (issue 5 item 3); `None`
-    /// when the gateway runs without one (then those errors only mark the profile stale).
+    /// The control plane, for the refresh-and-retry of -32008/-32009; `None` when the gateway
+    /// runs without one (then those errors only mark the profile stale).
     pub control: Option<ControlHandle>,
+    /// The in-flight cap and the body deadline (`[limits]`).
+    pub limits: RequestLimits,
+    /// The gateway's own HTTP client (pingora's connector and pool) for the calls it makes
+    /// itself: message sends, streams, downgrades, retries and large bodies.
+    pub client: super::client::Client,
 }
 
 /// How a request ended, for the log line and the `outcome` label.
@@ -120,7 +128,11 @@ pub struct Ctx {
     pub capture: Option<BytesMut>,
     /// Upstream response status.
     pub upstream_status: u16,
+    /// The cap that refuses this request, if one was reached before it started.
+    pub overloaded: Option<Cap>,
     _inflight: Inflight,
+    /// This request's slot of `[limits] max_inflight`, given back when the context drops.
+    _slot: Option<OwnedSemaphorePermit>,
 }
 
 impl Ctx {
@@ -164,18 +176,17 @@ impl Gateway {
             .with_label_values(&[ctx.label(), reason])
             .inc();
         let r = deny.render(&ctx.shape, ctx.integration.as_deref());
-        if matches!(deny, Deny::BodyTooLarge { .. }) {
+        if deny.closes_connection() {
             // The rest of the body is never read: the connection cannot be reused.
             session.set_keepalive(None);
         }
         ctx.outcome = Some(Outcome::Denied(reason));
-        respond(
-            session,
-            r.status,
-            &[("content-type", r.content_type)],
-            r.body,
-        )
-        .await?;
+        let retry_after = deny.retry_after().map(|s| s.to_string());
+        let mut headers = vec![("content-type", r.content_type)];
+        if let Some(secs) = retry_after.as_deref() {
+            headers.push(("retry-after", secs));
+        }
+        respond(session, r.status, &headers, r.body).await?;
         Ok(true)
     }
 
@@ -265,6 +276,40 @@ impl Gateway {
         Ok(Some(buf.freeze()))
     }
 
+    /// What refuses a request before it is even routed: shutdown, or a cap reached when it began
+    /// (counted here, by cap).
+    fn refusal_before_routing(&self, ctx: &Ctx) -> Option<Deny> {
+        if self.draining.load(Ordering::Relaxed) {
+            return Some(Deny::Draining);
+        }
+        let cap = ctx.overloaded?;
+        self.metrics
+            .overload_refusals
+            .with_label_values(&[cap.as_str()])
+            .inc();
+        Some(Deny::Overloaded)
+    }
+
+    /// [`Self::read_body`] within `[limits] body_timeout`: a body too large or too slow is the
+    /// refusal to answer (a slow one is counted as a body timeout).
+    async fn read_body_in_time(
+        &self,
+        session: &mut Session,
+        limit: usize,
+    ) -> Result<std::result::Result<Bytes, Deny>> {
+        let read = tokio::time::timeout(self.limits.body_timeout, self.read_body(session, limit));
+        match read.await {
+            Ok(body) => Ok(body?.ok_or(Deny::BodyTooLarge { limit })),
+            Err(_) => {
+                self.metrics
+                    .downstream_timeouts
+                    .with_label_values(&[Phase::Body.as_str()])
+                    .inc();
+                Ok(Err(Deny::RequestTimeout))
+            }
+        }
+    }
+
     async fn serve_card(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         let state = ctx.state.clone().expect("card route has a state");
         if let Err(d) = policy::check_status(&state) {
@@ -305,6 +350,7 @@ impl ProxyHttp for Gateway {
 
     fn new_ctx(&self) -> Ctx {
         self.metrics.inflight.inc();
+        let slot = self.limits.admit();
         Ctx {
             snapshot: None,
             integration: None,
@@ -318,23 +364,34 @@ impl ProxyHttp for Gateway {
             upstream_started: None,
             capture: None,
             upstream_status: 0,
+            overloaded: slot.is_none().then_some(Cap::Inflight),
             _inflight: Inflight(self.metrics.inflight.clone()),
+            _slot: slot,
         }
     }
 
     async fn early_request_filter(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<()> {
         ctx.snapshot = Some(self.store.load());
+        // The header is read: its deadline stops, and a connection over the cap is refused.
+        if let Some(cap) = limits::header_read() {
+            ctx.overloaded = Some(cap);
+        }
         Ok(())
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         let snapshot = ctx.snapshot.clone().unwrap_or_else(|| self.store.load());
+        // Path tricks are refused before the path is classified, so no forwarding path ever sees
+        // (or normalises differently) a path that means two things.
+        if let Err(e) = check_path(session.req_header().uri.path()) {
+            return self.deny(session, ctx, Deny::InvalidPath(e)).await;
+        }
         let r = route(session.req_header().uri.path());
         if matches!(r, Route::JsonRpc { .. }) {
-            ctx.shape = Shape::JsonRpc(serde_json::Value::Null);
+            ctx.shape = Shape::JsonRpc(RpcId::null());
         }
-        if self.draining.load(Ordering::Relaxed) {
-            return self.deny(session, ctx, Deny::Draining).await;
+        if let Some(d) = self.refusal_before_routing(ctx) {
+            return self.deny(session, ctx, d).await;
         }
         let Some(name) = r.name() else {
             return self.deny(session, ctx, Deny::RouteNotFound).await;
@@ -356,9 +413,16 @@ impl ProxyHttp for Gateway {
             .as_ref()
             .map(|s| s.integration.max_body_bytes)
             .unwrap_or(DEFAULT_MAX_BODY_BYTES);
-        let Some(body) = self.read_body(session, limit).await? else {
-            return self.deny(session, ctx, Deny::BodyTooLarge { limit }).await;
+        let body = match self.read_body_in_time(session, limit).await? {
+            Ok(body) => body,
+            Err(d) => return self.deny(session, ctx, d).await,
         };
+        let content_type = session.req_header().headers.get("content-type");
+        if let Err(d) =
+            policy::check_content_type(&r, content_type.map(|v| v.as_bytes()), !body.is_empty())
+        {
+            return self.deny(session, ctx, d).await;
+        }
         let parsed = match &r {
             Route::JsonRpc { .. } => {
                 let p = parse_jsonrpc(&body);
@@ -367,10 +431,7 @@ impl ProxyHttp for Gateway {
                         ctx.shape = Shape::JsonRpc(rpc.id.clone());
                         ctx.method = rpc.method;
                     }
-                    Err(RpcParseError::Invalid { id: Some(id), .. }) => {
-                        ctx.shape = Shape::JsonRpc(id.clone());
-                    }
-                    Err(_) => {}
+                    Err(e) => ctx.shape = Shape::JsonRpc(e.id.clone()),
                 }
                 Some(p)
             }
@@ -384,19 +445,18 @@ impl ProxyHttp for Gateway {
         }
         let rpc = match parsed {
             Some(Ok(rpc)) => Some(rpc),
-            Some(Err(RpcParseError::Parse)) => {
-                return self.deny(session, ctx, Deny::ParseError).await;
-            }
-            Some(Err(RpcParseError::Invalid { detail, .. })) => {
-                return self.deny(session, ctx, Deny::InvalidRequest(detail)).await;
-            }
+            Some(Err(e)) => return self.deny(session, ctx, e.error.into()).await,
             None => None,
         };
-        let rest_body = match (&r, body.is_empty()) {
-            (Route::Rest { .. }, false) => match serde_json::from_slice(&body) {
-                Ok(v) => Some(v),
-                Err(_) => return self.deny(session, ctx, Deny::ParseError).await,
-            },
+        let rest_body: Option<RequestFacts> = match &r {
+            Route::Rest { path, .. } => {
+                let sends =
+                    Method::from_rest(session.req_header().method.as_str(), path).sends_message();
+                match parse_rest_body(&body, sends) {
+                    Ok(facts) => Some(facts),
+                    Err(e) => return self.deny(session, ctx, e.into()).await,
+                }
+            }
             _ => None,
         };
         // Owned copies of what policy reads from the request, so the same facts can be decided
@@ -410,13 +470,18 @@ impl ProxyHttp for Gateway {
         };
         let http_method = req.method.as_str().to_owned();
         let query = req.uri.query().map(str::to_owned);
-        let data_class = header("a2a-egress-data-class");
+        let data_class = DataClasses::from_lines(
+            req.headers
+                .get_all("a2a-egress-data-class")
+                .iter()
+                .map(|v| v.as_bytes()),
+        );
         let a2a_version = header("a2a-version");
         let facts = Facts {
             route: &r,
             http_method: &http_method,
             query: query.as_deref(),
-            data_class: data_class.as_deref(),
+            data_class: &data_class,
             a2a_version: a2a_version.as_deref(),
             rpc: rpc.as_ref(),
             rest_body: rest_body.as_ref(),
@@ -429,10 +494,7 @@ impl ProxyHttp for Gateway {
         ctx.method = plan.method;
         // Forward the caller's bytes unless something in them must change (STACK.md: rewriting
         // costs about a third more CPU per request).
-        ctx.body = match &plan.rewritten_body {
-            Some(v) => Bytes::from(v.to_string()),
-            None => body.clone(),
-        };
+        ctx.body = plan.rewritten_body.clone().unwrap_or_else(|| body.clone());
         // A message send that the agent may refuse with -32008/-32009 before doing any work is
         // made through the gateway's own client, which sees the answer before the caller does
         // and can refresh, re-shape and retry once (see `super::retry`). Every other unary call
@@ -446,8 +508,12 @@ impl ProxyHttp for Gateway {
                 facts: &facts,
                 original_body: &body,
             };
-            let outcome =
-                super::client::call(self, session, &state, &plan, ctx, rpc.as_ref(), &redo).await?;
+            let call = super::client::Call {
+                state: &state,
+                plan: &plan,
+                redo: &redo,
+            };
+            let outcome = super::client::call(self, session, ctx, call).await?;
             ctx.outcome = Some(outcome);
             return Ok(true);
         }
@@ -461,19 +527,9 @@ impl ProxyHttp for Gateway {
             .as_ref()
             .and_then(|s| s.upstream.clone())
             .ok_or_else(|| Error::explain(ErrorType::InternalError, "no upstream for request"))?;
-        let mut peer = HttpPeer::new(up.addr, up.tls, up.sni.clone());
-        peer.options.alpn = ALPN::H1;
-        peer.options.connection_timeout = Some(Duration::from_secs(10));
-        peer.options.total_connection_timeout = Some(Duration::from_secs(15));
-        // Per read, not per call: a blocking SendMessage or a quiet stream may legitimately run
-        // for minutes, but an agent silent this long is gone (SDK agents ping SSE every 15 s).
-        peer.options.read_timeout = Some(super::upstream::IDLE_READ_TIMEOUT);
-        peer.options.write_timeout = Some(Duration::from_secs(30));
-        if let Some(roots) = &up.roots {
-            peer.options.ca = Some(roots.pingora.clone());
-        }
         ctx.upstream_started = Some(Instant::now());
-        Ok(Box::new(peer))
+        // The same peer (address, TLS roots and verification, timeouts) as the gateway's client.
+        Ok(Box::new(up.peer()))
     }
 
     async fn upstream_request_filter(
@@ -494,18 +550,15 @@ impl ProxyHttp for Gateway {
             .parse()
             .map_err(|_| Error::explain(ErrorType::InternalError, "bad upstream path"))?;
         upstream_request.set_uri(uri);
-        let hp = plan_headers(
-            &upstream_request.headers,
-            state,
-            up,
-            plan,
-            Some(ctx.body.len()),
-        );
-        for n in &hp.remove {
+        // Pingora starts from a copy of the caller's header: every caller header goes, and only
+        // the shaped set (the same as the gateway's own client sends) is written back.
+        let shaped = upstream_headers(&upstream_request.headers, state, up, plan, ctx.body.len());
+        let names: Vec<http::HeaderName> = upstream_request.headers.keys().cloned().collect();
+        for n in &names {
             upstream_request.remove_header(n);
         }
-        for (n, v) in &hp.set {
-            upstream_request.insert_header(n.clone(), v.clone())?;
+        for (n, v) in shaped {
+            upstream_request.append_header(n, v)?;
         }
         Ok(())
     }
@@ -585,9 +638,11 @@ impl ProxyHttp for Gateway {
     }
 
     async fn fail_to_proxy(&self, session: &mut Session, e: &Error, ctx: &mut Ctx) -> FailToProxy {
-        // Nothing written yet: answer in the caller's protocol, never pingora's HTML page.
+        // Nothing written yet: answer in the caller's protocol, never pingora's HTML page, naming
+        // the certificate check when TLS with the agent failed.
+        let deny = tls_fault(e).map_or(Deny::UpstreamUnavailable, Deny::UpstreamTls);
         let code = if session.response_written().is_none() {
-            let r = Deny::UpstreamUnavailable.render(&ctx.shape, ctx.integration.as_deref());
+            let r = deny.render(&ctx.shape, ctx.integration.as_deref());
             if let Err(err) = respond(
                 session,
                 r.status,

@@ -1,16 +1,19 @@
 //! The data plane: pingora `ProxyHttp` that routes, enforces policy, shapes and downgrades calls (I/O).
 //!
-//! Pure parts (unit-tested with fixtures): [`route`] (paths and request facts), [`policy`]
+//! Pure parts (unit-tested with fixtures): [`route`] (paths and methods), [`body`] (request
+//! bodies: facts and byte splices), [`policy`]
 //! (allow/deny and the forwarding plan), [`shape`] (upstream headers), [`card`] (the effective
 //! card), [`deny`] (refusal rendering), [`feedback`] (agent errors, SSE framing). I/O parts:
 //! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`] (refresh-and-retry after -32008/-32009), [`upstream`]
-//! (per-profile upstream preparation).
+//! (per-profile upstream preparation), [`limits`] (connection cap, idle and header deadlines).
 
+pub mod body;
 pub mod card;
 pub mod client;
 pub mod deny;
 pub mod feedback;
 pub mod gateway;
+pub mod limits;
 pub mod policy;
 pub mod retry;
 pub mod route;

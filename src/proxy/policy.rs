@@ -5,10 +5,11 @@
 //! always gets the same refusal: status → binding → data class → version → method → tenant →
 //! media types → streaming.
 
-use serde_json::Value;
+use bytes::Bytes;
 
+use super::body::{RequestFacts, RpcRequest};
 use super::deny::{Deny, sanitize_echo};
-use super::route::{Method, Route, RpcRequest, media_type_accepted, part_media_types};
+use super::route::{Method, Route, media_type_accepted};
 use crate::config::StreamingMode;
 use crate::profile::Binding;
 use crate::profile::snapshot::{IntegrationState, Status};
@@ -59,14 +60,14 @@ pub struct Facts<'a> {
     pub http_method: &'a str,
     /// Query string, without `?`.
     pub query: Option<&'a str>,
-    /// `A2A-Egress-Data-Class` header.
-    pub data_class: Option<&'a str>,
+    /// Every `A2A-Egress-Data-Class` header line.
+    pub data_class: &'a DataClasses,
     /// `A2A-Version` header.
     pub a2a_version: Option<&'a str>,
     /// The parsed JSON-RPC request (JSON-RPC route).
     pub rpc: Option<&'a RpcRequest>,
-    /// The parsed HTTP+JSON body, if any.
-    pub rest_body: Option<&'a Value>,
+    /// The facts of the HTTP+JSON body (HTTP+JSON route).
+    pub rest_body: Option<&'a RequestFacts>,
     /// `[policy] default_data_class`.
     pub default_data_class: &'a str,
 }
@@ -86,9 +87,9 @@ pub struct Plan {
     pub upstream_path: String,
     /// The same for `SendMessage` (downgrades and the refused-stream retry).
     pub send_path: String,
-    /// A JSON-RPC body with `params.tenant` injected, when the caller sent none; `None` means the
-    /// original bytes are forwarded unchanged.
-    pub rewritten_body: Option<Value>,
+    /// The caller's JSON-RPC body with `params.tenant` spliced in, when the caller sent none;
+    /// `None` means the original bytes are forwarded unchanged.
+    pub rewritten_body: Option<Bytes>,
     /// `A2A-Version` to send.
     pub version: String,
 }
@@ -104,26 +105,91 @@ fn major_minor(v: &str) -> Option<String> {
     .then(|| format!("{a}.{b}"))
 }
 
-/// Checks the request's data classes against the integration's allowed ones.
+/// The data classes a request declares: every `A2A-Egress-Data-Class` line counts, and each line
+/// is a comma-separated list of class names (empty elements ignored, names case-insensitive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataClasses {
+    /// The lowercased names from every line, in order; empty when the header is absent or blank.
+    Named(Vec<String>),
+    /// A line is not visible ASCII text: refused, never read as "no class".
+    Unreadable,
+}
+
+impl DataClasses {
+    /// Reads the raw header lines (`HeaderMap::get_all(..)`, each line's bytes).
+    pub fn from_lines<'a>(lines: impl IntoIterator<Item = &'a [u8]>) -> DataClasses {
+        let mut names = Vec::new();
+        for line in lines {
+            let Some(text) = std::str::from_utf8(line)
+                .ok()
+                .filter(|t| t.bytes().all(|b| b == b'\t' || (b' '..=b'~').contains(&b)))
+            else {
+                return DataClasses::Unreadable;
+            };
+            names.extend(
+                text.split(',')
+                    .map(|c| c.trim().to_ascii_lowercase())
+                    .filter(|c| !c.is_empty()),
+            );
+        }
+        DataClasses::Named(names)
+    }
+}
+
+/// Checks the request's data classes against the integration's allowed ones; a request naming
+/// none is of `default`.
 pub fn check_data_classes(
-    header: Option<&str>,
+    classes: &DataClasses,
     default: &str,
     allowed: &[String],
 ) -> Result<(), Deny> {
-    let mut classes: Vec<String> = header
-        .unwrap_or("")
-        .split(',')
-        .map(|c| c.trim().to_ascii_lowercase())
-        .filter(|c| !c.is_empty())
-        .collect();
-    if classes.is_empty() {
-        classes.push(default.to_owned());
-    }
+    let named = match classes {
+        DataClasses::Unreadable => return Err(Deny::InvalidDataClass),
+        DataClasses::Named(n) => n,
+    };
+    let default = [default.to_owned()];
+    let classes = if named.is_empty() {
+        &default[..]
+    } else {
+        named
+    };
     match classes.iter().find(|c| !allowed.contains(c)) {
         Some(c) => Err(Deny::PolicyDenied {
             class: sanitize_echo(c),
         }),
         None => Ok(()),
+    }
+}
+
+/// Checks a request's `Content-Type` before its body is parsed. JSON-RPC requests are
+/// `application/json` (A2A JSON-RPC binding); HTTP+JSON bodies `application/a2a+json` or
+/// `application/json` (an HTTP+JSON request without a body is not checked). Parameters and case
+/// are ignored, and a request without the header passes (it is parsed as JSON). A wrong type is refused whatever the body holds, JSON or not, so the
+/// answer never depends on whether the body happens to parse: the official Python SDK server
+/// (a2a-sdk 1.3.0) does not look at the header at all and answers a non-JSON body with -32700
+/// (JSON-RPC) or 400 INVALID_REQUEST (HTTP+JSON), the JS SDK server answers -32005 on its JSON-RPC
+/// endpoint, which is what the gateway answers on both bindings (the HTTP+JSON form of -32005).
+pub fn check_content_type(
+    route: &Route,
+    content_type: Option<&[u8]>,
+    has_body: bool,
+) -> Result<(), Deny> {
+    let Some(ct) = content_type.filter(|_| has_body || matches!(route, Route::JsonRpc { .. }))
+    else {
+        return Ok(());
+    };
+    let essence = std::str::from_utf8(ct)
+        .ok()
+        .and_then(|c| c.split(';').next())
+        .map(|e| e.trim().to_ascii_lowercase());
+    let ok = matches!(
+        (route, essence.as_deref()),
+        (_, Some("application/json")) | (Route::Rest { .. }, Some("application/a2a+json"))
+    );
+    if ok {
+        Ok(())
+    } else {
+        Err(Deny::UnsupportedContentType)
     }
 }
 
@@ -156,15 +222,10 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
                 return Err(Deny::InvalidRequest("JSON-RPC requests use POST"));
             }
             let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
-            (rpc.method, rpc.tenant.clone(), None)
+            (rpc.method, rpc.params.tenant.clone(), None)
         }
         (Route::Rest { tenant, path, .. }, Binding::HttpJson) => {
-            let body_tenant = f
-                .rest_body
-                .and_then(|b| b.get("tenant"))
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-                .map(str::to_owned);
+            let body_tenant = f.rest_body.and_then(|b| b.tenant.clone());
             if let (Some(p), Some(b)) = (tenant, &body_tenant)
                 && p != b
             {
@@ -213,26 +274,22 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     }
 
     if method.sends_message() {
-        static NULL: Value = Value::Null;
-        let send_req: &Value = match f.rpc {
-            Some(rpc) => rpc.body.get("params").unwrap_or(&NULL),
-            None => f.rest_body.unwrap_or(&NULL),
+        let facts = match f.rpc {
+            Some(rpc) => Some(&rpc.params),
+            None => f.rest_body,
         };
-        if send_req.pointer("/message/parts").is_none() {
+        let Some(parts) = facts.and_then(|p| p.parts.as_ref()) else {
             return Err(Deny::InvalidParams("message.parts is required"));
-        }
+        };
         let modes: Vec<String> = integration
             .skills
             .iter()
             .filter_map(|s| profile.skills.get(s))
             .flat_map(|s| s.input.iter().cloned())
             .collect();
-        if let Some(mt) = part_media_types(send_req)
-            .into_iter()
-            .find(|mt| !media_type_accepted(mt, &modes))
-        {
+        if let Some(mt) = parts.iter().find(|mt| !media_type_accepted(mt, &modes)) {
             return Err(Deny::ContentTypeNotSupported {
-                media_type: sanitize_echo(&mt),
+                media_type: sanitize_echo(mt),
             });
         }
     }
@@ -261,22 +318,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
                 base.clone()
             };
             let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
-            let rewritten = match (&tenant, &rpc.tenant) {
-                (Some(t), None) => {
-                    let mut b = rpc.body.clone();
-                    if let Some(obj) = b.as_object_mut() {
-                        let params = obj
-                            .entry("params")
-                            .or_insert_with(|| Value::Object(Default::default()));
-                        if let Some(p) = params.as_object_mut() {
-                            p.insert("tenant".into(), Value::String(t.clone()));
-                        }
-                    }
-                    Some(b)
-                }
-                _ => None,
-            };
-            (p.clone(), p, rewritten)
+            (p.clone(), p, rpc.forward_body(tenant.as_deref()))
         }
         Some(path) => {
             let prefix = match &tenant {
@@ -311,7 +353,7 @@ mod tests {
     use crate::profile::{Display, Interface, Profile, SkillProfile};
     use crate::proxy::route::{Route, parse_jsonrpc};
     use crate::proxy::upstream::Upstream;
-    use serde_json::json;
+    use serde_json::{Value, json};
     use std::sync::Arc;
 
     fn integration(streaming: StreamingMode) -> Integration {
@@ -330,6 +372,7 @@ mod tests {
             credential: Credential::None,
             max_body_bytes: 1000,
             ca_file: None,
+            forward_headers: vec![],
         }
     }
 
@@ -385,11 +428,9 @@ mod tests {
     }
 
     fn rpc(method: &str, params: Value) -> RpcRequest {
-        parse_jsonrpc(
-            json!({"jsonrpc": "2.0", "id": "r1", "method": method, "params": params})
-                .to_string()
-                .as_bytes(),
-        )
+        parse_jsonrpc(&Bytes::from(
+            json!({"jsonrpc": "2.0", "id": "r1", "method": method, "params": params}).to_string(),
+        ))
         .unwrap()
     }
 
@@ -402,13 +443,15 @@ mod tests {
             route,
             http_method: "POST",
             query: None,
-            data_class: None,
+            data_class: &NO_CLASS,
             a2a_version: None,
             rpc,
             rest_body: None,
             default_data_class: "internal",
         }
     }
+
+    static NO_CLASS: DataClasses = DataClasses::Named(Vec::new());
 
     static RPC: Route = Route::JsonRpc {
         name: String::new(),
@@ -439,7 +482,8 @@ mod tests {
         );
         let r = rpc("SendMessage", text_msg());
         let plan = decide(&s, &facts(&RPC, Some(&r))).unwrap();
-        assert_eq!(plan.rewritten_body.unwrap()["params"]["tenant"], "t1");
+        let sent: Value = serde_json::from_slice(&plan.rewritten_body.unwrap()).unwrap();
+        assert_eq!(sent["params"]["tenant"], "t1");
         let mut m = text_msg();
         m["tenant"] = json!("t1");
         let r = rpc("SendMessage", m.clone());
@@ -482,15 +526,65 @@ mod tests {
     #[test]
     fn data_classes() {
         let allowed = vec!["internal".to_string(), "public".to_string()];
-        assert!(check_data_classes(None, "internal", &allowed).is_ok());
-        assert!(check_data_classes(Some("Public, internal"), "x", &allowed).is_ok());
+        let lines = |ls: &[&[u8]]| DataClasses::from_lines(ls.iter().copied());
+        let check = |c: &DataClasses, default| check_data_classes(c, default, &allowed);
+        assert!(check(&lines(&[]), "internal").is_ok());
+        assert!(check(&lines(&[b" , "]), "internal").is_ok());
+        assert!(check(&lines(&[b"Public, internal"]), "x").is_ok());
+        assert!(check(&lines(&[b"public", b"INTERNAL"]), "x").is_ok());
         assert_eq!(
-            check_data_classes(Some("public,secret"), "internal", &allowed),
+            check(&lines(&[b"public,secret"]), "internal"),
             Err(Deny::PolicyDenied {
                 class: "secret".into()
             })
         );
-        assert!(check_data_classes(None, "secret", &allowed).is_err());
+        // Every line counts, not only the first.
+        assert_eq!(
+            check(&lines(&[b"public", b"secret"]), "internal"),
+            Err(Deny::PolicyDenied {
+                class: "secret".into()
+            })
+        );
+        assert!(check(&lines(&[]), "secret").is_err());
+        // Unreadable lines are refused, never read as "no class" (the default).
+        for bad in [&b"s\xc3\xa9cret"[..], b"\xff", b"a\x01b", b"pub\x7flic"] {
+            assert_eq!(lines(&[b"public", bad]), DataClasses::Unreadable);
+            assert_eq!(
+                check(&lines(&[b"public", bad]), "internal"),
+                Err(Deny::InvalidDataClass)
+            );
+        }
+    }
+
+    #[test]
+    fn content_types() {
+        let rest = Route::Rest {
+            name: "r".into(),
+            tenant: None,
+            path: "/message:send".into(),
+        };
+        for (route, ct, ok) in [
+            (&RPC, None, true),
+            (&RPC, Some(&b"application/json"[..]), true),
+            (&RPC, Some(b"Application/JSON ; charset=utf-8"), true),
+            (&RPC, Some(b"application/a2a+json"), false),
+            (&RPC, Some(b"text/plain"), false),
+            (&RPC, Some(b"application/jsonx"), false),
+            (&RPC, Some(b"application/json\xff"), false),
+            (&rest, Some(b"application/a2a+json; charset=utf-8"), true),
+            (&rest, Some(b"application/json"), true),
+            (&rest, Some(b"text/plain"), false),
+        ] {
+            assert_eq!(
+                check_content_type(route, ct, true).is_ok(),
+                ok,
+                "{:?}",
+                ct.map(String::from_utf8_lossy)
+            );
+        }
+        // A bodiless HTTP+JSON request (GET) is not refused for a stray header.
+        assert!(check_content_type(&rest, Some(b"text/plain"), false).is_ok());
+        assert!(check_content_type(&RPC, Some(b"text/plain"), false).is_err());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Refresh-and-retry for agent errors raised before the agent did any work (-32008
-//! ExtensionSupportRequired, -32009 VersionNotSupported; issue 5 item 3): ask the control plane
+//! ExtensionSupportRequired, -32009 VersionNotSupported): ask the control plane
 //! whether the profile the call was shaped from is outdated and, only if it is, decide and shape
 //! the same request again from the new snapshot for one more attempt (I/O: waits on the control
 //! plane).
@@ -127,10 +127,10 @@ pub async fn after_error(
         // gets what the agent said rather than a call it did not make.
         return Next::Original;
     }
-    let body = match &plan.rewritten_body {
-        Some(v) => Bytes::from(v.to_string()),
-        None => redo.original_body.clone(),
-    };
+    let body = plan
+        .rewritten_body
+        .clone()
+        .unwrap_or_else(|| redo.original_body.clone());
     Next::Retry {
         snapshot,
         state: next,

@@ -1,7 +1,87 @@
-//! Data-plane routing and request facts: path → route, JSON-RPC/HTTP+JSON method identification,
-//! and the facts policy needs from a request body (pure, no I/O).
+//! Data-plane routing: path checks, path → route, JSON-RPC/HTTP+JSON method identification, and
+//! media-type matching (pure, no I/O). Request bodies are read by [`super::body`].
 
-use serde_json::Value;
+pub use super::body::{RpcRequest, parse_jsonrpc};
+
+/// Why a request path is refused before it is classified: each is a way to make one path mean
+/// different things to the gateway and to the agent (or to two HTTP stacks on the way), so none is
+/// normalised and every one is refused, the same on every forwarding path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// A byte outside visible ASCII: control, space, DEL or a raw non-ASCII byte (RFC 3986 allows
+    /// none of them unencoded).
+    #[error("the path contains a control, space or non-ASCII byte")]
+    Character,
+    /// A raw backslash (some servers treat it as a separator).
+    #[error("the path contains a backslash")]
+    Backslash,
+    /// A `%` not followed by two hex digits.
+    #[error("the path contains a '%' not followed by two hex digits")]
+    BadEscape,
+    /// A percent-encoded `/`, `\`, `.`, `%` or control character: decoded once or twice further
+    /// on, each turns into a separator, a dot segment or a different escape.
+    #[error("the path percent-encodes a separator, a dot, a '%' or a control character")]
+    EncodedSpecial,
+    /// A `.` or `..` segment.
+    #[error("the path contains a '.' or '..' segment")]
+    DotSegment,
+    /// An empty segment (`//`) other than a trailing slash.
+    #[error("the path contains an empty segment")]
+    EmptySegment,
+}
+
+impl PathError {
+    /// Bounded label of the rule that failed.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PathError::Character => "character",
+            PathError::Backslash => "backslash",
+            PathError::BadEscape => "bad_escape",
+            PathError::EncodedSpecial => "encoded_special",
+            PathError::DotSegment => "dot_segment",
+            PathError::EmptySegment => "empty_segment",
+        }
+    }
+}
+
+/// Refuses path tricks (see [`PathError`]); `path` is the request path without the query.
+pub fn check_path(path: &str) -> Result<(), PathError> {
+    let bytes = path.as_bytes();
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'\\' => return Err(PathError::Backslash),
+            b'%' => {
+                let hex = |k: usize| {
+                    bytes
+                        .get(k)
+                        .and_then(|d| (*d as char).to_digit(16))
+                        .ok_or(PathError::BadEscape)
+                };
+                let decoded = hex(i + 1)? * 16 + hex(i + 2)?;
+                if matches!(decoded, 0x00..=0x1f | 0x7f | 0x25 | 0x2e | 0x2f | 0x5c) {
+                    return Err(PathError::EncodedSpecial);
+                }
+                i += 3;
+            }
+            0x21..=0x7e => i += 1,
+            _ => return Err(PathError::Character),
+        }
+    }
+    let mut segments = path
+        .split('/')
+        .skip(usize::from(path.starts_with('/')))
+        .peekable();
+    while let Some(seg) = segments.next() {
+        if seg == "." || seg == ".." {
+            return Err(PathError::DotSegment);
+        }
+        if seg.is_empty() && segments.peek().is_some() {
+            return Err(PathError::EmptySegment);
+        }
+    }
+    Ok(())
+}
 
 /// Where a data-plane path leads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,125 +288,6 @@ impl Method {
     }
 }
 
-/// Why a JSON-RPC body is not a request we can forward.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RpcParseError {
-    /// Not JSON at all (-32700).
-    Parse,
-    /// JSON, but not a single JSON-RPC 2.0 request object (-32600); the id if one was readable.
-    Invalid {
-        /// The request's `id`, when present and valid.
-        id: Option<Value>,
-        /// What is wrong (gateway-written).
-        detail: &'static str,
-    },
-}
-
-/// The facts of a JSON-RPC request the gateway needs (the original bytes are forwarded, not these).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RpcRequest {
-    /// `id` (string, number or null), echoed in every gateway error.
-    pub id: Value,
-    /// The method as sent.
-    pub method_name: String,
-    /// Identified method.
-    pub method: Method,
-    /// `params.tenant`, when present.
-    pub tenant: Option<String>,
-    /// The parsed body (kept for downgrade and tenant rewriting).
-    pub body: Value,
-}
-
-/// Parses a JSON-RPC 2.0 request body.
-pub fn parse_jsonrpc(bytes: &[u8]) -> Result<RpcRequest, RpcParseError> {
-    let body: Value = serde_json::from_slice(bytes).map_err(|_| RpcParseError::Parse)?;
-    let Some(obj) = body.as_object() else {
-        return Err(RpcParseError::Invalid {
-            id: None,
-            detail: if body.is_array() {
-                "batch requests are not supported"
-            } else {
-                "the request is not a JSON object"
-            },
-        });
-    };
-    let id = match obj.get("id") {
-        None => None,
-        Some(v @ (Value::String(_) | Value::Number(_) | Value::Null)) => Some(v.clone()),
-        Some(_) => {
-            return Err(RpcParseError::Invalid {
-                id: None,
-                detail: "id must be a string, a number or null",
-            });
-        }
-    };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(RpcParseError::Invalid {
-            id,
-            detail: "jsonrpc must be \"2.0\"",
-        });
-    }
-    let Some(method_name) = obj.get("method").and_then(Value::as_str) else {
-        return Err(RpcParseError::Invalid {
-            id,
-            detail: "method must be a string",
-        });
-    };
-    let Some(id) = id else {
-        // A notification expects no answer; A2A has no notifications.
-        return Err(RpcParseError::Invalid {
-            id: None,
-            detail: "notifications (requests without id) are not supported",
-        });
-    };
-    if let Some(p) = obj.get("params")
-        && !p.is_object()
-    {
-        return Err(RpcParseError::Invalid {
-            id: Some(id),
-            detail: "params must be an object",
-        });
-    }
-    let tenant = obj
-        .get("params")
-        .and_then(|p| p.get("tenant"))
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned);
-    Ok(RpcRequest {
-        id,
-        method_name: method_name.to_owned(),
-        method: Method::from_jsonrpc(method_name),
-        tenant,
-        body,
-    })
-}
-
-/// The media type of each part of `message.parts` in a SendMessage request (`params` for JSON-RPC,
-/// the body for HTTP+JSON). Text parts without `mediaType` are `text/plain`, data parts
-/// `application/json`, raw/url parts `application/octet-stream` (FACTS §4).
-pub fn part_media_types(send_request: &Value) -> Vec<String> {
-    let parts = send_request
-        .pointer("/message/parts")
-        .and_then(Value::as_array);
-    let mut out = Vec::new();
-    for p in parts.into_iter().flatten() {
-        let declared = p
-            .get("mediaType")
-            .or_else(|| p.get("media_type"))
-            .and_then(Value::as_str)
-            .filter(|m| !m.is_empty());
-        let mt = match declared {
-            Some(m) => m.to_owned(),
-            None if p.get("text").is_some() => "text/plain".into(),
-            None if p.get("data").is_some() => "application/json".into(),
-            None => "application/octet-stream".into(),
-        };
-        out.push(mt);
-    }
-    out
-}
-
 /// Whether media type `mt` is accepted by a mode list entry (`type/subtype`, `type/*`, `*/*`;
 /// parameters ignored; case-insensitive).
 pub fn media_type_accepted(mt: &str, modes: &[String]) -> bool {
@@ -348,7 +309,6 @@ pub fn media_type_accepted(mt: &str, modes: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn routes() {
@@ -399,6 +359,44 @@ mod tests {
     }
 
     #[test]
+    fn path_tricks_are_refused() {
+        for ok in [
+            "/agents/echo",
+            "/agents/echo/",
+            "/agents/echo/.well-known/agent-card.json",
+            "/agents/rest/t%20one/tasks/a%3Ab:cancel",
+            "/agents/rest/tasks/%C3%A9",
+            "/agents/rest/tasks/a..b/pushNotificationConfigs/...",
+        ] {
+            assert_eq!(check_path(ok), Ok(()), "{ok}");
+        }
+        for (bad, why) in [
+            ("/agents/rest/tasks/..", PathError::DotSegment),
+            ("/agents/rest/./tasks/a", PathError::DotSegment),
+            ("/agents/rest/tasks/a/../b", PathError::DotSegment),
+            ("/agents/rest//tasks/a", PathError::EmptySegment),
+            ("//agents/rest", PathError::EmptySegment),
+            ("/agents/rest/tasks/a%2Fb", PathError::EncodedSpecial),
+            ("/agents/rest/tasks/a%2fb", PathError::EncodedSpecial),
+            ("/agents/rest/tasks/a%5cb", PathError::EncodedSpecial),
+            ("/agents/rest/tasks/%2e%2E", PathError::EncodedSpecial),
+            ("/agents/rest/tasks/a%00", PathError::EncodedSpecial),
+            ("/agents/rest/tasks/a%7F", PathError::EncodedSpecial),
+            ("/agents/rest/tasks/a%252e", PathError::EncodedSpecial),
+            ("/agents/rest/tasks/a%2", PathError::BadEscape),
+            ("/agents/rest/tasks/a%+1", PathError::BadEscape),
+            ("/agents/rest/tasks/a%zz", PathError::BadEscape),
+            ("/agents/rest/tasks/a\\b", PathError::Backslash),
+            ("/agents/rest/tasks/a b", PathError::Character),
+            ("/agents/rest/tasks/a\u{7f}", PathError::Character),
+            ("/agents/rest/tasks/\u{e9}", PathError::Character),
+            ("/agents/rest/tasks/a\u{0}", PathError::Character),
+        ] {
+            assert_eq!(check_path(bad), Err(why), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn rest_methods() {
         assert_eq!(
             Method::from_rest("POST", "/message:send"),
@@ -434,51 +432,7 @@ mod tests {
     }
 
     #[test]
-    fn jsonrpc_parsing() {
-        let r = parse_jsonrpc(
-            br#"{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"tenant":"t"}}"#,
-        )
-        .unwrap();
-        assert_eq!(r.id, json!(7));
-        assert_eq!(r.method, Method::SendMessage);
-        assert_eq!(r.tenant.as_deref(), Some("t"));
-        assert_eq!(parse_jsonrpc(b"{nope"), Err(RpcParseError::Parse));
-        assert!(matches!(
-            parse_jsonrpc(br#"[{"jsonrpc":"2.0","id":1,"method":"GetTask"}]"#),
-            Err(RpcParseError::Invalid { id: None, .. })
-        ));
-        assert_eq!(
-            parse_jsonrpc(br#"{"jsonrpc":"1.0","id":"a","method":"GetTask"}"#),
-            Err(RpcParseError::Invalid {
-                id: Some(json!("a")),
-                detail: "jsonrpc must be \"2.0\""
-            })
-        );
-        assert!(matches!(
-            parse_jsonrpc(br#"{"jsonrpc":"2.0","id":"a","method":5}"#),
-            Err(RpcParseError::Invalid { id: Some(_), .. })
-        ));
-        assert_eq!(
-            parse_jsonrpc(br#"{"jsonrpc":"2.0","id":1,"method":"message/send"}"#)
-                .unwrap()
-                .method,
-            Method::Unknown
-        );
-    }
-
-    #[test]
-    fn media_types_of_parts() {
-        let req = json!({"message": {"parts": [
-            {"text": "hi"}, {"data": {"a": 1}}, {"raw": "AA==", "mediaType": "image/png"}, {"url": "https://x"}]}});
-        assert_eq!(
-            part_media_types(&req),
-            vec![
-                "text/plain",
-                "application/json",
-                "image/png",
-                "application/octet-stream"
-            ]
-        );
+    fn media_types_accepted_by_modes() {
         let modes = vec!["text/plain".to_string(), "image/*".to_string()];
         assert!(media_type_accepted("text/plain; charset=utf-8", &modes));
         assert!(media_type_accepted("image/png", &modes));

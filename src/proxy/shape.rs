@@ -1,117 +1,79 @@
-//! Request header shaping from the profile: what is removed and what is set on every upstream
-//! request, the same for the pingora path and the gateway's own client (pure, no I/O).
+//! Request header shaping from the profile: the complete header set of every upstream request,
+//! the same for the pingora path and the gateway's own client (pure, no I/O).
+//!
+//! Caller headers are forwarded from an allowlist, never by removing known-bad ones: a header an
+//! agent (or a proxy in front of it) may trust — `Cookie`, `Forwarded`, `X-Forwarded-*`,
+//! `X-HTTP-Method-Override`, `X-Original-URL` — must not arrive because nobody thought to strip it.
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use super::policy::Plan;
 use super::upstream::Upstream;
+use crate::config::is_reserved_header;
 use crate::profile::snapshot::IntegrationState;
-
-/// Hop-by-hop headers (RFC 9110 §7.6.1) plus proxy credentials: never forwarded.
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "upgrade",
-    "proxy-authorization",
-    "proxy-authenticate",
-    // The gateway holds the whole body before connecting: nothing upstream may wait for a 100.
-    "expect",
-];
 
 /// Prefix of the gateway's own request headers (`A2A-Egress-Data-Class`, …): consumed here.
 pub const GATEWAY_HEADER_PREFIX: &str = "a2a-egress-";
 
-/// Header edits for one upstream request.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct HeaderPlan {
-    /// Names to remove (lowercase).
-    pub remove: Vec<HeaderName>,
-    /// Values to set (replacing any existing).
-    pub set: Vec<(HeaderName, HeaderValue)>,
+/// Caller headers every integration forwards: content negotiation (not `Accept-Encoding`: the
+/// gateway asks for identity so it can read agent errors), W3C trace context and the user agent
+/// (which names the caller's software, nothing it could use to steer the agent).
+fn always_forwarded(n: &HeaderName) -> bool {
+    matches!(
+        n.as_str(),
+        "content-type" | "accept" | "user-agent" | "traceparent" | "tracestate"
+    )
 }
 
-impl HeaderPlan {
-    /// Applies the plan to a header map.
-    pub fn apply(&self, h: &mut HeaderMap) {
-        for n in &self.remove {
-            h.remove(n);
-        }
-        for (n, v) in &self.set {
-            h.insert(n.clone(), v.clone());
-        }
-    }
-}
-
-/// Plans the upstream headers. `body_len` is the exact length of the body that will be sent
-/// (known because the gateway holds it), or `None` for the gateway's own client, which frames
-/// the body itself.
-pub fn plan_headers(
-    original: &HeaderMap,
+/// The headers of one upstream request, in order: allowlisted caller headers (the built-in list,
+/// the integration's `forward_headers`, and `Authorization` for a pass-through credential), then
+/// the gateway's own — `Host`, `Content-Length` (the exact length of the body that will be sent),
+/// `Accept-Encoding: identity`, `A2A-Version`, `A2A-Extensions` and the credential.
+pub fn upstream_headers(
+    caller: &HeaderMap,
     state: &IntegrationState,
     upstream: &Upstream,
     plan: &Plan,
-    body_len: Option<usize>,
-) -> HeaderPlan {
-    let mut remove: Vec<HeaderName> = Vec::new();
-    let mut push = |n: HeaderName| {
-        if !remove.contains(&n) {
-            remove.push(n)
-        }
-    };
-    for h in HOP_BY_HOP {
-        push(HeaderName::from_static(h));
-    }
-    // Headers the caller declared hop-by-hop in `Connection`.
-    for v in original.get_all(header::CONNECTION) {
-        for name in v.to_str().unwrap_or("").split(',') {
-            if let Ok(n) = HeaderName::from_bytes(name.trim().as_bytes()) {
-                push(n);
-            }
+    body_len: usize,
+) -> Vec<(HeaderName, HeaderValue)> {
+    let mut out: Vec<(HeaderName, HeaderValue)> = Vec::with_capacity(caller.len().min(16) + 6);
+    let extra = &state.integration.forward_headers;
+    for (n, v) in caller {
+        let listed = always_forwarded(n) || extra.contains(n);
+        // `forward_headers` is validated against the reserved names; checked again here because
+        // this is the one place that decides what leaves.
+        if listed && !is_reserved_header(n.as_str()) {
+            out.push((n.clone(), v.clone()));
         }
     }
-    for n in original.keys() {
-        if n.as_str().starts_with(GATEWAY_HEADER_PREFIX) {
-            push(n.clone());
+    if upstream.pass_through_auth {
+        for v in caller.get_all(header::AUTHORIZATION) {
+            out.push((header::AUTHORIZATION, v.clone()));
         }
     }
-    // 0.3-era extension header: the activated set is sent once, under the 1.0 name.
-    push(HeaderName::from_static("x-a2a-extensions"));
-    push(HeaderName::from_static("a2a-extensions"));
-    if !upstream.pass_through_auth {
-        push(header::AUTHORIZATION);
+    if let Ok(v) = HeaderValue::from_str(&upstream.authority) {
+        out.push((header::HOST, v));
     }
-    push(header::TRANSFER_ENCODING);
-    push(header::CONTENT_LENGTH);
-    push(header::HOST);
-
-    let mut set = Vec::new();
-    // pingora forwards the caller's Host unchanged; the gateway's own client sets it from the URL.
-    if body_len.is_some()
-        && let Ok(v) = HeaderValue::from_str(&upstream.authority)
-    {
-        set.push((header::HOST, v));
+    if body_len > 0 || caller.contains_key(header::CONTENT_LENGTH) {
+        out.push((header::CONTENT_LENGTH, HeaderValue::from(body_len)));
     }
-    if let Some(len) = body_len
-        && (len > 0 || original.contains_key(header::CONTENT_LENGTH))
-    {
-        set.push((header::CONTENT_LENGTH, HeaderValue::from(len)));
-    }
+    out.push((
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    ));
     if let Ok(v) = HeaderValue::from_str(&plan.version) {
-        set.push((HeaderName::from_static("a2a-version"), v));
+        out.push((HeaderName::from_static("a2a-version"), v));
     }
     let ext = state.activated_extensions();
     if !ext.is_empty()
         && let Ok(v) = HeaderValue::from_str(&ext.join(","))
     {
-        set.push((HeaderName::from_static("a2a-extensions"), v));
+        out.push((HeaderName::from_static("a2a-extensions"), v));
     }
     if let Some(auth) = &upstream.authorization {
-        set.push((header::AUTHORIZATION, auth.clone()));
+        out.push((header::AUTHORIZATION, auth.clone()));
     }
-    HeaderPlan { remove, set }
+    out
 }
 
 #[cfg(test)]
@@ -139,6 +101,7 @@ mod tests {
             credential: Credential::None,
             max_body_bytes: 10,
             ca_file: None,
+            forward_headers: vec![HeaderName::from_static("x-listed")],
         };
         let p = Profile {
             usable: true,
@@ -177,6 +140,7 @@ mod tests {
                 credential: Credential::None,
                 max_body_bytes: 1,
                 ca_file: None,
+                forward_headers: vec![],
             }))
         }
     }
@@ -194,38 +158,74 @@ mod tests {
         }
     }
 
+    fn shaped(h: &HeaderMap, up: &Upstream, body_len: usize) -> HeaderMap {
+        let mut out = HeaderMap::new();
+        for (n, v) in upstream_headers(h, &state(&["urn:b"]), up, &plan(), body_len) {
+            out.append(n, v);
+        }
+        out
+    }
+
     #[test]
-    fn strips_hop_by_hop_gateway_and_caller_auth_and_sets_profile_headers() {
+    fn only_allowlisted_caller_headers_leave_and_the_profile_sets_the_rest() {
         let mut h = HeaderMap::new();
-        h.insert(
-            "connection",
-            HeaderValue::from_static("keep-alive, x-secret-hop"),
-        );
-        h.insert("x-secret-hop", HeaderValue::from_static("1"));
-        h.insert(
-            "a2a-egress-data-class",
-            HeaderValue::from_static("internal"),
-        );
-        h.insert("authorization", HeaderValue::from_static("Bearer caller"));
-        h.insert("a2a-extensions", HeaderValue::from_static("urn:caller"));
-        h.insert("host", HeaderValue::from_static("127.0.0.1:7411"));
-        h.insert("content-type", HeaderValue::from_static("application/json"));
-        h.insert("content-length", HeaderValue::from_static("99"));
+        for (n, v) in [
+            ("connection", "keep-alive, x-secret-hop"),
+            ("x-secret-hop", "1"),
+            ("a2a-egress-data-class", "internal"),
+            ("authorization", "Bearer caller"),
+            ("a2a-extensions", "urn:caller"),
+            ("a2a-version", "0.3"),
+            ("host", "127.0.0.1:7411"),
+            ("content-length", "99"),
+            ("accept-encoding", "gzip"),
+            ("cookie", "s=1"),
+            ("forwarded", "for=1.2.3.4"),
+            ("x-forwarded-for", "1.2.3.4"),
+            ("x-http-method-override", "DELETE"),
+            ("x-original-url", "/admin"),
+            ("x-rewrite-url", "/admin"),
+            ("content-type", "application/json"),
+            ("accept", "application/json"),
+            ("accept", "text/event-stream"),
+            ("traceparent", "00-1-2-01"),
+            ("tracestate", "a=b"),
+            ("user-agent", "caller/1"),
+            ("x-listed", "yes"),
+        ] {
+            h.append(n, HeaderValue::from_static(v));
+        }
         let mut up = Upstream::for_tests("https://a.example:8443/a2a");
         let mut auth = HeaderValue::from_static("Bearer gw");
         auth.set_sensitive(true);
         up.authorization = Some(auth);
-        let p = plan_headers(&h, &state(&["urn:b"]), &up, &plan(), Some(12));
-        p.apply(&mut h);
-        assert!(h.get("connection").is_none());
-        assert!(h.get("x-secret-hop").is_none());
-        assert!(h.get("a2a-egress-data-class").is_none());
-        assert_eq!(h["authorization"], "Bearer gw");
-        assert_eq!(h["a2a-extensions"], "urn:b");
-        assert_eq!(h["a2a-version"], "1.0");
-        assert_eq!(h["host"], "a.example:8443");
-        assert_eq!(h["content-length"], "12");
-        assert_eq!(h["content-type"], "application/json");
+        let out = shaped(&h, &up, 12);
+        let names: Vec<&str> = out.keys().map(HeaderName::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "content-type",
+                "accept",
+                "traceparent",
+                "tracestate",
+                "user-agent",
+                "x-listed",
+                "host",
+                "content-length",
+                "accept-encoding",
+                "a2a-version",
+                "a2a-extensions",
+                "authorization",
+            ]
+        );
+        assert_eq!(out.get_all("accept").iter().count(), 2);
+        assert_eq!(out["authorization"], "Bearer gw");
+        assert_eq!(out.get_all("authorization").iter().count(), 1);
+        assert_eq!(out["a2a-extensions"], "urn:b");
+        assert_eq!(out["a2a-version"], "1.0");
+        assert_eq!(out["host"], "a.example:8443");
+        assert_eq!(out["content-length"], "12");
+        assert_eq!(out["accept-encoding"], "identity");
     }
 
     #[test]
@@ -233,13 +233,45 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("authorization", HeaderValue::from_static("Bearer caller"));
         let up = Upstream::for_tests("https://a.example/a2a");
-        let mut h1 = h.clone();
-        plan_headers(&h1, &state(&[]), &up, &plan(), None).apply(&mut h1);
-        assert!(h1.get("authorization").is_none());
-        assert!(h1.get("a2a-extensions").is_none(), "nothing activated");
+        let out = upstream_headers(&h, &state(&[]), &up, &plan(), 0);
+        assert!(!out.iter().any(|(n, _)| n == header::AUTHORIZATION));
+        assert!(
+            !out.iter().any(|(n, _)| n == "a2a-extensions"),
+            "nothing activated"
+        );
+        assert!(
+            !out.iter().any(|(n, _)| n == header::CONTENT_LENGTH),
+            "no body"
+        );
         let mut up = up;
         up.pass_through_auth = true;
-        plan_headers(&h, &state(&[]), &up, &plan(), None).apply(&mut h);
-        assert_eq!(h["authorization"], "Bearer caller");
+        let out = shaped(&h, &up, 0);
+        assert_eq!(out["authorization"], "Bearer caller");
+    }
+
+    #[test]
+    fn reserved_names_never_leave_even_when_listed() {
+        let mut st = state(&[]);
+        let mut i = (*st.integration).clone();
+        i.forward_headers = vec![
+            HeaderName::from_static("a2a-egress-data-class"),
+            HeaderName::from_static("accept-encoding"),
+        ];
+        st.integration = Arc::new(i);
+        let mut h = HeaderMap::new();
+        h.insert("a2a-egress-data-class", HeaderValue::from_static("secret"));
+        h.insert("accept-encoding", HeaderValue::from_static("gzip"));
+        let up = Upstream::for_tests("https://a.example/a2a");
+        let out = upstream_headers(&h, &st, &up, &plan(), 0);
+        assert!(
+            !out.iter()
+                .any(|(n, _)| n.as_str().starts_with(GATEWAY_HEADER_PREFIX))
+        );
+        let enc: Vec<_> = out
+            .iter()
+            .filter(|(n, _)| n == header::ACCEPT_ENCODING)
+            .collect();
+        assert_eq!(enc.len(), 1);
+        assert_eq!(enc[0].1, "identity");
     }
 }

@@ -1,29 +1,144 @@
-//! The prepared upstream of one integration: address, TLS roots, Host/SNI, credential and the
-//! gateway's own HTTP client for streaming calls ([`Upstream::prepare`] does I/O; the rest does not).
+//! The prepared upstream of one integration: address, TLS roots, Host/SNI and credential, and the
+//! one pingora peer both forwarding paths connect with ([`Upstream::prepare`] does I/O; the rest
+//! does not).
 //!
 //! Everything here is computed once per installed profile, never per request: DNS is resolved
 //! when the profile is installed (pingora's `HttpPeer::new` would resolve blocking and panic on
-//! failure), the CA file and the secret are read once, and the rustls configuration is built once.
+//! failure), and the CA file and the secret are read once. Pingora's proxy loop (unary calls) and
+//! the gateway's own client ([`super::client`]) both connect through [`Upstream::peer`], so they
+//! trust, verify and time out the same way. Calls never go through a proxy named by the
+//! environment (`HTTP_PROXY` and the like): pingora's connector does not read them, and the
+//! address the control plane checked is the one connected to.
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::HeaderValue;
+use pingora::prelude::HttpPeer;
+use pingora::protocols::ALPN;
 
 use crate::config::{Credential, Integration, SecretSource};
 
 /// Longest silence tolerated between two reads from an agent (both upstream paths).
-pub const IDLE_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+pub const IDLE_READ_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Root certificates for one upstream, in both forms the data plane needs.
+/// TCP connect timeout; with TLS the handshake has until [`TOTAL_CONNECT_TIMEOUT`].
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const TOTAL_CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Per write: an agent that does not take a small request in this long is gone.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an idle pooled connection to an agent is kept.
+pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Root certificates for one upstream (pingora's per-peer CA list).
 pub struct Roots {
-    /// For pingora's per-peer CA list (unary calls).
+    /// The list handed to pingora: the platform roots plus the integration's `ca_file`.
     pub pingora: Arc<pingora::protocols::tls::CaType>,
+    /// Identifies this trust set, so pooled connections verified under it are never reused by an
+    /// upstream that trusts something else (pingora's `group_key`).
+    pub id: u64,
 }
 
 impl std::fmt::Debug for Roots {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Roots({} certificates)", self.pingora.len())
+    }
+}
+
+/// Why a secret could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// The named environment variable is unset or not Unicode.
+    #[error("credential environment variable {0} is not set")]
+    EnvUnset(String),
+    /// The named file cannot be read.
+    #[error("credential file {} cannot be read: {source}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The secret is empty once trailing whitespace is trimmed.
+    #[error("credential is empty")]
+    Empty,
+}
+
+impl SecretError {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SecretError::EnvUnset(_) => "credential_env_unset",
+            SecretError::Unreadable { .. } => "credential_file_unreadable",
+            SecretError::Empty => "credential_empty",
+        }
+    }
+}
+
+/// Why an interface cannot be prepared as an upstream (the integration is then unusable).
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// The interface URL does not parse.
+    #[error("interface URL {url:?} does not parse: {source}")]
+    Url {
+        /// The URL as the card has it.
+        url: String,
+        /// The parse error.
+        source: url::ParseError,
+    },
+    /// Not `http` or `https`.
+    #[error("interface URL scheme {0:?} is not http(s)")]
+    Scheme(String),
+    /// No host, or no port and no scheme default.
+    #[error("interface URL has no host or port")]
+    NoHostOrPort,
+    /// DNS failed or gave no address.
+    #[error("cannot resolve {host}: {detail}")]
+    Resolve {
+        /// The host.
+        host: String,
+        /// What the resolver said.
+        detail: String,
+    },
+    /// The credential cannot be read.
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+    /// The credential cannot be a header value.
+    #[error("credential contains characters not allowed in a header")]
+    CredentialHeader,
+    /// `ca_file` cannot be read.
+    #[error("ca_file {} cannot be read: {source}", path.display())]
+    CaFileUnreadable {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// `ca_file` is not a PEM list of certificates.
+    #[error("ca_file {}: {detail}", path.display())]
+    CaFileInvalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+impl UpstreamError {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            UpstreamError::Url { .. } => "interface_url_invalid",
+            UpstreamError::Scheme(_) => "interface_scheme",
+            UpstreamError::NoHostOrPort => "interface_no_host",
+            UpstreamError::Resolve { .. } => "interface_unresolvable",
+            UpstreamError::Secret(e) => e.kind(),
+            UpstreamError::CredentialHeader => "credential_not_a_header",
+            UpstreamError::CaFileUnreadable { .. } => "ca_file_unreadable",
+            UpstreamError::CaFileInvalid { .. } => "ca_file_invalid",
+        }
     }
 }
 
@@ -41,14 +156,13 @@ pub struct Upstream {
     pub authority: String,
     /// The interface URL's path without a trailing slash (`""` for the root).
     pub base_path: String,
-    /// Extra roots (`ca_file` plus the platform's), when `ca_file` is set.
+    /// Extra roots (`ca_file` plus the platform's), when `ca_file` is set; otherwise the
+    /// platform roots of pingora's connector are used.
     pub roots: Option<Roots>,
     /// The `Authorization` value to send (bearer credential), marked sensitive.
     pub authorization: Option<HeaderValue>,
     /// Forward the caller's `Authorization` unchanged.
     pub pass_through_auth: bool,
-    /// The gateway's own client, used for streaming calls whose first answer must be inspected.
-    pub client: reqwest::Client,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -69,16 +183,21 @@ impl std::fmt::Debug for Upstream {
 }
 
 /// Reads a secret from its source (trailing whitespace trimmed).
-pub fn read_secret(source: &SecretSource) -> Result<String, String> {
+pub fn read_secret(source: &SecretSource) -> Result<String, SecretError> {
     let raw = match source {
-        SecretSource::Env(var) => std::env::var(var)
-            .map_err(|_| format!("credential environment variable {var} is not set"))?,
-        SecretSource::File(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("credential file {} cannot be read: {e}", path.display()))?,
+        SecretSource::Env(var) => {
+            std::env::var(var).map_err(|_| SecretError::EnvUnset(var.clone()))?
+        }
+        SecretSource::File(path) => {
+            std::fs::read_to_string(path).map_err(|source| SecretError::Unreadable {
+                path: path.clone(),
+                source,
+            })?
+        }
     };
     let s = raw.trim_end().to_owned();
     if s.is_empty() {
-        return Err("credential is empty".into());
+        return Err(SecretError::Empty);
     }
     Ok(s)
 }
@@ -94,65 +213,77 @@ fn authority_of(u: &url::Url) -> Option<String> {
 impl Upstream {
     /// Resolves and prepares the upstream for `interface_url` under `integration`'s contract (I/O:
     /// DNS, the CA file, the credential). `Err` is the reason the integration is unusable.
-    pub fn prepare(interface_url: &str, integration: &Integration) -> Result<Upstream, String> {
-        let url = url::Url::parse(interface_url)
-            .map_err(|e| format!("interface URL {interface_url:?} does not parse: {e}"))?;
+    pub fn prepare(
+        interface_url: &str,
+        integration: &Integration,
+    ) -> Result<Upstream, UpstreamError> {
+        let url = url::Url::parse(interface_url).map_err(|source| UpstreamError::Url {
+            url: interface_url.to_owned(),
+            source,
+        })?;
         let tls = match url.scheme() {
             "https" => true,
             "http" => false,
-            s => return Err(format!("interface URL scheme {s:?} is not http(s)")),
+            s => return Err(UpstreamError::Scheme(s.to_owned())),
         };
-        let host = url
-            .host_str()
-            .ok_or_else(|| "interface URL has no host".to_string())?;
-        let port = url
-            .port_or_known_default()
-            .ok_or_else(|| "interface URL has no port".to_string())?;
+        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+            return Err(UpstreamError::NoHostOrPort);
+        };
         // IPv6 literals come bracketed from host_str; ToSocketAddrs wants them bare.
         let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let resolve = |detail: String| UpstreamError::Resolve {
+            host: host.to_owned(),
+            detail,
+        };
         let addr = (bare, port)
             .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {host}: {e}"))?
+            .map_err(|e| resolve(e.to_string()))?
             .next()
-            .ok_or_else(|| format!("{host} resolved to no address"))?;
+            .ok_or_else(|| resolve("no address".into()))?;
         let authorization = match &integration.credential {
             Credential::Bearer(src) => {
                 let token = read_secret(src)?;
-                let mut v = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
-                    "credential contains characters not allowed in a header".to_string()
-                })?;
+                let mut v = HeaderValue::from_str(&format!("Bearer {token}"))
+                    .map_err(|_| UpstreamError::CredentialHeader)?;
                 v.set_sensitive(true);
                 Some(v)
             }
             Credential::None | Credential::PassThrough => None,
         };
-        let (roots, config) = tls_setup(integration)?;
-        let mut builder = reqwest::Client::builder()
-            .tls_backend_preconfigured(config)
-            // The gateway decides where calls go: never follow an agent's redirect elsewhere.
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(std::time::Duration::from_secs(10))
-            .read_timeout(IDLE_READ_TIMEOUT)
-            .pool_idle_timeout(std::time::Duration::from_secs(60));
-        if bare.parse::<std::net::IpAddr>().is_err() {
-            // Same address for both paths, resolved once above.
-            builder = builder.resolve(bare, addr);
-        }
-        let client = builder
-            .build()
-            .map_err(|e| format!("HTTP client setup: {e}"))?;
         Ok(Upstream {
             authority: authority_of(&url).unwrap_or_default(),
             sni: bare.to_owned(),
             base_path: url.path().trim_end_matches('/').to_owned(),
+            roots: roots(integration)?,
             url,
             addr,
             tls,
-            roots,
             authorization,
             pass_through_auth: integration.credential == Credential::PassThrough,
-            client,
         })
+    }
+
+    /// The peer both forwarding paths connect to: the pinned address, TLS with the upstream's
+    /// roots and full certificate and host name verification, HTTP/1.1, and the gateway's
+    /// timeouts. Pure: no DNS (the address is already resolved).
+    pub fn peer(&self) -> HttpPeer {
+        let mut peer = HttpPeer::new(self.addr, self.tls, self.sni.clone());
+        let o = &mut peer.options;
+        o.alpn = ALPN::H1;
+        o.verify_cert = true;
+        o.verify_hostname = true;
+        o.connection_timeout = Some(CONNECT_TIMEOUT);
+        o.total_connection_timeout = Some(TOTAL_CONNECT_TIMEOUT);
+        // Per read, not per call: a blocking SendMessage or a quiet stream may legitimately run
+        // for minutes, but an agent silent this long is gone (SDK agents ping SSE every 15 s).
+        o.read_timeout = Some(IDLE_READ_TIMEOUT);
+        o.write_timeout = Some(WRITE_TIMEOUT);
+        o.idle_timeout = Some(POOL_IDLE_TIMEOUT);
+        if let Some(roots) = &self.roots {
+            o.ca = Some(roots.pingora.clone());
+            peer.group_key = roots.id;
+        }
+        peer
     }
 
     /// A fixed upstream without I/O for unit tests (address 127.0.0.1 at the URL's port).
@@ -168,110 +299,226 @@ impl Upstream {
             roots: None,
             authorization: None,
             pass_through_auth: false,
-            client: reqwest::Client::builder()
-                .tls_backend_preconfigured(
-                    rustls::ClientConfig::builder_with_provider(Arc::new(
-                        rustls::crypto::ring::default_provider(),
-                    ))
-                    .with_safe_default_protocol_versions()
-                    .expect("ring supports the default versions")
-                    .with_root_certificates(rustls::RootCertStore::empty())
-                    .with_no_client_auth(),
-                )
-                .build()
-                .expect("client without I/O"),
         }
     }
 }
 
-/// Builds the root store (platform roots plus `ca_file`) and the gateway's own client.
-/// TLS setups already built, by CA file and its content digest: loading and parsing the platform
+/// The certificate problem behind a failed TLS handshake with an agent, as far as the gateway can
+/// name it for the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsFault {
+    /// The chain does not lead to a trusted root (unknown or self-signed CA).
+    UnknownIssuer,
+    /// The certificate is valid, but not for the interface's host name.
+    NameMismatch,
+    /// The certificate has expired (or is not valid yet).
+    Expired,
+    /// Any other handshake failure (protocol versions, ciphers, a reset mid-handshake, …).
+    Handshake,
+}
+
+impl TlsFault {
+    /// Bounded label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsFault::UnknownIssuer => "certificate_unknown",
+            TlsFault::NameMismatch => "certificate_name_mismatch",
+            TlsFault::Expired => "certificate_expired",
+            TlsFault::Handshake => "tls_handshake",
+        }
+    }
+}
+
+impl std::fmt::Display for TlsFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TlsFault::UnknownIssuer => "the agent's certificate is not signed by a trusted CA",
+            TlsFault::NameMismatch => "the agent's certificate is not valid for its host name",
+            TlsFault::Expired => "the agent's certificate has expired or is not valid yet",
+            TlsFault::Handshake => "the TLS handshake with the agent failed",
+        })
+    }
+}
+
+/// Names the TLS fault behind a pingora connect error, or `None` when it is not a TLS failure.
+///
+/// Pingora's rustls connector keeps only the text of the rustls error (its `Display`), so that
+/// text is what is matched; the unit tests below format real rustls errors, so a change in
+/// rustls' wording fails them rather than silently turning every fault into `Handshake`.
+pub fn tls_fault(e: &pingora::Error) -> Option<TlsFault> {
+    use pingora::ErrorType;
+    if !matches!(
+        e.etype(),
+        ErrorType::TLSHandshakeFailure | ErrorType::InvalidCert | ErrorType::HandshakeError
+    ) {
+        return None;
+    }
+    Some(classify_tls_text(&e.to_string()))
+}
+
+fn classify_tls_text(text: &str) -> TlsFault {
+    let has = |s: &str| text.contains(s);
+    // `BadSignature`: a CA with a trusted CA's name but another key signed it (an impostor of a
+    // trusted issuer): to the caller, as unknown as any other CA.
+    if has("UnknownIssuer") || has("BadSignature") {
+        TlsFault::UnknownIssuer
+    } else if has("not valid for name") || has("NotValidForName") {
+        TlsFault::NameMismatch
+    } else if has("certificate expired") || has("not valid yet") || has("Expired") {
+        TlsFault::Expired
+    } else {
+        TlsFault::Handshake
+    }
+}
+
+/// Root lists already built, by CA file and content digest: loading and parsing the platform
 /// roots costs far more than the rest of a profile install (hundreds of milliseconds in a debug
 /// build), and the control plane installs a new upstream on every profile change. A rotated
 /// `ca_file` has a new digest, so it is picked up; platform roots are read once per process.
-type TlsKey = (Option<std::path::PathBuf>, Option<[u8; 32]>);
-type TlsSetup = (
-    Option<Arc<pingora::protocols::tls::CaType>>,
-    rustls::ClientConfig,
-);
-static TLS_SETUPS: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<TlsKey, TlsSetup>>,
-> = std::sync::LazyLock::new(Default::default);
+type RootsKey = (PathBuf, [u8; 32]);
+type RootsCache = std::collections::HashMap<RootsKey, Arc<pingora::protocols::tls::CaType>>;
+static ROOTS: std::sync::LazyLock<std::sync::Mutex<RootsCache>> =
+    std::sync::LazyLock::new(Default::default);
 
-fn tls_setup(integration: &Integration) -> Result<(Option<Roots>, rustls::ClientConfig), String> {
+/// The upstream's roots: `None` without `ca_file` (pingora's connector then uses the platform
+/// roots), else the platform roots plus the file's certificates.
+fn roots(integration: &Integration) -> Result<Option<Roots>, UpstreamError> {
     use sha2::Digest;
-    let digest = match &integration.ca_file {
-        Some(path) => Some(
-            sha2::Sha256::digest(
-                std::fs::read(path)
-                    .map_err(|e| format!("ca_file {} cannot be read: {e}", path.display()))?,
-            )
-            .into(),
-        ),
-        None => None,
+    let Some(path) = &integration.ca_file else {
+        return Ok(None);
     };
-    let key = (integration.ca_file.clone(), digest);
-    let mut cache = TLS_SETUPS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((ca, config)) = cache.get(&key) {
-        let roots = ca.clone().map(|pingora| Roots { pingora });
-        return Ok((roots, config.clone()));
+    let pem = std::fs::read(path).map_err(|source| UpstreamError::CaFileUnreadable {
+        path: path.clone(),
+        source,
+    })?;
+    let digest: [u8; 32] = sha2::Sha256::digest(&pem).into();
+    let [a, b, c, d, e, f, g, h, ..] = digest;
+    let id = u64::from_be_bytes([a, b, c, d, e, f, g, h]);
+    let key = (path.clone(), digest);
+    let mut cache = ROOTS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(list) = cache.get(&key) {
+        return Ok(Some(Roots {
+            pingora: list.clone(),
+            id,
+        }));
     }
-    let (roots, config) = tls_setup_uncached(integration)?;
-    cache.insert(
-        key,
-        (roots.as_ref().map(|r| r.pingora.clone()), config.clone()),
-    );
-    Ok((roots, config))
+    let list = root_list(path, &pem)?;
+    cache.insert(key, list.clone());
+    Ok(Some(Roots { pingora: list, id }))
 }
 
-fn tls_setup_uncached(
-    integration: &Integration,
-) -> Result<(Option<Roots>, rustls::ClientConfig), String> {
+fn root_list(
+    path: &std::path::Path,
+    pem: &[u8],
+) -> Result<Arc<pingora::protocols::tls::CaType>, UpstreamError> {
     use rustls::pki_types::{CertificateDer, pem::PemObject};
-
-    let mut store = rustls::RootCertStore::empty();
-    let native = pingora::tls::load_native_certs();
+    let invalid = |detail: String| UpstreamError::CaFileInvalid {
+        path: path.to_owned(),
+        detail,
+    };
     let mut ders: Vec<CertificateDer<'static>> = Vec::new();
-    for c in native.unwrap_or_default() {
+    let mut store = rustls::RootCertStore::empty();
+    for c in pingora::tls::load_native_certs().unwrap_or_default() {
         if store.add(c.clone()).is_ok() {
             ders.push(c);
         }
     }
-    let mut roots = None;
-    if let Some(path) = &integration.ca_file {
-        let pem = std::fs::read(path)
-            .map_err(|e| format!("ca_file {} cannot be read: {e}", path.display()))?;
-        let mut extra = 0;
-        for c in CertificateDer::pem_slice_iter(&pem) {
-            let c = c.map_err(|e| format!("ca_file {}: {e}", path.display()))?;
-            store
-                .add(c.clone())
-                .map_err(|e| format!("ca_file {}: {e}", path.display()))?;
-            ders.push(c);
-            extra += 1;
-        }
-        if extra == 0 {
-            return Err(format!("ca_file {} holds no certificate", path.display()));
-        }
-        // pingora replaces its default roots with a per-peer list, so the list carries the
-        // platform roots too: ca_file adds roots, it does not narrow trust.
-        let wrapped: Vec<pingora::utils::tls::WrappedX509> = ders
-            .iter()
-            .map(|d| {
-                pingora::utils::tls::WrappedX509::new(d.as_ref().to_vec(), |raw| {
-                    pingora::utils::tls::parse_x509(raw)
-                })
-            })
-            .collect();
-        roots = Some(Roots {
-            pingora: Arc::from(wrapped.into_boxed_slice()),
-        });
+    let mut extra = 0;
+    for c in CertificateDer::pem_slice_iter(pem) {
+        let c = c.map_err(|e| invalid(e.to_string()))?;
+        store.add(c.clone()).map_err(|e| invalid(e.to_string()))?;
+        ders.push(c);
+        extra += 1;
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?
-        .with_root_certificates(store)
-        .with_no_client_auth();
-    Ok((roots, config))
+    if extra == 0 {
+        return Err(invalid("holds no certificate".into()));
+    }
+    // pingora replaces its default roots with a per-peer list, so the list carries the platform
+    // roots too: ca_file adds roots, it does not narrow trust.
+    let wrapped: Vec<pingora::utils::tls::WrappedX509> = ders
+        .iter()
+        .map(|d| {
+            pingora::utils::tls::WrappedX509::new(d.as_ref().to_vec(), |raw| {
+                pingora::utils::tls::parse_x509(raw)
+            })
+        })
+        .collect();
+    Ok(Arc::from(wrapped.into_boxed_slice()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::CertificateError;
+
+    fn text(e: CertificateError) -> String {
+        // What pingora's handshake error carries: the rustls error's Display inside its context.
+        format!(
+            "TLSHandshakeFailure context: TLS connect() failed: tls connect error cause: {}, SNI: a.example",
+            rustls::Error::InvalidCertificate(e)
+        )
+    }
+
+    #[test]
+    fn rustls_certificate_errors_are_named() {
+        assert_eq!(
+            classify_tls_text(&text(CertificateError::UnknownIssuer)),
+            TlsFault::UnknownIssuer
+        );
+        assert_eq!(
+            classify_tls_text(&text(CertificateError::BadSignature)),
+            TlsFault::UnknownIssuer
+        );
+        assert_eq!(
+            classify_tls_text(&text(CertificateError::NotValidForName)),
+            TlsFault::NameMismatch
+        );
+        assert_eq!(
+            classify_tls_text(&text(CertificateError::NotValidForNameContext {
+                expected: rustls::pki_types::ServerName::try_from("a.example")
+                    .unwrap()
+                    .to_owned(),
+                presented: vec!["DnsName(\"b.example\")".into()],
+            })),
+            TlsFault::NameMismatch
+        );
+        assert_eq!(
+            classify_tls_text(&text(CertificateError::Expired)),
+            TlsFault::Expired
+        );
+        assert_eq!(
+            classify_tls_text(&text(CertificateError::ExpiredContext {
+                time: rustls::pki_types::UnixTime::since_unix_epoch(Duration::from_secs(2_000)),
+                not_after: rustls::pki_types::UnixTime::since_unix_epoch(Duration::from_secs(
+                    1_000
+                )),
+            })),
+            TlsFault::Expired
+        );
+        assert_eq!(
+            classify_tls_text("TLS connect() failed: received fatal alert: HandshakeFailure"),
+            TlsFault::Handshake
+        );
+    }
+
+    #[test]
+    fn only_tls_errors_are_tls_faults() {
+        let refused = pingora::Error::explain(pingora::ErrorType::ConnectRefused, "refused");
+        assert_eq!(tls_fault(&refused), None);
+        let tls = pingora::Error::explain(
+            pingora::ErrorType::TLSHandshakeFailure,
+            text(CertificateError::UnknownIssuer),
+        );
+        assert_eq!(tls_fault(&tls), Some(TlsFault::UnknownIssuer));
+    }
+
+    #[test]
+    fn the_peer_pins_the_address_and_verifies() {
+        let up = Upstream::for_tests("https://a.example:8443/a2a");
+        let peer = up.peer();
+        assert_eq!(peer.sni, "a.example");
+        assert!(peer.options.verify_cert && peer.options.verify_hostname);
+        assert_eq!(peer.options.alpn, ALPN::H1);
+        assert_eq!(peer.options.read_timeout, Some(IDLE_READ_TIMEOUT));
+    }
 }

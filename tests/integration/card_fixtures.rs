@@ -1,4 +1,4 @@
-//! Fixture-driven tests of `card::validate` and `card::compile`.
+//! Fixture-driven tests of `card::validate` and `profile::compile`.
 //!
 //! - `tests/fixtures/cards/invalid/NAME.json` must fail validation under the default policy with
 //!   exactly the problems listed, one per line, in `NAME.expect` (each line starts with the JSON path).
@@ -10,7 +10,8 @@
 use std::path::{Path, PathBuf};
 
 use a2a_egress::card;
-use a2a_egress::config::{CardPolicy, ClientCaps};
+use a2a_egress::card::CardPolicy;
+use a2a_egress::profile::{self, ClientCaps};
 
 fn fixtures(sub: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -83,7 +84,7 @@ fn every_valid_fixture_validates_and_compiles() {
         let bytes = std::fs::read(f).unwrap();
         let v = card::validate(&bytes, &policy_for(f), None)
             .unwrap_or_else(|e| panic!("{}:\n{e}", f.display()));
-        let p = card::compile(&v, &ClientCaps::default());
+        let p = profile::compile(&v, &ClientCaps::default());
         assert_eq!(p.card_digest, v.digest());
         assert!(p.card_digest.starts_with("sha256:") && p.card_digest.len() == 7 + 64);
         // Serialises with the seed's field names.
@@ -147,7 +148,7 @@ fn sdk_cards_validate_and_compile() {
             ],
             ..ClientCaps::default()
         };
-        let p = card::compile(&v, &caps);
+        let p = profile::compile(&v, &caps);
         assert!(p.usable, "{}: {:?}", f.display(), p.reason);
         assert!(!p.skills.is_empty(), "{}", f.display());
     }

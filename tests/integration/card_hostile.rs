@@ -9,9 +9,9 @@
 //! path-safe segment; the digest depends on the JSON value, not on its formatting, escapes or
 //! member order.
 
+use a2a_egress::card::CardPolicy;
 use a2a_egress::card::{self, CardError};
-use a2a_egress::config::{CardPolicy, ClientCaps};
-use a2a_egress::profile::Profile;
+use a2a_egress::profile::{self, ClientCaps, Profile};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::Value;
@@ -83,7 +83,7 @@ fn exercise(bytes: &[u8]) -> bool {
         match card::validate(bytes, &policy, None) {
             Ok(v) => {
                 accepted = true;
-                let p = card::compile(&v, &caps());
+                let p = profile::compile(&v, &caps());
                 assert_eq!(p.card_digest, v.digest());
                 for s in display_strings(&p) {
                     assert!(

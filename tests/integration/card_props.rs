@@ -2,8 +2,9 @@
 //! arbitrary mutations of valid cards; and every card our strict rules accept is also accepted by
 //! the typed `a2a-lf` model (no `CardError::Model`), so compile always gets a typed card.
 
+use a2a_egress::card::CardPolicy;
 use a2a_egress::card::{self, CardError};
-use a2a_egress::config::{CardPolicy, ClientCaps};
+use a2a_egress::profile::{self, ClientCaps};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -38,7 +39,7 @@ fn exercise(bytes: &[u8]) -> bool {
             Ok(v) => {
                 any_ok = true;
                 for c in caps() {
-                    let p = card::compile(&v, &c);
+                    let p = profile::compile(&v, &c);
                     assert_eq!(p.card_digest, v.digest());
                     assert_eq!(p.usable, p.unusable.is_none());
                     assert_eq!(p.usable, p.reason.is_none());

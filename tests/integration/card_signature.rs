@@ -528,8 +528,8 @@ fn sdk_style_empties_stripped_payload_verifies_and_is_reported() {
 /// `securityRequirements`: "no auth needed") are refused when signatures are required.
 #[test]
 fn meaningful_empties_added_to_an_sdk_signed_card_are_refused_when_required() {
+    use a2a_egress::card::CardPolicy;
     use a2a_egress::card::{self as cardmod, SignatureStatus};
-    use a2a_egress::config::CardPolicy;
     let mut c = base_card();
     c["securitySchemes"] = json!({"oauth": {"oauth2SecurityScheme": {"flows": {"clientCredentials":
         {"tokenUrl": "https://agent.example/token", "scopes": {"read": "read"}}}}}});

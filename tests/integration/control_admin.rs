@@ -1,5 +1,6 @@
 //! The control plane end to end with the real fetcher over loopback sockets: the admin refresh route,
-//! and a card whose interface points at an address the integration may not reach.
+//! a card whose interface points at an address the integration may not reach, and the refresh
+//! route while a panicked refresh worker waits to restart.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -76,7 +77,8 @@ async fn admin_refresh_route_answers_with_the_outcome() {
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin = listener.local_addr().unwrap();
-    let app = a2a_egress::control::http::router(h.clone());
+    let open = a2a_egress::admin::Access::open(a2a_egress::metrics::Metrics::new());
+    let app = a2a_egress::control::http::router(h.clone(), open.refresh);
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     a2a_egress::control::fetch::install_crypto_provider();
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
@@ -140,4 +142,87 @@ async fn an_interface_on_an_unapproved_origin_is_refused() {
         reason.contains("not approved") || reason.contains("approved origins"),
         "{reason}"
     );
+}
+
+/// A card source with a bug: every fetch panics.
+struct Panicking;
+
+#[async_trait::async_trait]
+impl a2a_egress::control::refresh::CardSource for Panicking {
+    async fn fetch(
+        &self,
+        _url: &str,
+        _policy: &a2a_egress::control::fetch::FetchPolicy,
+        _validators: Option<&a2a_egress::control::fetch::Validators>,
+    ) -> Result<a2a_egress::control::fetch::FetchOutcome, a2a_egress::control::fetch::FetchError>
+    {
+        panic!("card source bug");
+    }
+
+    async fn extended(
+        &self,
+        _iface: &a2a_egress::profile::Interface,
+        _tenant: Option<&str>,
+        _authorization: &http::HeaderValue,
+        _policy: &a2a_egress::control::fetch::FetchPolicy,
+    ) -> Result<
+        a2a_egress::control::extended::ExtendedOutcome,
+        a2a_egress::control::extended::ExtendedError,
+    > {
+        panic!("card source bug");
+    }
+}
+
+#[tokio::test]
+async fn admin_refresh_route_answers_503_while_a_panicked_worker_restarts() {
+    let text = "[client]\nallow_plain_http = true\n[refresh]\nmin = \"1h\"\nbackoff_initial = \"30s\"\n\
+                backoff_max = \"1m\"\njitter = 0.0\n[[integrations]]\nname = \"echo\"\n\
+                card = \"http://127.0.0.1:9/card.json\"\norigins = [\"http://127.0.0.1:9\"]\n\
+                skills = [\"echo\"]\ndata_classes = [\"internal\"]\n";
+    let cfg = Config::parse(text, Path::new("gateway.toml")).unwrap();
+    let metrics = ControlMetrics::register(&prometheus::Registry::new()).unwrap();
+    let h = ControlHandle::start(
+        cfg,
+        Arc::new(Store::default()),
+        metrics,
+        Arc::new(Panicking),
+        None,
+    );
+    settle(&h).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let admin = listener.local_addr().unwrap();
+    let open = a2a_egress::admin::Access::open(a2a_egress::metrics::Metrics::new());
+    let app = a2a_egress::control::http::router(h.clone(), open.refresh);
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+
+    let r = client
+        .post(format!("http://{admin}/v1/integrations/echo/refresh"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 503);
+    let after: u64 = r
+        .headers()
+        .get(header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("Retry-After");
+    assert!((1..=30).contains(&after), "{after}");
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error"]["details"][0]["reason"], "REFRESH_WORKER_RESTARTING",
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("refresh worker panicked: card source bug")),
+        "{body}"
+    );
+    assert_eq!(
+        h.metrics().worker_panics.with_label_values(&["echo"]).get(),
+        1
+    );
+    h.shutdown();
 }

@@ -93,8 +93,9 @@ async fn flipper() -> (SocketAddr, Arc<Flipper>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profiles_swap_100_times_a_second_under_traffic_without_mixing() {
     let (addr, agent) = flipper().await;
+    // Forced refreshes back to back: the admin rate limit is off for this test.
     let config = config_head(&[EXT_A, EXT_B])
-        + "[refresh]\nmin = \"1h\"\n"
+        + "[refresh]\nmin = \"1h\"\n[admin]\nrefresh_min_interval = \"0s\"\n"
         + &integration(
             "flip",
             &format!("http://{addr}/card.json"),

@@ -182,7 +182,7 @@ fn the_sample_config_documents_the_refresh_defaults() {
     let c = Config::load(&path).expect("the sample config is valid");
     assert_eq!(
         c.refresh,
-        a2a_egress::control::schedule::RefreshSettings::default(),
+        a2a_egress::config::RefreshSettings::default(),
         "the sample's [refresh] values are the built-in defaults"
     );
     assert_eq!(c.state_dir, None);

@@ -60,7 +60,7 @@ async fn effective_card_is_a_projection_with_its_own_etag() {
     assert!(card.get("signatures").is_none());
     assert!(card.get("securitySchemes").is_none());
     // The card validates with the project's own strict validator.
-    let policy = a2a_egress::config::CardPolicy {
+    let policy = a2a_egress::card::CardPolicy {
         allow_plain_http: true,
         ..Default::default()
     };

@@ -4,7 +4,9 @@
 //! header the caller sends never reach the agent, on each forwarding path (pingora for unary
 //! calls, the gateway's own client for message sends and streams); an integration with
 //! `credential = { type = "pass-through" }` forwards the caller's `Authorization`, `bearer`
-//! replaces it and `none` drops it.
+//! replaces it and `none` drops it. Beyond those, only an allowlist of caller headers leaves (A2A's
+//! own, content negotiation, trace context, `User-Agent`, and the integration's `forward_headers`):
+//! `Cookie`, `Forwarded`, `X-Forwarded-*` and the method/URL override headers never do.
 
 use crate::common::gateway::{GatewayProc, config_head, integration, send_request, sse_events};
 use crate::common::{SdkAgent, Seen};
@@ -23,9 +25,13 @@ const CALLER_HEADERS: &[(&str, &str)] = &[
     ("a2a-egress-data-class", "public"),
     ("a2a-egress-debug", "1"),
     ("A2A-Egress-Anything-Else", "x"),
-    // An end-to-end header: forwarded, which proves the agent records what arrives.
+    // Listed in the integration's `forward_headers`: forwarded, which proves the agent records
+    // what arrives.
     ("x-caller-trace", "trace-1"),
 ];
+
+/// The integration setting that lets the end-to-end `x-caller-trace` through.
+const FORWARD_TRACE: &str = "forward_headers = [\"X-Caller-Trace\"]";
 
 /// Header names that must never reach the agent.
 const NEVER: &[&str] = &[
@@ -49,7 +55,7 @@ fn assert_clean(s: &Seen) {
     assert_eq!(
         s.headers.get("x-caller-trace").map(String::as_str),
         Some("trace-1"),
-        "end-to-end headers pass: {:?}",
+        "headers listed in forward_headers pass: {:?}",
         s.headers
     );
     for n in NEVER {
@@ -89,7 +95,7 @@ async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, String
 #[tokio::test]
 async fn jsonrpc_hop_by_hop_and_gateway_headers_never_reach_the_agent() {
     let agent = SdkAgent::start(&[]);
-    let config = config_head(&[]) + &integration("echo", &agent.card_url, "");
+    let config = config_head(&[]) + &integration("echo", &agent.card_url, FORWARD_TRACE);
     let gw = GatewayProc::start(&config, &[]).await;
     agent.reset().await;
     let url = gw.agent_url("echo");
@@ -141,7 +147,7 @@ async fn jsonrpc_hop_by_hop_and_gateway_headers_never_reach_the_agent() {
 #[tokio::test]
 async fn rest_hop_by_hop_and_gateway_headers_never_reach_the_agent() {
     let agent = SdkAgent::start(&["--binding", "rest"]);
-    let config = config_head(&[]) + &integration("rest", &agent.card_url, "");
+    let config = config_head(&[]) + &integration("rest", &agent.card_url, FORWARD_TRACE);
     let gw = GatewayProc::start(&config, &[]).await;
     agent.reset().await;
 
@@ -220,4 +226,74 @@ async fn authorization_is_passed_through_replaced_or_dropped_per_integration() {
             );
         }
     }
+}
+
+/// Headers a caller may send that change what an agent (or a proxy in front of it) believes
+/// about the request: never forwarded. Only A2A's, content negotiation, trace context, the user
+/// agent and what the integration lists in `forward_headers` leave.
+const SMUGGLED: &[(&str, &str)] = &[
+    ("cookie", "session=caller-secret"),
+    ("forwarded", "for=203.0.113.7;host=evil.example"),
+    ("x-forwarded-for", "203.0.113.7"),
+    ("x-forwarded-host", "evil.example"),
+    ("x-forwarded-proto", "http"),
+    ("x-http-method-override", "DELETE"),
+    ("x-original-url", "/admin"),
+    ("x-rewrite-url", "/admin"),
+    ("x-unlisted", "not-in-forward-headers"),
+];
+
+/// Headers that do pass (values checked as the agent received them).
+const PASSED: &[(&str, &str)] = &[
+    (
+        "traceparent",
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    ),
+    ("tracestate", "vendor=opaque"),
+    ("user-agent", "orchestrator/1.0"),
+];
+
+fn assert_allowlisted(s: &Seen) {
+    for (n, _) in SMUGGLED {
+        assert!(
+            !s.headers.contains_key(*n),
+            "{n} reached the agent on {} {}: {:?}",
+            s.http_method,
+            s.path,
+            s.headers
+        );
+    }
+    for (n, v) in PASSED {
+        assert_eq!(
+            s.headers.get(*n).map(String::as_str),
+            Some(*v),
+            "{n} on {} {}: {:?}",
+            s.http_method,
+            s.path,
+            s.headers
+        );
+    }
+}
+
+#[tokio::test]
+async fn only_allowlisted_caller_headers_reach_the_agent_on_every_path() {
+    let agent = SdkAgent::start(&[]);
+    let config = config_head(&[]) + &integration("echo", &agent.card_url, "");
+    let gw = GatewayProc::start(&config, &[]).await;
+    agent.reset().await;
+    let caller: Vec<(&str, &str)> = SMUGGLED.iter().chain(PASSED).copied().collect();
+    let url = gw.agent_url("echo");
+
+    let (status, body) = post(&url, &send_request("1", "SendMessage", "hi"), &caller).await;
+    assert_eq!(status, 200, "{body}");
+    let get = json!({"jsonrpc": "2.0", "id": "2", "method": "GetTask", "params": {"id": "x"}});
+    let (status, body) = post(&url, &get, &caller).await;
+    assert_eq!(status, 200, "{body}");
+    let stream = send_request("3", "SendStreamingMessage", "stream");
+    let (status, body) = post(&url, &stream, &caller).await;
+    assert_eq!(status, 200, "{body}");
+
+    let seen = agent.seen_calls().await;
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    seen.iter().for_each(assert_allowlisted);
 }

@@ -93,3 +93,90 @@ async fn calls_reach_an_https_agent_trusted_through_ca_file() {
         .await;
     assert_eq!(body["error"]["data"][0]["reason"], "NO_USABLE_PROFILE");
 }
+
+/// An integration whose card comes from `agent` (plain HTTP) and whose interface is the TLS
+/// listener at `tls`, trusted through `ca`.
+fn split_integration(
+    name: &str,
+    agent: &SdkAgent,
+    tls: std::net::SocketAddr,
+    ca: &TestPki,
+) -> String {
+    format!(
+        "\n[[integrations]]\nname = \"{name}\"\ncard = \"{}\"\norigins = [\"{}\", \"https://{tls}\"]\n\
+         skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\nca_file = \"{}\"\n",
+        agent.card_url,
+        agent.base_url,
+        ca.ca_path.display()
+    )
+}
+
+/// A certificate the gateway must refuse (unknown CA, wrong name, expired) is a 502 in the
+/// caller's protocol whose reason says which, on pingora's path (GetTask) and on the gateway's own
+/// client (SendMessage, SendStreamingMessage). The card comes over plain HTTP from an SDK agent
+/// whose card points its interface at a TLS listener presenting the bad certificate.
+#[tokio::test]
+async fn each_certificate_fault_is_a_502_naming_it_on_both_paths() {
+    use crate::common::tls::TlsListener;
+
+    let pki = TestPki::new(&["127.0.0.1"]);
+    let stranger = TestPki::with_ca_name("some other CA", &["127.0.0.1"]);
+    let wrong_name = pki.leaf("wrong-name", &["other.example"], false);
+    let expired = pki.leaf("expired", &["127.0.0.1"], true);
+    let cases = [
+        (
+            "unknown",
+            TlsListener::start(&crate::common::tls::Leaf {
+                cert_path: stranger.cert_path.clone(),
+                key_path: stranger.key_path.clone(),
+            })
+            .await,
+            "UPSTREAM_CERTIFICATE_UNKNOWN",
+        ),
+        (
+            "mismatch",
+            TlsListener::start(&wrong_name).await,
+            "UPSTREAM_CERTIFICATE_NAME_MISMATCH",
+        ),
+        (
+            "expired",
+            TlsListener::start(&expired).await,
+            "UPSTREAM_CERTIFICATE_EXPIRED",
+        ),
+    ];
+    let mut agents = Vec::new();
+    let mut config = config_head(&[]);
+    for (name, listener, _) in &cases {
+        let base = format!("https://{}", listener.addr);
+        let agent = SdkAgent::start(&["--interface-base", &base]);
+        config += &split_integration(name, &agent, listener.addr, &pki);
+        agents.push(agent);
+    }
+    let gw = GatewayProc::start(&config, &[]).await;
+    let ready = gw.readyz().await;
+    for (name, listener, reason) in &cases {
+        assert_eq!(ready["integrations"][name]["status"], "usable", "{ready}");
+        let calls = [
+            send_request("s", "SendMessage", "hi"),
+            send_request("t", "SendStreamingMessage", "hi"),
+            serde_json::json!({"jsonrpc": "2.0", "id": "g", "method": "GetTask", "params": {"id": "x"}}),
+        ];
+        for call in &calls {
+            let (status, _, body) = gw.rpc_raw(name, call, &[]).await;
+            let what = format!("{name} {}: HTTP {status} {body}", call["method"]);
+            assert_eq!(status, 502, "{what}");
+            let v: serde_json::Value = serde_json::from_str(&body).expect(&what);
+            assert_eq!(
+                v["error"]["data"][0]["reason"],
+                *reason,
+                "{what}\n--- gateway stderr ---\n{}",
+                gw.process.stderr_tail()
+            );
+            assert_eq!(v["error"]["data"][0]["domain"], "a2a-egress", "{what}");
+        }
+        assert!(
+            listener.accepted.load(std::sync::atomic::Ordering::SeqCst) >= 3,
+            "{name}: every call tried the TLS interface"
+        );
+    }
+}

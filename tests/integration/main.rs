@@ -4,6 +4,7 @@
 
 mod common;
 
+mod admin_auth;
 mod agent_cards_validate;
 mod agent_http;
 mod agent_sdk;
@@ -19,14 +20,22 @@ mod control_gateway;
 mod control_lkg;
 mod control_reload;
 mod control_scheduler;
+mod faults;
 mod fuzz_corpus;
 mod gateway_card;
+mod gateway_encoding;
 mod gateway_headers;
+mod gateway_hostile_requests;
+mod gateway_limits;
 mod gateway_policy;
+mod gateway_pool;
+mod gateway_proxy_env;
 mod gateway_ref_agent;
 mod gateway_retry;
 mod gateway_shaping;
 mod gateway_streaming;
 mod gateway_tls;
 mod peers_smoke;
+mod request_props;
 mod sdk_fixtures;
+mod security;

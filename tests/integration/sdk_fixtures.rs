@@ -4,9 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+use a2a_egress::card::CardPolicy;
 use a2a_egress::card::signature::{self, PayloadForm, Rule, SignatureError, TrustedKeys};
-use a2a_egress::card::{compile, validate};
-use a2a_egress::config::{CardPolicy, ClientCaps};
+use a2a_egress::card::validate;
+use a2a_egress::profile::ClientCaps;
+use a2a_egress::profile::compile;
 use a2a_egress::profile::{Binding, Profile, Unusable};
 use serde_json::Value;
 

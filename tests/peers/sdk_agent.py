@@ -23,6 +23,7 @@ All protocol errors are the SDK's own error types, rendered by the SDK's dispatc
 import argparse
 import asyncio
 import json
+import math
 import os
 import socket
 import sys
@@ -97,6 +98,12 @@ def parse_args(argv):
     p.add_argument('--tls-key', default='', metavar='PEM')
     p.add_argument('--delay-ms', type=int, default=0,
                    help='wait this long before handling each A2A request (not the card or /_test)')
+    p.add_argument('--gzip', action='store_true',
+                   help="compress answers (Starlette's GZipMiddleware, any size) when the request's "
+                        'Accept-Encoding asks for gzip')
+    p.add_argument('--interface-base', default='', metavar='URL',
+                   help='put interfaces under this base URL in the card instead of this server '
+                        '(e.g. another server that presents a bad certificate)')
     p.add_argument('--exit-on-stdin-eof', action='store_true',
                    help='exit when stdin closes (the test harness holds it open, so an aborted test run '
                         'leaves no orphan agent)')
@@ -241,6 +248,11 @@ def _all_headers(scope):
     return out
 
 
+def _finite_or_text(text):
+    value = float(text)
+    return value if math.isfinite(value) else text
+
+
 class RecordAndGuard:
     """ASGI middleware: records every request, enforces the bearer token, echoes activated extensions."""
 
@@ -296,9 +308,10 @@ class RecordAndGuard:
                  'a2a_extensions': _header(scope, 'a2a-extensions'),
                  'authorization': _header(scope, 'authorization'),
                  'content_type': _header(scope, 'content-type'), 'body': None,
-                 'headers': _all_headers(scope)}
+                 'raw_body': body.decode('utf-8', 'replace'), 'headers': _all_headers(scope)}
         try:
-            entry['body'] = json.loads(body) if body else None
+            # Out-of-range numbers (1e400) are kept as their text: /_test/seen must stay valid JSON.
+            entry['body'] = json.loads(body, parse_float=_finite_or_text) if body else None
         except ValueError:
             entry['body'] = body.decode('utf-8', 'replace')
         if path == JSONRPC_PATH and isinstance(entry['body'], dict):
@@ -327,7 +340,7 @@ def main(argv):
     port = sock.getsockname()[1]
     scheme = 'https' if args.tls_cert else 'http'
     base = f'{scheme}://127.0.0.1:{port}'
-    card, extended = build_cards(args, base)
+    card, extended = build_cards(args, args.interface_base.rstrip('/') or base)
     handler = StrictHandler(args, agent_executor=EchoExecutor(args.slow_stream),
                             task_store=InMemoryTaskStore(), agent_card=card, extended_agent_card=extended)
 
@@ -357,7 +370,12 @@ def main(argv):
     routes += create_jsonrpc_routes(handler, JSONRPC_PATH)
     routes.append(Mount(REST_PATH, routes=create_rest_routes(handler)))
     declared = set(args.required_extension) | set(args.optional_extension)
-    recorder = RecordAndGuard(Starlette(routes=routes), args, declared)
+    app = Starlette(routes=routes)
+    if args.gzip:
+        from starlette.middleware.gzip import GZipMiddleware
+
+        app = GZipMiddleware(app, minimum_size=0)
+    recorder = RecordAndGuard(app, args, declared)
 
     print(json.dumps({'event': 'listening', 'addr': f'127.0.0.1:{port}',
                       'card_url': f'{base}/.well-known/agent-card.json'}), flush=True)

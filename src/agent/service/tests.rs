@@ -200,6 +200,11 @@ fn version_negotiation() {
     assert!(negotiate_version(&h, iface).is_ok(), "patch ignored");
     h.insert("a2a-version", "1.1".parse().unwrap());
     assert!(negotiate_version(&h, iface).is_err());
+    // One parser for every version: a leading zero or a non-numeric patch is not 1.0.
+    for not_a_version in ["01.0", "1.0.x", "1 .0"] {
+        h.insert("a2a-version", not_a_version.parse().unwrap());
+        assert!(negotiate_version(&h, iface).is_err(), "{not_a_version}");
+    }
 }
 
 #[test]

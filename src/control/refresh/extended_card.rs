@@ -114,7 +114,7 @@ impl Worker {
                     self.persist_extended(&iface.url, &origin, &id, &bytes);
                 }
                 self.inner.extended.put(self.name(), id.clone(), bytes);
-                let p = crate::card::compile(&v, &config.caps);
+                let p = crate::profile::compile(&v, &config.caps);
                 (p, v.json().clone(), Some(status(true, None)))
             }
             Err(e) => {

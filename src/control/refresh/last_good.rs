@@ -87,11 +87,15 @@ impl Worker {
             c.max_age,
             &c.bytes,
         ) {
-            Ok(saved) => {
-                if let Err(e) = dir.save(&saved) {
+            Ok(saved) => match dir.save(&saved) {
+                Ok(()) => *lock(&self.inner.state_problem) = None,
+                Err(e) => {
                     tracing::warn!(integration = %self.name(), error = %e, "cannot persist the last-known-good card");
+                    self.inner.metrics.state_write_failures.inc();
+                    *lock(&self.inner.state_problem) =
+                        Some(format!("last-known-good cards cannot be saved: {e}"));
                 }
-            }
+            },
             Err(e) => {
                 tracing::warn!(integration = %self.name(), error = %e, "card is not UTF-8; not persisted")
             }

@@ -62,12 +62,13 @@ impl GatewayProc {
     ) -> GatewayProc {
         let path = dir.path().join("gateway.toml");
         std::fs::write(&path, config).expect("writing the config");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_a2a-egress"));
+        let mut cmd = Command::new(super::gateway_bin());
         cmd.arg("serve").arg("--config").arg(&path);
+        // Before `env`, so a test can ask for another log level.
+        cmd.env("A2A_EGRESS_LOG", "info");
         for (k, v) in env {
             cmd.env(k, v);
         }
-        cmd.env("A2A_EGRESS_LOG", "info");
         let process = ChildGuard::spawn("a2a-egress serve", cmd, START_DEADLINE);
         let first = process.first().clone();
         let parse = |k: &str| -> SocketAddr {

@@ -42,6 +42,15 @@ pub fn python() -> PathBuf {
     p
 }
 
+/// The gateway binary the tests run: `$A2A_EGRESS_BIN` when set, else the one cargo built for this
+/// test binary. Several worktrees sharing one `CARGO_TARGET_DIR` overwrite `target/debug/a2a-egress`
+/// with their own builds; pointing this at `target/debug/deps/a2a_egress-<hash>` pins a run to one.
+pub fn gateway_bin() -> PathBuf {
+    std::env::var_os("A2A_EGRESS_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_a2a-egress")))
+}
+
 /// Installs rustls' ring provider for this process (reqwest is built without one); idempotent.
 pub fn install_crypto_provider() {
     // Err only means another test in this binary installed it first.

@@ -2,10 +2,10 @@
 //!
 //! The child must print its first stdout line as JSON (e.g. `{"event":"listening","addr":"127.0.0.1:41234"}`)
 //! within a deadline. After that both pipes are drained by background threads for the child's whole
-//! life, so it never blocks on a full pipe; the last stderr lines are kept for failure messages.
+//! life, so it never blocks on a full pipe; stderr is kept (up to [`STDERR_KEEP_BYTES`]) for failure
+//! messages and for tests that search a child's whole log.
 //! Dropping the guard kills the child and reaps it.
 
-use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -14,8 +14,18 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How many trailing stderr lines are kept.
+/// How many trailing stderr lines [`ChildGuard::stderr_tail`] shows.
 const STDERR_TAIL_LINES: usize = 200;
+/// Most stderr bytes kept per child; later lines are counted but dropped.
+pub const STDERR_KEEP_BYTES: usize = 256 << 20;
+
+/// Every stderr line so far (up to [`STDERR_KEEP_BYTES`]).
+#[derive(Default)]
+struct StderrLog {
+    lines: Vec<String>,
+    bytes: usize,
+    dropped: usize,
+}
 
 /// A running child process, killed and reaped on drop.
 pub struct ChildGuard {
@@ -23,7 +33,7 @@ pub struct ChildGuard {
     child: Child,
     first: serde_json::Value,
     stdout: Arc<Mutex<Vec<String>>>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: Arc<Mutex<StderrLog>>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -41,17 +51,19 @@ impl ChildGuard {
         let stdout_pipe = child.stdout.take().expect("piped stdout");
         let stderr_pipe = child.stderr.take().expect("piped stderr");
 
-        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let stderr = Arc::new(Mutex::new(StderrLog::default()));
         let stderr_thread = {
             let stderr = Arc::clone(&stderr);
             std::thread::spawn(move || {
                 for line in BufReader::new(stderr_pipe).lines() {
                     let Ok(line) = line else { break };
-                    let mut tail = stderr.lock().unwrap();
-                    if tail.len() == STDERR_TAIL_LINES {
-                        tail.pop_front();
+                    let mut log = stderr.lock().unwrap();
+                    if log.bytes + line.len() > STDERR_KEEP_BYTES {
+                        log.dropped += 1;
+                        continue;
                     }
-                    tail.push_back(line);
+                    log.bytes += line.len() + 1;
+                    log.lines.push(line);
                 }
             })
         };
@@ -136,8 +148,15 @@ impl ChildGuard {
 
     /// The last stderr lines (up to 200), joined with newlines.
     pub fn stderr_tail(&self) -> String {
-        let tail = self.stderr.lock().unwrap();
-        tail.iter().cloned().collect::<Vec<_>>().join("\n")
+        let log = self.stderr.lock().unwrap();
+        let from = log.lines.len().saturating_sub(STDERR_TAIL_LINES);
+        log.lines[from..].join("\n")
+    }
+
+    /// Every stderr line so far and how many were dropped past [`STDERR_KEEP_BYTES`].
+    pub fn stderr_all(&self) -> (Vec<String>, usize) {
+        let log = self.stderr.lock().unwrap();
+        (log.lines.clone(), log.dropped)
     }
 
     /// stdout lines printed after the first one, so far.

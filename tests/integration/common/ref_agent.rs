@@ -78,13 +78,23 @@ impl RefAgent {
     /// [`RefAgent::start`] with extra command-line arguments, e.g. `["--watch-interval-ms", "0"]`
     /// (reload only on SIGHUP).
     pub fn start_with_args(registry: &Path, envs: &[(&str, &str)], args: &[&str]) -> RefAgent {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_a2a-egress"));
+        Self::spawn(registry, envs, args, "127.0.0.1:0")
+    }
+
+    /// [`RefAgent::start`] on a given address, e.g. the one of an agent that just stopped (to
+    /// restart it where a gateway already points).
+    pub fn start_on(registry: &Path, envs: &[(&str, &str)], listen: SocketAddr) -> RefAgent {
+        Self::spawn(registry, envs, &[], &listen.to_string())
+    }
+
+    fn spawn(registry: &Path, envs: &[(&str, &str)], args: &[&str], listen: &str) -> RefAgent {
+        let mut cmd = Command::new(super::gateway_bin());
         // The guard holds stdin open; if the test process dies, EOF stops the agent too.
         cmd.args([
             "agent",
             "--exit-on-stdin-eof",
             "--listen",
-            "127.0.0.1:0",
+            listen,
             "--registry",
         ])
         .arg(registry)

@@ -51,6 +51,9 @@ pub struct Seen {
     pub content_type: Option<String>,
     /// The request body as JSON (a string if it was not JSON, `null` if empty).
     pub body: serde_json::Value,
+    /// The request body exactly as received (UTF-8, invalid bytes replaced), for byte-level checks.
+    #[serde(default)]
+    pub raw_body: String,
     /// Every request header: lower-cased name → value (repeated lines joined with ", ").
     #[serde(default)]
     pub headers: std::collections::BTreeMap<String, String>,

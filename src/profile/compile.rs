@@ -24,12 +24,40 @@
 
 use std::collections::BTreeMap;
 
-use super::sanitize::{self, sanitize};
-use super::validate::ValidatedCard;
-use crate::config::ClientCaps;
-use crate::profile::{
+use super::{
     Binding, Display, Interface, Profile, SecurityAlternative, SkillDisplay, SkillProfile, Unusable,
 };
+use crate::card::ValidatedCard;
+use crate::card::sanitize::{self, sanitize};
+
+/// Validated client capabilities (`[client]`): the input of [`compile`] besides the card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientCaps {
+    /// Supported bindings; the client speaks each of them at every version in `versions`.
+    pub bindings: Vec<Binding>,
+    /// Supported `Major.Minor` versions.
+    pub versions: Vec<String>,
+    /// Known extension URIs, sorted and deduplicated.
+    pub extensions: Vec<String>,
+}
+
+impl ClientCaps {
+    /// Whether the client implements this (binding, version) pair as written on the wire.
+    pub fn supports(&self, binding: &str, version: &str) -> bool {
+        Binding::from_wire(binding).is_some_and(|b| self.bindings.contains(&b))
+            && self.versions.iter().any(|v| v == version)
+    }
+}
+
+impl Default for ClientCaps {
+    fn default() -> Self {
+        ClientCaps {
+            bindings: vec![Binding::JsonRpc, Binding::HttpJson],
+            versions: vec!["1.0".into()],
+            extensions: Vec::new(),
+        }
+    }
+}
 
 /// Compiles a validated card for a client with capabilities `caps`.
 pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
@@ -158,7 +186,7 @@ fn security(reqs: Option<&[a2a::SecurityRequirement]>) -> Vec<SecurityAlternativ
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::CardPolicy;
+    use crate::card::CardPolicy;
     use serde_json::{Value, json};
 
     fn minimal() -> Value {

@@ -1,0 +1,203 @@
+//! The admin listener's protection: the bearer token its mutating routes require (`[admin]
+//! token_file`) and the forced-refresh rate limit they share (axum middleware; no I/O besides the
+//! request).
+//!
+//! Reading (`GET`, `HEAD`: health, readiness, metrics, the planner views) stays open; every other
+//! method needs `Authorization: Bearer <token>` when a token is configured, which config
+//! validation requires whenever the admin listener is not on loopback. The token is compared in
+//! constant time (see [`AdminToken`]); a refusal is `401` with `WWW-Authenticate: Bearer` (RFC
+//! 6750 section 3) and a `google.rpc.Status` body whose ErrorInfo reason is `UNAUTHENTICATED`.
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::config::{Admin, AdminToken};
+use crate::control::http::{RefreshLimiter, status_error};
+use crate::metrics::Metrics;
+
+/// `WWW-Authenticate` realm of the admin listener.
+const REALM: &str = "a2a-egress-admin";
+
+/// Who may use the admin listener's mutating routes, and how often they may force a refresh.
+#[derive(Clone)]
+pub struct Access {
+    token: Option<AdminToken>,
+    /// The forced-refresh rate limit (per integration).
+    pub refresh: RefreshLimiter,
+    metrics: Metrics,
+}
+
+impl Access {
+    /// From the validated `[admin]` table.
+    pub fn new(admin: &Admin, metrics: Metrics) -> Access {
+        let refused = metrics
+            .admin_refusals
+            .with_label_values(&[crate::control::http::RATE_LIMITED]);
+        Access {
+            token: admin.token.clone(),
+            refresh: RefreshLimiter::new(admin.refresh_min_interval, refused),
+            metrics,
+        }
+    }
+
+    /// No token and no rate limit (for tests that drive the admin routes directly).
+    pub fn open(metrics: Metrics) -> Access {
+        Access::new(
+            &Admin {
+                token: None,
+                refresh_min_interval: std::time::Duration::ZERO,
+                ..Admin::default()
+            },
+            metrics,
+        )
+    }
+}
+
+/// How a request stands against the token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Allowed,
+    /// No usable `Authorization: Bearer …`.
+    Missing,
+    /// A bearer token that is not the configured one.
+    Wrong,
+}
+
+/// The credentials of `Authorization: Bearer <token>` (RFC 6750 section 2.1; the scheme is
+/// case-insensitive, RFC 9110 section 11.1), or `None` for another scheme or a malformed value.
+fn bearer(value: &[u8]) -> Option<&[u8]> {
+    let space = value.iter().position(|b| *b == b' ')?;
+    let (scheme, rest) = value.split_at(space);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return None;
+    }
+    let start = rest.iter().position(|b| *b != b' ')?;
+    let token = rest.get(start..)?;
+    (!token.is_empty()).then_some(token)
+}
+
+/// Decides a request against the configured token (pure).
+fn verdict(token: Option<&AdminToken>, method: &Method, headers: &HeaderMap) -> Verdict {
+    let Some(token) = token else {
+        return Verdict::Allowed;
+    };
+    if matches!(*method, Method::GET | Method::HEAD) {
+        return Verdict::Allowed;
+    }
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    // Two Authorization lines are ambiguous: refuse rather than pick one.
+    let (Some(v), None) = (values.next(), values.next()) else {
+        return Verdict::Missing;
+    };
+    match bearer(v.as_bytes()) {
+        Some(t) if token.matches(t) => Verdict::Allowed,
+        Some(_) => Verdict::Wrong,
+        None => Verdict::Missing,
+    }
+}
+
+/// The middleware: passes allowed requests on, answers the rest `401`.
+pub async fn require_token(
+    State(access): State<Access>,
+    req: Request<Body>,
+    next: Next,
+) -> Response {
+    let v = verdict(access.token.as_ref(), req.method(), req.headers());
+    if v == Verdict::Allowed {
+        return next.run(req).await;
+    }
+    access
+        .metrics
+        .admin_refusals
+        .with_label_values(&[UNAUTHENTICATED])
+        .inc();
+    tracing::warn!(
+        method = %req.method(),
+        presented = v == Verdict::Wrong,
+        "admin request without a valid bearer token refused"
+    );
+    let challenge = match v {
+        Verdict::Wrong => format!("Bearer realm=\"{REALM}\", error=\"invalid_token\""),
+        _ => format!("Bearer realm=\"{REALM}\""),
+    };
+    let mut resp = status_error(
+        StatusCode::UNAUTHORIZED,
+        "UNAUTHENTICATED",
+        UNAUTHENTICATED,
+        "this admin route needs Authorization: Bearer <admin token>",
+    );
+    if let Ok(h) = header::HeaderValue::from_str(&challenge) {
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, h);
+    }
+    resp.into_response()
+}
+
+/// ErrorInfo reason (and metric label) of a missing or wrong token.
+pub const UNAUTHENTICATED: &str = "UNAUTHENTICATED";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_credentials_are_parsed_strictly() {
+        assert_eq!(bearer(b"Bearer abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer(b"bearer  abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer(b"BEARER abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer(b"Bearer "), None);
+        assert_eq!(bearer(b"Bearer"), None);
+        assert_eq!(bearer(b"Basic abc"), None);
+        assert_eq!(bearer(b"Bearerabc"), None);
+        assert_eq!(bearer(b"abc"), None);
+        assert_eq!(bearer("Bearer é".as_bytes()), Some("é".as_bytes()));
+    }
+
+    #[test]
+    fn only_reads_pass_without_the_token() {
+        let token = AdminToken::new("0123456789abcdef");
+        let with = |v: &[&str]| {
+            let mut h = HeaderMap::new();
+            for x in v {
+                h.append(header::AUTHORIZATION, x.parse().unwrap());
+            }
+            h
+        };
+        let none = HeaderMap::new();
+        assert_eq!(verdict(Some(&token), &Method::GET, &none), Verdict::Allowed);
+        assert_eq!(
+            verdict(Some(&token), &Method::HEAD, &none),
+            Verdict::Allowed
+        );
+        for m in [
+            Method::POST,
+            Method::PUT,
+            Method::DELETE,
+            Method::PATCH,
+            Method::OPTIONS,
+        ] {
+            assert_eq!(verdict(Some(&token), &m, &none), Verdict::Missing, "{m}");
+        }
+        let good = "Bearer 0123456789abcdef";
+        assert_eq!(
+            verdict(Some(&token), &Method::POST, &with(&[good])),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            verdict(
+                Some(&token),
+                &Method::POST,
+                &with(&["Bearer 0123456789abcde"])
+            ),
+            Verdict::Wrong
+        );
+        assert_eq!(
+            verdict(Some(&token), &Method::POST, &with(&[good, good])),
+            Verdict::Missing,
+            "two Authorization lines are refused"
+        );
+        assert_eq!(verdict(None, &Method::POST, &none), Verdict::Allowed);
+    }
+}

@@ -1,0 +1,310 @@
+//! Strict reading of JSON text, shared by the card validator and the data plane: duplicate object
+//! keys and the JSON path of each, and path rendering that is safe to echo (pure, no I/O).
+//!
+//! Why a scan of our own next to serde_json: `serde_json::Value` silently keeps the last of two
+//! equal keys, and other readers keep the first, so `{"method":"GetExtendedAgentCard",
+//! "method":"GetTask"}` means one operation to the gateway and another to some agent. A document
+//! with a duplicated key is therefore refused, never interpreted. The scan runs over text that
+//! serde_json has already accepted, compares keys after unescaping (`"a"` and `"\u0061"` are the same
+//! key, as every JSON reader decodes them), and never interprets numbers: a request carrying numbers
+//! no float can hold (`1e400`, a 30-digit id) is checked without being refused or changed.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+/// Deepest nesting scanned (serde_json's own default limit, so both agree on what is too deep).
+pub const MAX_DEPTH: usize = 128;
+
+/// Why a scan stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ScanError {
+    /// Objects and arrays nested deeper than [`MAX_DEPTH`].
+    #[error("JSON nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    /// The text is not JSON (callers validate first; this only keeps the scan total).
+    #[error("not well-formed JSON")]
+    Malformed,
+}
+
+/// Objects with more keys than this get a hash set of their own; smaller ones (nearly all) are
+/// searched linearly in the shared key stack, so scanning allocates nothing per object.
+const LINEAR_KEYS: usize = 16;
+
+/// One open container during the scan.
+enum Frame<'a> {
+    Object {
+        /// Where this object's keys begin in the shared key stack: they are
+        /// `keys[start..]` while it is the innermost object, and end where the next open object's
+        /// begin otherwise (its last key is then the one that object is the value of).
+        start: usize,
+        /// The same keys, once there are more than [`LINEAR_KEYS`].
+        set: Option<HashSet<Cow<'a, str>>>,
+    },
+    Array {
+        index: usize,
+    },
+}
+
+/// The JSON paths (e.g. `params.message.parts[0].mediaType`, `$` for the root) of the first `limit`
+/// duplicated object keys in `text`, in document order. `text` should already be known to be JSON
+/// (for example parsed by serde_json); for anything else the result is unspecified but the scan
+/// still terminates without panicking.
+pub fn duplicate_keys(text: &str, limit: usize) -> Result<Vec<String>, ScanError> {
+    let bytes = text.as_bytes();
+    let mut stack: Vec<Frame<'_>> = Vec::new();
+    // Keys of every open object, unescaped (borrowed unless they contained an escape).
+    let mut keys: Vec<Cow<'_, str>> = Vec::new();
+    let mut found = Vec::new();
+    let mut expect_key = false;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'{' | b'[' => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(ScanError::TooDeep);
+                }
+                stack.push(if b == b'{' {
+                    Frame::Object {
+                        start: keys.len(),
+                        set: None,
+                    }
+                } else {
+                    Frame::Array { index: 0 }
+                });
+                expect_key = b == b'{';
+                i += 1;
+            }
+            b'}' | b']' => {
+                if let Frame::Object { start, .. } = stack.pop().ok_or(ScanError::Malformed)? {
+                    keys.truncate(start);
+                }
+                expect_key = false;
+                i += 1;
+            }
+            b',' => {
+                match stack.last_mut() {
+                    Some(Frame::Array { index }) => *index += 1,
+                    Some(Frame::Object { .. }) => expect_key = true,
+                    None => return Err(ScanError::Malformed),
+                }
+                i += 1;
+            }
+            b'"' => {
+                let end = string_end(bytes, i)?;
+                if expect_key {
+                    expect_key = false;
+                    let key = unescape(text, i, end)?;
+                    if let Some(Frame::Object { start, set }) = stack.last_mut() {
+                        let own = keys.get(*start..).unwrap_or_default();
+                        let duplicate = match set {
+                            Some(set) => !set.insert(key.clone()),
+                            None => own.contains(&key),
+                        };
+                        if set.is_none() && own.len() >= LINEAR_KEYS {
+                            *set = Some(own.iter().cloned().chain([key.clone()]).collect());
+                        }
+                        keys.push(key);
+                        if duplicate && found.len() < limit {
+                            found.push(render(&stack, &keys));
+                        }
+                    }
+                }
+                i = end + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    if stack.is_empty() {
+        Ok(found)
+    } else {
+        Err(ScanError::Malformed)
+    }
+}
+
+/// Index of the closing quote of the string that opens at `start`.
+fn string_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
+    let mut j = start + 1;
+    loop {
+        match bytes.get(j) {
+            Some(b'\\') => j += 2,
+            Some(b'"') => return Ok(j),
+            Some(_) => j += 1,
+            None => return Err(ScanError::Malformed),
+        }
+    }
+}
+
+/// The key between the quotes at `start` and `end`, unescaped only when it contains an escape.
+fn unescape(text: &str, start: usize, end: usize) -> Result<Cow<'_, str>, ScanError> {
+    let raw = text.get(start + 1..end).ok_or(ScanError::Malformed)?;
+    if !raw.contains('\\') {
+        return Ok(Cow::Borrowed(raw));
+    }
+    let quoted = text.get(start..=end).ok_or(ScanError::Malformed)?;
+    serde_json::from_str::<String>(quoted)
+        .map(Cow::Owned)
+        .map_err(|_| ScanError::Malformed)
+}
+
+/// The path of the latest key of the innermost object, through every open container.
+fn render(stack: &[Frame<'_>], keys: &[Cow<'_, str>]) -> String {
+    let mut s = String::new();
+    for (n, frame) in stack.iter().enumerate() {
+        match frame {
+            Frame::Object { start, .. } => {
+                // This object's keys end where the next open object's begin.
+                let end = stack
+                    .get(n + 1..)
+                    .unwrap_or_default()
+                    .iter()
+                    .find_map(|f| match f {
+                        Frame::Object { start, .. } => Some(*start),
+                        Frame::Array { .. } => None,
+                    })
+                    .unwrap_or(keys.len());
+                if end > *start
+                    && let Some(k) = end.checked_sub(1).and_then(|last| keys.get(last))
+                {
+                    push_key(&mut s, k);
+                }
+            }
+            Frame::Array { index } => {
+                let _ = write!(s, "[{index}]");
+            }
+        }
+    }
+    if s.is_empty() { "$".into() } else { s }
+}
+
+/// Longest key (in chars) echoed into a path; keys come from whoever wrote the document.
+const MAX_KEY_IN_PATH: usize = 64;
+
+/// Appends `.key` for plain identifiers, else `["…"]` with every non-printable-ASCII character
+/// escaped, so a hostile key cannot inject terminal control or bidi characters into messages.
+pub fn push_key(s: &mut String, key: &str) {
+    let plain = !key.is_empty()
+        && key.len() <= MAX_KEY_IN_PATH
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'$')
+        && !key.starts_with(|c: char| c.is_ascii_digit());
+    if plain {
+        if !s.is_empty() {
+            s.push('.');
+        }
+        s.push_str(key);
+    } else {
+        s.push('[');
+        s.push_str(&quote(key));
+        s.push(']');
+    }
+}
+
+/// A string from outside made safe for a one-line message: double-quoted, anything outside
+/// printable ASCII escaped as `\u{…}`, cut after 64 chars.
+pub fn quote(text: &str) -> String {
+    let mut s = String::with_capacity(text.len().min(80) + 2);
+    s.push('"');
+    for (n, c) in text.chars().enumerate() {
+        if n == MAX_KEY_IN_PATH {
+            s.push('…');
+            break;
+        }
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            ' '..='~' => s.push(c),
+            _ => {
+                let _ = write!(s, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    s.push('"');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dups(text: &str) -> Vec<String> {
+        duplicate_keys(text, usize::MAX).unwrap()
+    }
+
+    #[test]
+    fn duplicates_anywhere_with_their_paths_in_document_order() {
+        assert_eq!(
+            dups(r#"{"a":1,"b":[{"x":1,"x":2}],"a":3,"c":{"d":{"e":0,"e":1}}}"#),
+            vec!["b[0].x", "a", "c.d.e"]
+        );
+        assert_eq!(
+            dups(r#"[1,{"k":[0,0,{"z":1,"y":2,"z":3}]}]"#),
+            vec!["[1].k[2].z"]
+        );
+        assert_eq!(dups(r#"{"":1,"":2}"#), vec![r#"[""]"#]);
+    }
+
+    #[test]
+    fn keys_compare_after_unescaping_and_strings_are_not_keys() {
+        assert_eq!(dups(r#"{"method":1,"\u006dethod":2}"#), vec!["method"]);
+        assert_eq!(dups(r#"{"a\"b":1,"a\u0022b":2}"#), vec![r#"["a\"b"]"#]);
+        // Values that look like keys, braces and escapes inside strings are not structure.
+        assert!(dups(r#"{"a":"a","b":"{\"a\":1,\"a\":2}","c":["a","a"],"d\\":"\\"}"#).is_empty());
+        assert!(dups(r#"{"a":{"a":{"a":1}}}"#).is_empty());
+        // Same key in sibling objects is fine.
+        assert!(dups(r#"[{"a":1},{"a":1}]"#).is_empty());
+    }
+
+    #[test]
+    fn numbers_are_never_interpreted() {
+        let t = r#"{"big":1e400,"id":123456789012345678901234567890,"d":0.1000000000000000055511151231257827}"#;
+        assert!(dups(t).is_empty());
+        assert_eq!(dups(r#"{"n":1e400,"n":-0.0e-0}"#), vec!["n"]);
+    }
+
+    #[test]
+    fn depth_limit_and_malformed_text_terminate() {
+        let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
+        assert_eq!(duplicate_keys(&deep, 1), Err(ScanError::TooDeep));
+        let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
+        assert_eq!(duplicate_keys(&ok, 1), Ok(vec![]));
+        for bad in ["{", "}", "\"abc", "{\"a\\", "[1,2", ",", "{\"a\":1}}"] {
+            assert_eq!(duplicate_keys(bad, 1), Err(ScanError::Malformed), "{bad}");
+        }
+    }
+
+    #[test]
+    fn large_objects_switch_to_a_set_and_paths_stay_right() {
+        let members: Vec<String> = (0..40)
+            .map(|i| format!(r#""k{i}":{{"x":[{{}}]}}"#))
+            .collect();
+        let text = format!(
+            r#"{{"a":{{{}, "k39":1, "k3":{{"z":1,"z":2}}}}}}"#,
+            members.join(",")
+        );
+        assert_eq!(dups(&text), vec!["a.k39", "a.k3", "a.k3.z"]);
+        let nested = r#"{"a":[{"b":1},{"b":2,"c":{"d":1,"d":2}}],"e":{"f":1},"a":0}"#;
+        assert_eq!(dups(nested), vec!["a[1].c.d", "a"]);
+    }
+
+    #[test]
+    fn limit_bounds_the_report() {
+        let many = format!(
+            "{{{}}}",
+            (0..100).map(|_| r#""k":1"#).collect::<Vec<_>>().join(",")
+        );
+        assert_eq!(duplicate_keys(&many, 3).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn hostile_keys_are_escaped_in_paths() {
+        assert_eq!(
+            dups("{\"my key\u{202e}\":{\"x\":1,\"x\":2}}"),
+            vec![r#"["my key\u{202e}"].x"#]
+        );
+        let mut s = String::new();
+        push_key(&mut s, &"k".repeat(100));
+        assert!(s.ends_with("…\"]"), "{s}");
+    }
+}

@@ -1,0 +1,242 @@
+//! One HTTP/1.1 exchange with an agent over pingora's pooled connector (I/O): connect (or reuse a
+//! pooled connection), write the request, read the response header, then read the body chunk by
+//! chunk or whole. A connection whose answer was read to the end goes back to the pool.
+//!
+//! The connector is pingora's own (`pingora::connectors::http::Connector`), so these calls run on
+//! the data plane's runtime, with the same TLS stack, peer options and verification as pingora's
+//! proxy loop (both take their peer from [`Upstream::peer`]).
+
+use bytes::{Bytes, BytesMut};
+use pingora::connectors::http::Connector;
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::prelude::HttpPeer;
+use pingora::protocols::http::client::HttpSession;
+use pingora::{ErrorType, RetryType};
+
+use super::ClientError;
+use crate::proxy::upstream::{Upstream, tls_fault};
+
+/// Connections tried for one request: a pooled connection the agent closed while it sat idle
+/// fails before any answer, and the request then goes out once more on another one.
+const MAX_CONNECTIONS_PER_REQUEST: usize = 3;
+
+/// Informational (1xx) answers skipped before the real response header.
+const MAX_INFORMATIONAL: usize = 8;
+
+/// The gateway's own HTTP client: one pingora connector, and so one connection pool, for every
+/// call the gateway makes itself. Shared by all requests (it lives on the [`Gateway`]).
+///
+/// [`Gateway`]: crate::proxy::Gateway
+pub struct Client {
+    connector: Connector,
+}
+
+impl Default for Client {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Client {
+    /// A client with pingora's default connector options (platform roots, pool of 128 idle
+    /// connections).
+    pub fn new() -> Client {
+        Client {
+            connector: Connector::new(None),
+        }
+    }
+
+    /// Sends `req` with `body` to `up` and reads the response header.
+    pub(super) async fn send(
+        &self,
+        up: &Upstream,
+        req: &RequestHeader,
+        body: &Bytes,
+    ) -> Result<Response<'_>, ClientError> {
+        let peer = up.peer();
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let (mut session, reused) = self
+                .connector
+                .get_http_session(&peer)
+                .await
+                .map_err(connect_error)?;
+            session.set_read_timeout(peer.options.read_timeout);
+            session.set_write_timeout(peer.options.write_timeout);
+            match exchange(&mut session, req, body).await {
+                Ok(head) => {
+                    return Ok(Response {
+                        client: self,
+                        session,
+                        peer,
+                        head,
+                    });
+                }
+                Err(Failed::Early(_)) if reused && tries < MAX_CONNECTIONS_PER_REQUEST => {
+                    tracing::debug!("pooled connection to the agent was closed; trying another");
+                }
+                Err(Failed::Early(e) | Failed::Late(e)) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Client {
+    async fn release(&self, mut session: HttpSession, peer: &HttpPeer) {
+        if session.response_done() {
+            let idle = peer.options.idle_timeout;
+            self.connector
+                .release_http_session(session, peer, idle)
+                .await;
+        }
+    }
+}
+
+fn connect_error(e: Box<pingora::Error>) -> ClientError {
+    match tls_fault(&e) {
+        Some(fault) => ClientError::Tls { fault, error: e },
+        None => ClientError::Connect(e),
+    }
+}
+
+/// How an exchange failed: `Early` when nothing shows that the agent saw the request (the write
+/// failed, or the connection closed before any answer), so another connection may be tried.
+enum Failed {
+    Early(ClientError),
+    Late(ClientError),
+}
+
+async fn exchange(
+    session: &mut HttpSession,
+    req: &RequestHeader,
+    body: &Bytes,
+) -> Result<Box<ResponseHeader>, Failed> {
+    let early = |e| Failed::Early(ClientError::Send(e));
+    session
+        .write_request_header(Box::new(req.clone()))
+        .await
+        .map_err(early)?;
+    if !body.is_empty() {
+        session
+            .write_request_body(body.clone(), true)
+            .await
+            .map_err(early)?;
+    }
+    session.finish_request_body().await.map_err(early)?;
+    for _ in 0..MAX_INFORMATIONAL {
+        if let Err(mut e) = session.read_response_header().await {
+            // pingora marks what is safe to retry on a reused connection (closed before an
+            // answer); that retry is decided here, so the error says "do not retry" onwards.
+            let retry = matches!(e.retry, RetryType::ReusedOnly);
+            e.retry = RetryType::Decided(false);
+            let e = ClientError::Receive(e);
+            return Err(if retry {
+                Failed::Early(e)
+            } else {
+                Failed::Late(e)
+            });
+        }
+        let Some(head) = session.response_header() else {
+            break;
+        };
+        // 101 never comes: the gateway sends no Upgrade. Other 1xx precede the real answer.
+        if !head.status.is_informational() {
+            return Ok(Box::new(head.clone()));
+        }
+    }
+    Err(Failed::Late(ClientError::Receive(pingora::Error::explain(
+        ErrorType::InvalidHTTPHeader,
+        "no final response header from the agent",
+    ))))
+}
+
+/// An agent's response whose header has been read; the body is read from it.
+pub(super) struct Response<'c> {
+    client: &'c Client,
+    session: HttpSession,
+    peer: HttpPeer,
+    head: Box<ResponseHeader>,
+}
+
+impl Response<'_> {
+    /// The response header.
+    pub fn head(&self) -> &ResponseHeader {
+        &self.head
+    }
+
+    /// HTTP status.
+    pub fn status(&self) -> u16 {
+        self.head.status.as_u16()
+    }
+
+    /// Whether the agent answers with an SSE stream (2xx `text/event-stream`).
+    pub fn is_sse(&self) -> bool {
+        self.head.status.is_success()
+            && self
+                .head
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|c| c.starts_with("text/event-stream"))
+    }
+
+    /// The declared `Content-Length`, when there is a valid one.
+    pub fn content_length(&self) -> Option<u64> {
+        self.head
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok())
+    }
+
+    /// The next piece of the body as it arrives, `None` at its end.
+    pub async fn chunk(&mut self) -> Result<Option<Bytes>, ClientError> {
+        self.session
+            .read_response_body()
+            .await
+            .map_err(ClientError::Receive)
+    }
+
+    /// Reads the whole body (refusing past `limit` bytes) and returns the connection to the pool.
+    pub async fn read_all(mut self, limit: usize) -> Result<Answer, ClientError> {
+        let mut buf = BytesMut::new();
+        while let Some(chunk) = self.chunk().await? {
+            if buf.len() + chunk.len() > limit {
+                return Err(ClientError::TooLarge { limit });
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        let Response {
+            client,
+            session,
+            peer,
+            head,
+        } = self;
+        client.release(session, &peer).await;
+        Ok(Answer {
+            head,
+            body: buf.freeze(),
+        })
+    }
+
+    /// Returns the connection to the pool if the body was read to its end (otherwise it closes).
+    pub async fn release(self) {
+        self.client.release(self.session, &self.peer).await;
+    }
+}
+
+/// A fully read answer.
+pub(super) struct Answer {
+    /// Status and headers.
+    pub head: Box<ResponseHeader>,
+    /// The whole body.
+    pub body: Bytes,
+}
+
+impl Answer {
+    /// HTTP status.
+    pub fn status(&self) -> u16 {
+        self.head.status.as_u16()
+    }
+}

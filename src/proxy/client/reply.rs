@@ -1,0 +1,113 @@
+//! Answering the caller from what the agent sent (I/O on the caller's session): a whole answer
+//! passed through unchanged, an SSE stream or a large answer copied chunk by chunk as it arrives,
+//! and a `SendMessage` answer framed as one SSE event.
+
+use pingora::http::ResponseHeader;
+use pingora::proxy::Session;
+use pingora::{Error, ErrorType, Result};
+
+use super::exchange::{Answer, Response};
+use crate::proxy::feedback::sse_event;
+use crate::proxy::gateway::Outcome;
+
+/// Response headers never copied from the agent (framing is the gateway's, hop-by-hop never leaves).
+fn copyable(name: &str) -> bool {
+    !matches!(
+        name,
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "te"
+            | "trailer"
+            | "upgrade"
+            | "transfer-encoding"
+            | "content-length"
+    )
+}
+
+/// A response header with `from`'s status and its copyable headers.
+fn copied(from: &ResponseHeader, status: u16, extra: usize) -> Result<ResponseHeader> {
+    let mut h = ResponseHeader::build(status, Some(from.headers.len() + extra))?;
+    for (n, v) in &from.headers {
+        if copyable(n.as_str()) {
+            h.append_header(n.clone(), v.clone())?;
+        }
+    }
+    Ok(h)
+}
+
+/// Passes a whole answer to the caller unchanged (status, headers, bytes).
+pub(super) async fn pass_through(session: &mut Session, a: &Answer) -> Result<()> {
+    let mut h = copied(&a.head, a.status(), 1)?;
+    h.insert_header("content-length", a.body.len().to_string())?;
+    session
+        .write_response_header(Box::new(h), a.body.is_empty())
+        .await?;
+    if !a.body.is_empty() {
+        session
+            .write_response_body(Some(a.body.clone()), true)
+            .await?;
+    }
+    Ok(())
+}
+
+async fn sse_header(session: &mut Session, from: Option<&ResponseHeader>) -> Result<()> {
+    let mut h = match from {
+        Some(from) => copied(from, 200, 3)?,
+        None => ResponseHeader::build(200, Some(3))?,
+    };
+    h.insert_header("content-type", "text/event-stream")?;
+    h.insert_header("cache-control", "no-cache")?;
+    // pingora frames a body without length only if told to: SSE needs chunked on HTTP/1.1.
+    h.insert_header("transfer-encoding", "chunked")?;
+    session.write_response_header(Box::new(h), false).await
+}
+
+/// Streams an SSE answer to the caller chunk by chunk, never buffering it.
+pub(super) async fn pipe_stream(session: &mut Session, resp: Response<'_>) -> Result<Outcome> {
+    sse_header(session, Some(resp.head())).await?;
+    copy_body(session, resp, "stream").await?;
+    Ok(Outcome::Ok)
+}
+
+/// Passes a large non-SSE answer through chunk by chunk (status and headers unchanged).
+pub(super) async fn pipe_large(session: &mut Session, resp: Response<'_>) -> Result<Outcome> {
+    let mut h = copied(resp.head(), resp.status(), 1)?;
+    if let Some(n) = resp.content_length() {
+        h.insert_header("content-length", n.to_string())?;
+    }
+    let ok = resp.head().status.is_success();
+    session.write_response_header(Box::new(h), false).await?;
+    copy_body(session, resp, "answer").await?;
+    Ok(if ok { Outcome::Ok } else { Outcome::AgentError })
+}
+
+/// Copies the rest of an upstream body to the caller chunk by chunk, then ends the response and
+/// returns the agent's connection to the pool.
+async fn copy_body(session: &mut Session, mut resp: Response<'_>, what: &str) -> Result<()> {
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
+            Ok(None) => break,
+            Err(e) => {
+                // Headers are out: the only honest signal left is cutting the response.
+                tracing::warn!(error = %e, kind = e.kind(), body = what, "upstream body broke");
+                return Err(Error::explain(
+                    ErrorType::ReadError,
+                    format!("upstream body broke: {e}"),
+                ));
+            }
+        }
+    }
+    session.write_response_body(None, true).await?;
+    resp.release().await;
+    Ok(())
+}
+
+/// Answers a successful SendMessage as a one-event SSE stream.
+pub(super) async fn one_event(session: &mut Session, a: &Answer) -> Result<()> {
+    sse_header(session, None).await?;
+    session
+        .write_response_body(Some(sse_event(&a.body)), true)
+        .await
+}

@@ -1,0 +1,389 @@
+//! The gateway core: [`run`] serves the data plane, the admin listener and the control plane on
+//! listeners the caller has already bound, until a shutdown future completes, then drains (I/O:
+//! sockets, the config file, the state directory).
+//!
+//! `a2a-egress serve` binds `[listen]` ([`Listeners::bind`]), announces the addresses and calls
+//! [`run`] with SIGTERM/SIGINT as the shutdown future; the integration tests call it in-process
+//! on port-0 listeners with a future of their own. Nothing here uses fixed paths or process-wide
+//! registries (metrics live in this run's [`Metrics`]), so several gateways can run in one
+//! process. The one process-wide input is SIGHUP, which every gateway of a process takes as
+//! "reload the config now".
+//!
+//! The data plane is pingora's listening service, handed the bound socket the way pingora's
+//! graceful upgrade hands a listening socket to a new process (a file descriptor registered
+//! under the address it serves), so pingora's own accept loop and socket settings apply and no
+//! port is ever released and bound again.
+//!
+//! Shutdown, once the future completes: new calls are refused (`GATEWAY_DRAINING`, and `/readyz`
+//! answers 503) while calls in flight finish, for at most [`DRAIN_DEADLINE`]; then the data plane
+//! stops accepting, kept-alive connections close at their next request boundary, and connections
+//! still open after [`CLOSE_DEADLINE`] are left to the runtime's end; then the control plane and
+//! the admin listener stop and [`run`] returns.
+
+use std::future::Future;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::IntoRawFd as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pingora::apps::ServerApp;
+use pingora::protocols::Stream;
+use pingora::server::configuration::ServerConf;
+use pingora::server::{Fds, ListenFds, ShutdownWatch};
+use pingora::services::Service as _;
+use pingora::services::listening::Service;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::config::{Config, Listen};
+use crate::control::fetch::CardFetcher;
+use crate::control::refresh::ControlHandle;
+use crate::metrics::Metrics;
+use crate::profile::snapshot::{StaleReceiver, Store, stale_channel};
+use crate::proxy::Gateway;
+
+/// Longest wait for in-flight calls once shutdown starts.
+pub const DRAIN_DEADLINE: Duration = Duration::from_secs(30);
+/// Longest wait, after the drain, for open data-plane connections to close.
+pub const CLOSE_DEADLINE: Duration = Duration::from_secs(1);
+/// How often the drain looks at the in-flight gauge.
+const DRAIN_POLL: Duration = Duration::from_millis(20);
+/// Stale marks queued between the data plane and the control plane.
+const STALE_QUEUE: usize = 1024;
+
+/// Which listener an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    /// `[listen] proxy`, the data plane.
+    Proxy,
+    /// `[listen] admin`.
+    Admin,
+}
+
+impl std::fmt::Display for Which {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Which::Proxy => "proxy",
+            Which::Admin => "admin",
+        })
+    }
+}
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// A `[listen]` address could not be bound.
+    #[error("binding the {which} listener on {addr}: {source}")]
+    Bind {
+        /// The listener.
+        which: Which,
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A bound listener could not be prepared for serving (its address read, non-blocking mode
+    /// set, or its registration with the runtime).
+    #[error("preparing the {which} listener: {source}")]
+    Listener {
+        /// The listener.
+        which: Which,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The control plane's metrics clash with ones already on the registry.
+    #[error("registering the control-plane metrics: {0}")]
+    Metrics(#[from] prometheus::Error),
+}
+
+impl ServerError {
+    /// Bounded label for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ServerError::Bind { .. } => "bind",
+            ServerError::Listener { .. } => "listener",
+            ServerError::Metrics(_) => "metrics",
+        }
+    }
+}
+
+/// The two bound listening sockets [`run`] serves.
+#[derive(Debug)]
+pub struct Listeners {
+    /// The data plane.
+    pub proxy: TcpListener,
+    /// The admin listener.
+    pub admin: TcpListener,
+}
+
+impl Listeners {
+    /// Binds `[listen] proxy` and `[listen] admin` (port 0 picks a free port). The sockets listen
+    /// from here on: connections made before [`run`] starts wait in the kernel's queue.
+    pub fn bind(listen: &Listen) -> Result<Listeners, ServerError> {
+        let bind = |which, addr| {
+            TcpListener::bind(addr).map_err(|source| ServerError::Bind {
+                which,
+                addr,
+                source,
+            })
+        };
+        Ok(Listeners {
+            proxy: bind(Which::Proxy, listen.proxy)?,
+            admin: bind(Which::Admin, listen.admin)?,
+        })
+    }
+
+    /// The bound addresses: data plane, admin.
+    pub fn local_addrs(&self) -> Result<(SocketAddr, SocketAddr), ServerError> {
+        let addr = |which, l: &TcpListener| {
+            l.local_addr()
+                .map_err(|source| ServerError::Listener { which, source })
+        };
+        Ok((
+            addr(Which::Proxy, &self.proxy)?,
+            addr(Which::Admin, &self.admin)?,
+        ))
+    }
+}
+
+/// The base URL written into effective cards: `[listen] public_url`, else the bound data plane.
+pub fn public_url(listen: &Listen, proxy: SocketAddr) -> String {
+    listen
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{proxy}"))
+}
+
+/// Runs the gateway on `listeners` until `shutdown` completes, then drains (see the module doc)
+/// and returns. Must run inside a multi-threaded tokio runtime with I/O and time enabled; every
+/// task it starts runs there. Dropping the future instead stops accepting and stops the control
+/// plane and the admin listener, without the drain.
+pub async fn run(
+    config: Config,
+    listeners: Listeners,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServerError> {
+    crate::control::fetch::install_crypto_provider();
+    let (proxy_addr, _) = listeners.local_addrs()?;
+    let public_url = public_url(&config.listen, proxy_addr);
+    let config = Arc::new(config);
+    let metrics = Metrics::new();
+    let store = Arc::new(Store::new(crate::control::startup::pending_snapshot(
+        &config,
+    )));
+    metrics.observe_snapshot(&store.load());
+    let (stale_tx, stale_rx) = stale_channel(STALE_QUEUE);
+    let draining = Arc::new(AtomicBool::new(false));
+
+    let mut running = Running::default();
+    let control = running.start_control(&config, &store, &metrics, stale_rx)?;
+    running.start_admin(
+        &config,
+        listeners.admin,
+        crate::admin::AdminState {
+            store: store.clone(),
+            metrics: metrics.clone(),
+            draining: draining.clone(),
+            control: Some(control.clone()),
+            access: crate::admin::Access::new(&config.admin, metrics.clone()),
+        },
+    )?;
+    let gateway = Gateway {
+        store,
+        metrics: metrics.clone(),
+        stale: stale_tx,
+        public_url,
+        default_data_class: config.policy.default_data_class.clone(),
+        draining: draining.clone(),
+        control: Some(control),
+        limits: crate::proxy::limits::RequestLimits::new(&config.limits),
+        client: crate::proxy::client::Client::new(),
+    };
+    let data_plane = DataPlane::start(gateway, &config, listeners.proxy, &metrics)?;
+    tracing::info!(proxy = %proxy_addr, "serving");
+
+    shutdown.await;
+    drain(&draining, &metrics.inflight, DRAIN_DEADLINE).await;
+    data_plane.stop(CLOSE_DEADLINE).await;
+    drop(running);
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Refuses new calls, then waits until no call is in flight or `deadline` has passed.
+async fn drain(draining: &AtomicBool, inflight: &prometheus::IntGauge, deadline: Duration) {
+    draining.store(true, Ordering::SeqCst);
+    let start = tokio::time::Instant::now();
+    while inflight.get() > 0 && start.elapsed() < deadline {
+        tokio::time::sleep(DRAIN_POLL).await;
+    }
+    tracing::info!(
+        left = inflight.get(),
+        waited_ms = start.elapsed().as_millis() as u64,
+        "drained"
+    );
+}
+
+/// The control plane and the admin listener of one run, stopped when dropped (at the end of
+/// [`run`], or when its future is dropped).
+#[derive(Default)]
+struct Running {
+    control: Option<ControlHandle>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    /// One refresh worker per integration (first load from last-known-good, then fetch), the
+    /// stale-mark consumer, and config hot reload (file change and SIGHUP).
+    fn start_control(
+        &mut self,
+        config: &Config,
+        store: &Arc<Store>,
+        metrics: &Metrics,
+        stale: StaleReceiver,
+    ) -> Result<ControlHandle, ServerError> {
+        let control_metrics = crate::control::metrics::ControlMetrics::register(&metrics.registry)?;
+        let handle = ControlHandle::start(
+            config.clone(),
+            store.clone(),
+            control_metrics,
+            Arc::new(CardFetcher::new()),
+            Some(stale),
+        );
+        self.control = Some(handle.clone());
+        self.tasks.push(crate::control::reload::spawn_reloader(
+            handle.clone(),
+            config.path.clone(),
+            crate::control::reload::DEFAULT_POLL,
+        ));
+        Ok(handle)
+    }
+
+    fn start_admin(
+        &mut self,
+        config: &Config,
+        listener: TcpListener,
+        state: crate::admin::AdminState,
+    ) -> Result<(), ServerError> {
+        let listener = listener
+            .set_nonblocking(true)
+            .and_then(|()| tokio::net::TcpListener::from_std(listener))
+            .map_err(|source| ServerError::Listener {
+                which: Which::Admin,
+                source,
+            })?;
+        let app = crate::admin::router(state);
+        let (header_timeout, max_connections) =
+            (config.limits.header_timeout, config.admin.max_connections);
+        self.tasks.push(tokio::spawn(crate::admin::serve(
+            listener,
+            app,
+            header_timeout,
+            max_connections,
+        )));
+        Ok(())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(c) = &self.control {
+            c.shutdown();
+        }
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// The running data plane: pingora's listening service and what stops it.
+struct DataPlane {
+    stop: watch::Sender<bool>,
+    service: JoinHandle<()>,
+    /// Yields `None` once the service and every connection it accepted have ended.
+    open: mpsc::Receiver<()>,
+}
+
+impl DataPlane {
+    /// Starts pingora's HTTP proxy for `gateway`, inside the connection loop that applies
+    /// `[limits]` (connection cap, idle and header deadlines), on `listener`.
+    fn start(
+        gateway: Gateway,
+        config: &Config,
+        listener: TcpListener,
+        metrics: &Metrics,
+    ) -> Result<DataPlane, ServerError> {
+        let failed = |source| ServerError::Listener {
+            which: Which::Proxy,
+            source,
+        };
+        let addr = listener.local_addr().map_err(failed)?;
+        // pingora serves a registered descriptor as it is; its accept loop must not block a
+        // runtime thread.
+        listener.set_nonblocking(true).map_err(failed)?;
+        let key = addr.to_string();
+        let fds: ListenFds = Arc::new(Fds::new().into());
+        fds.lock().add(key.clone(), listener.into_raw_fd());
+
+        let proxy = pingora::proxy::http_proxy(&Arc::new(ServerConf::default()), gateway);
+        let limited = crate::proxy::limits::Limited::new(proxy, config.limits, metrics.clone());
+        let (open_tx, open) = mpsc::channel(1);
+        let app = Tracked {
+            app: Arc::new(limited),
+            _open: open_tx,
+        };
+        let mut service = Service::new("a2a-egress data plane".into(), app);
+        // The address pingora looks the descriptor up by; it binds nothing itself.
+        service.add_tcp(&key);
+        let (stop, watch) = watch::channel(false);
+        let service = tokio::spawn(async move {
+            service.start_service(Some(fds), watch, 1).await;
+        });
+        Ok(DataPlane {
+            stop,
+            service,
+            open,
+        })
+    }
+
+    /// Stops accepting and waits up to `deadline` for the open connections to close.
+    async fn stop(mut self, deadline: Duration) {
+        let _ = self.stop.send(true);
+        let closed = tokio::time::timeout(deadline, async {
+            let _ = (&mut self.service).await;
+            self.open.recv().await
+        })
+        .await;
+        if closed.is_err() {
+            tracing::warn!(
+                deadline_ms = deadline.as_millis() as u64,
+                "data-plane connections still open at the close deadline"
+            );
+        }
+    }
+}
+
+/// The data plane's pingora app with the sender [`DataPlane::stop`] waits on. pingora holds the
+/// app in an `Arc` for as long as its service runs and each accepted connection is served, so the
+/// sender, and with it the channel, closes when the last of them ends.
+struct Tracked<A> {
+    app: Arc<A>,
+    _open: mpsc::Sender<()>,
+}
+
+#[async_trait]
+impl<A: ServerApp + Send + Sync + 'static> ServerApp for Tracked<A> {
+    async fn process_new(
+        self: &Arc<Self>,
+        stream: Stream,
+        shutdown: &ShutdownWatch,
+    ) -> Option<Stream> {
+        self.app.process_new(stream, shutdown).await
+    }
+
+    async fn cleanup(&self) {
+        self.app.cleanup().await;
+    }
+}

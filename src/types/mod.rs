@@ -1,0 +1,14 @@
+//! Shared value types and their one parser each: the leaf every other module may use (pure, no I/O).
+//!
+//! Nothing here imports another module of the crate, so `config`, `card`, `profile` and the planes
+//! can all agree on what an origin, a protocol version, a duration or a data class is without
+//! depending on each other.
+
+pub mod data_class;
+pub mod duration;
+pub mod origin;
+pub mod version;
+
+pub use duration::{DurationError, parse_duration};
+pub use origin::{normalize_origin, origin_of_url};
+pub use version::{ProtocolVersion, VersionError};

@@ -1,0 +1,180 @@
+//! Who may reach the gateway, through the real binary: listeners on a non-loopback interface need
+//! an explicit opt-in (and the admin listener a token), the admin listener's mutating routes need
+//! the bearer token when one is configured, and forced refreshes are rate-limited per integration.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::RefAgent;
+use crate::common::gateway::{GatewayProc, config_head, integration, metric};
+
+const TOKEN: &str = "s3cret-admin-token-0123456789";
+
+/// Runs `serve` with `config`; returns its exit code and stderr if it exits within 30 s, or
+/// `None` (after killing it) if it started serving.
+fn serve_refuses(config: &str) -> Option<(Option<i32>, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gateway.toml");
+    std::fs::write(&path, config).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-egress"))
+        .arg("serve")
+        .arg("--config")
+        .arg(&path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < end {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            use std::io::Read as _;
+            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+            return Some((status.code(), err));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_listener_without_the_opt_in() {
+    let (code, err) = serve_refuses("[listen]\nproxy = \"0.0.0.0:0\"\nadmin = \"127.0.0.1:0\"\n")
+        .expect("serve started with listen.proxy on 0.0.0.0 and no opt-in");
+    assert_ne!(code, Some(0), "{err}");
+    assert!(err.contains("listen.allow_non_loopback"), "{err}");
+
+    // With the opt-in, a non-loopback admin listener still needs a token.
+    let (code, err) = serve_refuses(
+        "[listen]\nallow_non_loopback = true\nproxy = \"127.0.0.1:0\"\nadmin = \"0.0.0.0:0\"\n",
+    )
+    .expect("serve started with listen.admin on 0.0.0.0 and no admin token");
+    assert_ne!(code, Some(0), "{err}");
+    assert!(err.contains("admin.token_file"), "{err}");
+}
+
+async fn gateway(admin: &str) -> (RefAgent, GatewayProc) {
+    let agent = RefAgent::sample();
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("admin.token");
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let config = config_head(&[])
+        + "[refresh]\nmin = \"1h\"\n"
+        + admin
+        + &integration("ref", &agent.card_url, "");
+    let gw = GatewayProc::start_in(dir, &config, &[]).await;
+    (agent, gw)
+}
+
+async fn post_refresh(gw: &GatewayProc, auth: Option<&str>) -> reqwest::Response {
+    let mut req =
+        crate::common::http().post(format!("http://{}/v1/integrations/ref/refresh", gw.admin));
+    if let Some(a) = auth {
+        req = req.header("authorization", a);
+    }
+    req.send().await.unwrap()
+}
+
+fn assert_status_body(body: &Value, code: u16, status: &str, reason: &str) {
+    assert_eq!(body["error"]["code"], code, "{body}");
+    assert_eq!(body["error"]["status"], status, "{body}");
+    let info = &body["error"]["details"][0];
+    assert_eq!(
+        info["@type"], "type.googleapis.com/google.rpc.ErrorInfo",
+        "{body}"
+    );
+    assert_eq!(info["domain"], "a2a-egress", "{body}");
+    assert_eq!(info["reason"], reason, "{body}");
+}
+
+#[tokio::test]
+async fn mutating_admin_routes_need_the_bearer_token() {
+    let (_agent, gw) =
+        gateway("[admin]\ntoken_file = \"admin.token\"\nrefresh_min_interval = \"0s\"\n").await;
+    for auth in [
+        None,
+        Some("Bearer wrong-token"),
+        Some("Bearer s3cret-admin-token-012345678"),
+        Some("Basic czNjcmV0LWFkbWluLXRva2VuLTAxMjM0NTY3ODk="),
+        Some(TOKEN),
+    ] {
+        let r = post_refresh(&gw, auth).await;
+        assert_eq!(r.status(), 401, "{auth:?}");
+        let www = r
+            .headers()
+            .get("www-authenticate")
+            .map(|v| v.to_str().unwrap().to_owned());
+        assert!(
+            www.as_deref().is_some_and(|v| v.starts_with("Bearer")),
+            "{www:?}"
+        );
+        let body: Value = r.json().await.unwrap();
+        assert_status_body(&body, 401, "UNAUTHENTICATED", "UNAUTHENTICATED");
+    }
+    let r = post_refresh(&gw, Some(&format!("Bearer {TOKEN}"))).await;
+    assert_eq!(r.status(), 200);
+    let r = post_refresh(&gw, Some(&format!("bearer {TOKEN}"))).await;
+    assert_eq!(
+        r.status(),
+        200,
+        "the scheme is case-insensitive (RFC 9110 11.1)"
+    );
+
+    // Reading stays open: health, readiness and metrics need no token.
+    let m = gw.metrics().await;
+    assert_eq!(gw.readyz().await["ready"], true);
+    assert_eq!(
+        metric(
+            &m,
+            "a2a_egress_admin_refusals_total",
+            &[("reason", "UNAUTHENTICATED")]
+        ),
+        5.0,
+        "{m}"
+    );
+}
+
+#[tokio::test]
+async fn forced_refreshes_are_rate_limited_per_integration() {
+    let (_agent, gw) =
+        gateway("[admin]\ntoken_file = \"admin.token\"\nrefresh_min_interval = \"1h\"\n").await;
+    let auth = format!("Bearer {TOKEN}");
+    let r = post_refresh(&gw, Some(&auth)).await;
+    assert_eq!(r.status(), 200);
+    let r = post_refresh(&gw, Some(&auth)).await;
+    assert_eq!(r.status(), 429);
+    let retry: u64 = r
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("Retry-After in seconds");
+    assert!(retry > 0 && retry <= 3600, "{retry}");
+    let body: Value = r.json().await.unwrap();
+    assert_status_body(&body, 429, "RESOURCE_EXHAUSTED", "REFRESH_RATE_LIMITED");
+    // Unknown integrations are still 404, and are not remembered.
+    let r = crate::common::http()
+        .post(format!("http://{}/v1/integrations/nope/refresh", gw.admin))
+        .header("authorization", &auth)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let m = gw.metrics().await;
+    assert_eq!(
+        metric(
+            &m,
+            "a2a_egress_admin_refusals_total",
+            &[("reason", "REFRESH_RATE_LIMITED")]
+        ),
+        1.0,
+        "{m}"
+    );
+}

@@ -1,0 +1,72 @@
+//! The gateway's own client reuses its connections to an agent: message sends and streams made one
+//! after another travel over one pooled connection (pingora's connector), not one connection per
+//! call. Connections are counted by a loopback TCP relay that the card's interface points at, in
+//! front of the official SDK agent.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::common::SdkAgent;
+use crate::common::gateway::{GatewayProc, config_head, send_request, sse_events};
+
+/// Relays every connection accepted on `listener` to `to`, byte for byte, counting them.
+fn relay(listener: tokio::net::TcpListener, to: std::net::SocketAddr) -> Arc<AtomicUsize> {
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            seen.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(to).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    count
+}
+
+#[tokio::test]
+async fn sends_and_streams_reuse_one_upstream_connection() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let relay_url = format!("http://{}", listener.local_addr().unwrap());
+    let agent = SdkAgent::start(&["--interface-base", &relay_url]);
+    let connections = relay(listener, agent.addr);
+    let config = config_head(&[])
+        + &format!(
+            "\n[[integrations]]\nname = \"pooled\"\ncard = \"{}\"\norigins = [\"{}\", \"{relay_url}\"]\n\
+             skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\n",
+            agent.card_url, agent.base_url
+        );
+    let gw = GatewayProc::start(&config, &[]).await;
+
+    for i in 0..5 {
+        let (status, body) = gw
+            .rpc(
+                "pooled",
+                &send_request(&format!("s{i}"), "SendMessage", "hi"),
+                &[],
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let (status, _, body) = gw
+            .rpc_raw(
+                "pooled",
+                &send_request(&format!("t{i}"), "SendStreamingMessage", "hi"),
+                &[],
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert!(sse_events(&body).len() >= 2, "{body}");
+    }
+    assert_eq!(
+        agent.seen_calls().await.len(),
+        10,
+        "every call went through the relay to the agent"
+    );
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        1,
+        "ten calls in a row, one upstream connection"
+    );
+}
