@@ -20,7 +20,8 @@ fuzz_target!(|data: &[u8]| {
         match card::validate(&text, policy, None) {
             Ok(again) => assert_eq!(again.digest(), v.digest()),
             Err(e) => assert!(
-                e.iter().all(|e| matches!(e, card::CardError::TooLarge { .. })),
+                e.iter()
+                    .all(|e| matches!(e, card::CardError::TooLarge { .. })),
                 "re-serialised card refused: {e}"
             ),
         }

@@ -55,12 +55,16 @@ fn check_effective(body: &[u8], name: &str) {
     };
     let j = v.json();
     assert_eq!(
-        j.pointer("/supportedInterfaces/0/url").and_then(Value::as_str),
+        j.pointer("/supportedInterfaces/0/url")
+            .and_then(Value::as_str),
         Some(format!("{PUBLIC_URL}/agents/{name}").as_str())
     );
     assert!(j.get("signatures").is_none() && j.get("securitySchemes").is_none());
     for (_, s) in strings(j) {
-        assert!(!s.chars().any(is_control_or_bidi), "effective card string {s:?}");
+        assert!(
+            !s.chars().any(is_control_or_bidi),
+            "effective card string {s:?}"
+        );
     }
 }
 
@@ -70,7 +74,9 @@ fn strings(v: &Value) -> Vec<(String, &str)> {
     while let Some((at, v)) = stack.pop() {
         match v {
             Value::String(s) => out.push((at, s.as_str())),
-            Value::Array(a) => stack.extend(a.iter().enumerate().map(|(i, c)| (format!("{at}[{i}]"), c))),
+            Value::Array(a) => {
+                stack.extend(a.iter().enumerate().map(|(i, c)| (format!("{at}[{i}]"), c)))
+            }
             Value::Object(m) => stack.extend(m.iter().map(|(k, c)| (format!("{at}.{k}"), c))),
             _ => {}
         }
@@ -83,7 +89,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(v) = card::validate(data, &cfg.card_policy, None) else {
         return;
     };
-    let profile = card::compile(&v, &cfg.caps);
+    let profile = a2a_egress::profile::compile(&v, &cfg.caps);
     check_profile(&v, &profile);
     let Some(iface) = profile.interface.clone() else {
         return;
@@ -103,7 +109,11 @@ fuzz_target!(|data: &[u8]| {
         .map(|(_, id)| id.clone())
         .collect();
     integration.tenant = (knob % 5 == 0).then(|| "acme".to_string());
-    integration.streaming = [StreamingMode::Preferred, StreamingMode::Required, StreamingMode::Off][knob % 3];
+    integration.streaming = [
+        StreamingMode::Preferred,
+        StreamingMode::Required,
+        StreamingMode::Off,
+    ][knob % 3];
     let name = integration.name.clone();
     let mut state = IntegrationState::from_profile(
         Arc::new(integration),

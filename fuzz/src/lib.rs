@@ -1,8 +1,7 @@
 //! Shared invariants and fixtures of the fuzz targets (pure, no I/O).
 
-use a2a_egress::card::{self, CardError, ValidatedCard};
-use a2a_egress::config::{CardPolicy, ClientCaps};
-use a2a_egress::profile::Profile;
+use a2a_egress::card::{self, CardError, CardPolicy, ValidatedCard};
+use a2a_egress::profile::{self, ClientCaps, Profile};
 
 /// Whether `c` must never reach a display string, a header or a log line: a control character,
 /// a line/paragraph separator, a bidi control or an invisible formatting character.
@@ -87,7 +86,7 @@ pub fn validate_and_compile(data: &[u8]) -> Option<(ValidatedCard, Profile)> {
         match card::validate(data, &policy, None) {
             Ok(v) => {
                 for c in caps() {
-                    let p = card::compile(&v, &c);
+                    let p = profile::compile(&v, &c);
                     check_profile(&v, &p);
                     if first.is_none() && policy.allow_plain_http {
                         first = Some((v.clone(), p));
@@ -101,4 +100,61 @@ pub fn validate_and_compile(data: &[u8]) -> Option<(ValidatedCard, Profile)> {
         }
     }
     first
+}
+
+/// Whether JSON text has a duplicated object key anywhere (keys compared after unescaping, numbers
+/// never interpreted), read through serde_json's `RawValue` independently of the gateway's own
+/// scanner; `None` when serde_json refuses the text (not JSON, or nested too deeply).
+pub fn has_duplicate_key(text: &[u8]) -> Option<bool> {
+    let raw: &serde_json::value::RawValue = serde_json::from_slice(text).ok()?;
+    dup_in(raw).ok()
+}
+
+fn dup_in(raw: &serde_json::value::RawValue) -> Result<bool, serde_json::Error> {
+    use serde::de::{Deserializer, MapAccess, Visitor};
+    use serde_json::value::RawValue;
+
+    struct Members<'a>(Vec<(String, &'a RawValue)>);
+    impl<'de> serde::Deserialize<'de> for Members<'de> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Members<'de>;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Members<'de>, A::Error> {
+                    let mut out = Vec::new();
+                    while let Some(kv) = m.next_entry::<String, &'de RawValue>()? {
+                        out.push(kv);
+                    }
+                    Ok(Members(out))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+
+    let t = raw.get();
+    match t.as_bytes().first() {
+        Some(b'{') => {
+            let Members(members) = serde_json::from_str(t)?;
+            let mut seen = std::collections::HashSet::new();
+            let mut dup = false;
+            for (k, v) in members {
+                dup |= !seen.insert(k);
+                dup |= dup_in(v)?;
+            }
+            Ok(dup)
+        }
+        Some(b'[') => {
+            let items: Vec<&RawValue> = serde_json::from_str(t)?;
+            let mut dup = false;
+            for v in items {
+                dup |= dup_in(v)?;
+            }
+            Ok(dup)
+        }
+        _ => Ok(false),
+    }
 }

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use a2a_egress::card;
-use a2a_egress::config::{CardPolicy, Config};
+use a2a_egress::card::CardPolicy;
+use a2a_egress::config::Config;
 use a2a_egress::profile::Binding;
 use a2a_egress::proxy::{feedback, route};
 
@@ -53,13 +54,16 @@ fn card_corpora_validate_and_compile() {
             for policy in policies() {
                 if let Ok(v) = card::validate(&bytes, &policy, None) {
                     accepted += 1;
-                    let prof = card::compile(&v, &Default::default());
+                    let prof = a2a_egress::profile::compile(&v, &Default::default());
                     assert_eq!(prof.card_digest, v.digest(), "{}", p.display());
                 }
             }
         }
     }
-    assert!(accepted > 0, "no corpus card is valid: the corpus lost its seeds");
+    assert!(
+        accepted > 0,
+        "no corpus card is valid: the corpus lost its seeds"
+    );
 }
 
 #[test]
@@ -96,21 +100,44 @@ fn config_corpus_parses_or_is_refused() {
 
 #[test]
 fn request_corpus_routes_and_parses() {
-    for (_, bytes) in corpus("request") {
+    use a2a_egress::json::duplicate_keys;
+    use a2a_egress::proxy::body::parse_rest_body;
+    use bytes::Bytes;
+
+    for (p, bytes) in corpus("request") {
         let Some((&mode, rest)) = bytes.split_first() else {
             continue;
         };
-        if mode % 2 == 0 {
-            if let Ok(r) = route::parse_jsonrpc(rest) {
-                let params = r.body.get("params").cloned().unwrap_or_default();
-                for mt in route::part_media_types(&params) {
-                    let _ = route::media_type_accepted(&mt, &["text/plain".to_string()]);
+        match mode % 4 {
+            0 => {
+                let Ok(r) = route::parse_jsonrpc(&Bytes::copy_from_slice(rest)) else {
+                    continue;
+                };
+                let text = std::str::from_utf8(rest).unwrap();
+                assert_eq!(duplicate_keys(text, 1), Ok(vec![]), "{}", p.display());
+                if let Some(fwd) = r.forward_body(Some("acme")) {
+                    let again = route::parse_jsonrpc(&fwd).unwrap();
+                    assert_eq!(again.tenant(), Some("acme"), "{}", p.display());
+                    assert_eq!(again.id.get(), r.id.get());
                 }
             }
-        } else if let route::Route::Rest { path, .. } = route::route(&String::from_utf8_lossy(rest))
-        {
-            for m in ["GET", "POST", "DELETE"] {
-                let _ = route::Method::from_rest(m, &path);
+            1 => {
+                let path = String::from_utf8_lossy(rest);
+                let _ = route::check_path(&path);
+                if let route::Route::Rest { path, .. } = route::route(&path) {
+                    assert!(path.starts_with('/'), "{}", p.display());
+                    for m in ["GET", "POST", "DELETE"] {
+                        let _ = route::Method::from_rest(m, &path);
+                    }
+                }
+            }
+            2 => {
+                let _ = parse_rest_body(rest, true);
+            }
+            _ => {
+                if let Ok(text) = std::str::from_utf8(rest) {
+                    let _ = duplicate_keys(text, 4);
+                }
             }
         }
     }
@@ -128,8 +155,15 @@ fn feedback_corpus_is_read_and_framed() {
             let _ = feedback::agent_error(b, status, body);
             let _ = feedback::send_succeeded(b, status, body);
         }
+        // One `data:` line and the blank line that ends the event: no other CR or LF (a bare CR
+        // ends an SSE line too, and used to split a downgraded answer into two events).
         let framed = feedback::sse_event(body);
-        assert!(framed.ends_with(b"\n\n"));
+        assert!(framed.starts_with(b"data: ") && framed.ends_with(b"\n\n"));
+        let inner = &framed[..framed.len() - 2];
+        assert!(
+            !inner.contains(&b'\r') && !inner.contains(&b'\n'),
+            "{framed:?}"
+        );
     }
 }
 
@@ -156,12 +190,17 @@ fn effective_card_corpus_projects_to_valid_cards() {
         let Ok(v) = card::validate(&bytes, &cfg.card_policy, None) else {
             continue;
         };
-        let profile = card::compile(&v, &cfg.caps);
+        let profile = a2a_egress::profile::compile(&v, &cfg.caps);
         let Some(iface) = profile.interface.clone() else {
             continue;
         };
         let mut i = cfg.integrations[0].clone();
-        i.origins = vec![url::Url::parse(&iface.url).unwrap().origin().ascii_serialization()];
+        i.origins = vec![
+            url::Url::parse(&iface.url)
+                .unwrap()
+                .origin()
+                .ascii_serialization(),
+        ];
         i.skills = profile.skills.keys().cloned().collect();
         let state = IntegrationState::from_profile(
             Arc::new(i),
