@@ -7,7 +7,9 @@
 #   2. .venv with the pinned official Python a2a-sdk peer (tests/peers/requirements.txt), rebuilt
 #      when the requirements change (a stamp file records their hash);
 #   3. cargo-deny (licenses, bans, sources; deny.toml), installed with cargo when absent;
-#   4. cargo fmt --check, cargo clippy -D warnings, cargo test --all-targets.
+#   4. the module layering (scripts/check-layers.sh);
+#   5. cargo fmt --check, cargo clippy -D warnings, cargo test --all-targets;
+#   6. `a2a-egress check` of the sample config's lockfile against a freshly started reference agent.
 # Integration tests find the peer's interpreter through A2A_EGRESS_PYTHON.
 set -euo pipefail
 
@@ -67,6 +69,11 @@ cargo fetch --locked --target "$HOST_TRIPLE" --quiet
 say "cargo deny --offline check licenses bans sources (target $HOST_TRIPLE)"
 cargo deny --offline --target "$HOST_TRIPLE" check --hide-inclusion-graph licenses bans sources
 
+# --- module structure (ARCHITECTURE.md "Modules, top to bottom") ------------------------------------
+# Cheap, so first: no module imports a layer above it (the script lists the known exceptions).
+say "scripts/check-layers.sh"
+scripts/check-layers.sh
+
 # --- Rust gates --------------------------------------------------------------------------------
 say "cargo fmt --all -- --check"
 cargo fmt --all -- --check
@@ -77,5 +84,34 @@ cargo clippy --all-targets -- -D warnings
 # --all-targets builds benches in test mode (each runs once, quickly); it never runs them as benchmarks.
 say "cargo test --all-targets"
 cargo test --all-targets
+
+# --- the sample workflow's lockfile against the bundled agent ----------------------------------
+# config/locks/finance.json records what the sample `finance` integration needs from the reference
+# agent. Start that agent (port 0), point a temporary copy of the sample config at it, and run
+# `a2a-egress check`: CI fails (exit 3 review, 4 breaking) when the bundled agent drifts from what
+# the sample workflow needs. Re-pin after an intended change: `a2a-egress lock finance` with the
+# agent on 127.0.0.1:7400 (scripts/run.sh starts it there).
+say "a2a-egress check: config/locks/finance.json against the bundled reference agent"
+cargo build --quiet --bin a2a-egress
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/a2a-egress"
+CHECK_DIR="$(mktemp -d)"
+A2A_AGENT_TOKEN_PARTNER=partner-demo-token "$BIN" agent --registry config/agent/registry.toml \
+    --listen 127.0.0.1:0 --watch-interval-ms 0 >"$CHECK_DIR/agent.out" 2>"$CHECK_DIR/agent.log" &
+AGENT_PID=$!
+stop_agent() { kill "$AGENT_PID" 2>/dev/null || true; wait "$AGENT_PID" 2>/dev/null || true; rm -rf "$CHECK_DIR"; }
+trap stop_agent EXIT
+for _ in $(seq 1 300); do
+    [ -s "$CHECK_DIR/agent.out" ] && break
+    kill -0 "$AGENT_PID" 2>/dev/null || { cat "$CHECK_DIR/agent.log" >&2; exit 1; }
+    sleep 0.1
+done
+# The agent's first stdout line: {"event":"listening","addr":"127.0.0.1:PORT",...}
+AGENT_ADDR="$(head -n1 "$CHECK_DIR/agent.out" | sed -n 's/.*"addr":"\([^"]*\)".*/\1/p')"
+[ -n "$AGENT_ADDR" ] || { echo "the reference agent did not start" >&2; cat "$CHECK_DIR/agent.log" >&2; exit 1; }
+sed "s/127\.0\.0\.1:7400/$AGENT_ADDR/g" config/gateway.toml >"$CHECK_DIR/gateway.toml"
+cp -r config/locks "$CHECK_DIR/locks"
+A2A_EGRESS_FINANCE_TOKEN=partner-demo-token "$BIN" check --config "$CHECK_DIR/gateway.toml"
+stop_agent
+trap - EXIT
 
 say "all checks passed"

@@ -10,7 +10,7 @@
 //! - [`json`]: strict JSON reading shared by cards and requests (duplicate keys, safe paths).
 //! - [`config`]: the TOML configuration (`config/gateway.toml`) and its validation.
 //! - [`control`]: card fetch, refresh and the arc-swap store (I/O).
-//! - [`lock`]: capability lockfiles, profile diffs and their classification (pure).
+//! - [`lock`]: capability lockfiles, profile diffs and their classification (pure, besides the lockfile's own read/write).
 //! - [`probe`]: safe probes that verify card claims (I/O).
 //! - [`proxy`]: the pingora data plane.
 //! - [`admin`]: the admin listener (health, readiness, metrics, planner API).

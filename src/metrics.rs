@@ -36,6 +36,9 @@ pub struct Metrics {
     pub upstream_duration: HistogramVec,
     /// `a2a_egress_profile_usable{integration}`: 1 when the integration has a usable profile.
     pub profile_usable: IntGaugeVec,
+    /// `a2a_egress_lock_verdict{integration, verdict}`: 1 for the integration's current verdict
+    /// against its lockfile (`unpinned`, `compatible`, `review`, `breaking`), 0 for the others.
+    pub lock_verdict: IntGaugeVec,
     /// `a2a_egress_inflight_requests`: data-plane requests in progress.
     pub inflight: IntGauge,
     /// `a2a_egress_downstream_connections`: open data-plane connections holding a slot of
@@ -156,8 +159,17 @@ impl Metrics {
             &["reason"],
         )
         .expect("valid metric");
+        let lock_verdict = IntGaugeVec::new(
+            Opts::new(
+                "a2a_egress_lock_verdict",
+                "1 for each integration's current verdict against its lockfile, 0 for the others.",
+            ),
+            &["integration", "verdict"],
+        )
+        .expect("valid metric");
         for c in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(lock_verdict.clone()),
             Box::new(downstream_connections.clone()),
             Box::new(overload_refusals.clone()),
             Box::new(downstream_timeouts.clone()),
@@ -181,6 +193,7 @@ impl Metrics {
             stale_marks_dropped,
             upstream_duration,
             profile_usable,
+            lock_verdict,
             inflight,
             downstream_connections,
             overload_refusals,
@@ -198,12 +211,17 @@ impl Metrics {
         String::from_utf8(buf).unwrap_or_default()
     }
 
-    /// Sets the usable gauge of every integration from a snapshot.
+    /// Sets the usable and lock-verdict gauges of every integration from a snapshot.
     pub fn observe_snapshot(&self, snapshot: &crate::profile::snapshot::Snapshot) {
         for (name, s) in &snapshot.integrations {
             self.profile_usable
                 .with_label_values(&[name.as_str()])
                 .set(i64::from(s.usable().is_some()));
+            for v in crate::profile::snapshot::LockVerdict::ALL {
+                self.lock_verdict
+                    .with_label_values(&[name.as_str(), v.as_str()])
+                    .set(i64::from(s.lock.verdict == v));
+            }
         }
     }
 }

@@ -387,3 +387,59 @@ impl<A: ServerApp + Send + Sync + 'static> ServerApp for Tracked<A> {
         self.app.cleanup().await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read as _, Write as _};
+    use std::net::TcpStream;
+    use std::path::Path;
+
+    use super::*;
+
+    fn config() -> Config {
+        let text = "[listen]\nproxy = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n";
+        Config::parse(text, Path::new("/nonexistent/gateway.toml")).expect("test config")
+    }
+
+    fn get(stream: &mut TcpStream, path: &str) {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n");
+        stream.write_all(req.as_bytes()).expect("request sent");
+    }
+
+    /// The socket handed to `run` is the one served: a connection made (and a request sent) before
+    /// `run` starts is answered, which a bind-release-rebind of the port would lose, and the port
+    /// is released only when `run` returns.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn serves_the_sockets_it_is_given_until_shutdown() {
+        let listeners = Listeners::bind(&config().listen).expect("bound");
+        let (proxy, admin) = listeners.local_addrs().expect("addresses");
+        let mut early = TcpStream::connect(proxy).expect("queued by the kernel");
+        get(&mut early, "/agents/nobody/.well-known/agent-card.json");
+
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let gateway = tokio::spawn(run(config(), listeners, async {
+            let _ = stopped.await;
+        }));
+        let (answer, health) = tokio::task::spawn_blocking(move || {
+            let mut answer = String::new();
+            let _ = early.read_to_string(&mut answer);
+            let mut health = TcpStream::connect(admin).expect("admin listens");
+            get(&mut health, "/healthz");
+            let mut body = String::new();
+            let _ = health.read_to_string(&mut body);
+            (answer, body)
+        })
+        .await
+        .expect("reader");
+        assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+        assert!(answer.contains("UNKNOWN_INTEGRATION"), "{answer}");
+        assert!(health.ends_with("ok\n"), "{health}");
+
+        stop.send(()).expect("gateway running");
+        gateway.await.expect("no panic").expect("clean shutdown");
+        assert!(
+            TcpStream::connect(proxy).is_err(),
+            "the data plane stops listening when run returns"
+        );
+    }
+}

@@ -10,16 +10,14 @@
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::error::AdminError;
+use super::refresh::RefreshLimiter;
 use crate::config::{Admin, AdminToken};
-use crate::control::http::{RefreshLimiter, status_error};
 use crate::metrics::Metrics;
-
-/// `WWW-Authenticate` realm of the admin listener.
-const REALM: &str = "a2a-egress-admin";
 
 /// Who may use the admin listener's mutating routes, and how often they may force a refresh.
 #[derive(Clone)]
@@ -35,7 +33,7 @@ impl Access {
     pub fn new(admin: &Admin, metrics: Metrics) -> Access {
         let refused = metrics
             .admin_refusals
-            .with_label_values(&[crate::control::http::RATE_LIMITED]);
+            .with_label_values(&[super::error::RATE_LIMITED]);
         Access {
             token: admin.token.clone(),
             refresh: RefreshLimiter::new(admin.refresh_min_interval, refused),
@@ -109,34 +107,22 @@ pub async fn require_token(
     if v == Verdict::Allowed {
         return next.run(req).await;
     }
+    let refusal = AdminError::Unauthenticated {
+        presented: v == Verdict::Wrong,
+    };
     access
         .metrics
         .admin_refusals
-        .with_label_values(&[UNAUTHENTICATED])
+        .with_label_values(&[refusal.reason()])
         .inc();
     tracing::warn!(
         method = %req.method(),
         presented = v == Verdict::Wrong,
+        reason = refusal.reason(),
         "admin request without a valid bearer token refused"
     );
-    let challenge = match v {
-        Verdict::Wrong => format!("Bearer realm=\"{REALM}\", error=\"invalid_token\""),
-        _ => format!("Bearer realm=\"{REALM}\""),
-    };
-    let mut resp = status_error(
-        StatusCode::UNAUTHORIZED,
-        "UNAUTHENTICATED",
-        UNAUTHENTICATED,
-        "this admin route needs Authorization: Bearer <admin token>",
-    );
-    if let Ok(h) = header::HeaderValue::from_str(&challenge) {
-        resp.headers_mut().insert(header::WWW_AUTHENTICATE, h);
-    }
-    resp.into_response()
+    refusal.into_response()
 }
-
-/// ErrorInfo reason (and metric label) of a missing or wrong token.
-pub const UNAUTHENTICATED: &str = "UNAUTHENTICATED";
 
 #[cfg(test)]
 mod tests {

@@ -3,12 +3,14 @@
 //! Endpoints:
 //! - `GET /healthz`: 200 while the process serves.
 //! - `GET /readyz`: 200 once every integration has a verdict (usable, unusable or blocked) and the
-//!   gateway is not draining, else 503; the body lists each integration's status.
+//!   gateway is not draining, else 503; the body lists each integration's status and its verdict
+//!   against its lockfile (`lock`: `verdict`, `findings`, `at`, `fallback`).
 //! - `GET /metrics`: Prometheus text exposition of the one [`Metrics`] registry.
-//! - `POST /v1/integrations/{name}/refresh` (from [`crate::control::http`], when the control plane
-//!   runs): a forced refresh, rate-limited per integration.
+//! - `POST /v1/integrations/{name}/refresh` ([`refresh`], when the control plane runs): a forced
+//!   refresh, rate-limited per integration.
 //!
 //! Every method but `GET`/`HEAD` needs the admin bearer token when one is configured ([`auth`]).
+//! Every error is a `google.rpc.Status` with the gateway's ErrorInfo ([`error::AdminError`]).
 //!
 //! axum on its own small tokio runtime (not a pingora `ServeHttp`), so other components can add
 //! routes to the same [`router`] and tests can drive it with real sockets on port 0; [`serve`]
@@ -27,6 +29,8 @@ use serde_json::json;
 use crate::metrics::Metrics;
 
 pub mod auth;
+pub mod error;
+pub mod refresh;
 use crate::profile::snapshot::{Status, Store};
 pub use auth::Access;
 
@@ -55,7 +59,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/metrics", get(metrics))
         .with_state(state);
     let r = match control {
-        Some(c) => r.merge(crate::control::http::router(c, access.refresh.clone())),
+        Some(c) => r.merge(refresh::router(c, access.refresh.clone())),
         None => r,
     };
     // Last, so it wraps every route, merged ones included.
@@ -118,9 +122,11 @@ async fn readyz(State(s): State<AdminState>) -> Response {
                 Status::Unusable { reason } | Status::Blocked { reason } => Some(reason.clone()),
                 _ => None,
             };
+            // The lockfile verdict, its findings and when it was reached; `review` is the flag
+            // an operator should look at.
             (
                 n.clone(),
-                json!({"status": st.status.as_str(), "reason": reason}),
+                json!({"status": st.status.as_str(), "reason": reason, "lock": st.lock}),
             )
         })
         .collect();

@@ -3,26 +3,22 @@
 //! Both bindings call the same functions here with an admitted [`Call`] (version and extensions
 //! negotiated, caller authenticated, tenant resolved), so JSON-RPC and HTTP+JSON cannot drift.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use a2a::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, Message, Part,
-    PartContent, Role, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus,
+    PartContent, Role, SendMessageRequest, StreamResponse, Task, TaskState,
 };
 use arc_swap::ArcSwap;
-use chrono::Utc;
 use futures::Stream;
 use http::HeaderMap;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::errors::A2aError;
-use super::handlers::{self, Emitter, Input, Outcome};
 use super::project::{self, ProjectedCard};
-use super::registry::{Interface, Principal, Registry, State};
-use super::router::{self, Continuing, Decision, RouteError, RouteRequest};
-use super::tasks::{Binding, ListQuery, Scope, Subscription, TaskError, TaskStore, is_final};
+use super::registry::{Interface, Principal, Registry};
+use super::tasks::{ListQuery, Scope, Subscription, TaskError, TaskStore, is_final};
 use crate::types::ProtocolVersion;
 
 /// Everything one request reads: the registry and the cards generated from it, swapped whole on reload.
@@ -302,268 +298,6 @@ fn task_error(e: TaskError) -> A2aError {
     }
 }
 
-/// Creates or continues the task for a message, routes it, and starts its handler.
-fn start(app: &App, call: &Call, req: SendMessageRequest) -> Result<Started, A2aError> {
-    let reg = call.registry();
-    let scope = call.scope();
-    let mut msg = req.message.clone();
-    let route_req = RouteRequest {
-        media_types: msg.parts.iter().map(part_media_type).collect(),
-        text: msg
-            .parts
-            .iter()
-            .filter_map(|p| p.as_text())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        hint: hint(&req, &reg.router.skill_hint_key),
-        accepted_output_modes: req
-            .configuration
-            .as_ref()
-            .and_then(|c| c.accepted_output_modes.clone())
-            .unwrap_or_default(),
-    };
-
-    // Layer 1 needs the task: a continuing message must name a live, interrupted task of this scope.
-    let existing = match &msg.task_id {
-        Some(id) => {
-            let (task, binding) = app.store.binding(id, &scope).map_err(task_error)?;
-            let state = &task.status.state;
-            if state.is_terminal() {
-                return Err(A2aError::UnsupportedOperation(format!(
-                    "task {id:?} is in terminal state {}; send a new message without taskId",
-                    state_name(state)
-                )));
-            }
-            if !matches!(state, TaskState::InputRequired | TaskState::AuthRequired) {
-                return Err(A2aError::UnsupportedOperation(format!(
-                    "task {id:?} is {}; wait for it to need input, or cancel it",
-                    state_name(state)
-                )));
-            }
-            if msg
-                .context_id
-                .as_ref()
-                .is_some_and(|c| c != &task.context_id)
-            {
-                return Err(A2aError::invalid(
-                    "message.contextId",
-                    "does not match the contextId of message.taskId",
-                ));
-            }
-            Some((task, binding))
-        }
-        None => None,
-    };
-    let continuing = existing.as_ref().and_then(|(_, b)| match b {
-        Binding::Skill(s) => Some(Continuing::Skill(s.clone())),
-        Binding::Clarify { candidates, .. } => Some(Continuing::Clarify(candidates.clone())),
-        Binding::None => None,
-    });
-    if existing.is_some() && continuing.is_none() {
-        return Err(A2aError::UnsupportedOperation(
-            "this task cannot be continued".into(),
-        ));
-    }
-    let decision = router::route(reg, call.caller.as_ref(), &route_req, continuing.as_ref())
-        .map_err(|e| match e {
-            RouteError::InputNotSupported(_) | RouteError::OutputNotSupported(_) => {
-                A2aError::ContentTypeNotSupported(e.to_string())
-            }
-        })?;
-
-    let (task_id, context_id) = match &existing {
-        Some((t, _)) => (t.id.clone(), t.context_id.clone()),
-        None => (
-            a2a::new_task_id(),
-            msg.context_id.clone().unwrap_or_else(a2a::new_context_id),
-        ),
-    };
-    msg.task_id = Some(task_id.clone());
-    msg.context_id = Some(context_id.clone());
-
-    let mut metadata: HashMap<String, Value> = HashMap::new();
-    if let Some(t) = &call.tenant {
-        metadata.insert("tenant".into(), json!(t));
-    }
-    let explanation = match &decision {
-        Decision::Run {
-            skill,
-            layer,
-            explanation,
-        } => json!({"skill": skill, "layer": layer, "explanation": explanation}),
-        Decision::Clarify {
-            candidates,
-            explanation,
-        } => json!({"clarify": candidates, "explanation": explanation}),
-        Decision::Removed { skill, replacement } => {
-            json!({"removed": skill, "replacement": replacement})
-        }
-    };
-    // Every declared extension of this agent is a data extension: when activated, the router's
-    // explanation is attached under its URI.
-    for uri in &call.extensions {
-        metadata.insert(uri.clone(), explanation.clone());
-    }
-
-    let (binding, immediate, run) = match decision {
-        Decision::Run { skill, .. } => (Binding::Skill(skill.clone()), None, Some(skill)),
-        Decision::Clarify { candidates, .. } => {
-            let names: Vec<String> = candidates
-                .iter()
-                .filter_map(|id| reg.manifest(id))
-                .map(|m| format!("{} ({})", m.id, m.skill.name))
-                .collect();
-            let question = format!(
-                "Which skill did you mean? Reply with one of: {}.",
-                names.join(", ")
-            );
-            let original = match &existing {
-                Some((_, Binding::Clarify { original, .. })) => original.clone(),
-                _ => Box::new(msg.clone()),
-            };
-            (
-                Binding::Clarify {
-                    candidates,
-                    original,
-                },
-                Some((TaskState::InputRequired, question)),
-                None,
-            )
-        }
-        Decision::Removed { skill, replacement } => {
-            metadata.insert("removedSkill".into(), json!(skill));
-            metadata.insert("replacement".into(), json!(replacement));
-            (
-                Binding::None,
-                Some((
-                    TaskState::Rejected,
-                    format!("Skill {skill:?} was removed; use {replacement:?} instead."),
-                )),
-                None,
-            )
-        }
-    };
-    let manifest = run.as_ref().map(|id| {
-        reg.manifest(id).cloned().ok_or_else(|| {
-            A2aError::UnsupportedOperation(format!(
-                "skill {id:?} this task was bound to no longer exists; start a new task"
-            ))
-        })
-    });
-    let manifest = manifest.transpose()?;
-    if let Some(m) = &manifest
-        && m.state == State::Deprecated
-    {
-        metadata.insert(
-            "deprecation".into(),
-            json!(format!(
-                "skill {:?} is deprecated; use {:?}",
-                m.id,
-                m.replacement.as_deref().unwrap_or_default()
-            )),
-        );
-    }
-    // The handler runs on the original message when a clarification was just resolved.
-    let parts = match &existing {
-        Some((_, Binding::Clarify { original, .. })) if manifest.is_some() => {
-            original.parts.clone()
-        }
-        _ => msg.parts.clone(),
-    };
-
-    let cancel = match &existing {
-        None => {
-            let (state, status_message) = match &immediate {
-                Some((s, text)) => (
-                    s.clone(),
-                    Some(agent_text(&task_id, &context_id, text, &call.extensions)),
-                ),
-                None => (TaskState::Submitted, None),
-            };
-            let mut history = vec![msg.clone()];
-            history.extend(status_message.clone());
-            let task = Task {
-                id: task_id.clone(),
-                context_id: context_id.clone(),
-                status: TaskStatus {
-                    state,
-                    message: status_message,
-                    timestamp: Some(Utc::now()),
-                },
-                artifacts: None,
-                history: Some(history),
-                metadata: (!metadata.is_empty()).then_some(metadata),
-            };
-            app.store
-                .create(task, scope.clone(), binding)
-                .map_err(task_error)?
-        }
-        Some(_) => {
-            app.store.push_history(&task_id, msg.clone());
-            let rx = app
-                .store
-                .rebind(&task_id, binding)
-                .ok_or_else(|| A2aError::TaskNotFound(task_id.clone()))?;
-            let em = Emitter::new(
-                app.store.clone(),
-                task_id.clone(),
-                context_id.clone(),
-                rx.clone(),
-                call.extensions.clone(),
-            );
-            match &immediate {
-                Some((state, text)) => em.status(state.clone(), Some(text)),
-                // Announce the work before subscribing, so the stream's first snapshot is current.
-                None => em.status(TaskState::Working, None),
-            }
-            rx
-        }
-    };
-
-    let sub = app.store.subscribe(&task_id, &scope).map_err(task_error)?;
-    let runner = manifest.map(|m| {
-        let mut em = Emitter::new(
-            app.store.clone(),
-            task_id.clone(),
-            context_id.clone(),
-            cancel,
-            call.extensions.clone(),
-        );
-        let input = Input {
-            parts,
-            caller: call.caller.clone(),
-            tenant: call.tenant.clone(),
-            slow_step_ms: reg.handlers.slow_step_ms,
-        };
-        let fresh = existing.is_none();
-        let note = (m.state == State::Deprecated).then(|| {
-            format!(
-                "Skill {:?} is deprecated; use {:?} instead.",
-                m.id,
-                m.replacement.as_deref().unwrap_or_default()
-            )
-        });
-        // Spawned, so the work finishes even if the caller disconnects.
-        tokio::spawn(async move {
-            if fresh || note.is_some() {
-                em.status(TaskState::Working, note.as_deref());
-            }
-            match handlers::execute(&m, &input, &mut em).await {
-                Outcome::Completed => em.status(TaskState::Completed, None),
-                Outcome::InputRequired(q) => em.status(TaskState::InputRequired, Some(&q)),
-                Outcome::Rejected(why) => em.status(TaskState::Rejected, Some(&why)),
-                Outcome::Canceled => {}
-            }
-        })
-    });
-    Ok(Started {
-        task_id,
-        scope,
-        sub,
-        runner,
-    })
-}
-
 fn trim_history(mut t: Task, history_length: Option<i32>) -> Task {
     if let (Some(n), Some(h)) = (history_length, t.history.as_mut()) {
         let n = n.max(0) as usize;
@@ -587,7 +321,7 @@ pub async fn send_message(
     let cfg = req.configuration.as_ref().map_or((None, false), |c| {
         (c.history_length, c.return_immediately.unwrap_or(false))
     });
-    let started = start(app, call, req)?;
+    let started = send::start(app, call, req)?;
     if !cfg.1
         && let Some(r) = started.runner
     {
@@ -619,7 +353,7 @@ pub fn stream_message(
 ) -> Result<EventStream, A2aError> {
     check_streaming(call.registry())?;
     let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
-    let started = start(app, call, req)?;
+    let started = send::start(app, call, req)?;
     Ok(EventStream::from_subscription(started.sub, history_length))
 }
 
@@ -714,5 +448,6 @@ pub fn extended_card(call: &Call) -> Result<ProjectedCard, A2aError> {
         .map_err(|e| A2aError::Internal(e.to_string()))
 }
 
+mod send;
 #[cfg(test)]
 mod tests;

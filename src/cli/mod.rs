@@ -21,7 +21,9 @@ use crate::config::Config;
 use crate::profile::ClientCaps;
 
 mod agent;
+mod diff;
 mod guard;
+mod lock;
 
 /// Exit code for an invalid input document (sysexits EX_DATAERR).
 pub const EXIT_INVALID: u8 = 65;
@@ -64,6 +66,25 @@ enum Command {
     Serve(ServeArgs),
     /// Run the bundled reference A2A agent (seed 004) from a capability registry.
     Agent(agent::AgentArgs),
+    /// Compiles two cards (or reads two compiled profiles) and prints the profile-level diff.
+    ///
+    /// stdout: one finding per line (`<class>: <field>: <old> -> <new> (<why>)`), then
+    /// `verdict: <class>`. With --lock the change is judged against what the lockfile says the
+    /// workflow needs; without, against everything OLD offered. Exit 0 compatible, 3 review,
+    /// 4 breaking, 65 invalid card/profile/lockfile, 64 bad config.
+    Diff(diff::DiffArgs),
+    /// Fetches and compiles an integration's card as the gateway would and writes its lockfile
+    /// (`locks/<name>.json` beside the config) atomically.
+    ///
+    /// Exit 0, 1 when the card cannot be fetched or the profile cannot be pinned (each reason on
+    /// stderr), 64 for a bad config or unknown integration.
+    Lock(lock::LockArgs),
+    /// Checks each integration's current card against its lockfile: one `NAME: <verdict>` line
+    /// each (`unpinned` without a lockfile), findings indented below.
+    ///
+    /// Exit the worst class (0 compatible/unpinned, 3 review, 4 breaking), 1 when a card could
+    /// not be fetched, 64 for a bad config or unknown integration.
+    Check(lock::CheckArgs),
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +120,9 @@ pub fn main() -> ExitCode {
             }
         },
         Command::Agent(args) => Ok(agent::run(args)),
+        Command::Diff(a) => diff::run(&a),
+        Command::Lock(a) => lock::run_lock(a),
+        Command::Check(a) => lock::run_check(a),
     };
     match outcome {
         Ok(code) => code,

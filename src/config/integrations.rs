@@ -167,6 +167,55 @@ pub struct RawIntegration {
     /// itself are refused.
     #[serde(default)]
     pub forward_headers: Vec<String>,
+    /// Media types the workflow sends (e.g. `["application/json"]`). A lockfile records, per
+    /// accepted skill, those the skill accepts. Default: every input mode the skill offers when
+    /// the lockfile is written.
+    #[serde(default)]
+    pub input_modes: Vec<String>,
+    /// Media types the workflow can read back. Default: every output mode the skill offers when
+    /// the lockfile is written.
+    #[serde(default)]
+    pub output_modes: Vec<String>,
+    /// What a card change that breaks the lockfile does: `"block"` (default: new delegations
+    /// are refused, running tasks may still be read, cancelled and subscribed to),
+    /// `"fallback:<integration>"` (new sends go to that integration while its own profile
+    /// satisfies this lockfile) or `"warn"` (reported only).
+    #[serde(default)]
+    pub on_breaking: Option<String>,
+}
+
+/// What a breaking change against the lockfile does to new delegations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum OnBreaking {
+    /// Refuse new delegations with `INTEGRATION_BLOCKED`.
+    #[default]
+    Block,
+    /// Send new delegations to this other integration, when its profile satisfies the lockfile.
+    Fallback(String),
+    /// Keep going; the verdict is only reported.
+    Warn,
+}
+
+impl OnBreaking {
+    /// Bounded label (the fallback's name is not part of it).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OnBreaking::Block => "block",
+            OnBreaking::Fallback(_) => "fallback",
+            OnBreaking::Warn => "warn",
+        }
+    }
+}
+
+/// What an integration's lockfile is written from and how a breaking change is handled.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct LockPolicy {
+    /// Media types the workflow sends (empty: whatever each skill accepts when pinned).
+    pub input_modes: Vec<String>,
+    /// Media types the workflow reads back (empty: whatever each skill produces when pinned).
+    pub output_modes: Vec<String>,
+    /// Reaction to a breaking verdict.
+    pub on_breaking: OnBreaking,
 }
 
 /// Validated `[policy]`.
@@ -209,6 +258,8 @@ pub struct Integration {
     pub ca_file: Option<PathBuf>,
     /// Extra caller headers forwarded upstream (validated names, lowercase).
     pub forward_headers: Vec<http::HeaderName>,
+    /// Lockfile inputs and the reaction to a breaking change.
+    pub lock: LockPolicy,
 }
 
 impl Integration {
@@ -291,139 +342,60 @@ pub(super) fn integrations(
     problems: &mut Vec<String>,
 ) -> Vec<Integration> {
     let mut out: Vec<Integration> = Vec::new();
+    let mut check = Check {
+        client,
+        known_extensions,
+        base,
+        problems,
+    };
     for (i, r) in raws.iter().enumerate() {
+        let at = check.name(i, r, &out);
+        out.push(check.integration(&at, r));
+    }
+    check_fallbacks(&out, problems);
+    out
+}
+
+/// Checks one `[[integrations]]` table after another, appending one message per problem (each
+/// starting with `at`, the table's place in the file).
+struct Check<'a> {
+    client: &'a RawClient,
+    known_extensions: &'a [String],
+    base: &'a Path,
+    problems: &'a mut Vec<String>,
+}
+
+impl Check<'_> {
+    /// The name's rules (charset, uniqueness among `seen`); returns how messages name the table.
+    fn name(&mut self, i: usize, r: &RawIntegration, seen: &[Integration]) -> String {
         let at = if is_name(&r.name) {
             format!("integrations[{i}] ({})", r.name)
         } else {
-            problems.push(format!(
+            self.problems.push(format!(
                 "integrations[{i}].name: {:?} must be 1..=64 characters of [A-Za-z0-9._-]",
                 r.name
             ));
             format!("integrations[{i}]")
         };
-        if out.iter().any(|o| o.name == r.name) {
-            problems.push(format!(
+        if seen.iter().any(|o| o.name == r.name) {
+            self.problems.push(format!(
                 "{at}.name: duplicate integration name {:?}",
                 r.name
             ));
         }
-        let mut origins = Vec::new();
-        for o in &r.origins {
-            match normalize_origin(o) {
-                Some(n) if n.starts_with("http://") && !client.allow_plain_http => {
-                    problems.push(format!(
-                        "{at}.origins: {o:?} is plain http but [client] allow_plain_http is false"
-                    ))
-                }
-                Some(n) => {
-                    if !origins.contains(&n) {
-                        origins.push(n)
-                    }
-                }
-                None => problems.push(format!(
-                    "{at}.origins: {o:?} is not a scheme://host[:port] origin"
-                )),
-            }
-        }
-        if r.origins.is_empty() {
-            problems.push(format!(
-                "{at}.origins: must list at least one approved origin"
-            ));
-        }
-        match url::Url::parse(&r.card) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
-                if u.scheme() == "http" && !client.allow_plain_http {
-                    problems.push(format!(
-                        "{at}.card: {:?} is plain http but [client] allow_plain_http is false",
-                        r.card
-                    ));
-                }
-                let o = u.origin().ascii_serialization();
-                if !r.origins.is_empty() && !origins.contains(&o) {
-                    problems.push(format!(
-                        "{at}.card: origin {o} is not in this integration's origins"
-                    ));
-                }
-            }
-            _ => problems.push(format!(
-                "{at}.card: {:?} is not an absolute http(s) URL",
-                r.card
-            )),
-        }
-        let binding = r.binding.as_ref().and_then(|b| {
-            let parsed = Binding::from_wire(b);
-            if parsed.is_none() {
-                problems.push(format!(
-                    "{at}.binding: {b:?} is not \"JSONRPC\" or \"HTTP+JSON\""
-                ));
-            }
-            parsed
-        });
-        if let Some(b) = binding
-            && !client.bindings.iter().any(|c| c == b.as_str())
-        {
-            problems.push(format!("{at}.binding: {b} is not in [client] bindings"));
-        }
-        if let Some(v) = &r.version {
-            if ProtocolVersion::parse(v).is_err() {
-                problems.push(format!(
-                    "{at}.version: {v:?} is not Major.Minor (e.g. \"1.0\")"
-                ));
-            } else if !client.versions.contains(v) {
-                problems.push(format!("{at}.version: {v} is not in [client] versions"));
-            }
-        }
-        if r.skills.is_empty() {
-            problems.push(format!(
-                "{at}.skills: must list at least one accepted skill id"
-            ));
-        }
-        if r.skills.iter().any(|s| s.is_empty()) {
-            problems.push(format!("{at}.skills: skill ids must not be empty"));
-        }
-        if r.data_classes.is_empty() {
-            problems.push(format!(
-                "{at}.data_classes: must list at least one allowed data class"
-            ));
-        }
-        for d in &r.data_classes {
-            if !is_data_class(d) {
-                problems.push(format!(
-                    "{at}.data_classes: {d:?} must be a lowercase token [a-z0-9._-]"
-                ));
-            }
-        }
-        for e in &r.extensions {
-            if !known_extensions.contains(e) {
-                problems.push(format!(
-                    "{at}.extensions: {e:?} is not in [client] extensions, so it cannot be activated"
-                ));
-            }
-        }
-        if let Some(t) = &r.tenant
-            && let Some(why) = tenant_problem(t)
-        {
-            problems.push(format!("{at}.tenant: {t:?}: {why}"));
-        }
-        let credential = match &r.credential {
-            None | Some(RawCredential::None) => Credential::None,
-            Some(RawCredential::PassThrough) => Credential::PassThrough,
-            Some(RawCredential::Bearer { env, file }) => match (env, file) {
-                (Some(e), None) if !e.is_empty() && !e.contains('=') => {
-                    Credential::Bearer(SecretSource::Env(e.clone()))
-                }
-                (None, Some(f)) => Credential::Bearer(SecretSource::File(base.join(f))),
-                _ => {
-                    problems.push(format!(
-                        "{at}.credential: a bearer credential names exactly one of env = \"VAR\" or file = \"path\""
-                    ));
-                    Credential::None
-                }
-            },
-        };
+        at
+    }
+
+    /// The validated integration (every field checked; the problems recorded).
+    fn integration(&mut self, at: &str, r: &RawIntegration) -> Integration {
+        let origins = self.origins(at, r);
+        self.card(at, r, &origins);
+        let binding = self.pins(at, r);
+        self.lists(at, r);
+        let credential = self.credential(at, r);
         let max_body_bytes = r.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         if max_body_bytes == 0 || max_body_bytes > MAX_MAX_BODY_BYTES {
-            problems.push(format!(
+            self.problems.push(format!(
                 "{at}.max_body_bytes: {max_body_bytes} is outside 1..={MAX_MAX_BODY_BYTES}"
             ));
         }
@@ -435,7 +407,7 @@ pub(super) fn integrations(
         let mut extensions = r.extensions.clone();
         extensions.sort();
         extensions.dedup();
-        out.push(Integration {
+        Integration {
             name: r.name.clone(),
             card: r.card.clone(),
             origins,
@@ -449,11 +421,215 @@ pub(super) fn integrations(
             tenant: r.tenant.clone(),
             credential,
             max_body_bytes,
-            ca_file: r.ca_file.as_ref().map(|f| base.join(f)),
-            forward_headers: forward_headers(&r.forward_headers, &at, problems),
-        });
+            ca_file: r.ca_file.as_ref().map(|f| self.base.join(f)),
+            forward_headers: forward_headers(&r.forward_headers, at, self.problems),
+            lock: lock_policy(r, at, self.problems),
+        }
     }
+
+    /// Approved origins, normalised and deduplicated (plain http only when the client allows it).
+    fn origins(&mut self, at: &str, r: &RawIntegration) -> Vec<String> {
+        let mut origins = Vec::new();
+        for o in &r.origins {
+            match normalize_origin(o) {
+                Some(n) if n.starts_with("http://") && !self.client.allow_plain_http => {
+                    self.problems.push(format!(
+                        "{at}.origins: {o:?} is plain http but [client] allow_plain_http is false"
+                    ))
+                }
+                Some(n) => {
+                    if !origins.contains(&n) {
+                        origins.push(n)
+                    }
+                }
+                None => self.problems.push(format!(
+                    "{at}.origins: {o:?} is not a scheme://host[:port] origin"
+                )),
+            }
+        }
+        if r.origins.is_empty() {
+            self.problems.push(format!(
+                "{at}.origins: must list at least one approved origin"
+            ));
+        }
+        origins
+    }
+
+    /// The card URL: absolute http(s), on one of the approved `origins`.
+    fn card(&mut self, at: &str, r: &RawIntegration, origins: &[String]) {
+        match url::Url::parse(&r.card) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
+                if u.scheme() == "http" && !self.client.allow_plain_http {
+                    self.problems.push(format!(
+                        "{at}.card: {:?} is plain http but [client] allow_plain_http is false",
+                        r.card
+                    ));
+                }
+                let o = u.origin().ascii_serialization();
+                if !r.origins.is_empty() && !origins.contains(&o) {
+                    self.problems.push(format!(
+                        "{at}.card: origin {o} is not in this integration's origins"
+                    ));
+                }
+            }
+            _ => self.problems.push(format!(
+                "{at}.card: {:?} is not an absolute http(s) URL",
+                r.card
+            )),
+        }
+    }
+
+    /// The binding and version pins, each one the client implements; returns the binding.
+    fn pins(&mut self, at: &str, r: &RawIntegration) -> Option<Binding> {
+        let binding = r.binding.as_ref().and_then(|b| {
+            let parsed = Binding::from_wire(b);
+            if parsed.is_none() {
+                self.problems.push(format!(
+                    "{at}.binding: {b:?} is not \"JSONRPC\" or \"HTTP+JSON\""
+                ));
+            }
+            parsed
+        });
+        if let Some(b) = binding
+            && !self.client.bindings.iter().any(|c| c == b.as_str())
+        {
+            self.problems
+                .push(format!("{at}.binding: {b} is not in [client] bindings"));
+        }
+        if let Some(v) = &r.version {
+            if ProtocolVersion::parse(v).is_err() {
+                self.problems.push(format!(
+                    "{at}.version: {v:?} is not Major.Minor (e.g. \"1.0\")"
+                ));
+            } else if !self.client.versions.contains(v) {
+                self.problems
+                    .push(format!("{at}.version: {v} is not in [client] versions"));
+            }
+        }
+        binding
+    }
+
+    /// Skills, data classes, extensions to activate and the tenant.
+    fn lists(&mut self, at: &str, r: &RawIntegration) {
+        if r.skills.is_empty() {
+            self.problems.push(format!(
+                "{at}.skills: must list at least one accepted skill id"
+            ));
+        }
+        if r.skills.iter().any(|s| s.is_empty()) {
+            self.problems
+                .push(format!("{at}.skills: skill ids must not be empty"));
+        }
+        if r.data_classes.is_empty() {
+            self.problems.push(format!(
+                "{at}.data_classes: must list at least one allowed data class"
+            ));
+        }
+        for d in &r.data_classes {
+            if !is_data_class(d) {
+                self.problems.push(format!(
+                    "{at}.data_classes: {d:?} must be a lowercase token [a-z0-9._-]"
+                ));
+            }
+        }
+        for e in &r.extensions {
+            if !self.known_extensions.contains(e) {
+                self.problems.push(format!(
+                    "{at}.extensions: {e:?} is not in [client] extensions, so it cannot be activated"
+                ));
+            }
+        }
+        if let Some(t) = &r.tenant
+            && let Some(why) = tenant_problem(t)
+        {
+            self.problems.push(format!("{at}.tenant: {t:?}: {why}"));
+        }
+    }
+
+    /// The credential: none, pass-through, or a bearer token from exactly one source.
+    fn credential(&mut self, at: &str, r: &RawIntegration) -> Credential {
+        match &r.credential {
+            None | Some(RawCredential::None) => Credential::None,
+            Some(RawCredential::PassThrough) => Credential::PassThrough,
+            Some(RawCredential::Bearer { env, file }) => match (env, file) {
+                (Some(e), None) if !e.is_empty() && !e.contains('=') => {
+                    Credential::Bearer(SecretSource::Env(e.clone()))
+                }
+                (None, Some(f)) => Credential::Bearer(SecretSource::File(self.base.join(f))),
+                _ => {
+                    self.problems.push(format!(
+                        "{at}.credential: a bearer credential names exactly one of env = \"VAR\" or file = \"path\""
+                    ));
+                    Credential::None
+                }
+            },
+        }
+    }
+}
+
+/// `type/subtype` with token characters (RFC 9110 §8.3.1), parameters not allowed: a lockfile
+/// compares media types by name.
+fn is_media_type(s: &str) -> bool {
+    let token = |t: &str| {
+        !t.is_empty()
+            && t.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"!#$&-^_.+*".contains(&c))
+    };
+    matches!(s.split_once('/'), Some((t, sub)) if token(t) && token(sub))
+}
+
+fn media_types(raw: &[String], key: &str, at: &str, problems: &mut Vec<String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in raw {
+        if !is_media_type(m) {
+            problems.push(format!(
+                "{at}.{key}: {m:?} is not a type/subtype media type"
+            ));
+        } else if !out.iter().any(|o| o.eq_ignore_ascii_case(m)) {
+            out.push(m.to_ascii_lowercase());
+        }
+    }
+    out.sort();
     out
+}
+
+fn lock_policy(r: &RawIntegration, at: &str, problems: &mut Vec<String>) -> LockPolicy {
+    let on_breaking = match r.on_breaking.as_deref() {
+        None | Some("block") => OnBreaking::Block,
+        Some("warn") => OnBreaking::Warn,
+        Some(s) => match s.strip_prefix("fallback:") {
+            Some(name) if is_name(name) => OnBreaking::Fallback(name.to_owned()),
+            _ => {
+                problems.push(format!(
+                    "{at}.on_breaking: {s:?} is not \"block\", \"warn\" or \"fallback:<integration>\""
+                ));
+                OnBreaking::Block
+            }
+        },
+    };
+    LockPolicy {
+        input_modes: media_types(&r.input_modes, "input_modes", at, problems),
+        output_modes: media_types(&r.output_modes, "output_modes", at, problems),
+        on_breaking,
+    }
+}
+
+/// A fallback names another configured integration (one hop: its own fallback is not followed).
+fn check_fallbacks(all: &[Integration], problems: &mut Vec<String>) {
+    for (i, it) in all.iter().enumerate() {
+        if let OnBreaking::Fallback(to) = &it.lock.on_breaking {
+            let at = format!("integrations[{i}] ({})", it.name);
+            if to == &it.name {
+                problems.push(format!(
+                    "{at}.on_breaking: an integration cannot fall back to itself"
+                ));
+            } else if !all.iter().any(|o| &o.name == to) {
+                problems.push(format!(
+                    "{at}.on_breaking: fallback integration {to:?} is not configured"
+                ));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -665,6 +841,75 @@ data_classes = ["public"]
         assert_eq!(c.integrations[1].credential, Credential::None);
         assert_eq!(c.listen.proxy.to_string(), "127.0.0.1:7411");
         assert_eq!(c.listen.admin.to_string(), "127.0.0.1:7412");
+    }
+}
+
+#[cfg(test)]
+mod lock_keys {
+    use crate::config::{Config, ConfigError, OnBreaking};
+    use std::path::Path;
+
+    fn two(a_extra: &str) -> String {
+        format!(
+            "[[integrations]]\nname=\"a\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\"]\ndata_classes=[\"p\"]\n{a_extra}\n\
+             [[integrations]]\nname=\"b\"\ncard=\"https://b.example/c\"\norigins=[\"https://b.example\"]\nskills=[\"s\"]\ndata_classes=[\"p\"]\n"
+        )
+    }
+
+    #[test]
+    fn on_breaking_and_media_types_parse() {
+        let c = Config::parse(
+            &two("on_breaking=\"fallback:b\"\ninput_modes=[\"Application/JSON\", \"application/json\", \"text/plain\"]\noutput_modes=[\"*/*\"]"),
+            Path::new("g.toml"),
+        )
+        .unwrap();
+        let a = &c.integrations[0].lock;
+        assert_eq!(a.on_breaking, OnBreaking::Fallback("b".into()));
+        assert_eq!(a.input_modes, ["application/json", "text/plain"]);
+        assert_eq!(a.output_modes, ["*/*"]);
+        assert_eq!(c.integrations[1].lock.on_breaking, OnBreaking::Block);
+        let c = Config::parse(&two("on_breaking=\"warn\""), Path::new("g.toml")).unwrap();
+        assert_eq!(c.integrations[0].lock.on_breaking.as_str(), "warn");
+    }
+
+    #[test]
+    fn bad_on_breaking_fallbacks_and_media_types_are_named() {
+        for (extra, needle) in [
+            (
+                "on_breaking=\"stop\"",
+                "integrations[0] (a).on_breaking: \"stop\" is not",
+            ),
+            (
+                "on_breaking=\"fallback:\"",
+                "integrations[0] (a).on_breaking: \"fallback:\" is not",
+            ),
+            (
+                "on_breaking=\"fallback:a\"",
+                "integrations[0] (a).on_breaking: an integration cannot fall back to itself",
+            ),
+            (
+                "on_breaking=\"fallback:zz\"",
+                "integrations[0] (a).on_breaking: fallback integration \"zz\" is not configured",
+            ),
+            (
+                "input_modes=[\"json\"]",
+                "integrations[0] (a).input_modes: \"json\" is not a type/subtype media type",
+            ),
+            (
+                "output_modes=[\"text/plain; charset=utf-8\"]",
+                "integrations[0] (a).output_modes: \"text/plain; charset=utf-8\" is not",
+            ),
+        ] {
+            let Err(ConfigError::Invalid { problems, .. }) =
+                Config::parse(&two(extra), Path::new("g.toml"))
+            else {
+                panic!("{extra}: expected an invalid config")
+            };
+            assert!(
+                problems.iter().any(|p| p.starts_with(needle)),
+                "{extra}: {problems:?}"
+            );
+        }
     }
 }
 

@@ -35,7 +35,7 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 /// Largest accepted connection or in-flight cap.
 const MAX_CAP: usize = 1_000_000;
 /// Shortest accepted admin token: a bearer token is the admin listener's only protection.
-const MIN_TOKEN_LEN: usize = 16;
+pub const MIN_TOKEN_LEN: usize = 16;
 
 /// The raw `[listen]` table.
 #[derive(Debug, Clone, Deserialize)]
@@ -273,41 +273,115 @@ pub(super) fn listen(raw: &RawListen, problems: &mut Vec<String>) -> Listen {
     }
 }
 
+/// Why a secret file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PrivateFileError {
+    /// The file cannot be read (or its metadata cannot).
+    #[error("cannot read {}: {source}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The path is a directory, a device or a socket.
+    #[error("{} is not a regular file", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Group or others may access it.
+    #[error(
+        "{} is accessible by group or others (mode {mode:03o}); make it private to the \
+         gateway's user (chmod 600)",
+        path.display()
+    )]
+    NotPrivate {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+}
+
+impl PrivateFileError {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PrivateFileError::Unreadable { .. } => "unreadable",
+            PrivateFileError::NotAFile { .. } => "not_a_file",
+            PrivateFileError::NotPrivate { .. } => "not_private",
+        }
+    }
+}
+
+/// Why an admin token file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// The file itself.
+    #[error(transparent)]
+    File(#[from] PrivateFileError),
+    /// Fewer than [`MIN_TOKEN_LEN`] characters.
+    #[error("the token in {} is shorter than {MIN_TOKEN_LEN} characters", path.display())]
+    TooShort {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A space, control or non-ASCII character: it could never match `Authorization: Bearer <token>`.
+    #[error("the token in {} must be visible ASCII characters without spaces", path.display())]
+    NotVisibleAscii {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl TokenError {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TokenError::File(e) => e.kind(),
+            TokenError::TooShort { .. } => "too_short",
+            TokenError::NotVisibleAscii { .. } => "not_visible_ascii",
+        }
+    }
+}
+
 /// Reads a secret file, refusing one that group or others may access (as OpenSSH does for
 /// private keys): a secret readable by every local user protects nothing.
-pub fn read_private_file(path: &Path) -> Result<String, String> {
+pub fn read_private_file(path: &Path) -> Result<String, PrivateFileError> {
     use std::os::unix::fs::PermissionsExt as _;
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let unreadable = |source| PrivateFileError::Unreadable {
+        path: path.to_owned(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(format!("{} is not a regular file", path.display()));
+        return Err(PrivateFileError::NotAFile {
+            path: path.to_owned(),
+        });
     }
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
-        return Err(format!(
-            "{} is accessible by group or others (mode {mode:03o}); make it private to the \
-             gateway's user (chmod 600)",
-            path.display()
-        ));
+        return Err(PrivateFileError::NotPrivate {
+            path: path.to_owned(),
+            mode,
+        });
     }
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    std::fs::read_to_string(path).map_err(unreadable)
 }
 
-fn token(file: &Path) -> Result<AdminToken, String> {
+fn token(file: &Path) -> Result<AdminToken, TokenError> {
     let text = read_private_file(file)?;
     let t = text.trim_end();
     if t.len() < MIN_TOKEN_LEN {
-        return Err(format!(
-            "the token in {} is shorter than {MIN_TOKEN_LEN} characters",
-            file.display()
-        ));
+        return Err(TokenError::TooShort {
+            path: file.to_owned(),
+        });
     }
-    // A token is sent as `Authorization: Bearer <token>`: anything else could never match.
     if !t.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(format!(
-            "the token in {} must be visible ASCII characters without spaces",
-            file.display()
-        ));
+        return Err(TokenError::NotVisibleAscii {
+            path: file.to_owned(),
+        });
     }
     Ok(AdminToken::new(t))
 }
@@ -477,6 +551,12 @@ mod tests {
                 "{file}: {p:?}"
             );
         }
+        let kind = |file: &str| super::token(&dir.path().join(file)).err().map(|e| e.kind());
+        assert_eq!(kind("shared"), Some("not_private"));
+        assert_eq!(kind("short"), Some("too_short"));
+        assert_eq!(kind("spaces"), Some("not_visible_ascii"));
+        assert_eq!(kind("missing"), Some("unreadable"));
+        assert_eq!(kind("."), Some("not_a_file"));
     }
 
     #[test]

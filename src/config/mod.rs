@@ -8,20 +8,21 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::card::{CardPolicy, DEFAULT_MAX_CARD_BYTES};
+use crate::card::CardPolicy;
 use crate::profile::ClientCaps;
-use crate::types::{ProtocolVersion, normalize_origin};
 
+mod client;
 mod integrations;
 mod listen;
 mod refresh;
+pub use client::{RawClient, RawTrustedKeys};
 pub use integrations::{
-    Credential, DEFAULT_MAX_BODY_BYTES, Integration, Policy, RawCredential, RawIntegration,
-    RawPolicy, SecretSource, StreamingMode, is_reserved_header,
+    Credential, DEFAULT_MAX_BODY_BYTES, Integration, LockPolicy, OnBreaking, Policy, RawCredential,
+    RawIntegration, RawPolicy, SecretSource, StreamingMode, is_reserved_header,
 };
 pub use listen::{
-    Admin, AdminToken, Limits, Listen, RawAdmin, RawLimits, RawListen, is_loopback,
-    read_private_file,
+    Admin, AdminToken, Limits, Listen, PrivateFileError, RawAdmin, RawLimits, RawListen,
+    TokenError, is_loopback, read_private_file,
 };
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 
@@ -54,63 +55,13 @@ pub enum ConfigError {
     },
 }
 
-/// The raw `[client]` table: what this client implements and how strictly it reads cards.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawClient {
-    /// Bindings the client speaks (`"JSONRPC"`, `"HTTP+JSON"`), default both.
-    #[serde(default = "default_bindings")]
-    pub bindings: Vec<String>,
-    /// Protocol versions (`Major.Minor`), default `["1.0"]`.
-    #[serde(default = "default_versions")]
-    pub versions: Vec<String>,
-    /// Extension URIs the client understands (and may activate).
-    #[serde(default)]
-    pub extensions: Vec<String>,
-    /// Card size cap in bytes (default 262144).
-    #[serde(default = "default_max_card_bytes")]
-    pub max_card_bytes: usize,
-    /// Reject unsigned or wrongly signed cards (default false).
-    #[serde(default)]
-    pub require_signatures: bool,
-    /// Accept `http://` interface and card URLs (default false; for loopback tests and the demo).
-    #[serde(default)]
-    pub allow_plain_http: bool,
-    /// JWKS files trusted for one origin each.
-    #[serde(default)]
-    pub trusted_keys: Vec<RawTrustedKeys>,
-}
-
-/// One `[[client.trusted_keys]]` entry.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawTrustedKeys {
-    /// `scheme://host[:port]` whose cards these keys may sign.
-    pub origin: String,
-    /// Path of a JWKS (RFC 7517) file, relative to the config file's folder.
-    pub jwks: PathBuf,
-}
-
-fn default_bindings() -> Vec<String> {
-    vec!["JSONRPC".into(), "HTTP+JSON".into()]
-}
-fn default_versions() -> Vec<String> {
-    vec!["1.0".into()]
-}
-fn default_max_card_bytes() -> usize {
-    DEFAULT_MAX_CARD_BYTES
-}
-
-impl Default for RawClient {
-    fn default() -> Self {
-        RawClient {
-            bindings: default_bindings(),
-            versions: default_versions(),
-            extensions: Vec::new(),
-            max_card_bytes: DEFAULT_MAX_CARD_BYTES,
-            require_signatures: false,
-            allow_plain_http: false,
-            trusted_keys: Vec::new(),
+impl ConfigError {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ConfigError::Read { .. } => "read",
+            ConfigError::Parse { .. } => "parse",
+            ConfigError::Invalid { .. } => "invalid",
         }
     }
 }
@@ -182,10 +133,7 @@ impl Config {
 
     /// Parses and validates config text; `path` is used for messages and relative paths.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let raw = parse_raw(text).map_err(|message| ConfigError::Parse {
-            path: path.to_owned(),
-            message,
-        })?;
+        let raw = parse_raw(text, path)?;
         Self::from_raw(raw, path)
     }
 
@@ -194,79 +142,19 @@ impl Config {
         let mut problems = Vec::new();
         let base = path.parent().unwrap_or(Path::new("."));
         let c = raw.client;
-
-        let mut bindings = Vec::new();
-        for b in &c.bindings {
-            match crate::profile::Binding::from_wire(b) {
-                Some(b) if !bindings.contains(&b) => bindings.push(b),
-                Some(_) => {}
-                None => problems.push(format!(
-                    "client.bindings: unsupported binding {b:?} (this client implements \"JSONRPC\" and \"HTTP+JSON\")"
-                )),
-            }
-        }
-        if bindings.is_empty() && problems.is_empty() {
-            problems.push("client.bindings: must name at least one binding".into());
-        }
-        for v in &c.versions {
-            if ProtocolVersion::parse(v).is_err() {
-                problems.push(format!(
-                    "client.versions: {v:?} is not a Major.Minor protocol version (e.g. \"1.0\")"
-                ));
-            }
-        }
-        if c.versions.is_empty() {
-            problems.push("client.versions: must name at least one version".into());
-        }
-        for e in &c.extensions {
-            if url::Url::parse(e).is_err() {
-                problems.push(format!("client.extensions: {e:?} is not an absolute URI"));
-            }
-        }
-        if c.max_card_bytes == 0 || c.max_card_bytes > 16 * 1024 * 1024 {
-            problems.push(format!(
-                "client.max_card_bytes: {} is outside 1..=16777216",
-                c.max_card_bytes
-            ));
-        }
-        let mut trusted = Vec::new();
-        let mut keys = crate::card::signature::TrustedKeys::default();
-        for (i, k) in c.trusted_keys.iter().enumerate() {
-            match normalize_origin(&k.origin) {
-                Some(o) => {
-                    let file = base.join(&k.jwks);
-                    let loaded = std::fs::read_to_string(&file)
-                        .map_err(|e| format!("cannot read {}: {e}", file.display()))
-                        .and_then(|text| {
-                            keys.add_jwks(&o, &text, &file.display().to_string())
-                                .map_err(|e| e.to_string())
-                        });
-                    if let Err(why) = loaded {
-                        problems.push(format!("client.trusted_keys[{i}].jwks: {why}"));
-                    }
-                    trusted.push((o, file));
-                }
-                None => problems.push(format!(
-                    "client.trusted_keys[{i}].origin: {:?} is not a scheme://host[:port] origin",
-                    k.origin
-                )),
-            }
-        }
-        if c.require_signatures && trusted.is_empty() {
-            problems.push(
-                "client.require_signatures: true but no [[client.trusted_keys]] are configured"
-                    .into(),
-            );
-        }
-        let mut extensions = c.extensions.clone();
-        extensions.sort();
-        extensions.dedup();
+        let caps = client::caps(&c, &mut problems);
+        let card_policy = client::card_policy(&c, base, &mut problems);
         let listen = listen::listen(&raw.listen, &mut problems);
         let limits = listen::limits(&raw.limits, &mut problems);
         let admin = listen::admin(&raw.admin, &listen, base, &mut problems);
         let policy = integrations::policy(&raw.policy, &mut problems);
-        let integrations =
-            integrations::integrations(&raw.integrations, &c, &extensions, base, &mut problems);
+        let integrations = integrations::integrations(
+            &raw.integrations,
+            &c,
+            &caps.extensions,
+            base,
+            &mut problems,
+        );
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
         if !problems.is_empty() {
@@ -284,18 +172,8 @@ impl Config {
             policy,
             integrations,
             path: path.to_owned(),
-            caps: ClientCaps {
-                bindings,
-                versions: c.versions.clone(),
-                extensions,
-            },
-            card_policy: CardPolicy {
-                max_card_bytes: c.max_card_bytes,
-                require_signatures: c.require_signatures,
-                allow_plain_http: c.allow_plain_http,
-                trusted_keys: trusted,
-                keys: Some(std::sync::Arc::new(keys)),
-            },
+            caps,
+            card_policy,
         })
     }
 }
@@ -306,17 +184,21 @@ const MAX_UNKNOWN_KEYS_REPORTED: usize = 64;
 /// Deserialises the raw model. toml stops at the first unknown key; to name every one with its
 /// line, each unknown key is removed from the parsed document (located by the error's span) and
 /// deserialisation retried. Other errors are reported as toml renders them (with line and column).
-fn parse_raw(text: &str) -> Result<RawConfig, String> {
+fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
+    let parse_error = |message: String| ConfigError::Parse {
+        path: path.to_owned(),
+        message,
+    };
     use serde::Deserialize as _;
     let first = match toml::from_str::<RawConfig>(text) {
         Ok(raw) => return Ok(raw),
         Err(e) => e,
     };
     if !first.message().starts_with("unknown field") {
-        return Err(first.to_string());
+        return Err(parse_error(first.to_string()));
     }
     let Ok(mut doc) = toml::de::DeTable::parse(text) else {
-        return Err(first.to_string());
+        return Err(parse_error(first.to_string()));
     };
     let mut lines = Vec::new();
     let mut rest = None;
@@ -345,7 +227,7 @@ fn parse_raw(text: &str) -> Result<RawConfig, String> {
         lines.push((line.unwrap_or(0), format!("{at}{msg}")));
     }
     if lines.is_empty() {
-        return Err(first.to_string());
+        return Err(parse_error(first.to_string()));
     }
     lines.sort();
     let lines: Vec<String> = lines.into_iter().map(|(_, l)| l).collect();
@@ -357,7 +239,7 @@ fn parse_raw(text: &str) -> Result<RawConfig, String> {
     if let Some(r) = rest {
         out.push_str(&format!("\n  - {r}"));
     }
-    Err(out)
+    Err(parse_error(out))
 }
 
 /// Removes the table key whose span is `span`, searching nested tables and arrays of tables.
@@ -499,7 +381,10 @@ mod tests {
     fn defaults() {
         let c = Config::parse("", Path::new("g.toml")).unwrap();
         assert_eq!(c.caps, ClientCaps::default());
-        assert_eq!(c.card_policy.max_card_bytes, DEFAULT_MAX_CARD_BYTES);
+        assert_eq!(
+            c.card_policy.max_card_bytes,
+            crate::card::DEFAULT_MAX_CARD_BYTES
+        );
         assert!(!c.card_policy.allow_plain_http);
     }
 }

@@ -17,6 +17,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::control::fetch::{CardFetcher, FetchError, FetchPolicy, Outgoing};
+use crate::profile::snapshot::ExtendedFallback;
 use crate::profile::{Binding, Interface};
 
 /// Errors of the extended-card call that are not a documented fallback.
@@ -52,6 +53,15 @@ pub enum Fallback {
     UnsupportedOperation,
     /// -32007 / `EXTENDED_AGENT_CARD_NOT_CONFIGURED`.
     NotConfigured,
+}
+
+impl From<Fallback> for ExtendedFallback {
+    fn from(f: Fallback) -> ExtendedFallback {
+        match f {
+            Fallback::UnsupportedOperation => ExtendedFallback::UnsupportedOperation,
+            Fallback::NotConfigured => ExtendedFallback::NotConfigured,
+        }
+    }
 }
 
 /// The result of a successful `GetExtendedAgentCard` exchange.

@@ -9,6 +9,7 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{IntCounter, IntCounterVec, IntGaugeVec, Opts};
 
+use crate::control::reload::ReloadResult;
 use crate::control::schedule::RefreshResult;
 
 /// Metrics of refresh, swaps, stale marks and config reloads.
@@ -109,8 +110,8 @@ impl ControlMetrics {
         registry.register(Box::new(m.worker_panics.clone()))?;
         registry.register(Box::new(m.state_write_failures.clone()))?;
         registry.register(Box::new(m.ages.clone()))?;
-        for r in ["ok", "refused"] {
-            m.reloads.with_label_values(&[r]);
+        for r in ReloadResult::ALL {
+            m.reloads.with_label_values(&[r.as_str()]);
         }
         Ok(m)
     }

@@ -3,7 +3,7 @@
 pub mod addr;
 pub mod extended;
 pub mod fetch;
-pub mod http;
+pub mod lockfile;
 pub mod metrics;
 pub mod refresh;
 pub mod reload;

@@ -11,45 +11,53 @@
 //!   `Snapshot` through [`Store::rcu`]; a reader sees the old state or the new one, never a mix.
 //! - **Last good wins**: a failed fetch, validation or compilation never replaces a usable profile;
 //!   it records `Freshness::degraded` (reason, since, count) beside it.
-//! - **A change is a change of the compiled profile** ([`schedule::profile_changed`]), not of bytes.
+//! - **A change is a change of the compiled profile** ([`crate::control::schedule::profile_changed`]), not of bytes.
 //!   A 304 recompiles nothing.
 //! - **A stale mark is deferred, never dropped**: a mark (from the stale channel or the retry hook)
-//!   that the rate limit holds back fires at [`schedule::stale_deadline`]; only a fetch clears it.
+//!   that the rate limit holds back fires at [`crate::control::schedule::stale_deadline`]; only a fetch clears it.
 //! - **A panic does not end the integration**: each worker runs under a supervisor
-//!   ([`supervise`]) that catches the panic, logs and counts it, marks the integration degraded
+//!   (`supervise`) that catches the panic, logs and counts it, marks the integration degraded
 //!   with the reason and restarts the worker after an exponential backoff; refresh requests are
 //!   answered with an error while it waits.
+//!
+//! Parts: [`ControlHandle`] (`handle`: starts workers, routes commands and stale marks), the worker
+//! loop (`worker`: timers and commands, one at a time), one refresh step (`step`: fetch, build,
+//! install, record), the extended card (`extended_card`), last-known-good on disk (`last_good`)
+//! and the supervisor (`supervise`). This file holds what they share: the commands, the replies,
+//! the errors and the shared state.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http::HeaderValue;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
-use tokio::time::Instant;
 
+use crate::card::CardErrors;
 use crate::config::{Config, Integration};
-use crate::control::extended::{
-    self, CredentialIdentity, ExtendedCache, ExtendedError, ExtendedOutcome,
-};
-use crate::control::fetch::{
-    CardFetcher, FetchError, FetchOutcome, FetchPolicy, Validators, check_url,
-};
+use crate::control::extended::{self, ExtendedCache, ExtendedError, ExtendedOutcome};
+use crate::control::fetch::{CardFetcher, FetchError, FetchOutcome, FetchPolicy, Validators};
 use crate::control::metrics::ControlMetrics;
-use crate::control::schedule::{self, Last, RefreshResult};
+use crate::control::schedule::RefreshResult;
 use crate::control::state::StateDir;
-use crate::profile::snapshot::{
-    Degraded, Freshness, IntegrationState, Snapshot, StaleReceiver, Status, Store,
-};
+use crate::profile::snapshot::{Status, Store};
 use crate::profile::{Interface, Profile};
-use crate::proxy::upstream::Upstream;
+use crate::proxy::upstream::UpstreamError;
 
 mod extended_card;
+mod handle;
 mod last_good;
+mod lock_check;
+mod step;
 mod supervise;
+mod worker;
+
+pub use handle::ControlHandle;
+use step::record_degraded;
+use worker::Worker;
 
 /// Queue depth of one worker's command channel. A full queue means a refresh is already pending,
 /// so a stale mark that does not fit is counted as debounced, never waited for.
@@ -150,6 +158,103 @@ impl ControlError {
     }
 }
 
+/// Why a refresh failed: the reason shown beside the last good profile, with a bounded kind.
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    /// The integration's approved origins do not form a fetch policy.
+    #[error("integration origins: {0}")]
+    Origins(FetchError),
+    /// The card could not be fetched.
+    #[error("card fetch: {0}")]
+    Fetch(FetchError),
+    /// The card (fetched, cached or saved) failed validation.
+    #[error("card failed validation: {}", .0.to_string().replace('\n', "; "))]
+    InvalidCard(CardErrors),
+    /// The integration's worker panicked (`refresh worker panicked: <message>`).
+    #[error("{0}")]
+    WorkerPanicked(String),
+}
+
+impl RefreshError {
+    /// Bounded label of `a2a_egress_refresh_failures_total{kind}` and of logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RefreshError::Origins(e) | RefreshError::Fetch(e) => e.kind(),
+            RefreshError::InvalidCard(_) => "invalid_card",
+            RefreshError::WorkerPanicked(_) => "worker_panic",
+        }
+    }
+}
+
+/// Why a usable profile got no upstream (the integration is then unusable, with this as reason).
+#[derive(Debug, thiserror::Error)]
+pub enum InterfaceError {
+    /// The profile has no usable interface.
+    #[error("no usable interface")]
+    NoUsableInterface,
+    /// The interface URL or its address breaks the integration's fetch rules.
+    #[error("interface refused: {0}")]
+    Refused(FetchError),
+    /// The upstream could not be prepared (DNS, CA file, credential).
+    #[error("{0}")]
+    Prepare(UpstreamError),
+    /// The preparation task panicked.
+    #[error("upstream preparation panicked: {0}")]
+    Panicked(String),
+}
+
+impl InterfaceError {
+    /// Bounded label for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            InterfaceError::NoUsableInterface => "no_usable_interface",
+            InterfaceError::Refused(e) => e.kind(),
+            InterfaceError::Prepare(_) => "upstream_prepare",
+            InterfaceError::Panicked(_) => "upstream_prepare_panicked",
+        }
+    }
+}
+
+/// An integration's status as a refresh report states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportedStatus {
+    /// No verdict yet.
+    Pending,
+    /// A usable profile is installed.
+    Usable,
+    /// No usable profile.
+    Unusable,
+    /// Traffic stopped on purpose.
+    Blocked,
+    /// The integration left the config while the refresh ran.
+    Removed,
+}
+
+impl ReportedStatus {
+    /// The status of an integration's state, `Removed` when it has none.
+    pub fn of(status: Option<&Status>) -> ReportedStatus {
+        match status {
+            None => ReportedStatus::Removed,
+            Some(Status::Pending) => ReportedStatus::Pending,
+            Some(Status::Usable) => ReportedStatus::Usable,
+            Some(Status::Unusable { .. }) => ReportedStatus::Unusable,
+            Some(Status::Blocked { .. }) => ReportedStatus::Blocked,
+        }
+    }
+
+    /// Bounded label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportedStatus::Pending => "pending",
+            ReportedStatus::Usable => "usable",
+            ReportedStatus::Unusable => "unusable",
+            ReportedStatus::Blocked => "blocked",
+            ReportedStatus::Removed => "removed",
+        }
+    }
+}
+
 /// The answer to a refresh request (`POST /v1/integrations/{name}/refresh`, the retry hook).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RefreshReport {
@@ -159,8 +264,8 @@ pub struct RefreshReport {
     pub result: RefreshResult,
     /// Why it failed (for `failed`).
     pub reason: Option<String>,
-    /// The integration's status after the refresh (`usable`, `unusable`, ...).
-    pub status: &'static str,
+    /// The integration's status after the refresh.
+    pub status: ReportedStatus,
     /// The snapshot version after the refresh.
     pub snapshot_version: u64,
     /// True when no fetch was made because a recent one already answered (retry hook rate limit).
@@ -234,251 +339,6 @@ pub(crate) struct Inner {
     pub(crate) reload_refused: Mutex<Option<String>>,
 }
 
-/// The control plane's handle: cheap to clone, shared with the data plane and the admin API.
-#[derive(Clone)]
-pub struct ControlHandle {
-    pub(crate) inner: Arc<Inner>,
-}
-
-impl std::fmt::Debug for ControlHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ControlHandle").finish_non_exhaustive()
-    }
-}
-
-impl ControlHandle {
-    /// Starts the control plane inside the current tokio runtime: every configured integration is
-    /// put in the snapshot as pending, then its worker loads the last-known-good card (if any) and
-    /// fetches at once. `stale` is the data plane's stale-mark channel.
-    pub fn start(
-        config: Config,
-        store: Arc<Store>,
-        metrics: ControlMetrics,
-        source: Arc<dyn CardSource>,
-        stale: Option<StaleReceiver>,
-    ) -> ControlHandle {
-        let (state_dir, state_problem) = open_state_dir(&config);
-        let inner = Arc::new(Inner {
-            store,
-            source,
-            metrics,
-            config: ArcSwap::from_pointee(config),
-            state_dir: Mutex::new(state_dir),
-            state_problem: Mutex::new(state_problem),
-            workers: Mutex::new(HashMap::new()),
-            extended: ExtendedCache::new(),
-            reload_refused: Mutex::new(None),
-        });
-        let handle = ControlHandle { inner };
-        let config = handle.inner.config.load_full();
-        let pending: Vec<IntegrationState> = config
-            .integrations
-            .iter()
-            .map(|i| IntegrationState::pending(Arc::new(i.clone())))
-            .collect();
-        handle.inner.store.rcu(|cur| {
-            let mut next = Snapshot {
-                version: cur.version,
-                integrations: Default::default(),
-            };
-            for s in &pending {
-                next.integrations
-                    .insert(s.integration.name.clone(), Arc::new(s.clone()));
-            }
-            next
-        });
-        for i in &config.integrations {
-            handle.spawn_worker(Arc::new(i.clone()));
-        }
-        if let Some(rx) = stale {
-            tokio::spawn(dispatch_stale(Arc::downgrade(&handle.inner), rx));
-        }
-        handle
-    }
-
-    /// The current snapshot store.
-    pub fn store(&self) -> &Arc<Store> {
-        &self.inner.store
-    }
-
-    /// The control-plane metrics.
-    pub fn metrics(&self) -> &ControlMetrics {
-        &self.inner.metrics
-    }
-
-    /// The configuration currently applied.
-    pub fn config(&self) -> Arc<Config> {
-        self.inner.config.load_full()
-    }
-
-    /// The last refused config reload, if the current config is not the newest file.
-    pub fn reload_refused(&self) -> Option<String> {
-        lock(&self.inner.reload_refused).clone()
-    }
-
-    pub(crate) fn spawn_worker(&self, integration: Arc<Integration>) {
-        let (tx, rx) = mpsc::channel(WORKER_QUEUE);
-        let name = integration.name.clone();
-        self.inner.metrics.init_integration(&name);
-        let task = tokio::spawn(supervise::supervise(
-            self.inner.clone(),
-            integration.clone(),
-            rx,
-        ));
-        let old = lock(&self.inner.workers).insert(
-            name,
-            WorkerHandle {
-                tx,
-                task,
-                integration,
-            },
-        );
-        if let Some(old) = old {
-            old.task.abort();
-        }
-    }
-
-    /// Stops and forgets a worker (its integration left the config).
-    pub(crate) fn stop_worker(&self, name: &str) {
-        if let Some(w) = lock(&self.inner.workers).remove(name) {
-            w.task.abort();
-        }
-        self.inner.extended.remove(name);
-        self.inner.metrics.remove_integration(name);
-    }
-
-    pub(crate) fn worker_integration(&self, name: &str) -> Option<Arc<Integration>> {
-        lock(&self.inner.workers)
-            .get(name)
-            .map(|w| w.integration.clone())
-    }
-
-    pub(crate) fn reconfigure(&self, integration: Arc<Integration>, refetch: bool) {
-        let mut workers = lock(&self.inner.workers);
-        if let Some(w) = workers.get_mut(&integration.name) {
-            w.integration = integration.clone();
-            // The queue only fills during a storm of commands; a reconfigure must not be lost.
-            let tx = w.tx.clone();
-            tokio::spawn(async move {
-                let _ = tx
-                    .send(Cmd::Reconfigure {
-                        integration,
-                        refetch,
-                    })
-                    .await;
-            });
-        }
-    }
-
-    pub(crate) fn recompile_all(&self) {
-        for w in lock(&self.inner.workers).values() {
-            let tx = w.tx.clone();
-            tokio::spawn(async move {
-                let _ = tx.send(Cmd::Recompile).await;
-            });
-        }
-    }
-
-    pub(crate) fn set_state_dir(&self, config: &Config) {
-        let (dir, problem) = open_state_dir(config);
-        *lock(&self.inner.state_dir) = dir;
-        *lock(&self.inner.state_problem) = problem;
-    }
-
-    /// Forces one refresh of `name` and answers with its outcome (`POST …/refresh`). Requests that
-    /// arrive while a fetch is in flight are answered together by the next fetch.
-    pub async fn refresh_now(&self, name: &str) -> Result<RefreshReport, ControlError> {
-        self.request(name, None).await
-    }
-
-    /// The retry hook for errors raised before the agent did any work (-32008, -32009): `used` is
-    /// the profile the failed call was shaped from. Answers `changed` when the integration's profile
-    /// is now different from `used` (then the caller re-shapes from the new snapshot and retries
-    /// once), without fetching if another refresh already changed it; rate-limited by
-    /// `[refresh] stale_min_interval`, so an error storm causes at most one fetch per interval.
-    pub async fn refresh_after_error(
-        &self,
-        name: &str,
-        used: &Arc<Profile>,
-    ) -> Result<RefreshReport, ControlError> {
-        self.request(name, Some(used.clone())).await
-    }
-
-    async fn request(
-        &self,
-        name: &str,
-        after_error: Option<Arc<Profile>>,
-    ) -> Result<RefreshReport, ControlError> {
-        let tx = lock(&self.inner.workers)
-            .get(name)
-            .map(|w| w.tx.clone())
-            .ok_or_else(|| ControlError::UnknownIntegration(name.to_owned()))?;
-        let (reply, rx) = oneshot::channel();
-        let reply = Reply {
-            integration: name.to_owned(),
-            tx: Some(reply),
-        };
-        tx.send(Cmd::Refresh { reply, after_error })
-            .await
-            .map_err(|_| ControlError::Stopped(name.to_owned()))?;
-        rx.await
-            .map_err(|_| ControlError::Stopped(name.to_owned()))?
-    }
-
-    /// Delivers a stale mark for `name` (what the stale-channel dispatcher does for each mark).
-    pub fn mark_stale(&self, name: &str) {
-        mark_stale(&self.inner, name);
-    }
-
-    /// Stops every worker (shutdown).
-    pub fn shutdown(&self) {
-        for (_, w) in lock(&self.inner.workers).drain() {
-            w.task.abort();
-        }
-    }
-}
-
-fn mark_stale(inner: &Inner, name: &str) {
-    let tx = lock(&inner.workers).get(name).map(|w| w.tx.clone());
-    if let Some(tx) = tx
-        && tx.try_send(Cmd::Stale).is_err()
-    {
-        inner
-            .metrics
-            .stale_debounced
-            .with_label_values(&[name])
-            .inc();
-    }
-}
-
-/// Forwards stale marks from the data plane to the workers; ends when the channel closes or the
-/// control plane is dropped.
-async fn dispatch_stale(inner: std::sync::Weak<Inner>, mut rx: StaleReceiver) {
-    while let Some(mark) = rx.recv().await {
-        let Some(inner) = inner.upgrade() else { break };
-        mark_stale(&inner, &mark.integration);
-    }
-}
-
-/// The configured state directory, or why it cannot be used (serving goes on without it).
-fn open_state_dir(config: &Config) -> (Option<StateDir>, Option<String>) {
-    let Some(dir) = config.state_dir.as_ref() else {
-        return (None, None);
-    };
-    match StateDir::open(dir) {
-        Ok(d) => (Some(d), None),
-        Err(e) => {
-            tracing::warn!(error = %e, "last-known-good state directory unusable; cards will not be persisted");
-            (
-                None,
-                Some(format!(
-                    "last-known-good cards are not persisted: the state directory is unusable ({e})"
-                )),
-            )
-        }
-    }
-}
-
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -504,526 +364,41 @@ pub fn needs_refetch(old: &Integration, new: &Integration) -> bool {
         || old.tenant != new.tenant
 }
 
-/// Records a failed refresh (or a worker panic) of `integration`: counted by `kind`, the degraded
-/// gauge set, and `degraded` stored beside the last good profile. An integration that never had a
-/// good profile gets a definite "unusable" verdict with the reason, so readiness can settle.
-fn record_degraded(
-    inner: &Inner,
-    integration: &Arc<Integration>,
-    kind: &'static str,
-    degraded: &Degraded,
-) {
-    let name = integration.name.as_str();
-    inner
-        .metrics
-        .failures
-        .with_label_values(&[name, kind])
-        .inc();
-    inner.metrics.degraded.with_label_values(&[name]).set(1);
-    inner.store.rcu(|cur| match cur.get(name) {
-        None => cur.clone(),
-        Some(s) => {
-            let mut next = if s.profile.is_none() || s.status == Status::Pending {
-                IntegrationState::unusable(integration.clone(), None, degraded.reason.clone())
-            } else {
-                (**s).clone()
-            };
-            next.freshness = Freshness {
-                degraded: Some(degraded.clone()),
-                ..s.freshness.clone()
-            };
-            cur.with(next)
-        }
-    });
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::card::CardPolicy;
 
-/// The last good card of one integration, kept in memory by its worker.
-#[derive(Debug, Clone)]
-struct CachedCard {
-    bytes: Bytes,
-    validators: Validators,
-    origin: String,
-    url: String,
-    max_age: Option<Duration>,
-    fetched_at: SystemTime,
-}
-
-struct Worker {
-    inner: Arc<Inner>,
-    integration: Arc<Integration>,
-    card: Option<CachedCard>,
-    last: Last,
-    degraded: Option<Degraded>,
-    last_fetch: Option<Instant>,
-    /// The installed state came from disk and no fetch has confirmed it yet.
-    from_disk: bool,
-    /// When the periodic refresh is due (moved by every fetch).
-    next: Instant,
-    /// When a pending stale mark fires; cleared only by a fetch.
-    stale_at: Option<Instant>,
-    /// The credential identity the installed state was built with (`None`: nothing built yet).
-    /// A 304 rebuilds when the credential's source now yields another one (rotated token file
-    /// or variable), so no state built for one identity serves another.
-    built_for: Option<Option<CredentialIdentity>>,
-}
-
-/// Refresh requests answered together, each with the profile its failed call used (retry hook).
-type Waiters = Vec<(Reply, Option<Arc<Profile>>)>;
-
-impl Worker {
-    fn new(inner: Arc<Inner>, integration: Arc<Integration>) -> Self {
-        Worker {
-            inner,
-            integration,
-            card: None,
-            last: Last::Ok { max_age: None },
-            degraded: None,
-            last_fetch: None,
-            from_disk: false,
-            next: Instant::now(),
-            stale_at: None,
-            built_for: None,
-        }
-    }
-
-    fn name(&self) -> &str {
-        &self.integration.name
-    }
-
-    /// The worker's loop: timers and commands one at a time, until the command channel closes.
-    /// `load_disk` is false after a restart, when the snapshot already holds what the worker had.
-    async fn run(mut self, rx: &mut mpsc::Receiver<Cmd>, load_disk: bool) {
-        if load_disk {
-            self.load_last_known_good().await;
-        }
-        self.next = Instant::now();
-        loop {
-            let (next, stale_at) = (self.next, self.stale_at);
-            // Not `biased`: a sustained stream of commands must not starve the timers.
-            let cmd = tokio::select! {
-                cmd = rx.recv() => match cmd {
-                    Some(c) => c,
-                    None => break,
-                },
-                () = tokio::time::sleep_until(stale_at.unwrap_or(next)), if stale_at.is_some() => {
-                    self.inner.metrics.stale_refreshes.with_label_values(&[self.name()]).inc();
-                    self.refresh().await;
-                    continue;
-                }
-                () = tokio::time::sleep_until(next) => {
-                    self.refresh().await;
-                    continue;
-                }
-            };
-            self.handle(cmd, rx).await;
-        }
-    }
-
-    async fn handle(&mut self, cmd: Cmd, rx: &mut mpsc::Receiver<Cmd>) {
-        match cmd {
-            Cmd::Stale => self.note_stale(1),
-            Cmd::Refresh { reply, after_error } => {
-                let mut waiters = vec![(reply, after_error)];
-                // Everything already queued is answered by the same fetch (or waits with it).
-                let mut marks = 0;
-                let mut later = Vec::new();
-                while let Ok(c) = rx.try_recv() {
-                    match c {
-                        Cmd::Refresh { reply, after_error } => waiters.push((reply, after_error)),
-                        Cmd::Stale => marks += 1,
-                        other => later.push(other),
-                    }
-                }
-                self.answer(waiters, marks).await;
-                for c in later {
-                    self.apply(c).await;
-                }
-            }
-            other => self.apply(other).await,
-        }
-    }
-
-    async fn apply(&mut self, cmd: Cmd) {
-        match cmd {
-            Cmd::Reconfigure {
-                integration,
-                refetch,
-            } => {
-                self.integration = integration;
-                if refetch {
-                    // Validators belong to the old source: start over with an unconditional GET.
-                    self.card = None;
-                    self.next = Instant::now();
-                } else {
-                    self.rebuild_from_cache().await;
-                }
-            }
-            Cmd::Recompile => self.rebuild_from_cache().await,
-            Cmd::Stale => self.note_stale(1),
-            Cmd::Refresh { reply, after_error } => self.answer(vec![(reply, after_error)], 0).await,
-        }
-    }
-
-    /// Records `marks` stale marks. The first schedules a refresh at [`schedule::stale_deadline`]
-    /// (debounced, and held until `stale_min_interval` after the last fetch); the rest merge into
-    /// it. Only a fetch clears a pending mark, so one that the rate limit holds back still fires.
-    fn note_stale(&mut self, marks: u64) {
-        if marks == 0 {
-            return;
-        }
-        let merged = if self.stale_at.is_some() {
-            marks
-        } else {
-            let settings = &self.inner.config.load().refresh;
-            self.stale_at = Some(schedule::stale_deadline(
-                settings,
-                Instant::now(),
-                self.last_fetch,
-            ));
-            marks - 1
-        };
-        if merged > 0 {
-            self.inner
-                .metrics
-                .stale_debounced
-                .with_label_values(&[self.name()])
-                .inc_by(merged);
-        }
-    }
-
-    /// Answers refresh requests with one fetch, or none when every waiter is the retry hook and
-    /// either the profile already moved past what it used or a fetch ran very recently. Without a
-    /// fetch, the hook's error and the queued `marks` stay pending as a stale mark.
-    async fn answer(&mut self, waiters: Waiters, marks: u64) {
-        let current = self.current_profile();
-        let forced = waiters.iter().any(|(_, used)| used.is_none());
-        let all_moved_on = waiters.iter().all(|(_, used)| {
-            used.as_ref()
-                .is_some_and(|u| schedule::profile_changed(current.as_deref(), u))
-        });
-        let min = self.inner.config.load().refresh.stale_min_interval;
-        let recent = self.last_fetch.is_some_and(|t| t.elapsed() < min);
-        let report = if !forced && (all_moved_on || recent) {
-            // A hook whose call used the current profile saw the agent refuse it: that is a stale
-            // mark the rate limit defers, not one it forgets.
-            self.note_stale(marks + u64::from(!all_moved_on));
-            None
-        } else {
-            if marks > 0 {
-                self.inner
-                    .metrics
-                    .stale_debounced
-                    .with_label_values(&[self.name()])
-                    .inc_by(marks);
-            }
-            Some(self.refresh().await)
-        };
-        let after = self.current_profile();
-        for (reply, used) in waiters {
-            let r = match (&report, used) {
-                // The retry hook asks "is the profile now different from the one my call used?".
-                (Some(r), Some(u)) if r.result != RefreshResult::Failed => {
-                    let mut r = r.clone();
-                    if schedule::profile_changed(after.as_deref(), &u) {
-                        r.result = RefreshResult::Changed;
-                    }
-                    r
-                }
-                (Some(r), _) => r.clone(),
-                (None, used) => {
-                    let changed =
-                        used.is_some_and(|u| schedule::profile_changed(after.as_deref(), &u));
-                    let result = if changed {
-                        RefreshResult::Changed
-                    } else {
-                        RefreshResult::Unchanged
-                    };
-                    self.report(result, None, true)
-                }
-            };
-            reply.send(Ok(r));
-        }
-    }
-
-    fn current(&self) -> Option<Arc<IntegrationState>> {
-        self.inner.store.load().get(self.name()).cloned()
-    }
-
-    fn current_profile(&self) -> Option<Arc<Profile>> {
-        self.current().and_then(|s| s.profile.clone())
-    }
-
-    fn next_at(&self) -> Instant {
-        let delay = schedule::next_delay(
-            &self.inner.config.load().refresh,
-            self.last,
-            schedule::jitter_unit(),
+    #[test]
+    fn refresh_errors_have_bounded_kinds_and_one_line_reasons() {
+        let invalid = crate::card::validate(b"{\"name\": 1}", &CardPolicy::default(), None)
+            .expect_err("not a card");
+        let e = RefreshError::InvalidCard(invalid);
+        assert_eq!(e.kind(), "invalid_card");
+        let text = e.to_string();
+        assert!(text.starts_with("card failed validation: "), "{text}");
+        assert!(
+            !text.contains('\n'),
+            "one line for /readyz and logs: {text}"
         );
-        Instant::now() + delay
+        let panicked = RefreshError::WorkerPanicked("refresh worker panicked: boom".into());
+        assert_eq!(panicked.kind(), "worker_panic");
+        assert_eq!(panicked.to_string(), "refresh worker panicked: boom");
     }
 
-    fn report(
-        &self,
-        result: RefreshResult,
-        reason: Option<String>,
-        coalesced: bool,
-    ) -> RefreshReport {
-        let snap = self.inner.store.load();
-        RefreshReport {
-            integration: self.name().to_owned(),
-            result,
-            reason,
-            status: snap
-                .get(self.name())
-                .map_or("removed", |s| s.status.as_str()),
-            snapshot_version: snap.version,
-            coalesced,
-        }
-    }
-
-    /// One refresh: conditional fetch, then validate, compile and install on a 200; counted by result.
-    /// Every fetch answers the stale marks pending before it and restarts the periodic timer.
-    async fn refresh(&mut self) -> RefreshReport {
-        let report = self.refresh_inner().await;
-        self.stale_at = None;
-        self.next = self.next_at();
-        self.inner
-            .metrics
-            .refreshes
-            .with_label_values(&[self.name(), report.result.as_str()])
-            .inc();
-        report
-    }
-
-    async fn refresh_inner(&mut self) -> RefreshReport {
-        self.last_fetch = Some(Instant::now());
-        let config = self.inner.config.load_full();
-        let policy = match fetch_policy(&self.integration, &config) {
-            Ok(p) => p,
-            Err(e) => return self.fail(e.kind(), format!("integration origins: {e}")),
-        };
-        let validators = self.card.as_ref().map(|c| c.validators.clone());
-        let fetched = self
-            .inner
-            .source
-            .fetch(&self.integration.card, &policy, validators.as_ref())
-            .await;
-        match fetched {
-            Err(e) => self.fail(e.kind(), format!("card fetch: {e}")),
-            Ok(FetchOutcome::NotModified {
-                validators,
-                max_age,
-            }) => {
-                let now = SystemTime::now();
-                if let Some(c) = &mut self.card {
-                    c.validators = validators;
-                    c.max_age = max_age.or(c.max_age);
-                    c.fetched_at = now;
-                }
-                let max_age = self.card.as_ref().and_then(|c| c.max_age);
-                let rotated = self.built_for.as_ref() != Some(&self.credential_identity());
-                if self.from_disk || rotated {
-                    // The disk copy is confirmed, or the credential changed: build once more with
-                    // the network available (the extended card is only fetched online, and
-                    // belongs to one identity).
-                    self.from_disk = false;
-                    if let Some(card) = self.card.clone() {
-                        match self.build(&card, &config, &policy, true).await {
-                            Ok(state) => {
-                                self.succeed(max_age);
-                                let result = self.install(state);
-                                self.persist();
-                                return self.report(result, None, false);
-                            }
-                            Err(reason) => return self.fail("invalid_card", reason),
-                        }
-                    }
-                }
-                self.succeed(max_age);
-                self.touch_freshness();
-                self.persist();
-                self.report(RefreshResult::NotModified, None, false)
-            }
-            Ok(FetchOutcome::Fetched {
-                bytes,
-                validators,
-                max_age,
-                origin,
-                url,
-            }) => {
-                let card = CachedCard {
-                    bytes,
-                    validators,
-                    origin,
-                    url,
-                    max_age,
-                    fetched_at: SystemTime::now(),
-                };
-                match self.build(&card, &config, &policy, true).await {
-                    Ok(state) => {
-                        self.card = Some(card);
-                        self.from_disk = false;
-                        self.succeed(max_age);
-                        let result = self.install(state);
-                        self.persist();
-                        self.report(result, None, false)
-                    }
-                    Err(reason) => self.fail("invalid_card", reason),
-                }
-            }
-        }
-    }
-
-    fn succeed(&mut self, max_age: Option<Duration>) {
-        self.last = Last::Ok { max_age };
-        self.degraded = None;
-        self.inner
-            .metrics
-            .degraded
-            .with_label_values(&[self.name()])
-            .set(0);
-        self.inner.metrics.ages.set(self.name(), SystemTime::now());
-    }
-
-    /// Records a failure: the last good profile stays; without one the integration is unusable.
-    fn fail(&mut self, kind: &'static str, reason: String) -> RefreshReport {
-        let now = SystemTime::now();
-        let failures = match self.last {
-            Last::Failed { consecutive } => consecutive + 1,
-            Last::Ok { .. } => 1,
-        };
-        self.last = Last::Failed {
-            consecutive: failures,
-        };
-        let degraded = Degraded {
-            reason: reason.clone(),
-            since: self.degraded.as_ref().map_or(now, |d| d.since),
-            failures,
-        };
-        self.degraded = Some(degraded.clone());
-        tracing::warn!(integration = %self.name(), failures, %reason, "card refresh failed; keeping the last good profile");
-        record_degraded(&self.inner, &self.integration, kind, &degraded);
-        self.report(RefreshResult::Failed, Some(reason), false)
-    }
-
-    /// Installs a freshly built state: a new profile (or status) replaces the old one and resets
-    /// runtime overrides; an identical profile only refreshes strings and freshness.
-    fn install(&mut self, mut state: IntegrationState) -> RefreshResult {
-        let old = self.current();
-        let old_profile = old.as_ref().and_then(|s| s.profile.clone());
-        let changed = state
-            .profile
-            .as_deref()
-            .is_none_or(|p| schedule::profile_changed(old_profile.as_deref(), p))
-            || old.as_ref().is_none_or(|s| s.status != state.status);
-        state.freshness.validated_at = Some(SystemTime::now());
-        state.freshness.unrevalidated = false;
-        state.freshness.degraded = None;
-        if let Some(old) = &old {
-            state.evidence = old.evidence.clone();
-            if !changed {
-                state.overrides = old.overrides.clone();
-                state.installed_at = old.installed_at;
-            }
-        }
-        let name = self.name().to_owned();
-        self.inner.store.rcu(|cur| match cur.get(&name) {
-            Some(_) => cur.with(state.clone()),
-            None => cur.clone(),
-        });
-        self.inner.metrics.swaps.with_label_values(&[&name]).inc();
-        if changed {
-            tracing::info!(integration = %name, status = state.status.as_str(), "profile changed");
-            RefreshResult::Changed
-        } else {
-            RefreshResult::Unchanged
-        }
-    }
-
-    /// Marks the current profile as confirmed (a 304), without touching the profile.
-    fn touch_freshness(&self) {
-        let name = self.name().to_owned();
-        self.inner.store.rcu(|cur| match cur.get(&name) {
-            Some(s) => {
-                let mut next = (**s).clone();
-                next.freshness.validated_at = Some(SystemTime::now());
-                next.freshness.unrevalidated = false;
-                next.freshness.degraded = None;
-                cur.with(next)
-            }
-            None => cur.clone(),
-        });
-    }
-
-    /// Validates and compiles a card into a complete integration state (extended card, interface
-    /// address check and upstream included). `Err` means the card itself failed.
-    async fn build(
-        &mut self,
-        card: &CachedCard,
-        config: &Config,
-        policy: &FetchPolicy,
-        online: bool,
-    ) -> Result<IntegrationState, String> {
-        let validated = crate::card::validate(&card.bytes, &config.card_policy, Some(&card.origin))
-            .map_err(|e| {
-                format!(
-                    "card failed validation: {}",
-                    e.to_string().replace('\n', "; ")
-                )
-            })?;
-        // Past the only failure: the state returned below is built for this identity.
-        self.built_for = Some(self.credential_identity());
-        let public = crate::profile::compile(&validated, &config.caps);
-        let (profile, json, extended) = self
-            .extended(public, validated.json(), config, policy, online)
-            .await;
-        let integration = self.integration.clone();
-        let Some(iface) = profile.interface.clone().filter(|_| profile.usable) else {
-            return Ok(IntegrationState::from_profile(
-                integration,
-                profile,
-                &json,
-                Err("no usable interface".into()),
-            ));
-        };
-        // The interface is where every call goes: same SSRF rules as the card itself.
-        let upstream = match check_url(&iface.url, policy).await {
-            Err(e) => Err(format!("interface refused: {e}")),
-            Ok(()) => {
-                let url = iface.url.clone();
-                let i = integration.clone();
-                match tokio::task::spawn_blocking(move || Upstream::prepare(&url, &i)).await {
-                    Ok(Ok(u)) => match policy.check_addr(&iface.url, u.addr.ip()) {
-                        // Re-check the address the data plane will actually connect to.
-                        Ok(()) => Ok(u),
-                        Err(e) => Err(format!("interface refused: {e}")),
-                    },
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(e) => Err(format!("upstream preparation panicked: {e}")),
-                }
-            }
-        };
-        let mut state = IntegrationState::from_profile(integration, profile, &json, upstream);
-        state.freshness.extended = extended;
-        Ok(state)
-    }
-
-    /// Rebuilds the state from the cached card with the current config (no fetch).
-    async fn rebuild_from_cache(&mut self) {
-        let Some(card) = self.card.clone() else {
-            return;
-        };
-        let config = self.inner.config.load_full();
-        let Ok(policy) = fetch_policy(&self.integration, &config) else {
-            return;
-        };
-        match self.build(&card, &config, &policy, false).await {
-            Ok(state) => {
-                self.install(state);
-            }
-            Err(reason) => {
-                self.fail("invalid_card", reason);
-            }
+    #[test]
+    fn reported_statuses_name_every_state() {
+        let cases = [
+            (None, "removed"),
+            (Some(Status::Pending), "pending"),
+            (Some(Status::Usable), "usable"),
+            (Some(Status::Unusable { reason: "x".into() }), "unusable"),
+            (Some(Status::Blocked { reason: "x".into() }), "blocked"),
+        ];
+        for (status, label) in cases {
+            let r = ReportedStatus::of(status.as_ref());
+            assert_eq!(r.as_str(), label);
+            assert_eq!(serde_json::to_value(r).ok(), Some(label.into()));
         }
     }
 }

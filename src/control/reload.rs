@@ -46,8 +46,45 @@ pub struct ReloadReport {
     pub unchanged: Vec<String>,
     /// `[client]` changed, so every cached card was recompiled (without fetching).
     pub recompiled_all: bool,
-    /// Settings that only take effect after a restart (e.g. `[listen]`), if they changed.
-    pub needs_restart: Vec<String>,
+    /// Tables whose changes only take effect after a restart, if they changed.
+    pub needs_restart: Vec<RestartTable>,
+}
+
+/// A config table read only at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RestartTable {
+    /// `[listen]`: the listeners and the public URL.
+    Listen,
+    /// `[policy]`: the data plane's request defaults.
+    Policy,
+    /// `[admin]`: the admin token and refresh rate limit.
+    Admin,
+    /// `[limits]`: data-plane deadlines and caps.
+    Limits,
+}
+
+/// The result of a config reload, as counted in `a2a_egress_config_reloads_total{result}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReloadResult {
+    /// The new config was applied.
+    Ok,
+    /// The new config was refused; the previous one keeps serving.
+    Refused,
+}
+
+impl ReloadResult {
+    /// All results (for pre-registering metric series).
+    pub const ALL: [ReloadResult; 2] = [ReloadResult::Ok, ReloadResult::Refused];
+
+    /// Bounded metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReloadResult::Ok => "ok",
+            ReloadResult::Refused => "refused",
+        }
+    }
 }
 
 fn same_card_policy(a: &CardPolicy, b: &CardPolicy) -> bool {
@@ -71,16 +108,16 @@ impl ControlHandle {
             || old.listen.admin != new.listen.admin
             || old.listen.public_url != new.listen.public_url
         {
-            report.needs_restart.push("listen".into());
+            report.needs_restart.push(RestartTable::Listen);
         }
         if old.policy.default_data_class != new.policy.default_data_class {
-            report.needs_restart.push("policy".into());
+            report.needs_restart.push(RestartTable::Policy);
         }
         if old.admin != new.admin {
-            report.needs_restart.push("admin".into());
+            report.needs_restart.push(RestartTable::Admin);
         }
         if old.limits != new.limits {
-            report.needs_restart.push("limits".into());
+            report.needs_restart.push(RestartTable::Limits);
         }
         if !report.needs_restart.is_empty() {
             tracing::warn!(tables = ?report.needs_restart, "these settings take effect after a restart");
@@ -148,7 +185,10 @@ impl ControlHandle {
             self.recompile_all();
         }
         *lock(&self.inner.reload_refused) = None;
-        self.metrics().reloads.with_label_values(&["ok"]).inc();
+        self.metrics()
+            .reloads
+            .with_label_values(&[ReloadResult::Ok.as_str()])
+            .inc();
         tracing::info!(?report, "configuration reloaded");
         report
     }
@@ -160,7 +200,10 @@ impl ControlHandle {
             Ok(new) => Ok(self.apply_config(new)),
             Err(e) => {
                 tracing::error!(error = %e, "configuration reload refused; the previous configuration keeps serving");
-                self.metrics().reloads.with_label_values(&["refused"]).inc();
+                self.metrics()
+                    .reloads
+                    .with_label_values(&[ReloadResult::Refused.as_str()])
+                    .inc();
                 *lock(&self.inner.reload_refused) = Some(e.to_string());
                 Err(e)
             }

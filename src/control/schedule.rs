@@ -113,6 +113,7 @@ pub fn profile_changed(old: Option<&Profile>, new: &Profile) -> bool {
         || old.unusable != new.unusable
         || old.agent_version != new.agent_version
         || old.interface != new.interface
+        || old.offered != new.offered
         || old.streaming != new.streaming
         || old.push != new.push
         || old.extended_card != new.extended_card
@@ -236,6 +237,7 @@ mod tests {
                 version: "1.0".into(),
                 tenant: None,
             }),
+            offered: Vec::new(),
             streaming: true,
             push: false,
             extended_card: false,

@@ -25,7 +25,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    Binding, Display, Interface, Profile, SecurityAlternative, SkillDisplay, SkillProfile, Unusable,
+    Binding, BindingVersion, Display, Interface, Profile, SecurityAlternative, SkillDisplay,
+    SkillProfile, Unusable,
 };
 use crate::card::ValidatedCard;
 use crate::card::sanitize::{self, sanitize};
@@ -74,6 +75,21 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
             tenant: i.tenant.clone().filter(|t| !t.is_empty()),
         })
     });
+
+    let mut offered: Vec<BindingVersion> = Vec::new();
+    for i in &c.supported_interfaces {
+        if let Some(binding) = Binding::from_wire(&i.protocol_binding)
+            && caps.supports(&i.protocol_binding, &i.protocol_version)
+        {
+            let bv = BindingVersion {
+                binding,
+                version: i.protocol_version.clone(),
+            };
+            if !offered.contains(&bv) {
+                offered.push(bv);
+            }
+        }
+    }
 
     let declared = c.capabilities.extensions.as_deref().unwrap_or_default();
     let knows = |uri: &str| caps.extensions.iter().any(|k| k == uri);
@@ -158,6 +174,7 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
         agent_version: c.version.clone(),
         card_digest: card.digest().to_owned(),
         interface,
+        offered,
         streaming: caps_flags.streaming.unwrap_or(false),
         push: caps_flags.push_notifications.unwrap_or(false),
         extended_card: caps_flags.extended_agent_card.unwrap_or(false),

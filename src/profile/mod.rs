@@ -61,6 +61,31 @@ pub struct Interface {
     pub tenant: Option<String>,
 }
 
+/// A (binding, protocol version) pair: what an interface speaks, without where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct BindingVersion {
+    /// The binding.
+    pub binding: Binding,
+    /// `Major.Minor` protocol version.
+    pub version: String,
+}
+
+impl std::fmt::Display for BindingVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.binding, self.version)
+    }
+}
+
+impl Interface {
+    /// What this interface speaks.
+    pub fn binding_version(&self) -> BindingVersion {
+        BindingVersion {
+            binding: self.binding,
+            version: self.version.clone(),
+        }
+    }
+}
+
 /// One alternative of a security requirement: scheme name → required scopes (all schemes together, AND).
 pub type SecurityAlternative = BTreeMap<String, Vec<String>>;
 
@@ -151,6 +176,11 @@ pub struct Profile {
     pub card_digest: String,
     /// The chosen interface; `None` exactly when no interface is supported.
     pub interface: Option<Interface>,
+    /// Every (binding, version) of `supportedInterfaces` the client implements, in card order,
+    /// without repeats; the first is `interface`'s. A lockfile's pinned pair is checked against
+    /// it: still offered but no longer first is a different decision from no longer offered.
+    #[serde(default)]
+    pub offered: Vec<BindingVersion>,
     /// `capabilities.streaming` (absent means false).
     pub streaming: bool,
     /// `capabilities.pushNotifications` (absent means false).

@@ -15,8 +15,12 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::config::Integration;
-use crate::profile::Profile;
+use crate::profile::{Binding, Profile};
 use crate::proxy::upstream::Upstream;
+use crate::types::origin_of_url;
+
+mod lock_state;
+pub use lock_state::{LockState, LockVerdict, satisfies};
 
 /// Most evidence records kept per integration (oldest dropped first).
 pub const MAX_EVIDENCE: usize = 32;
@@ -179,6 +183,8 @@ pub struct IntegrationState {
     pub installed_at: SystemTime,
     /// How current the profile is (maintained by the control plane's refresh).
     pub freshness: Freshness,
+    /// The verdict against the integration's lockfile (`unpinned` without one).
+    pub lock: LockState,
 }
 
 /// How current an integration's profile is: set by `control::refresh`, shown on the admin API.
@@ -212,10 +218,87 @@ pub struct ExtendedCardStatus {
     pub identity: String,
     /// The extended card replaced the public one in the profile.
     pub used: bool,
-    /// Why the public card is used instead (`unsupported_operation`, `not_configured`, or an error).
-    pub fallback: Option<String>,
+    /// Why the public card is used instead.
+    pub fallback: Option<ExtendedFallback>,
     /// When it was decided.
     pub at: SystemTime,
+}
+
+/// Why an integration's public card is used although the card offers an extended one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExtendedFallback {
+    /// The agent answered `UnsupportedOperationError`: it does not offer an extended card after all.
+    UnsupportedOperation,
+    /// The agent answered `ExtendedAgentCardNotConfiguredError`.
+    NotConfigured,
+    /// The call failed, or its answer did not validate (gateway-written detail).
+    Error(String),
+}
+
+impl ExtendedFallback {
+    /// Bounded label for logs and metrics.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ExtendedFallback::UnsupportedOperation => "unsupported_operation",
+            ExtendedFallback::NotConfigured => "not_configured",
+            ExtendedFallback::Error(_) => "error",
+        }
+    }
+}
+
+/// Why a compiled profile does not meet its integration's contract (the integration is then
+/// unusable, with this as the reason).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContractError {
+    /// The profile itself is unusable (no supported interface, unknown required extensions).
+    #[error("{0}")]
+    ProfileUnusable(String),
+    /// A usable profile without an interface (never produced by `compile`).
+    #[error("profile has no interface")]
+    NoInterface,
+    /// The chosen interface is not on one of the approved origins.
+    #[error("the card's interface origin {origin} is not in the integration's approved origins")]
+    OriginNotApproved {
+        /// The interface's origin, or `an unparsable URL`.
+        origin: String,
+    },
+    /// `binding` is pinned and the profile chose another.
+    #[error("binding pinned to {pinned} but the profile chose {chosen}")]
+    BindingPinned {
+        /// The configured binding.
+        pinned: Binding,
+        /// The profile's.
+        chosen: Binding,
+    },
+    /// `version` is pinned and the profile chose another.
+    #[error("protocol version pinned to {pinned} but the profile chose {chosen}")]
+    VersionPinned {
+        /// The configured version.
+        pinned: String,
+        /// The profile's.
+        chosen: String,
+    },
+    /// The card offers none of the integration's accepted skills.
+    #[error("none of the accepted skills ({}) is offered by the card", skills.join(", "))]
+    NoAcceptedSkill {
+        /// The accepted skill ids.
+        skills: Vec<String>,
+    },
+}
+
+impl ContractError {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ContractError::ProfileUnusable(_) => "profile_unusable",
+            ContractError::NoInterface => "no_interface",
+            ContractError::OriginNotApproved { .. } => "origin_not_approved",
+            ContractError::BindingPinned { .. } => "binding_pinned",
+            ContractError::VersionPinned { .. } => "version_pinned",
+            ContractError::NoAcceptedSkill { .. } => "no_accepted_skill",
+        }
+    }
 }
 
 impl IntegrationState {
@@ -231,6 +314,7 @@ impl IntegrationState {
             evidence: Vec::new(),
             installed_at: SystemTime::now(),
             freshness: Freshness::default(),
+            lock: LockState::unpinned(SystemTime::now()),
         }
     }
 
@@ -251,7 +335,7 @@ impl IntegrationState {
 
     /// Builds the state for a freshly compiled profile, checking it against the integration's
     /// contract (pure). `card` is the validated card JSON (for the `required` flags of extensions);
-    /// `upstream` is the result of [`Upstream::prepare`] for the profile's interface.
+    /// `upstream` is the upstream prepared for the profile's interface, or why there is none.
     pub fn from_profile(
         integration: Arc<Integration>,
         profile: Profile,
@@ -259,8 +343,8 @@ impl IntegrationState {
         upstream: Result<Upstream, String>,
     ) -> Self {
         let profile = Arc::new(profile);
-        if let Err(reason) = check_contract(&integration, &profile) {
-            return Self::unusable(integration, Some(profile), reason);
+        if let Err(e) = check_contract(&integration, &profile) {
+            return Self::unusable(integration, Some(profile), e.to_string());
         }
         let upstream = match upstream {
             Ok(u) => Arc::new(u),
@@ -280,6 +364,7 @@ impl IntegrationState {
             evidence: Vec::new(),
             installed_at: SystemTime::now(),
             freshness: Freshness::default(),
+            lock: LockState::unpinned(SystemTime::now()),
         }
     }
 
@@ -287,6 +372,16 @@ impl IntegrationState {
     pub fn usable(&self) -> Option<(&Profile, &Upstream)> {
         match (&self.status, &self.profile, &self.upstream) {
             (Status::Usable, Some(p), Some(u)) => Some((p, u)),
+            _ => None,
+        }
+    }
+
+    /// The profile and upstream that calls on existing tasks may use: the usable ones, or those of
+    /// an integration blocked by a breaking change (its running tasks may still be read,
+    /// cancelled and subscribed to).
+    pub fn serving(&self) -> Option<(&Profile, &Upstream)> {
+        match (&self.status, &self.profile, &self.upstream) {
+            (Status::Usable | Status::Blocked { .. }, Some(p), Some(u)) => Some((p, u)),
             _ => None,
         }
     }
@@ -345,50 +440,48 @@ pub fn required_extensions(card: &serde_json::Value) -> Vec<String> {
     v
 }
 
-/// Checks a compiled profile against the integration contract; `Err` is the unusable reason.
-pub fn check_contract(integration: &Integration, profile: &Profile) -> Result<(), String> {
+/// Checks a compiled profile against the integration contract.
+pub fn check_contract(integration: &Integration, profile: &Profile) -> Result<(), ContractError> {
     if !profile.usable {
-        return Err(profile
-            .reason
-            .clone()
-            .unwrap_or_else(|| "profile not usable".into()));
+        return Err(ContractError::ProfileUnusable(
+            profile
+                .reason
+                .clone()
+                .unwrap_or_else(|| "profile not usable".into()),
+        ));
     }
     let Some(iface) = &profile.interface else {
-        return Err("profile has no interface".into());
+        return Err(ContractError::NoInterface);
     };
     if !integration.origin_allowed(&iface.url) {
-        let origin = url::Url::parse(&iface.url)
-            .map(|u| u.origin().ascii_serialization())
-            .unwrap_or_else(|_| "an unparsable URL".into());
-        return Err(format!(
-            "the card's interface origin {origin} is not in the integration's approved origins"
-        ));
+        return Err(ContractError::OriginNotApproved {
+            origin: origin_of_url(&iface.url).unwrap_or_else(|| "an unparsable URL".into()),
+        });
     }
     if let Some(b) = integration.binding
         && b != iface.binding
     {
-        return Err(format!(
-            "binding pinned to {b} but the profile chose {}",
-            iface.binding
-        ));
+        return Err(ContractError::BindingPinned {
+            pinned: b,
+            chosen: iface.binding,
+        });
     }
     if let Some(v) = &integration.version
         && v != &iface.version
     {
-        return Err(format!(
-            "protocol version pinned to {v} but the profile chose {}",
-            iface.version
-        ));
+        return Err(ContractError::VersionPinned {
+            pinned: v.clone(),
+            chosen: iface.version.clone(),
+        });
     }
     if !integration
         .skills
         .iter()
         .any(|s| profile.skills.contains_key(s))
     {
-        return Err(format!(
-            "none of the accepted skills ({}) is offered by the card",
-            integration.skills.join(", ")
-        ));
+        return Err(ContractError::NoAcceptedSkill {
+            skills: integration.skills.clone(),
+        });
     }
     Ok(())
 }
@@ -506,6 +599,7 @@ mod tests {
             max_body_bytes: 1024,
             ca_file: None,
             forward_headers: vec![],
+            lock: Default::default(),
         }
     }
 
@@ -522,6 +616,7 @@ mod tests {
                 version: "1.0".into(),
                 tenant: None,
             }),
+            offered: Vec::new(),
             streaming: true,
             push: false,
             extended_card: false,
@@ -549,18 +644,26 @@ mod tests {
         let i = integration();
         assert!(check_contract(&i, &profile("https://a.example/a2a")).is_ok());
         let e = check_contract(&i, &profile("https://evil.example/a2a")).unwrap_err();
-        assert!(e.contains("https://evil.example"), "{e}");
+        assert_eq!(e.kind(), "origin_not_approved");
+        assert!(e.to_string().contains("https://evil.example"), "{e}");
         let mut pinned = integration();
         pinned.binding = Some(Binding::HttpJson);
-        assert!(check_contract(&pinned, &profile("https://a.example/a2a")).is_err());
+        assert!(matches!(
+            check_contract(&pinned, &profile("https://a.example/a2a")),
+            Err(ContractError::BindingPinned { .. })
+        ));
         let mut v = integration();
         v.version = Some("1.1".into());
-        assert!(check_contract(&v, &profile("https://a.example/a2a")).is_err());
+        assert!(matches!(
+            check_contract(&v, &profile("https://a.example/a2a")),
+            Err(ContractError::VersionPinned { .. })
+        ));
         let mut s = integration();
         s.skills = vec!["other".into()];
         assert!(
             check_contract(&s, &profile("https://a.example/a2a"))
                 .unwrap_err()
+                .to_string()
                 .contains("other")
         );
     }

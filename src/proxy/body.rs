@@ -325,6 +325,27 @@ fn no_id(error: BodyError) -> RpcError {
     }
 }
 
+/// Where the tenant splice goes: positions of `doc` (the envelope), `params` and `params.tenant`
+/// in `text`, the caller's body they all borrow from.
+fn edit_points(
+    text: &str,
+    doc: &RawValue,
+    params: Option<&RawValue>,
+    tenant: Option<&RawValue>,
+) -> Option<EditPoints> {
+    Some(EditPoints {
+        params: match params {
+            Some(p) => Some(span(text, p.get())?),
+            None => None,
+        },
+        tenant: match tenant {
+            Some(t) => Some(span(text, t.get())?),
+            None => None,
+        },
+        envelope_end: span(text, doc.get())?.end.checked_sub(1)?,
+    })
+}
+
 /// Parses a JSON-RPC 2.0 request body.
 pub fn parse_jsonrpc(body: &Bytes) -> Result<RpcRequest, RpcError> {
     let (text, doc) = match document(body) {
@@ -385,21 +406,9 @@ pub fn parse_jsonrpc(body: &Bytes) -> Result<RpcRequest, RpcError> {
         }
         Some(_) => return Err(fail(BodyError::Invalid("params must be an object"))),
     };
-    let located = (|| {
-        Some(EditPoints {
-            params: match env.params {
-                Some(p) => Some(span(text, p.get())?),
-                None => None,
-            },
-            tenant: match tenant_raw {
-                Some(t) => Some(span(text, t.get())?),
-                None => None,
-            },
-            envelope_end: span(text, doc.get())?.end.checked_sub(1)?,
-        })
-    })();
-    // Every raw value borrows from `text`, so this cannot be None; refusing beats guessing.
-    let at = located.ok_or_else(|| fail(BodyError::Parse))?;
+    // Every raw value borrows from `text`, so this cannot fail; refusing beats guessing.
+    let at =
+        edit_points(text, doc, env.params, tenant_raw).ok_or_else(|| fail(BodyError::Parse))?;
     Ok(RpcRequest {
         id,
         method,

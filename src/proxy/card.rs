@@ -178,6 +178,7 @@ mod tests {
             max_body_bytes: 10,
             ca_file: None,
             forward_headers: vec![],
+            lock: Default::default(),
         };
         let sp = SkillProfile {
             input: vec!["text/plain".into()],
@@ -197,6 +198,7 @@ mod tests {
                 version: "1.0".into(),
                 tenant: Some("t1".into()),
             }),
+            offered: Vec::new(),
             streaming: card_streaming,
             push: false,
             extended_card: true,

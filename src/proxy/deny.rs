@@ -8,15 +8,15 @@
 
 use bytes::Bytes;
 use serde::Serialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 
 use super::body::{BodyError, RpcId};
 use super::route::{Method, PathError};
 use super::upstream::TlsFault;
+use crate::types::status;
 
-/// The ErrorInfo domain of every gateway-generated error.
-pub const DOMAIN: &str = "a2a-egress";
+pub use crate::types::status::DOMAIN;
 
 /// JSON-RPC code for gateway policy refusals that have no A2A equivalent: -32000 is the one
 /// implementation-defined server-error code A2A (-32001..-32009) leaves free.
@@ -291,12 +291,7 @@ impl Deny {
         if let Deny::DuplicateKey { path } = self {
             meta.insert("path".into(), Value::String(short(path)));
         }
-        json!({
-            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-            "reason": self.reason(),
-            "domain": DOMAIN,
-            "metadata": meta,
-        })
+        status::error_info(self.reason(), meta)
     }
 
     /// Renders the refusal in the caller's binding.
@@ -307,11 +302,11 @@ impl Deny {
                 let envelope = Envelope {
                     jsonrpc: "2.0",
                     id: id.raw(),
-                    error: json!({
-                        "code": spec.code,
-                        "message": self.message(),
-                        "data": [self.error_info(integration)],
-                    }),
+                    error: status::jsonrpc_error(
+                        spec.code,
+                        &self.message(),
+                        self.error_info(integration),
+                    ),
                 };
                 // Serialising a struct of plain strings, a raw id and a Value cannot fail; the
                 // fallback keeps this total anyway.
@@ -326,14 +321,12 @@ impl Deny {
                 }
             }
             Shape::Rest => {
-                let body = json!({
-                    "error": {
-                        "code": spec.http,
-                        "status": spec.grpc,
-                        "message": self.message(),
-                        "details": [self.error_info(integration)],
-                    }
-                });
+                let body = status::google_rpc_status(
+                    spec.http,
+                    spec.grpc,
+                    &self.message(),
+                    self.error_info(integration),
+                );
                 Rendered {
                     status: spec.http,
                     body: Bytes::from(body.to_string()),

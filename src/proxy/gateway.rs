@@ -22,7 +22,7 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::{Error, ErrorType, Result};
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::body::{RequestFacts, RpcId, parse_jsonrpc, parse_rest_body};
+use super::body::{RequestFacts, RpcId, RpcRequest, parse_jsonrpc, parse_rest_body};
 use super::card::{CACHE_CONTROL, effective_card, if_none_match};
 use super::deny::{Deny, Shape};
 use super::feedback::agent_error;
@@ -344,6 +344,104 @@ impl Gateway {
     }
 }
 
+/// A request body's facts, from its one parse (see [`super::body`]).
+#[derive(Default)]
+struct BodyFacts {
+    /// The JSON-RPC request (JSON-RPC route).
+    rpc: Option<RpcRequest>,
+    /// The HTTP+JSON body's facts (HTTP+JSON route).
+    rest: Option<RequestFacts>,
+}
+
+/// Checks the Content-Type (the outer error: a refusal now) and parses the body for route `r`. The
+/// JSON-RPC id goes into `ctx.shape` as soon as it is read; a body that cannot be used (the inner
+/// error) is refused only after the integration's own refusals (unknown, not usable), which then
+/// keep the caller's id too.
+fn parse_body(
+    r: &Route,
+    req: &RequestHeader,
+    body: &Bytes,
+    ctx: &mut Ctx,
+) -> std::result::Result<std::result::Result<BodyFacts, Deny>, Deny> {
+    let content_type = req.headers.get("content-type").map(|v| v.as_bytes());
+    policy::check_content_type(r, content_type, !body.is_empty())?;
+    Ok(match r {
+        Route::JsonRpc { .. } => match parse_jsonrpc(body) {
+            Ok(rpc) => {
+                ctx.shape = Shape::JsonRpc(rpc.id.clone());
+                ctx.method = rpc.method;
+                Ok(BodyFacts {
+                    rpc: Some(rpc),
+                    rest: None,
+                })
+            }
+            Err(e) => {
+                ctx.shape = Shape::JsonRpc(e.id);
+                Err(e.error.into())
+            }
+        },
+        Route::Rest { path, .. } => {
+            let sends = Method::from_rest(req.method.as_str(), path).sends_message();
+            parse_rest_body(body, sends)
+                .map(|facts| BodyFacts {
+                    rpc: None,
+                    rest: Some(facts),
+                })
+                .map_err(Deny::from)
+        }
+        Route::Card { .. } | Route::NotFound => Ok(BodyFacts::default()),
+    })
+}
+
+/// Owned copies of what policy reads from the request head, so the same facts can be decided
+/// again against a refreshed profile after -32008/-32009 (the session is busy by then).
+struct RequestHead {
+    http_method: String,
+    query: Option<String>,
+    /// Every `A2A-Egress-Data-Class` line.
+    data_class: DataClasses,
+    a2a_version: Option<String>,
+}
+
+impl RequestHead {
+    fn of(req: &RequestHeader) -> RequestHead {
+        RequestHead {
+            http_method: req.method.as_str().to_owned(),
+            query: req.uri.query().map(str::to_owned),
+            data_class: DataClasses::from_lines(
+                req.headers
+                    .get_all("a2a-egress-data-class")
+                    .iter()
+                    .map(|v| v.as_bytes()),
+            ),
+            a2a_version: req
+                .headers
+                .get("a2a-version")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+        }
+    }
+
+    fn facts<'a>(
+        &'a self,
+        route: &'a Route,
+        rpc: Option<&'a RpcRequest>,
+        rest_body: Option<&'a RequestFacts>,
+        default_data_class: &'a str,
+    ) -> Facts<'a> {
+        Facts {
+            route,
+            http_method: &self.http_method,
+            query: self.query.as_deref(),
+            data_class: &self.data_class,
+            a2a_version: self.a2a_version.as_deref(),
+            rpc,
+            rest_body,
+            default_data_class,
+        }
+    }
+}
+
 #[async_trait]
 impl ProxyHttp for Gateway {
     type CTX = Ctx;
@@ -417,83 +515,36 @@ impl ProxyHttp for Gateway {
             Ok(body) => body,
             Err(d) => return self.deny(session, ctx, d).await,
         };
-        let content_type = session.req_header().headers.get("content-type");
-        if let Err(d) =
-            policy::check_content_type(&r, content_type.map(|v| v.as_bytes()), !body.is_empty())
-        {
-            return self.deny(session, ctx, d).await;
-        }
-        let parsed = match &r {
-            Route::JsonRpc { .. } => {
-                let p = parse_jsonrpc(&body);
-                match &p {
-                    Ok(rpc) => {
-                        ctx.shape = Shape::JsonRpc(rpc.id.clone());
-                        ctx.method = rpc.method;
-                    }
-                    Err(e) => ctx.shape = Shape::JsonRpc(e.id.clone()),
-                }
-                Some(p)
-            }
-            _ => None,
+        let parsed = match parse_body(&r, session.req_header(), &body, ctx) {
+            Ok(parsed) => parsed,
+            Err(d) => return self.deny(session, ctx, d).await,
         };
         let Some(state) = state else {
             return self.deny(session, ctx, Deny::UnknownIntegration).await;
         };
-        if let Err(d) = policy::check_status(&state) {
+        if let Err(d) = policy::check_admission(&state) {
             return self.deny(session, ctx, d).await;
         }
-        let rpc = match parsed {
-            Some(Ok(rpc)) => Some(rpc),
-            Some(Err(e)) => return self.deny(session, ctx, e.error.into()).await,
-            None => None,
+        let BodyFacts { rpc, rest } = match parsed {
+            Ok(facts) => facts,
+            Err(d) => return self.deny(session, ctx, d).await,
         };
-        let rest_body: Option<RequestFacts> = match &r {
-            Route::Rest { path, .. } => {
-                let sends =
-                    Method::from_rest(session.req_header().method.as_str(), path).sends_message();
-                match parse_rest_body(&body, sends) {
-                    Ok(facts) => Some(facts),
-                    Err(e) => return self.deny(session, ctx, e.into()).await,
-                }
-            }
-            _ => None,
+        let head = RequestHead::of(session.req_header());
+        let facts = head.facts(&r, rpc.as_ref(), rest.as_ref(), &self.default_data_class);
+        // A breaking change that falls back sends new delegations to the fallback integration:
+        // its state (profile, upstream) serves the request from here on.
+        let state = match policy::lock_route(&snapshot, &state, policy::method_of(&facts)) {
+            Ok(s) => s,
+            Err(d) => return self.deny(session, ctx, d).await,
         };
-        // Owned copies of what policy reads from the request, so the same facts can be decided
-        // again against a refreshed profile after -32008/-32009 (the session is busy by then).
-        let req = session.req_header();
-        let header = |n: &str| {
-            req.headers
-                .get(n)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let http_method = req.method.as_str().to_owned();
-        let query = req.uri.query().map(str::to_owned);
-        let data_class = DataClasses::from_lines(
-            req.headers
-                .get_all("a2a-egress-data-class")
-                .iter()
-                .map(|v| v.as_bytes()),
-        );
-        let a2a_version = header("a2a-version");
-        let facts = Facts {
-            route: &r,
-            http_method: &http_method,
-            query: query.as_deref(),
-            data_class: &data_class,
-            a2a_version: a2a_version.as_deref(),
-            rpc: rpc.as_ref(),
-            rest_body: rest_body.as_ref(),
-            default_data_class: &self.default_data_class,
-        };
+        ctx.state = Some(state.clone());
         let plan = match policy::decide(&state, &facts) {
             Ok(p) => p,
             Err(d) => return self.deny(session, ctx, d).await,
         };
         ctx.method = plan.method;
-        // Forward the caller's bytes unless something in them must change (STACK.md: rewriting
-        // costs about a third more CPU per request).
+        // Forward the caller's bytes unless the tenant must be spliced in (a rewrite costs about
+        // a third more CPU per request).
         ctx.body = plan.rewritten_body.clone().unwrap_or_else(|| body.clone());
         // A message send that the agent may refuse with -32008/-32009 before doing any work is
         // made through the gateway's own client, which sees the answer before the caller does

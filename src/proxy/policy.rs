@@ -2,8 +2,10 @@
 //! either a [`Plan`] for forwarding it or the [`Deny`] to answer with (pure, no I/O).
 //!
 //! Every check runs before anything leaves the gateway. The order is fixed so the same request
-//! always gets the same refusal: status → binding → data class → version → method → tenant →
-//! media types → streaming.
+//! always gets the same refusal: status → binding → blocked (a blocked integration serves only
+//! its running tasks) → data class → version → method → tenant → media types → streaming.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -12,7 +14,7 @@ use super::deny::{Deny, sanitize_echo};
 use super::route::{Method, Route, media_type_accepted};
 use crate::config::StreamingMode;
 use crate::profile::Binding;
-use crate::profile::snapshot::{IntegrationState, Status};
+use crate::profile::snapshot::{IntegrationState, Snapshot, Status, satisfies};
 
 /// Why a streaming call is answered through `SendMessage`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,6 +204,57 @@ pub fn check_status(state: &IntegrationState) -> Result<(), Deny> {
     }
 }
 
+/// Whether a JSON-RPC or HTTP+JSON request may be read at all, before its operation is known:
+/// as [`check_status`], except that an integration blocked by its lockfile still serves its
+/// running tasks, and one that falls back may send new delegations elsewhere ([`lock_route`]
+/// and [`decide`] then refuse what is left).
+pub fn check_admission(state: &IntegrationState) -> Result<(), Deny> {
+    if state.serving().is_some() || state.lock.fallback.is_some() {
+        return Ok(());
+    }
+    check_status(state)
+}
+
+/// Operations on a task that already runs: what a blocked integration still serves.
+fn continues_task(m: Method) -> bool {
+    matches!(
+        m,
+        Method::GetTask | Method::CancelTask | Method::SubscribeToTask
+    )
+}
+
+/// The operation a request names (the JSON-RPC method, or the HTTP+JSON route).
+pub fn method_of(f: &Facts<'_>) -> Method {
+    match (f.route, f.rpc) {
+        (Route::JsonRpc { .. }, Some(rpc)) => rpc.method,
+        (Route::Rest { path, .. }, _) => Method::from_rest(f.http_method, path),
+        _ => Method::Unknown,
+    }
+}
+
+/// Which integration's state decides a request to `state` (pure). Its own, except for a new
+/// delegation (a message send) while a breaking change against its lockfile falls back
+/// (`on_breaking = "fallback:<name>"`): then the fallback's, if that integration's profile
+/// satisfies this lockfile itself, else the send is refused as blocked. Calls on existing tasks
+/// always stay with the integration's own agent, which holds them.
+pub fn lock_route(
+    snapshot: &Snapshot,
+    state: &Arc<IntegrationState>,
+    method: Method,
+) -> Result<Arc<IntegrationState>, Deny> {
+    let Some(to) = &state.lock.fallback else {
+        return Ok(state.clone());
+    };
+    if !method.sends_message() {
+        return Ok(state.clone());
+    }
+    let streaming_required = state.integration.streaming == StreamingMode::Required;
+    match (snapshot.get(to), state.lock.lock.as_deref()) {
+        (Some(fb), Some(lock)) if satisfies(fb, lock, streaming_required) => Ok(fb.clone()),
+        _ => Err(Deny::IntegrationBlocked),
+    }
+}
+
 fn enc_segment(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes())
         .collect::<String>()
@@ -210,8 +263,9 @@ fn enc_segment(s: &str) -> String {
 
 /// Decides a JSON-RPC or HTTP+JSON request.
 pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
-    check_status(state)?;
-    let (profile, upstream) = state.usable().ok_or(Deny::NoUsableProfile)?;
+    let Some((profile, upstream)) = state.serving() else {
+        return Err(check_status(state).err().unwrap_or(Deny::NoUsableProfile));
+    };
     let iface = profile.interface.as_ref().ok_or(Deny::NoUsableProfile)?;
     let integration = &state.integration;
 
@@ -239,6 +293,10 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         }
         _ => return Err(Deny::BindingNotOffered),
     };
+    // Blocked by a breaking change against the lockfile: running tasks only.
+    if matches!(state.status, Status::Blocked { .. }) && !continues_task(method) {
+        return Err(Deny::IntegrationBlocked);
+    }
 
     check_data_classes(
         f.data_class,
@@ -373,6 +431,7 @@ mod tests {
             max_body_bytes: 1000,
             ca_file: None,
             forward_headers: vec![],
+            lock: Default::default(),
         }
     }
 
@@ -393,6 +452,7 @@ mod tests {
                 version: "1.0".into(),
                 tenant: tenant.map(Into::into),
             }),
+            offered: Vec::new(),
             streaming,
             push: false,
             extended_card: false,
@@ -724,3 +784,6 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod lock_tests;

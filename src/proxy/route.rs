@@ -2,6 +2,8 @@
 //! media-type matching (pure, no I/O). Request bodies are read by [`super::body`].
 
 pub use super::body::{RpcRequest, parse_jsonrpc};
+/// Media type matching lives with the shared value types (the lockfile uses it too).
+pub use crate::types::media_type::media_type_accepted;
 
 /// Why a request path is refused before it is classified: each is a way to make one path mean
 /// different things to the gateway and to the agent (or to two HTTP stacks on the way), so none is
@@ -286,24 +288,6 @@ impl Method {
     pub fn sends_message(self) -> bool {
         matches!(self, Method::SendMessage | Method::SendStreamingMessage)
     }
-}
-
-/// Whether media type `mt` is accepted by a mode list entry (`type/subtype`, `type/*`, `*/*`;
-/// parameters ignored; case-insensitive).
-pub fn media_type_accepted(mt: &str, modes: &[String]) -> bool {
-    let essence = |s: &str| {
-        s.split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase()
-    };
-    let mt = essence(mt);
-    let (t, _) = mt.split_once('/').unwrap_or((mt.as_str(), ""));
-    modes.iter().any(|m| {
-        let m = essence(m);
-        m == mt || m == "*/*" || m.strip_suffix("/*").is_some_and(|mt_t| mt_t == t)
-    })
 }
 
 #[cfg(test)]

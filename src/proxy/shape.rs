@@ -102,6 +102,7 @@ mod tests {
             max_body_bytes: 10,
             ca_file: None,
             forward_headers: vec![HeaderName::from_static("x-listed")],
+            lock: Default::default(),
         };
         let p = Profile {
             usable: true,
@@ -115,6 +116,7 @@ mod tests {
                 version: "1.0".into(),
                 tenant: None,
             }),
+            offered: Vec::new(),
             streaming: true,
             push: false,
             extended_card: false,
@@ -141,6 +143,7 @@ mod tests {
                 max_body_bytes: 1,
                 ca_file: None,
                 forward_headers: vec![],
+                lock: Default::default(),
             }))
         }
     }

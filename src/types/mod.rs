@@ -2,11 +2,13 @@
 //!
 //! Nothing here imports another module of the crate, so `config`, `card`, `profile` and the planes
 //! can all agree on what an origin, a protocol version, a duration or a data class is without
-//! depending on each other.
+//! depending on each other, and every error the gateway writes has one shape ([`status`]).
 
 pub mod data_class;
 pub mod duration;
+pub mod media_type;
 pub mod origin;
+pub mod status;
 pub mod version;
 
 pub use duration::{DurationError, parse_duration};

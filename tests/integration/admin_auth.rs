@@ -4,12 +4,12 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::common::RefAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration, metric};
+use crate::common::gateway::{Endpoints, InProcess, config_head, integration, metric};
 
 const TOKEN: &str = "s3cret-admin-token-0123456789";
 
@@ -28,15 +28,11 @@ fn serve_refuses(config: &str) -> Option<(Option<i32>, String)> {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let end = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < end {
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut err = String::new();
-            use std::io::Read as _;
-            let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-            return Some((status.code(), err));
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    if let Some(status) = crate::common::process::wait_exit(&mut child, Duration::from_secs(30)) {
+        let mut err = String::new();
+        use std::io::Read as _;
+        let _ = child.stderr.take().unwrap().read_to_string(&mut err);
+        return Some((status.code(), err));
     }
     let _ = child.kill();
     let _ = child.wait();
@@ -59,7 +55,7 @@ fn serve_refuses_a_non_loopback_listener_without_the_opt_in() {
     assert!(err.contains("admin.token_file"), "{err}");
 }
 
-async fn gateway(admin: &str) -> (RefAgent, GatewayProc) {
+async fn gateway(admin: &str) -> (RefAgent, InProcess) {
     let agent = RefAgent::sample();
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("admin.token");
@@ -69,11 +65,11 @@ async fn gateway(admin: &str) -> (RefAgent, GatewayProc) {
         + "[refresh]\nmin = \"1h\"\n"
         + admin
         + &integration("ref", &agent.card_url, "");
-    let gw = GatewayProc::start_in(dir, &config, &[]).await;
+    let gw = InProcess::start_in(dir, &config).await;
     (agent, gw)
 }
 
-async fn post_refresh(gw: &GatewayProc, auth: Option<&str>) -> reqwest::Response {
+async fn post_refresh(gw: &Endpoints, auth: Option<&str>) -> reqwest::Response {
     let mut req =
         crate::common::http().post(format!("http://{}/v1/integrations/ref/refresh", gw.admin));
     if let Some(a) = auth {

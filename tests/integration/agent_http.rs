@@ -153,11 +153,11 @@ async fn file_change_reloads_the_card_and_a_bad_registry_keeps_the_old_one() {
 
     // A registry that fails validation is rejected; the running one stays.
     std::fs::write(&path, changed.replace("state = \"ga\"", "state = \"beta\"")).unwrap();
-    let end = std::time::Instant::now() + Duration::from_secs(20);
-    while !agent.process.stderr_tail().contains("reload failed") {
-        assert!(std::time::Instant::now() < end, "no failed reload logged");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::assert_eventually!(
+        agent.process.stderr_tail().contains("reload failed"),
+        every = Duration::from_millis(100),
+        "no failed reload logged"
+    );
     assert_eq!(agent.card().await, after);
     let resp = rpc(
         &agent,
@@ -631,17 +631,11 @@ fn exit_on_stdin_eof_stops_an_orphaned_agent() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let end = std::time::Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if std::time::Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the agent kept running with stdin at EOF");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = crate::common::process::wait_exit(&mut child, Duration::from_secs(15))
+    else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the agent kept running with stdin at EOF");
     };
     assert!(status.success(), "{status:?}");
 }

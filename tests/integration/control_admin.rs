@@ -59,13 +59,12 @@ fn start(cfg: Config) -> ControlHandle {
 }
 
 async fn settle(h: &ControlHandle) {
-    for _ in 0..500 {
-        if h.store().load().ready() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no verdict: {:?}", h.readiness());
+    crate::assert_eventually!(
+        h.store().load().ready(),
+        every = Duration::from_millis(10),
+        "no verdict: {:?}",
+        h.readiness()
+    );
 }
 
 #[tokio::test]
@@ -78,7 +77,7 @@ async fn admin_refresh_route_answers_with_the_outcome() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin = listener.local_addr().unwrap();
     let open = a2a_egress::admin::Access::open(a2a_egress::metrics::Metrics::new());
-    let app = a2a_egress::control::http::router(h.clone(), open.refresh);
+    let app = a2a_egress::admin::refresh::router(h.clone(), open.refresh);
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     a2a_egress::control::fetch::install_crypto_provider();
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
@@ -192,7 +191,7 @@ async fn admin_refresh_route_answers_503_while_a_panicked_worker_restarts() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let admin = listener.local_addr().unwrap();
     let open = a2a_egress::admin::Access::open(a2a_egress::metrics::Metrics::new());
-    let app = a2a_egress::control::http::router(h.clone(), open.refresh);
+    let app = a2a_egress::admin::refresh::router(h.clone(), open.refresh);
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
 

@@ -74,17 +74,11 @@ async fn until(
     what: &str,
     pred: impl Fn(&Profile, &Status) -> bool,
 ) {
-    for _ in 0..750 {
-        let snap = h.store().load();
-        if let Some(s) = snap.get(name)
-            && let Some(p) = &s.profile
-            && pred(p, &s.status)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!(
+    crate::assert_eventually!(
+        h.store()
+            .load()
+            .get(name)
+            .is_some_and(|s| s.profile.as_ref().is_some_and(|p| pred(p, &s.status))),
         "{name}: profile never became {what}: {:?}",
         h.store().load().get(name)
     );
@@ -132,19 +126,11 @@ async fn the_profile_follows_registry_changes_within_the_refresh_period() {
     assert!(first.skills.contains_key("lookup-invoice"));
 
     // Unchanged card: revalidated with If-None-Match, and the agent answers 304.
-    for _ in 0..150 {
-        if h.metrics()
-            .refresh_count("echo", RefreshResult::NotModified)
-            >= 1
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(
+    crate::assert_eventually!(
         h.metrics()
             .refresh_count("echo", RefreshResult::NotModified)
-            >= 1
+            >= 1,
+        "the unchanged card was never revalidated"
     );
     assert!(
         card_served_304s(&agent) >= 1,

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use crate::common::gateway::{InProcess, config_head, integration, metric, send_request};
 use crate::common::ref_agent::RefAgent;
 use axum::Router;
 use axum::extract::{Path, State};
@@ -101,7 +101,7 @@ async fn profiles_swap_100_times_a_second_under_traffic_without_mixing() {
             &format!("http://{addr}/card.json"),
             &format!("extensions = [\"{EXT_A}\", \"{EXT_B}\"]"),
         );
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
 
     // Traffic: 4 callers in a loop, on one shared client (connection reuse, as a real caller does).
@@ -230,7 +230,7 @@ async fn a_runtime_error_refreshes_the_profile_at_once() {
         "https://example.com/ext/mandatory/v9",
     ]) + "[refresh]\nmin = \"1h\"\nmax = \"2h\"\nstale_debounce = \"50ms\"\nstale_min_interval = \"100ms\"\n"
         + &integration("ref", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     let (status, body) = gw
         .rpc("ref", &send_request("1", "SendMessage", "echo hi"), &[])
         .await;
@@ -254,11 +254,7 @@ async fn a_runtime_error_refreshes_the_profile_at_once() {
         .rpc("ref", &send_request("2", "SendMessage", "echo hi"), &[])
         .await;
     assert_eq!(status, 200, "{body}");
-    assert!(
-        body["result"].is_object(),
-        "refreshed and retried: {body}\n{}",
-        gw.process.stderr_tail()
-    );
+    assert!(body["result"].is_object(), "refreshed and retried: {body}");
     let m = gw.metrics().await;
     assert_eq!(
         metric(
@@ -291,7 +287,7 @@ async fn a_runtime_error_inside_the_rate_limit_still_refreshes_later() {
     let config = config_head(&[EXT])
         + "[refresh]\nmin = \"1h\"\nmax = \"2h\"\nstale_debounce = \"50ms\"\nstale_min_interval = \"2s\"\n"
         + &integration("echo", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     let refresh = crate::common::http()
         .post(format!("http://{}/v1/integrations/echo/refresh", gw.admin))
         .send()
@@ -310,32 +306,24 @@ async fn a_runtime_error_inside_the_rate_limit_still_refreshes_later() {
     assert_eq!(body["error"]["code"], -32008, "{body}");
 
     // No further traffic: the card is fetched again once the interval is over.
-    let mut fetched = false;
-    for _ in 0..200 {
-        if agent.seen().await.iter().any(|s| s.is_card_fetch()) {
-            fetched = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        fetched,
-        "the error's refresh was dropped\n{}",
-        gw.process.stderr_tail()
+    crate::assert_eventually!(
+        agent.seen().await.iter().any(|s| s.is_card_fetch()),
+        every = Duration::from_millis(50),
+        "the error's refresh was dropped"
     );
     // The refreshed profile activates the extension: the next call works at the first attempt.
-    let mut ok = false;
-    for _ in 0..100 {
-        let (_, body) = gw
-            .rpc("echo", &send_request("r2", "SendMessage", "hello"), &[])
-            .await;
-        if body["result"].is_object() {
-            ok = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(ok, "{}", gw.process.stderr_tail());
+    let mut body: Value;
+    crate::assert_eventually!(
+        {
+            body = gw
+                .rpc("echo", &send_request("r2", "SendMessage", "hello"), &[])
+                .await
+                .1;
+            body["result"].is_object()
+        },
+        every = Duration::from_millis(50),
+        "the refreshed profile never answered: {body}"
+    );
 }
 
 #[tokio::test]
@@ -343,7 +331,7 @@ async fn admin_refresh_and_readiness_detail() {
     let agent = RefAgent::sample();
     let config =
         config_head(&[]) + "[refresh]\nmin = \"1h\"\n" + &integration("ref", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     let client = crate::common::http();
     let r: Value = client
         .post(format!("http://{}/v1/integrations/ref/refresh", gw.admin))
@@ -371,14 +359,15 @@ async fn admin_refresh_and_readiness_detail() {
     let path = gw.dir.path().join("gateway.toml");
     let good = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, format!("{good}\nunknown_table_key = 1\n")).unwrap();
-    let mut refused = Value::Null;
-    for _ in 0..100 {
-        refused = gw.readyz().await;
-        if refused["control"]["config_refused"].is_string() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut refused: Value;
+    crate::assert_eventually!(
+        {
+            refused = gw.readyz().await;
+            refused["control"]["config_refused"].is_string()
+        },
+        every = Duration::from_millis(50),
+        "the broken config was not refused: {refused}"
+    );
     assert!(
         refused["control"]["config_refused"]
             .as_str()
@@ -422,7 +411,7 @@ async fn the_effective_card_follows_the_agent_within_the_refresh_period() {
              skills = [\"echo\", \"stream-report\"]\ndata_classes = [\"internal\"]\n",
             agent.card_url, agent.base_url
         );
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     let client = crate::common::http();
     let effective = || async {
         let v: Value = client
@@ -451,14 +440,9 @@ async fn the_effective_card_follows_the_agent_within_the_refresh_period() {
             .lines()
             .any(|l| l.contains("agent card served") && l.contains("status=304"))
     };
-    for _ in 0..100 {
-        if served_304() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
+    crate::assert_eventually!(
         served_304(),
+        every = Duration::from_millis(50),
         "no 304 in the agent's log:\n{}",
         agent.process.stderr_tail()
     );
@@ -473,17 +457,13 @@ async fn the_effective_card_follows_the_agent_within_the_refresh_period() {
     agent
         .wait_for_card(|c| !c["skills"].to_string().contains("stream-report"))
         .await;
-    let mut skills = Vec::new();
-    for _ in 0..150 {
-        skills = effective().await;
-        if skills == ["echo"] {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(
-        skills,
-        vec!["echo"],
-        "the gateway's effective card follows the agent"
+    let mut skills: Vec<String>;
+    crate::assert_eventually!(
+        {
+            skills = effective().await;
+            skills == ["echo"]
+        },
+        every = Duration::from_millis(50),
+        "the gateway's effective card does not follow the agent: {skills:?}"
     );
 }

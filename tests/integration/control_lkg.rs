@@ -84,13 +84,12 @@ fn start(cfg: Config) -> ControlHandle {
 
 /// Waits (real time, bounded) until `f` holds for the handle.
 async fn until(h: &ControlHandle, what: &str, f: impl Fn(&ControlHandle) -> bool) {
-    for _ in 0..500 {
-        if f(h) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for {what}: {:?}", h.readiness());
+    crate::assert_eventually!(
+        f(h),
+        every = Duration::from_millis(10),
+        "{what}: {:?}",
+        h.readiness()
+    );
 }
 
 fn degraded(h: &ControlHandle) -> bool {

@@ -51,13 +51,7 @@ fn text(addr: SocketAddr, names: &[&str]) -> String {
 }
 
 async fn eventually(what: &str, f: impl Fn() -> bool) {
-    for _ in 0..500 {
-        if f() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for {what}");
+    crate::assert_eventually!(f(), every = Duration::from_millis(10), "{what}");
 }
 
 #[tokio::test]

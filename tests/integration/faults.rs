@@ -67,14 +67,10 @@ where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    for _ in 0..400 {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "timed out waiting for {what}\n--- gateway stderr ---\n{}",
+    crate::assert_eventually!(
+        f().await,
+        every = Duration::from_millis(50),
+        "{what}\n--- gateway stderr ---\n{}",
         gw.process.stderr_tail()
     );
 }

@@ -3,7 +3,7 @@
 //! gateway.
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration, metric};
+use crate::common::gateway::{InProcess, config_head, integration, metric};
 use crate::common::sdk_client::sdk_client;
 use serde_json::{Value, json};
 
@@ -26,7 +26,7 @@ async fn effective_card_is_a_projection_with_its_own_etag() {
     ]);
     let config = config_head(&[OPT, OTHER])
         + &integration("c", &agent.card_url, &format!("extensions = [\"{OPT}\"]"));
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
 
     let url = gw.url("/agents/c/.well-known/agent-card.json");
     let resp = crate::common::http().get(&url).send().await.unwrap();
@@ -82,7 +82,7 @@ async fn effective_card_is_a_projection_with_its_own_etag() {
 async fn the_sdk_client_given_the_gateway_url_never_reaches_the_agent_directly() {
     let agent = SdkAgent::start(&["--slow-stream", "2"]);
     let config = config_head(&[]) + &integration("echo", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     let before = agent.seen().await;
     assert_eq!(
         before.iter().filter(|s| s.is_card_fetch()).count(),
@@ -132,7 +132,7 @@ async fn the_sdk_client_given_the_gateway_url_never_reaches_the_agent_directly()
 async fn the_sdk_client_over_http_json_with_a_tenant() {
     let agent = SdkAgent::start(&["--binding", "rest", "--tenant", "acme"]);
     let config = config_head(&[]) + &integration("rest", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
     let base = format!("{}/", gw.agent_url("rest"));
     let run = sdk_client(&["--url", &base, "--binding", "HTTP+JSON", "--op", "send"]).ok();
@@ -153,7 +153,7 @@ async fn sdk_client_streaming_to_a_non_streaming_agent_with_a_required_extension
     const REQ: &str = "urn:test:ext:required";
     let agent = SdkAgent::start(&["--streaming", "off", "--required-extension", REQ]);
     let config = config_head(&[REQ]) + &integration("plain", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
     let base = format!("{}/", gw.agent_url("plain"));
     // The SDK client asks for a stream and does not activate the extension itself.

@@ -6,7 +6,7 @@
 
 use crate::common::SdkAgent;
 use crate::common::gateway::{
-    GatewayProc, config_head, integration, metric, send_request, sse_events,
+    InProcess, config_head, integration, metric, send_request, sse_events,
 };
 use serde_json::json;
 
@@ -25,7 +25,7 @@ async fn a_gzip_accepting_caller_still_lets_the_gateway_see_agent_errors() {
     // Every call gets VersionNotSupportedError (-32009): an error the gateway must notice.
     let agent = SdkAgent::start(&["--gzip", "--version-only", "9.9"]);
     let config = config_head(&[]) + &integration("gz", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
 
     // SendMessage: the gateway's own client (refresh-and-retry path).
@@ -69,7 +69,7 @@ async fn a_gzip_accepting_caller_still_lets_the_gateway_see_agent_errors() {
 async fn a_downgraded_answer_is_framed_as_sse_for_a_gzip_accepting_caller() {
     let agent = SdkAgent::start(&["--gzip", "--streaming", "off"]);
     let config = config_head(&[]) + &integration("gz", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
 
     let (status, headers, body) = gw
         .rpc_raw(

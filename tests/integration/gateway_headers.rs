@@ -8,7 +8,9 @@
 //! own, content negotiation, trace context, `User-Agent`, and the integration's `forward_headers`):
 //! `Cookie`, `Forwarded`, `X-Forwarded-*` and the method/URL override headers never do.
 
-use crate::common::gateway::{GatewayProc, config_head, integration, send_request, sse_events};
+use crate::common::gateway::{
+    GatewayProc, InProcess, config_head, integration, send_request, sse_events,
+};
 use crate::common::{SdkAgent, Seen};
 use serde_json::{Value, json};
 
@@ -96,7 +98,7 @@ async fn post(url: &str, body: &Value, headers: &[(&str, &str)]) -> (u16, String
 async fn jsonrpc_hop_by_hop_and_gateway_headers_never_reach_the_agent() {
     let agent = SdkAgent::start(&[]);
     let config = config_head(&[]) + &integration("echo", &agent.card_url, FORWARD_TRACE);
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
     let url = gw.agent_url("echo");
 
@@ -148,7 +150,7 @@ async fn jsonrpc_hop_by_hop_and_gateway_headers_never_reach_the_agent() {
 async fn rest_hop_by_hop_and_gateway_headers_never_reach_the_agent() {
     let agent = SdkAgent::start(&["--binding", "rest"]);
     let config = config_head(&[]) + &integration("rest", &agent.card_url, FORWARD_TRACE);
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
 
     let msg =
@@ -279,7 +281,7 @@ fn assert_allowlisted(s: &Seen) {
 async fn only_allowlisted_caller_headers_reach_the_agent_on_every_path() {
     let agent = SdkAgent::start(&[]);
     let config = config_head(&[]) + &integration("echo", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
     let caller: Vec<(&str, &str)> = SMUGGLED.iter().chain(PASSED).copied().collect();
     let url = gw.agent_url("echo");

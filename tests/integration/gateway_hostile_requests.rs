@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration};
+use crate::common::gateway::{InProcess, config_head, integration};
 
 /// Posts `body` as it is (no re-serialisation) with `content_type`; returns status and raw answer.
 async fn post_raw(
@@ -90,7 +90,7 @@ async fn duplicate_keys_and_non_string_tenants_never_reach_the_agent() {
     let config = config_head(&[])
         + &integration("echo", &agent.card_url, "")
         + &integration("rest", &rest_agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
     rest_agent.reset().await;
     let url = gw.agent_url("echo");
@@ -175,7 +175,7 @@ async fn duplicate_keys_and_non_string_tenants_never_reach_the_agent() {
 async fn every_data_class_line_counts_and_an_unreadable_one_is_refused() {
     let agent = SdkAgent::start(&[]);
     let config = config_head(&[]) + &integration("echo", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
     let url = gw.agent_url("echo");
     let body =
@@ -223,7 +223,7 @@ const BIG_ID: &str = "123456789012345678901234567890";
 async fn tenant_injection_keeps_every_byte_of_the_callers_json() {
     let agent = SdkAgent::start(&["--tenant", "t1", "--streaming", "off"]);
     let config = config_head(&[]) + &integration("echo", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
     let url = gw.agent_url("echo");
     let splice = r#""tenant":"t1","#;
@@ -291,7 +291,7 @@ async fn path_tricks_are_refused_before_classification() {
     let config = config_head(&[])
         + &integration("echo", &agent.card_url, "")
         + &integration("rest", &rest_agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
     rest_agent.reset().await;
     let msg = format!("{{{MSG}}}");
@@ -341,7 +341,7 @@ async fn a_wrong_content_type_is_content_type_not_supported() {
     let config = config_head(&[])
         + &integration("echo", &agent.card_url, "")
         + &integration("rest", &rest_agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
     rest_agent.reset().await;
     let url = gw.agent_url("echo");

@@ -6,14 +6,16 @@
 //! are "was cut off before the drip ended" and "was refused".
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use crate::common::gateway::{
+    Endpoints, GatewayProc, InProcess, config_head, integration, metric, send_request,
+};
 
 /// Short deadlines for the deadline tests.
 const SHORT: &str =
@@ -24,9 +26,12 @@ const SHORT: &str =
 const DRIP_TICKS: usize = 40;
 const DRIP_EVERY: Duration = Duration::from_millis(500);
 
-async fn gateway(agent: &SdkAgent, limits: &str) -> GatewayProc {
-    let config = config_head(&[]) + limits + &integration("echo", &agent.card_url, "");
-    GatewayProc::start(&config, &[]).await
+async fn gateway(agent: &SdkAgent, limits: &str) -> InProcess {
+    InProcess::start(&config(agent, limits)).await
+}
+
+fn config(agent: &SdkAgent, limits: &str) -> String {
+    config_head(&[]) + limits + &integration("echo", &agent.card_url, "")
 }
 
 /// Sends one byte of `drip` every [`DRIP_EVERY`], reading in between. Returns what the gateway
@@ -78,19 +83,16 @@ fn assert_gateway_error(body: &Value, reason: &str) {
 
 /// Polls `/metrics` until `name{labels}` equals `want` (the gateway accepts and counts
 /// asynchronously); panics with the last value after 30 s.
-async fn wait_metric(gw: &GatewayProc, name: &str, labels: &[(&str, &str)], want: f64) {
-    let end = Instant::now() + Duration::from_secs(30);
-    loop {
-        let got = metric(&gw.metrics().await, name, labels);
-        if got == want {
-            return;
-        }
-        assert!(
-            Instant::now() < end,
-            "{name}{labels:?} stayed {got}, want {want}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+async fn wait_metric(gw: &Endpoints, name: &str, labels: &[(&str, &str)], want: f64) {
+    let mut got: f64;
+    crate::assert_eventually!(
+        {
+            got = metric(&gw.metrics().await, name, labels);
+            got == want
+        },
+        within = Duration::from_secs(30),
+        "{name}{labels:?} stayed {got}, want {want}"
+    );
 }
 
 #[tokio::test]
@@ -384,7 +386,8 @@ async fn thousands_of_idle_connections_keep_memory_bounded_and_the_cap_applies()
     let limits = format!(
         "[limits]\nmax_connections = {cap}\nidle_timeout = \"10s\"\nheader_timeout = \"10s\"\n"
     );
-    let gw = gateway(&agent, &limits).await;
+    // A process of its own: its resident memory is what is measured.
+    let gw = GatewayProc::start(&config(&agent, &limits), &[]).await;
     let warm = raw_send(gw.proxy, "warm").await;
     assert_eq!(status_of(&warm), 200);
     let before = rss_kib(gw.process.pid());
@@ -441,19 +444,34 @@ async fn a_header_that_never_completes_is_cut_off_on_the_admin_listener_too() {
 async fn admin_connections_over_the_cap_are_closed() {
     let agent = SdkAgent::start(&["--binding", "jsonrpc"]);
     let gw = gateway(&agent, "[admin]\nmax_connections = 2\n").await;
-    // Two idle connections hold both slots (the header deadline is the default 10 s); the
-    // kernel's accept queue is first in, first out, so they are accepted before the third.
-    let _a = TcpStream::connect(gw.admin).await.unwrap();
-    let _b = TcpStream::connect(gw.admin).await.unwrap();
-    let mut c = TcpStream::connect(gw.admin).await.unwrap();
-    let _ = c
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n")
-        .await;
-    let mut raw = Vec::new();
-    let r = tokio::time::timeout(Duration::from_secs(20), c.read_to_end(&mut raw)).await;
+    // Three connections are opened before any sends a byte. The readiness polls of the harness
+    // may still hold a slot for a moment (their close races these connects), so which of the
+    // three is refused is not fixed; what the cap guarantees is that no more than two are served.
+    let mut conns = Vec::new();
+    for _ in 0..3 {
+        conns.push(TcpStream::connect(gw.admin).await.unwrap());
+    }
+    // Give the accept loop time to take all three before a served one closes and frees its slot.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (mut served, mut refused) = (0, 0);
+    for c in &mut conns {
+        let _ = c
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+            .await;
+        let mut raw = Vec::new();
+        let r = tokio::time::timeout(Duration::from_secs(20), c.read_to_end(&mut raw)).await;
+        assert!(
+            r.is_ok(),
+            "an admin connection neither answered nor closed in 20 s"
+        );
+        if raw.is_empty() {
+            refused += 1
+        } else {
+            served += 1
+        }
+    }
     assert!(
-        matches!(r, Ok(Ok(0)) | Ok(Err(_))) && raw.is_empty(),
-        "the third admin connection was served: {r:?} {:?}",
-        String::from_utf8_lossy(&raw)
+        served <= 2 && refused >= 1,
+        "cap 2: {served} of 3 admin connections were served, {refused} refused"
     );
 }

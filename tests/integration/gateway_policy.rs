@@ -3,12 +3,12 @@
 //! `ErrorInfo{domain: "a2a-egress", reason}`, is counted, and nothing reaches the agent.
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use crate::common::gateway::{InProcess, config_head, integration, metric, send_request};
 use serde_json::{Value, json};
 
 struct Setup {
     agent: SdkAgent,
-    gw: GatewayProc,
+    gw: InProcess,
 }
 
 async fn setup() -> Setup {
@@ -22,7 +22,7 @@ async fn setup() -> Setup {
     let config = config_head(&[])
         + &integration("echo", &agent.card_url, "max_body_bytes = 2048")
         + &integration("gone", &dead_card, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
     Setup { agent, gw }
 }
@@ -210,7 +210,7 @@ async fn an_unreachable_agent_is_a_protocol_shaped_502_not_html() {
     let config = config_head(&[])
         + &integration("echo", &agent.card_url, "")
         + &integration("rest", &rest.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     drop(agent);
     drop(rest);
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{GatewayProc, config_head, send_request, sse_events};
+use crate::common::gateway::{InProcess, config_head, send_request, sse_events};
 
 /// Relays every connection accepted on `listener` to `to`, byte for byte, counting them.
 fn relay(listener: tokio::net::TcpListener, to: std::net::SocketAddr) -> Arc<AtomicUsize> {
@@ -38,7 +38,7 @@ async fn sends_and_streams_reuse_one_upstream_connection() {
              skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\n",
             agent.card_url, agent.base_url
         );
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
 
     for i in 0..5 {
         let (status, body) = gw

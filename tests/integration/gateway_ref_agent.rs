@@ -123,15 +123,15 @@ async fn sigterm_lets_an_in_flight_stream_finish_then_exits_cleanly() {
         resp.text().await.expect("stream completes")
     });
     // Wait until the call is in flight (the gauge says so), then ask the gateway to stop.
-    let mut inflight = 0.0;
-    for _ in 0..200 {
-        inflight = metric(&gw.metrics().await, "a2a_egress_inflight_requests", &[]);
-        if inflight >= 1.0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(inflight >= 1.0, "the stream never started");
+    let mut inflight: f64;
+    crate::assert_eventually!(
+        {
+            inflight = metric(&gw.metrics().await, "a2a_egress_inflight_requests", &[]);
+            inflight >= 1.0
+        },
+        every = Duration::from_millis(10),
+        "the stream never started (in flight: {inflight})"
+    );
     gw.process.terminate();
 
     let body = call.await.unwrap();

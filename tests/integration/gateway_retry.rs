@@ -11,7 +11,7 @@
 
 use crate::common::SdkAgent;
 use crate::common::gateway::{
-    GatewayProc, config_head, integration, metric, send_request, sse_events,
+    InProcess, config_head, integration, metric, send_request, sse_events,
 };
 use serde_json::{Value, json};
 
@@ -47,7 +47,7 @@ fn carries_ext(s: &crate::common::sdk_agent::Seen) -> bool {
 #[tokio::test]
 async fn jsonrpc_required_extension_at_runtime_refreshes_and_retries_once() {
     let agent = SdkAgent::start(&[]);
-    let gw = GatewayProc::start(&config(&agent.card_url), &[]).await;
+    let gw = InProcess::start(&config(&agent.card_url)).await;
     settle().await;
     let before = refreshes(&gw.metrics().await);
     agent.require_extension(EXT).await;
@@ -120,7 +120,7 @@ async fn jsonrpc_required_extension_at_runtime_refreshes_and_retries_once() {
 #[tokio::test]
 async fn rest_required_extension_at_runtime_refreshes_and_retries_once() {
     let agent = SdkAgent::start(&["--binding", "rest"]);
-    let gw = GatewayProc::start(&config(&agent.card_url), &[]).await;
+    let gw = InProcess::start(&config(&agent.card_url)).await;
     settle().await;
     agent.require_extension(EXT).await;
     agent.reset().await;
@@ -155,7 +155,7 @@ async fn rest_required_extension_at_runtime_refreshes_and_retries_once() {
 async fn jsonrpc_error_without_profile_change_is_returned_unchanged_after_one_refresh() {
     // The agent speaks only "9.9" while its card says 1.0: a refresh cannot fix that.
     let agent = SdkAgent::start(&["--version-only", "9.9"]);
-    let gw = GatewayProc::start(&config(&agent.card_url), &[]).await;
+    let gw = InProcess::start(&config(&agent.card_url)).await;
     settle().await;
     let req = send_request("v", "SendMessage", "hi");
     // What the agent itself answers to this request, for a byte-for-byte comparison.
@@ -198,7 +198,7 @@ async fn jsonrpc_error_without_profile_change_is_returned_unchanged_after_one_re
 #[tokio::test]
 async fn rest_error_without_profile_change_is_returned_unchanged() {
     let agent = SdkAgent::start(&["--binding", "rest", "--version-only", "9.9"]);
-    let gw = GatewayProc::start(&config(&agent.card_url), &[]).await;
+    let gw = InProcess::start(&config(&agent.card_url)).await;
     settle().await;
     let req =
         json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}})
@@ -233,7 +233,7 @@ async fn rest_error_without_profile_change_is_returned_unchanged() {
 #[tokio::test]
 async fn a_refused_stream_is_retried_as_a_stream_from_the_new_profile() {
     let agent = SdkAgent::start(&[]);
-    let gw = GatewayProc::start(&config(&agent.card_url), &[]).await;
+    let gw = InProcess::start(&config(&agent.card_url)).await;
     settle().await;
     agent.require_extension(EXT).await;
     agent.reset().await;
@@ -275,7 +275,7 @@ async fn a_refreshed_profile_that_refuses_the_call_answers_that_refusal() {
     // The agent starts requiring an extension the gateway does not know: the refreshed profile
     // cannot serve it, so the retry is not sent and the caller gets the gateway's refusal.
     let agent = SdkAgent::start(&[]);
-    let gw = GatewayProc::start(&config(&agent.card_url), &[]).await;
+    let gw = InProcess::start(&config(&agent.card_url)).await;
     settle().await;
     agent
         .require_extension("urn:test:ext:unknown-to-gateway")

@@ -2,7 +2,9 @@
 //! the profile, asserted from the agent's side (`/_test/seen`), over real loopback sockets.
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration, metric, send_request};
+use crate::common::gateway::{
+    GatewayProc, InProcess, config_head, integration, metric, send_request,
+};
 use serde_json::json;
 
 const REQ: &str = "urn:test:ext:required";
@@ -97,7 +99,7 @@ async fn missing_credential_env_makes_the_integration_unusable_not_the_gateway()
             "credential = { type = \"bearer\", env = \"A2A_EGRESS_TEST_UNSET_VAR\" }",
         )
         + &integration("fine", &other.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     let ready = gw.readyz().await;
     assert_eq!(ready["integrations"]["nocred"]["status"], "unusable");
     assert!(
@@ -123,7 +125,7 @@ async fn missing_credential_env_makes_the_integration_unusable_not_the_gateway()
 async fn tenant_is_copied_into_params_and_a_different_caller_tenant_is_refused() {
     let agent = SdkAgent::start(&["--tenant", "t1"]);
     let config = config_head(&[]) + &integration("tenanted", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
 
     let (status, body) = gw
@@ -152,7 +154,7 @@ async fn tenant_is_copied_into_params_and_a_different_caller_tenant_is_refused()
 async fn rest_binding_gets_the_tenant_path_prefix() {
     let agent = SdkAgent::start(&["--binding", "rest", "--tenant", "acme"]);
     let config = config_head(&[]) + &integration("rest", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
     let resp = crate::common::http()
         .post(gw.url("/agents/rest/message:send"))
@@ -206,7 +208,7 @@ async fn agent_errors_pass_through_unchanged_and_mark_the_profile_stale() {
     // The agent speaks only "9.9": the gateway's 1.0 gets VersionNotSupportedError from the agent.
     let agent = SdkAgent::start(&["--version-only", "9.9"]);
     let config = config_head(&[]) + &integration("picky", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     let (status, body) = gw
         .rpc("picky", &send_request("v", "SendMessage", "hi"), &[])
         .await;
@@ -241,7 +243,7 @@ async fn a_body_larger_than_pingoras_replay_buffer_arrives_intact() {
     // 200 KB of text: above pingora's 64 KiB replay buffer, so the gateway's own client sends it.
     let agent = SdkAgent::start(&["--tenant", "big"]);
     let config = config_head(&[]) + &integration("big", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
     let text = "0123456789".repeat(20_000);
     let (status, body) = gw

@@ -4,7 +4,7 @@
 
 use crate::common::SdkAgent;
 use crate::common::gateway::{
-    GatewayProc, config_head, integration, metric, send_request, sse_events,
+    InProcess, config_head, integration, metric, send_request, sse_events,
 };
 
 fn methods(seen: &[crate::common::Seen]) -> Vec<String> {
@@ -17,7 +17,7 @@ fn methods(seen: &[crate::common::Seen]) -> Vec<String> {
 async fn a_real_stream_passes_through_event_by_event() {
     let agent = SdkAgent::start(&["--slow-stream", "8"]);
     let config = config_head(&[]) + &integration("s", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
 
     let resp = crate::common::http()
@@ -71,7 +71,7 @@ async fn a_real_stream_passes_through_event_by_event() {
 async fn declared_off_is_sent_as_send_message_and_answered_as_one_sse_event() {
     let agent = SdkAgent::start(&["--streaming", "off"]);
     let config = config_head(&[]) + &integration("off", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
 
     let (status, headers, body) = gw
@@ -109,7 +109,7 @@ async fn refused_stream_is_retried_once_as_send_message_then_streaming_stays_off
     // The card claims streaming, but the agent answers SendStreamingMessage with -32004.
     let agent = SdkAgent::start(&["--refuse-streaming"]);
     let config = config_head(&[]) + &integration("liar", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     agent.reset().await;
 
     let (status, _, body) = gw
@@ -171,7 +171,7 @@ async fn refused_stream_is_retried_once_as_send_message_then_streaming_stays_off
 async fn when_the_retry_fails_too_the_original_error_comes_back_unchanged() {
     let agent = SdkAgent::start(&["--refuse-streaming"]);
     let config = config_head(&[]) + &integration("liar", &agent.card_url, "");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
 
     // A completed task: a new message to it fails (terminal state), so the retry cannot succeed.
     let (_, body) = gw
@@ -229,7 +229,7 @@ async fn streaming_required_is_never_downgraded() {
     let config = config_head(&[])
         + &integration("off", &off.card_url, "streaming = \"required\"")
         + &integration("liar", &liar.card_url, "streaming = \"required\"");
-    let gw = GatewayProc::start(&config, &[]).await;
+    let gw = InProcess::start(&config).await;
     off.reset().await;
     liar.reset().await;
 

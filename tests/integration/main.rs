@@ -1,6 +1,12 @@
 //! All integration tests in one binary (one link of pingora instead of one per file): real peers
 //! (the official Python SDK agents, the bundled reference agent) on loopback port 0, driven over real
 //! sockets. Each module is one area; `common` is the shared harness.
+//!
+//! The gateway runs in this process (`common::gateway::InProcess`, the library's `server::run` on
+//! port-0 listeners) unless a test needs a process boundary: signals, environment variables such
+//! as credentials or `HTTP_PROXY`, the log on stderr, exit codes, or the process's own memory; those
+//! start the binary (`common::gateway::GatewayProc`). Waits use `assert_eventually!`, never a
+//! fixed sleep or a timing assertion.
 
 mod common;
 
@@ -13,6 +19,7 @@ mod card_hostile;
 mod card_props;
 mod card_signature;
 mod cli_card;
+mod cli_lock;
 mod control_admin;
 mod control_agent;
 mod control_fetch;
@@ -33,9 +40,12 @@ mod gateway_proxy_env;
 mod gateway_ref_agent;
 mod gateway_retry;
 mod gateway_shaping;
+mod gateway_shutdown;
 mod gateway_streaming;
 mod gateway_tls;
+mod lock_runtime;
 mod peers_smoke;
+mod reliability_doc;
 mod request_props;
 mod sdk_fixtures;
 mod security;

@@ -63,6 +63,7 @@ fn state(binding: Binding, tenant: Option<&str>) -> IntegrationState {
         max_body_bytes: 1 << 20,
         ca_file: None,
         forward_headers: vec![],
+        lock: Default::default(),
     };
     let skill = SkillProfile {
         input: vec!["text/plain".into(), "image/*".into()],
@@ -82,6 +83,7 @@ fn state(binding: Binding, tenant: Option<&str>) -> IntegrationState {
             version: "1.0".into(),
             tenant: tenant.map(Into::into),
         }),
+        offered: Vec::new(),
         streaming: true,
         push: false,
         extended_card: false,

@@ -25,7 +25,9 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::common::gateway::{GatewayProc, config_head, send_request, sse_events};
+use crate::common::gateway::{
+    Endpoints, GatewayProc, InProcess, config_head, send_request, sse_events,
+};
 use crate::common::ref_agent::RefAgent;
 
 /// One request as a recording server saw it.
@@ -142,7 +144,7 @@ async fn gateway_for(approved: SocketAddr) -> GatewayProc {
 
 /// Every kind of call a caller can make, through the gateway, with a client that follows no
 /// redirect (so whatever reaches the recorder came from the gateway).
-async fn drive_calls(gw: &GatewayProc) {
+async fn drive_calls(gw: &Endpoints) {
     let client = reqwest::Client::builder()
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
@@ -309,7 +311,7 @@ fn agent_with_secrets() -> RefAgent {
     )
 }
 
-async fn refresh(gw: &GatewayProc, name: &str) -> Value {
+async fn refresh(gw: &Endpoints, name: &str) -> Value {
     let r = crate::common::http()
         .post(format!(
             "http://{}/v1/integrations/{name}/refresh",
@@ -417,7 +419,7 @@ async fn credentials_never_appear_in_the_gateway_log_at_trace_level() {
     }
 }
 
-async fn effective_skills(gw: &GatewayProc, name: &str) -> Vec<String> {
+async fn effective_skills(gw: &Endpoints, name: &str) -> Vec<String> {
     let card: Value = crate::common::http()
         .get(gw.url(&format!("/agents/{name}/.well-known/agent-card.json")))
         .send()
@@ -454,7 +456,7 @@ async fn extended_cards_never_cross_identities_through_the_gateway() {
             &agent,
             "{ type = \"bearer\", file = \"viewer.token\" }",
         );
-    let gw = GatewayProc::start_in(dir, &config, &[]).await;
+    let gw = InProcess::start_in(dir, &config).await;
     let partner = effective_skills(&gw, "partner").await;
     let viewer = effective_skills(&gw, "viewer").await;
     assert!(

@@ -1,5 +1,8 @@
 //! Tests of the binding-independent operations, against the sample registry.
 use super::*;
+use std::collections::HashMap;
+
+use crate::agent::registry::State;
 use crate::agent::registry::tests::sample;
 use futures::StreamExt;
 use serde_json::json;

@@ -1,23 +1,26 @@
-//! The extended card step of a refresh (seed 000 "Public card, extended card"): ask with the
-//! integration's credential, compile the answer as a whole replacement, keep it per credential
-//! identity in memory and on disk (I/O).
+//! The extended card step of a refresh: ask with the integration's credential, compile the answer
+//! as a whole replacement of the public card, keep it per credential identity in memory and on
+//! disk (I/O).
 
 use std::time::SystemTime;
 
+use bytes::Bytes;
 use http::HeaderValue;
 
 use super::{Worker, lock};
 use crate::config::{Config, Credential};
-use crate::control::extended::{CredentialIdentity, ExtendedOutcome, Fallback};
+use crate::control::extended::{CredentialIdentity, ExtendedOutcome};
 use crate::control::fetch::{FetchPolicy, Validators};
 use crate::control::state::SavedCard;
-use crate::profile::Profile;
-use crate::profile::snapshot::ExtendedCardStatus;
-use crate::proxy::upstream::read_secret;
+use crate::profile::snapshot::{ExtendedCardStatus, ExtendedFallback};
+use crate::profile::{Interface, Profile};
+use crate::proxy::upstream::{SecretError, read_secret};
+use crate::types::origin_of_url;
 
 impl Worker {
-    /// Replaces the public profile with the extended card's, per seed 000, when the card offers one
-    /// and the integration has a bearer credential.
+    /// Replaces the public profile with the extended card's (A2A specification, "Extended Agent
+    /// Card": the extended card replaces the public one as a whole) when the card offers one and
+    /// the integration has a bearer credential.
     pub(super) async fn extended(
         &self,
         public: Profile,
@@ -26,88 +29,30 @@ impl Worker {
         policy: &FetchPolicy,
         online: bool,
     ) -> (Profile, serde_json::Value, Option<ExtendedCardStatus>) {
-        let keep = |p: Profile| (p, public_json.clone());
-        if !(public.usable && public.extended_card) {
-            self.inner.extended.remove(self.name());
-            if online {
-                self.forget_extended();
-            }
-            let (p, j) = keep(public);
-            return (p, j, None);
-        }
-        let Credential::Bearer(src) = &self.integration.credential else {
-            let (p, j) = keep(public);
-            return (p, j, None);
+        let Some((iface, auth)) = self.extended_request(&public, online) else {
+            return (public, public_json.clone(), None);
         };
-        let secret = match read_secret(src) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(integration = %self.name(), error = %e, "extended card not requested: the credential is unavailable");
-                let (p, j) = keep(public);
-                return (p, j, None);
-            }
-        };
-        let Ok(mut auth) = HeaderValue::from_str(&format!("Bearer {secret}")) else {
-            let (p, j) = keep(public);
-            return (p, j, None);
-        };
-        auth.set_sensitive(true);
         let id = CredentialIdentity::of(&auth);
-        let iface = public
-            .interface
-            .clone()
-            .expect("usable profiles have an interface");
-        let tenant = self.integration.tenant.clone().or(iface.tenant.clone());
-        let status = |used: bool, fallback: Option<String>| ExtendedCardStatus {
+        let status = |fallback: Option<ExtendedFallback>| ExtendedCardStatus {
             identity: id.as_str().to_owned(),
-            used,
+            used: fallback.is_none(),
             fallback,
             at: SystemTime::now(),
         };
-        let fetched = if online {
-            Some(
-                self.inner
-                    .source
-                    .extended(&iface, tenant.as_deref(), &auth, policy)
-                    .await,
-            )
-        } else {
-            None
-        };
-        let bytes = match fetched {
-            Some(Ok(ExtendedOutcome::Card(b))) => b,
-            Some(Ok(ExtendedOutcome::Fallback(f))) => {
-                self.inner.extended.remove(self.name());
-                self.forget_extended();
-                let why = match f {
-                    Fallback::UnsupportedOperation => "unsupported_operation",
-                    Fallback::NotConfigured => "not_configured",
-                };
-                let (p, j) = keep(public);
-                return (p, j, Some(status(false, Some(why.into()))));
+        let bytes = match self
+            .extended_bytes(&iface, &auth, &id, policy, online)
+            .await
+        {
+            Ok(b) => b,
+            Err(fallback) => {
+                return (
+                    public,
+                    public_json.clone(),
+                    fallback.map(|f| status(Some(f))),
+                );
             }
-            Some(Err(e)) => match self.inner.extended.get(self.name(), &id) {
-                // A transient failure keeps this identity's last extended card.
-                Some(b) => {
-                    tracing::warn!(integration = %self.name(), error = %e, "extended card fetch failed; using this credential's cached one");
-                    b
-                }
-                None => {
-                    let (p, j) = keep(public);
-                    return (p, j, Some(status(false, Some(format!("error: {e}")))));
-                }
-            },
-            None => match self.inner.extended.get(self.name(), &id) {
-                Some(b) => b,
-                None => {
-                    let (p, j) = keep(public);
-                    return (p, j, None);
-                }
-            },
         };
-        let origin = url::Url::parse(&iface.url)
-            .map(|u| u.origin().ascii_serialization())
-            .unwrap_or_default();
+        let origin = origin_of_url(&iface.url).unwrap_or_default();
         match crate::card::validate(&bytes, &config.card_policy, Some(&origin)) {
             Ok(v) => {
                 if online {
@@ -115,26 +60,100 @@ impl Worker {
                 }
                 self.inner.extended.put(self.name(), id.clone(), bytes);
                 let p = crate::profile::compile(&v, &config.caps);
-                (p, v.json().clone(), Some(status(true, None)))
+                (p, v.json().clone(), Some(status(None)))
             }
             Err(e) => {
-                let (p, j) = keep(public);
                 let why = format!(
-                    "error: extended card failed validation: {}",
+                    "extended card failed validation: {}",
                     e.to_string().replace('\n', "; ")
                 );
-                (p, j, Some(status(false, Some(why))))
+                let fallback = ExtendedFallback::Error(why);
+                (public, public_json.clone(), Some(status(Some(fallback))))
             }
         }
     }
 
-    /// The identity of the integration's bearer credential, when it has one that can be read.
-    pub(super) fn credential_identity(&self) -> Option<CredentialIdentity> {
-        let Credential::Bearer(src) = &self.integration.credential else {
+    /// The interface and `Authorization` to ask for the extended card with, or `None` when it is
+    /// not asked for: the profile offers none (then a kept one is forgotten), the integration has
+    /// no bearer credential, or its secret cannot be read.
+    fn extended_request(&self, public: &Profile, online: bool) -> Option<(Interface, HeaderValue)> {
+        let offered = public.usable && public.extended_card;
+        let Some(iface) = public.interface.clone().filter(|_| offered) else {
+            self.inner.extended.remove(self.name());
+            if online {
+                self.forget_extended();
+            }
             return None;
         };
-        let secret = read_secret(src).ok()?;
-        let auth = HeaderValue::from_str(&format!("Bearer {secret}")).ok()?;
+        match self.bearer_authorization() {
+            Ok(auth) => auth.map(|a| (iface, a)),
+            Err(e) => {
+                tracing::warn!(integration = %self.name(), kind = e.kind(), error = %e, "extended card not requested: the credential is unavailable");
+                None
+            }
+        }
+    }
+
+    /// The extended card's bytes: fetched when online, else this identity's cached copy. `Err`
+    /// keeps the public card, with the fallback to record (`None`: nothing to record).
+    async fn extended_bytes(
+        &self,
+        iface: &Interface,
+        auth: &HeaderValue,
+        id: &CredentialIdentity,
+        policy: &FetchPolicy,
+        online: bool,
+    ) -> Result<Bytes, Option<ExtendedFallback>> {
+        let cached = || self.inner.extended.get(self.name(), id);
+        if !online {
+            return cached().ok_or(None);
+        }
+        let tenant = self
+            .integration
+            .tenant
+            .as_deref()
+            .or(iface.tenant.as_deref());
+        match self
+            .inner
+            .source
+            .extended(iface, tenant, auth, policy)
+            .await
+        {
+            Ok(ExtendedOutcome::Card(b)) => Ok(b),
+            Ok(ExtendedOutcome::Fallback(f)) => {
+                self.inner.extended.remove(self.name());
+                self.forget_extended();
+                Err(Some(f.into()))
+            }
+            // A transient failure keeps this identity's last extended card.
+            Err(e) => match cached() {
+                Some(b) => {
+                    tracing::warn!(integration = %self.name(), error = %e, "extended card fetch failed; using this credential's cached one");
+                    Ok(b)
+                }
+                None => Err(Some(ExtendedFallback::Error(e.to_string()))),
+            },
+        }
+    }
+
+    /// `Authorization: Bearer <secret>` of the integration's bearer credential; `Ok(None)` without
+    /// one, or when the secret is not a header value.
+    fn bearer_authorization(&self) -> Result<Option<HeaderValue>, SecretError> {
+        let Credential::Bearer(src) = &self.integration.credential else {
+            return Ok(None);
+        };
+        let secret = read_secret(src)?;
+        Ok(HeaderValue::from_str(&format!("Bearer {secret}"))
+            .ok()
+            .map(|mut auth| {
+                auth.set_sensitive(true);
+                auth
+            }))
+    }
+
+    /// The identity of the integration's bearer credential, when it has one that can be read.
+    pub(super) fn credential_identity(&self) -> Option<CredentialIdentity> {
+        let auth = self.bearer_authorization().ok()??;
         Some(CredentialIdentity::of(&auth))
     }
 

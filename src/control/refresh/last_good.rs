@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{CachedCard, Worker, fetch_policy, lock};
+use super::step::CachedCard;
+use super::{RefreshError, Worker, fetch_policy, lock};
 use crate::control::state::{SavedCard, StateError};
 
 impl Worker {
@@ -53,7 +54,8 @@ impl Worker {
             return;
         };
         match self.build(&card, &config, &policy, false).await {
-            Ok(mut state) => {
+            Ok(state) => {
+                let mut state = self.judge(state);
                 state.freshness.unrevalidated = true;
                 state.freshness.validated_at = Some(card.fetched_at);
                 let name = self.name().to_owned();
@@ -67,7 +69,8 @@ impl Worker {
                 self.card = Some(card);
                 self.from_disk = true;
             }
-            Err(reason) => {
+            Err(e) => {
+                let reason = RefreshError::InvalidCard(e);
                 tracing::warn!(integration = %self.name(), %reason, "last-known-good card no longer validates; ignored");
             }
         }

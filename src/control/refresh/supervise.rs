@@ -16,7 +16,7 @@ use futures::FutureExt as _;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::{Cmd, ControlError, Inner, Worker, lock, record_degraded};
+use super::{Cmd, ControlError, Inner, RefreshError, Worker, lock, record_degraded};
 use crate::config::Integration;
 use crate::control::schedule::{self, Last};
 use crate::profile::snapshot::Degraded;
@@ -79,7 +79,8 @@ pub(super) async fn supervise(
             return; // removed meanwhile
         };
         let degraded = degraded_after_panic(&inner, &name, reason.clone());
-        record_degraded(&inner, &integration, "worker_panic", &degraded);
+        let error = RefreshError::WorkerPanicked(reason.clone());
+        record_degraded(&inner, &integration, &error, &degraded);
         if !wait_out(&mut rx, &name, &reason, Instant::now() + delay).await {
             return;
         }

@@ -1,31 +1,23 @@
-//! The gateway binary (`a2a-egress serve`) as a test peer: writes a config into a temp dir, starts
-//! the process on port-0 listeners, and offers small call helpers (process and loopback I/O).
+//! The gateway as a test peer, two ways: [`InProcess`] runs the gateway core
+//! (`a2a_egress::server::run`) on port-0 listeners inside the test process; [`GatewayProc`] runs
+//! the `a2a-egress serve` binary, for tests that need a process boundary (signals, environment
+//! variables, log capture, exit codes). Both write the config into a temp dir and wait for
+//! `/readyz`; [`Endpoints`] holds the call helpers they share (process and loopback I/O).
 
 use std::net::SocketAddr;
+use std::ops::Deref;
+use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::ChildGuard;
 
-/// Startup deadline for the gateway process (it prints its line once both listeners accept).
+/// Startup deadline for the gateway (it is ready once every integration has a verdict).
 const START_DEADLINE: Duration = Duration::from_secs(60);
-
-/// A running gateway, killed on drop.
-pub struct GatewayProc {
-    /// The process.
-    pub process: ChildGuard,
-    /// Data plane address.
-    pub proxy: SocketAddr,
-    /// Admin address.
-    pub admin: SocketAddr,
-    /// `public_url` it announced.
-    pub public_url: String,
-    /// The temp dir holding the config (and any files the test put there).
-    pub dir: tempfile::TempDir,
-}
-
+/// Longest wait for an in-process gateway to stop when its handle is dropped.
+const STOP_DEADLINE: Duration = Duration::from_secs(40);
 /// The `[listen]`/`[client]`/`[policy]` head used by the tests; integrations are appended.
 pub fn config_head(extensions: &[&str]) -> String {
     format!(
@@ -46,67 +38,38 @@ pub fn integration(name: &str, card_url: &str, extra: &str) -> String {
     )
 }
 
-impl GatewayProc {
-    /// Starts `a2a-egress serve` with `config` (TOML) and `env`, waits for its first line, then
-    /// for `/readyz` (every integration has a verdict).
-    pub async fn start(config: &str, env: &[(&str, &str)]) -> GatewayProc {
-        let dir = tempfile::tempdir().expect("temp dir");
-        Self::start_in(dir, config, env).await
-    }
+/// Where a running gateway listens, and the calls tests make to it.
+#[derive(Debug, Clone)]
+pub struct Endpoints {
+    /// Data plane address.
+    pub proxy: SocketAddr,
+    /// Admin address.
+    pub admin: SocketAddr,
+    /// `public_url` it announced.
+    pub public_url: String,
+}
 
-    /// As [`start`](Self::start), in a prepared directory (for token or CA files).
-    pub async fn start_in(
-        dir: tempfile::TempDir,
-        config: &str,
-        env: &[(&str, &str)],
-    ) -> GatewayProc {
-        let path = dir.path().join("gateway.toml");
-        std::fs::write(&path, config).expect("writing the config");
-        let mut cmd = Command::new(super::gateway_bin());
-        cmd.arg("serve").arg("--config").arg(&path);
-        // Before `env`, so a test can ask for another log level.
-        cmd.env("A2A_EGRESS_LOG", "info");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let process = ChildGuard::spawn("a2a-egress serve", cmd, START_DEADLINE);
-        let first = process.first().clone();
-        let parse = |k: &str| -> SocketAddr {
-            first[k]
-                .as_str()
-                .and_then(|a| a.parse().ok())
-                .unwrap_or_else(|| panic!("serve's first line lacks {k}: {first}"))
-        };
-        let g = GatewayProc {
-            proxy: parse("proxy"),
-            admin: parse("admin"),
-            public_url: first["public_url"].as_str().unwrap_or_default().to_owned(),
-            process,
-            dir,
-        };
-        g.wait_ready().await;
-        g
-    }
-
-    async fn wait_ready(&self) {
-        let end = Instant::now() + START_DEADLINE;
+impl Endpoints {
+    /// Waits until `/readyz` answers 200 (every integration has a verdict); `context` says what
+    /// to show when it never does.
+    async fn wait_ready(&self, context: impl Fn() -> String) {
         let url = format!("http://{}/readyz", self.admin);
-        loop {
-            let status = super::http()
-                .get(&url)
-                .send()
-                .await
-                .map(|r| r.status().as_u16());
-            if status.ok() == Some(200) {
-                return;
-            }
-            assert!(
-                Instant::now() < end,
-                "gateway never became ready\n--- stderr ---\n{}",
-                self.process.stderr_tail()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let mut last: Option<u16>;
+        crate::assert_eventually!(
+            {
+                last = super::http()
+                    .get(&url)
+                    .send()
+                    .await
+                    .map(|r| r.status().as_u16())
+                    .ok();
+                last == Some(200)
+            },
+            within = START_DEADLINE,
+            every = Duration::from_millis(50),
+            "gateway never became ready (last /readyz: {last:?})\n{}",
+            context()
+        );
     }
 
     /// `http://PROXY{path}`.
@@ -119,10 +82,15 @@ impl GatewayProc {
         self.url(&format!("/agents/{name}"))
     }
 
+    /// `http://ADMIN{path}`.
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.admin)
+    }
+
     /// `GET http://ADMIN/metrics` as text.
     pub async fn metrics(&self) -> String {
         super::http()
-            .get(format!("http://{}/metrics", self.admin))
+            .get(self.admin_url("/metrics"))
             .send()
             .await
             .expect("GET /metrics")
@@ -134,7 +102,7 @@ impl GatewayProc {
     /// `GET http://ADMIN/readyz` as JSON.
     pub async fn readyz(&self) -> Value {
         super::http()
-            .get(format!("http://{}/readyz", self.admin))
+            .get(self.admin_url("/readyz"))
             .send()
             .await
             .expect("GET /readyz")
@@ -170,6 +138,204 @@ impl GatewayProc {
             .unwrap_or_else(|e| panic!("gateway answer is not JSON ({e}): {b:?}"));
         (s, v)
     }
+}
+
+/// A running `a2a-egress serve` process, killed on drop.
+pub struct GatewayProc {
+    /// The process.
+    pub process: ChildGuard,
+    /// Where it listens.
+    pub endpoints: Endpoints,
+    /// The temp dir holding the config (and any files the test put there).
+    pub dir: tempfile::TempDir,
+}
+
+impl Deref for GatewayProc {
+    type Target = Endpoints;
+    fn deref(&self) -> &Endpoints {
+        &self.endpoints
+    }
+}
+
+impl GatewayProc {
+    /// Starts `a2a-egress serve` with `config` (TOML) and `env`, waits for its first line, then
+    /// for `/readyz` (every integration has a verdict).
+    pub async fn start(config: &str, env: &[(&str, &str)]) -> GatewayProc {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Self::start_in(dir, config, env).await
+    }
+
+    /// As [`start`](Self::start), in a prepared directory (for token or CA files).
+    pub async fn start_in(
+        dir: tempfile::TempDir,
+        config: &str,
+        env: &[(&str, &str)],
+    ) -> GatewayProc {
+        let path = dir.path().join("gateway.toml");
+        std::fs::write(&path, config).expect("writing the config");
+        let mut cmd = Command::new(super::gateway_bin());
+        cmd.arg("serve").arg("--config").arg(&path);
+        // Before `env`, so a test can ask for another log level.
+        cmd.env("A2A_EGRESS_LOG", "info");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let process = ChildGuard::spawn("a2a-egress serve", cmd, START_DEADLINE);
+        let first = process.first().clone();
+        let parse = |k: &str| -> SocketAddr {
+            first[k]
+                .as_str()
+                .and_then(|a| a.parse().ok())
+                .unwrap_or_else(|| panic!("serve's first line lacks {k}: {first}"))
+        };
+        let g = GatewayProc {
+            endpoints: Endpoints {
+                proxy: parse("proxy"),
+                admin: parse("admin"),
+                public_url: first["public_url"].as_str().unwrap_or_default().to_owned(),
+            },
+            process,
+            dir,
+        };
+        g.endpoints
+            .wait_ready(|| format!("--- stderr ---\n{}", g.process.stderr_tail()))
+            .await;
+        g
+    }
+}
+
+/// The gateway core running inside the test process, on its own runtime and thread (so a test's
+/// runtime flavour or a blocking call in a test cannot stall it). Dropping it stops the gateway
+/// (drain included) and waits for that; [`InProcess::stop`] does the same and returns the result.
+pub struct InProcess {
+    /// Where it listens.
+    pub endpoints: Endpoints,
+    /// The temp dir holding the config (and any files the test put there).
+    pub dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// What `run` returned, once it has; taken by [`InProcess::stop`].
+    done: Option<std::sync::mpsc::Receiver<Result<(), String>>>,
+}
+
+impl Deref for InProcess {
+    type Target = Endpoints;
+    fn deref(&self) -> &Endpoints {
+        &self.endpoints
+    }
+}
+
+impl InProcess {
+    /// Starts the gateway with `config` (TOML, listeners on port 0), then waits for `/readyz`.
+    pub async fn start(config: &str) -> InProcess {
+        Self::start_in(tempfile::tempdir().expect("temp dir"), config).await
+    }
+
+    /// As [`start`](Self::start), in a prepared directory (for token, CA or key files).
+    pub async fn start_in(dir: tempfile::TempDir, config: &str) -> InProcess {
+        init_tracing();
+        let path = dir.path().join("gateway.toml");
+        std::fs::write(&path, config).expect("writing the config");
+        let config = a2a_egress::config::Config::load(&path)
+            .unwrap_or_else(|e| panic!("the test config is refused: {e}"));
+        let listeners = a2a_egress::server::Listeners::bind(&config.listen).expect("binding");
+        let (proxy, admin) = listeners.local_addrs().expect("bound addresses");
+        let endpoints = Endpoints {
+            proxy,
+            admin,
+            public_url: a2a_egress::server::public_url(&config.listen, proxy),
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name(format!("gateway {proxy}"))
+            .spawn(move || {
+                let result = serve(config, listeners, stopped);
+                let _ = done_tx.send(result);
+            })
+            .expect("spawning the gateway thread");
+        let g = InProcess {
+            endpoints,
+            dir,
+            stop: Some(stop),
+            done: Some(done),
+        };
+        g.endpoints
+            .wait_ready(|| "(in-process gateway; set A2A_EGRESS_LOG for its log)".into())
+            .await;
+        g
+    }
+
+    /// The config file (tests edit it to trigger a reload).
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.path().join("gateway.toml")
+    }
+
+    /// Starts the shutdown (what SIGTERM does to `serve`) without waiting for it.
+    pub fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    /// Starts the shutdown and waits for the gateway to stop; what `run` returned.
+    pub async fn stop(mut self) -> Result<(), String> {
+        self.shutdown();
+        let done = self.done.take().expect("stopped once");
+        let mut result: Option<Result<(), String>>;
+        crate::assert_eventually!(
+            {
+                result = done.try_recv().ok();
+                result.is_some()
+            },
+            within = STOP_DEADLINE,
+            "the in-process gateway did not stop"
+        );
+        result.unwrap_or_else(|| Err("no result".into()))
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        self.shutdown();
+        // Blocks the dropping thread, not the gateway's: it runs on its own runtime.
+        if let Some(done) = self.done.take()
+            && done.recv_timeout(STOP_DEADLINE).is_err()
+            && !std::thread::panicking()
+        {
+            panic!("the in-process gateway did not stop within {STOP_DEADLINE:?}");
+        }
+    }
+}
+
+/// The gateway thread: a runtime of its own, `run` until `stopped` fires (or its sender is
+/// dropped), then the runtime ends, taking any task still running with it.
+fn serve(
+    config: a2a_egress::config::Config,
+    listeners: a2a_egress::server::Listeners,
+    stopped: tokio::sync::oneshot::Receiver<()>,
+) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("gateway")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))?;
+    let result = runtime.block_on(a2a_egress::server::run(config, listeners, async {
+        let _ = stopped.await;
+    }));
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result.map_err(|e| e.to_string())
+}
+
+/// Logs of in-process gateways go to the test's captured output (shown when a test fails), at
+/// `A2A_EGRESS_LOG` (default `warn`). Installed once per test binary.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("A2A_EGRESS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
 }
 
 /// A SendMessage (or SendStreamingMessage) JSON-RPC request with one text part.

@@ -1,14 +1,17 @@
-//! Shared harness for the integration tests (`mod common;` in each `tests/*.rs`): locating the
-//! Python peers, guarding child processes, and starting the official-SDK test agent. Does process
-//! and loopback network I/O; never binds fixed ports.
+//! Shared harness for the integration tests (`mod common;` in `main.rs`): locating the Python
+//! peers, guarding child processes, starting the official-SDK test agent and the gateway (in
+//! process or as the binary), and waiting for asynchronous outcomes ([`crate::assert_eventually!`]).
+//! Does process and loopback network I/O; never binds fixed ports.
 //!
 //! Not every test file uses every helper, hence the `dead_code` allowance.
 #![allow(dead_code, unused_imports)]
 
+pub mod eventually;
 pub mod gateway;
 pub mod hostile;
 pub mod process;
 pub mod ref_agent;
+pub mod relay;
 pub mod sdk_agent;
 pub mod sdk_client;
 pub mod tls;

@@ -12,7 +12,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How many trailing stderr lines [`ChildGuard::stderr_tail`] shows.
 const STDERR_TAIL_LINES: usize = 200;
@@ -180,16 +180,22 @@ impl ChildGuard {
 
     /// Waits up to `limit` for the child to exit; `None` if it is still running.
     pub fn wait_timeout(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let end = Instant::now() + limit;
-        loop {
-            if let Some(s) = self.exited() {
-                return Some(s);
-            }
-            if Instant::now() >= end {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        wait_exit(&mut self.child, limit)
+    }
+}
+
+/// Waits up to `limit` (scaled like every test deadline, see [`super::eventually`]) for `child`
+/// to exit, blocking the thread; `None` if it is still running.
+pub fn wait_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let wait = super::eventually::Wait::new(limit, super::eventually::DEFAULT_EVERY);
+    loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            return Some(s);
         }
+        if wait.expired() {
+            return None;
+        }
+        wait.pause_blocking();
     }
 }
 

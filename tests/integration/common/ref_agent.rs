@@ -159,18 +159,16 @@ impl RefAgent {
         &self,
         pred: impl Fn(&serde_json::Value) -> bool,
     ) -> serde_json::Value {
-        let end = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let card = self.card().await;
-            if pred(&card) {
-                return card;
-            }
-            assert!(
-                std::time::Instant::now() < end,
-                "card never reached the expected state; last: {card}\n--- agent stderr ---\n{}",
-                self.process.stderr_tail()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let mut card: serde_json::Value;
+        crate::assert_eventually!(
+            {
+                card = self.card().await;
+                pred(&card)
+            },
+            every = Duration::from_millis(100),
+            "card never reached the expected state; last: {card}\n--- agent stderr ---\n{}",
+            self.process.stderr_tail()
+        );
+        card
     }
 }

@@ -1,11 +1,11 @@
-//! The control plane's admin routes, merged into the admin listener's router (I/O: HTTP).
+//! The admin listener's forced refresh and its rate limit (I/O: HTTP, through the control handle).
 //!
 //! - `POST /v1/integrations/{name}/refresh`: forces one refresh and answers with its outcome
-//!   (`200` with a [`RefreshReport`](crate::control::refresh::RefreshReport) whatever the result,
-//!   `404` for an unknown integration, `503` with a `Retry-After` while the integration's refresh
-//!   worker restarts after a panic). A forced refresh skips the stale-mark rate limit, so it
-//!   has its own: at most one per integration per `[admin] refresh_min_interval`, else `429`
-//!   with `Retry-After` (the admin listener's token check runs before this route).
+//!   (`200` with a [`RefreshReport`] whatever the result, `404` for an unknown integration, `503`
+//!   with a `Retry-After` while the integration's refresh worker restarts after a panic). A
+//!   forced refresh skips the stale-mark rate limit, so it has its own: at most one per
+//!   integration per `[admin] refresh_min_interval`, else `429` with `Retry-After` (the admin
+//!   listener's token check runs before this route). Errors render through [`AdminError`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,27 +13,10 @@ use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
-use crate::control::refresh::{ControlError, ControlHandle};
-
-/// ErrorInfo reason (and metric label) of a forced refresh refused by the rate limit.
-pub const RATE_LIMITED: &str = "REFRESH_RATE_LIMITED";
-
-/// A `google.rpc.Status` error body with one `ErrorInfo{domain: "a2a-egress", reason}`.
-pub fn status_error(code: StatusCode, status: &str, reason: &str, message: &str) -> Response {
-    (
-        code,
-        Json(serde_json::json!({
-            "error": {"code": code.as_u16(), "status": status, "message": message,
-                      "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                                   "reason": reason, "domain": crate::proxy::deny::DOMAIN}]}
-        })),
-    )
-        .into_response()
-}
+use super::error::AdminError;
+use crate::control::refresh::{ControlError, ControlHandle, RefreshReport};
 
 /// Whether a forced refresh may start now, given when the last one of the same integration
 /// started (pure): `Err(wait)` is how long until the next one may.
@@ -79,15 +62,19 @@ impl RefreshLimiter {
             return Ok(());
         }
         let now = Instant::now();
-        let mut last = crate::control::refresh::lock(&self.last);
+        let mut last = lock(&self.last);
         refresh_allowed(last.get(name).copied(), now, self.min_interval)?;
         last.insert(name.to_owned(), now);
         Ok(())
     }
 
     fn forget(&self, name: &str) {
-        crate::control::refresh::lock(&self.last).remove(name);
+        lock(&self.last).remove(name);
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The routes, with their state applied (merge into the admin router).
@@ -100,50 +87,21 @@ pub fn router(handle: ControlHandle, limiter: RefreshLimiter) -> axum::Router {
 async fn refresh(
     State((handle, limiter)): State<(ControlHandle, RefreshLimiter)>,
     Path(name): Path<String>,
-) -> Response {
+) -> Result<Json<RefreshReport>, AdminError> {
     if let Err(wait) = limiter.admit(&name) {
         limiter.refused.inc();
-        // Whole seconds, rounded up: Retry-After cannot say less than 1.
-        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        let mut resp = status_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            "RESOURCE_EXHAUSTED",
-            RATE_LIMITED,
-            &format!(
-                "this integration was refreshed less than {:?} ago; retry in {secs} s",
-                limiter.min_interval
-            ),
-        );
-        resp.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
-        return resp;
+        return Err(AdminError::RateLimited {
+            min_interval: limiter.min_interval,
+            wait,
+        });
     }
     match handle.refresh_now(&name).await {
-        Ok(report) => (StatusCode::OK, Json(report)).into_response(),
-        Err(e @ ControlError::UnknownIntegration(_)) => {
-            limiter.forget(&name);
-            status_error(
-                StatusCode::NOT_FOUND,
-                "NOT_FOUND",
-                "UNKNOWN_INTEGRATION",
-                &e.to_string(),
-            )
-        }
-        // Removed while waiting, or the worker is restarting after a panic: try again later.
+        Ok(report) => Ok(Json(report)),
         Err(e) => {
-            let mut r = status_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "UNAVAILABLE",
-                e.reason(),
-                &e.to_string(),
-            );
-            if let Some(after) = e.retry_after() {
-                r.headers_mut().insert(
-                    header::RETRY_AFTER,
-                    HeaderValue::from(after.as_secs().max(1)),
-                );
+            if let ControlError::UnknownIntegration(_) = e {
+                limiter.forget(&name);
             }
-            r
+            Err(e.into())
         }
     }
 }

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# Fails when a module of src/ imports a module above it (the graph in ARCHITECTURE.md).
+#
+# Layers, top to bottom; a module may use only modules of layers below its own. Modules on one
+# line are peers: neither may use the other.
+#
+#   main
+#   cli
+#   server
+#   admin  agent
+#   proxy  control  probe
+#   metrics
+#   state              (today profile::snapshot: IntegrationState, Snapshot, Store, stale channel)
+#   config  lock
+#   profile
+#   card
+#   json
+#   types              (the leaf: imports nothing of the crate)
+#
+# Every `crate::…` and `super::…` path in code counts (comments and string literals do not),
+# grouped imports included. Test code (`#[cfg(test)]` modules and the files they load) may use
+# any layer: a test may assemble the layers above to check a property end to end.
+#
+# ALLOWED lists the upward edges known today, each as `from -> target module`, with why; all of
+# them wait for the data plane's rewrite. A new upward edge fails, and so does an entry that is no
+# longer needed (delete it when the edge is gone).
+#
+# Usage: scripts/check-layers.sh [--graph]   (--graph also prints each module's direct uses)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+exec python3 - "$@" <<'PY'
+import pathlib
+import re
+import sys
+
+LAYERS = [
+    ["main"],
+    ["cli"],
+    ["server"],
+    ["admin", "agent"],
+    ["proxy", "control", "probe"],
+    ["metrics"],
+    ["state"],
+    ["config", "lock"],
+    ["profile"],
+    ["card"],
+    ["json"],
+    ["types"],
+]
+
+# from unit -> target module (first two path segments): why it is still there.
+ALLOWED = {
+    ("state", "proxy::upstream"): "IntegrationState holds the prepared Upstream (moves out of the "
+                                  "profile with Status::Usable { profile, upstream })",
+    ("control", "proxy::upstream"): "the refresh prepares the Upstream and reads the bearer secret "
+                                    "with proxy::upstream::read_secret",
+    ("proxy", "control::refresh"): "the retry hook calls ControlHandle::refresh_after_error "
+                                   "(to become a narrow interface the data plane owns)",
+    ("proxy", "control::schedule"): "the retry hook reads RefreshResult from the control plane's "
+                                    "answer",
+}
+
+TIER = {unit: i for i, tier in enumerate(LAYERS) for unit in tier}
+
+
+def unit_of(segments):
+    """The layer unit of an absolute module path (list of segments below the crate root)."""
+    if not segments:
+        return None
+    if segments[0] == "profile" and len(segments) > 1 and segments[1] == "snapshot":
+        return "state"
+    return segments[0]
+
+
+def module_of(path):
+    rel = path.relative_to("src").with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] in ("mod", "lib"):
+        parts.pop()
+    return parts
+
+
+def mask(text):
+    """Comments and string/char literals blanked, so only code is searched."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c, nxt = text[i], text[i + 1:i + 2]
+        if c == "/" and nxt == "/":
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i)); i = j
+        elif c == "/" and nxt == "*":
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text.startswith("/*", j): depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j): depth, j = depth - 1, j + 2
+                else: j += 1
+            out.append(re.sub(r"[^\n]", " ", text[i:j])); i = j
+        elif c == "r" and re.match(r'r#*"', text[i:i + 300]) and not (i and (text[i - 1].isalnum() or text[i - 1] == "_")):
+            hashes = re.match(r'r(#*)"', text[i:]).group(1)
+            end = text.find('"' + hashes, i + 2 + len(hashes))
+            j = n if end < 0 else end + 1 + len(hashes)
+            out.append(re.sub(r"[^\n]", " ", text[i:j])); i = j
+        elif c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(re.sub(r"[^\n]", " ", text[i:j + 1])); i = j + 1
+        elif c == "'":
+            m = re.match(r"'(?:\\u\{[0-9a-fA-F]+\}|\\.|[^\\'])'", text[i:i + 12])
+            k = len(m.group(0)) if m else 1
+            out.append(" " * k if m else c); i += k
+        else:
+            out.append(c); i += 1
+    return "".join(out)
+
+
+def drop_test_modules(code):
+    """Blanks `#[cfg(test)] mod x { … }` blocks; returns the code and the names of
+    `#[cfg(test)] mod x;` declarations (test code in other files)."""
+    test_files = re.findall(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", code)
+    for m in reversed(list(re.finditer(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", code))):
+        depth, j = 0, m.end() - 1
+        while j < len(code):
+            if code[j] == "{": depth += 1
+            elif code[j] == "}":
+                depth -= 1
+                if depth == 0: break
+            j += 1
+        code = code[:m.start()] + re.sub(r"[^\n]", " ", code[m.start():j + 1]) + code[j + 1:]
+    return code, test_files
+
+
+def group_items(text, start):
+    """Splits a `{…}` use group beginning at text[start] == '{' into items; returns (items, end)."""
+    depth, j, items, cur = 0, start, [], ""
+    while j < len(text):
+        ch = text[j]
+        if ch == "{":
+            depth += 1
+            if depth == 1: j += 1; continue
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                items.append(cur); break
+        elif ch == "," and depth == 1:
+            items.append(cur); cur = ""; j += 1; continue
+        cur += ch; j += 1
+    return [i.strip() for i in items if i.strip()], j
+
+
+def expand(prefix, item):
+    """Absolute paths named by one use-tree item under `prefix`."""
+    m = re.match(r"([\w:]*?)(?:::)?\{", item)
+    if m and item.endswith("}"):
+        head = [s for s in m.group(1).split("::") if s]
+        items, _ = group_items(item, item.index("{"))
+        return [p for it in items for p in expand(prefix + head, it)]
+    segs = [s for s in re.split(r"\s+as\s+", item)[0].split("::") if s and s != "self" and s != "*"]
+    return [prefix + segs]
+
+
+def references(code, module, is_main):
+    root = r"(?:crate|a2a_egress)" if is_main else r"crate"
+    pattern = re.compile(r"(?<![\w:])(" + root + r"|(?:super::)*super)((?:::\w+)*)(::\{)?")
+    for m in pattern.finditer(code):
+        base = m.group(1)
+        if base in ("crate", "a2a_egress"):
+            prefix = []
+        else:
+            ups = base.count("super")
+            prefix = module[:len(module) - ups] if ups <= len(module) else []
+        segs = prefix + [s for s in m.group(2).split("::") if s]
+        line = code.count("\n", 0, m.start()) + 1
+        if m.group(3):
+            items, _ = group_items(code, m.end() - 1)
+            for it in items:
+                for p in expand(segs, it):
+                    yield line, p
+        else:
+            yield line, segs
+
+
+files = sorted(pathlib.Path("src").rglob("*.rs"))
+test_files = set()
+sources = {}
+for f in files:
+    code, tests = drop_test_modules(mask(f.read_text()))
+    sources[f] = code
+    for t in tests:
+        base = f.parent if f.name in ("mod.rs", "lib.rs", "main.rs") else f.with_suffix("")
+        test_files.add(base / f"{t}.rs")
+        test_files.add(base / t / "mod.rs")
+
+violations, used, graph = [], set(), {}
+for f in files:
+    if f in test_files or f.name == "lib.rs":
+        continue
+    module = module_of(f)
+    src = unit_of(module) if f.name != "main.rs" else "main"
+    if src not in TIER:
+        violations.append(f"{f}: module {'::'.join(module)} has no layer in scripts/check-layers.sh")
+        continue
+    for line, segs in references(sources[f], module, f.name == "main.rs"):
+        dst = unit_of(segs)
+        if dst is None or dst == src:
+            continue
+        graph.setdefault(src, set()).add(dst)
+        if dst not in TIER:
+            violations.append(f"{f}:{line}: crate::{'::'.join(segs)} is in no layer")
+            continue
+        if TIER[dst] > TIER[src]:
+            continue
+        target = "::".join(segs[:2])
+        if (src, target) in ALLOWED:
+            used.add((src, target))
+            continue
+        kind = "a peer" if TIER[dst] == TIER[src] else "a layer above"
+        violations.append(f"{f}:{line}: {src} uses crate::{'::'.join(segs)} ({kind})")
+
+for (src, target), why in ALLOWED.items():
+    if (src, target) not in used:
+        violations.append(f"ALLOWED entry {src} -> {target} is no longer needed; delete it ({why})")
+
+if "--graph" in sys.argv[1:]:
+    for tier in LAYERS:
+        for unit in tier:
+            uses = sorted(graph.get(unit, ()), key=lambda u: (TIER.get(u, 99), u))
+            print(f"{unit:8} -> {', '.join(uses) if uses else '(nothing)'}")
+
+for v in sorted(set(violations)):
+    print(v)
+if violations:
+    print(f"check-layers: {len(set(violations))} problem(s)", file=sys.stderr)
+    sys.exit(1)
+print(f"check-layers: no upward import ({len(ALLOWED)} known edge(s) allowed, see ALLOWED)")
+PY

@@ -1,0 +1,240 @@
+//! `a2a-egress lock NAME` and `a2a-egress check [NAME…]`: pin an integration's current profile
+//! into its lockfile, and check current profiles against their lockfiles (network and file I/O).
+//!
+//! Both build each profile exactly as the gateway does, by running the control plane's refresh
+//! for the named integrations in-process (same fetch rules, extended card for the integration's
+//! credential, contract checks), without the last-known-good directory: a check is about the
+//! agent as it answers now.
+//!
+//! `lock`: stdout `wrote <path>`; exit 0, 1 when the card cannot be fetched or pinned, 64 for a
+//! bad config or an unknown integration. `check`: one line per integration, `NAME: <verdict>`,
+//! then its findings indented; exit the worst class (0 compatible or unpinned, 3 review, 4
+//! breaking), 1 when a card could not be fetched at all, 64 for a bad config.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+use super::{DEFAULT_CONFIG, EXIT_USAGE};
+use crate::config::{Config, Integration};
+use crate::control::fetch::CardFetcher;
+use crate::control::lockfile;
+use crate::control::metrics::ControlMetrics;
+use crate::control::refresh::ControlHandle;
+use crate::lock::{self, Class, Verdict};
+use crate::profile::snapshot::{IntegrationState, LockVerdict, Status, Store};
+
+/// Arguments of `a2a-egress lock`.
+#[derive(Debug, clap::Args)]
+pub struct LockArgs {
+    /// The integration to pin.
+    name: String,
+    /// Config file [default: config/gateway.toml].
+    #[arg(long, short = 'c')]
+    config: Option<PathBuf>,
+}
+
+/// Arguments of `a2a-egress check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Integrations to check [default: all].
+    names: Vec<String>,
+    /// Config file [default: config/gateway.toml].
+    #[arg(long, short = 'c')]
+    config: Option<PathBuf>,
+}
+
+/// One integration as the control plane built it just now.
+struct Current {
+    integration: Arc<Integration>,
+    state: Option<Arc<IntegrationState>>,
+    /// Why the refresh failed, when it did.
+    failure: Option<String>,
+}
+
+fn load(path: Option<PathBuf>, names: &[String]) -> Result<Config, ExitCode> {
+    let path = path.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
+    let config = Config::load(&path).map_err(|e| {
+        eprintln!("{e}");
+        ExitCode::from(EXIT_USAGE)
+    })?;
+    for n in names {
+        if !config.integrations.iter().any(|i| &i.name == n) {
+            eprintln!("{}: no integration named {n:?}", path.display());
+            return Err(ExitCode::from(EXIT_USAGE));
+        }
+    }
+    Ok(config)
+}
+
+/// Refreshes `names` once through the control plane and returns what it built.
+fn current(config: &Config, names: &[String]) -> anyhow::Result<Vec<Current>> {
+    crate::control::fetch::install_crypto_provider();
+    let mut config = config.clone();
+    config.state_dir = None;
+    config.integrations.retain(|i| names.contains(&i.name));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(async {
+        let registry = prometheus::Registry::new();
+        let metrics = ControlMetrics::register(&registry).context("registering metrics")?;
+        let store = Arc::new(Store::default());
+        let control = ControlHandle::start(
+            config.clone(),
+            store.clone(),
+            metrics,
+            Arc::new(CardFetcher::new()),
+            None,
+        );
+        let mut out = Vec::new();
+        for i in &config.integrations {
+            let failure = match control.refresh_now(&i.name).await {
+                Ok(r) => r.reason,
+                Err(e) => Some(e.to_string()),
+            };
+            out.push(Current {
+                integration: Arc::new(i.clone()),
+                state: store.load().get(&i.name).cloned(),
+                failure,
+            });
+        }
+        control.shutdown();
+        Ok(out)
+    })
+}
+
+/// Runs `lock`.
+pub fn run_lock(a: LockArgs) -> anyhow::Result<ExitCode> {
+    let names = vec![a.name.clone()];
+    let config = match load(a.config, &names) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let Some(c) = current(&config, &names)?.into_iter().next() else {
+        return Ok(ExitCode::FAILURE);
+    };
+    let profile = match (&c.state, &c.failure) {
+        (_, Some(why)) => {
+            eprintln!("{}: {why}", a.name);
+            return Ok(ExitCode::FAILURE);
+        }
+        // Blocked only means the old lockfile no longer holds: re-pinning is what fixes that.
+        (Some(s), None) => match &s.status {
+            Status::Unusable { reason } => {
+                eprintln!("{}: cannot pin: {reason}", a.name);
+                return Ok(ExitCode::FAILURE);
+            }
+            Status::Pending => None,
+            Status::Usable | Status::Blocked { .. } => s.profile.clone(),
+        },
+        (None, None) => None,
+    };
+    let Some(profile) = profile else {
+        eprintln!("{}: no profile was built", a.name);
+        return Ok(ExitCode::FAILURE);
+    };
+    let pinned = match lock::pin(
+        &lockfile::manifest_of(&c.integration),
+        &profile,
+        chrono::Utc::now(),
+        Default::default(),
+    ) {
+        Ok(p) => p,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("{}: cannot pin: {e}", a.name);
+            }
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    for s in &pinned.skipped {
+        eprintln!(
+            "{}: note: {s} is not offered by the card; not pinned",
+            a.name
+        );
+    }
+    let path = lockfile::path_for(&config.path, &a.name);
+    if let Err(e) = lockfile::write(&path, &pinned.lock) {
+        eprintln!("{e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    println!(
+        "wrote {} ({}, {}, {} skill(s), agent version {})",
+        path.display(),
+        pinned.lock.interface,
+        if pinned.lock.requires.streaming {
+            "streaming pinned"
+        } else {
+            "streaming not pinned"
+        },
+        pinned.lock.requires.skills.len(),
+        pinned.lock.agent_version
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `check` found for one integration.
+enum Checked {
+    Unpinned,
+    Verdict(Verdict),
+    /// The card could not be fetched at all (no profile to judge).
+    Failed(String),
+}
+
+/// The verdict the control plane reached while building the state: the gateway's own judgement,
+/// so `check` and a running gateway cannot disagree.
+fn check_one(c: &Current) -> Checked {
+    if let Some(why) = &c.failure {
+        return Checked::Failed(why.clone());
+    }
+    let Some(state) = &c.state else {
+        return Checked::Failed("no state was built".into());
+    };
+    let class = match state.lock.verdict {
+        LockVerdict::Unpinned => return Checked::Unpinned,
+        LockVerdict::Compatible => Class::Compatible,
+        LockVerdict::Review => Class::Review,
+        LockVerdict::Breaking => Class::Breaking,
+    };
+    Checked::Verdict(Verdict {
+        class,
+        findings: state.lock.findings.clone(),
+    })
+}
+
+/// Runs `check`.
+pub fn run_check(a: CheckArgs) -> anyhow::Result<ExitCode> {
+    let config = match load(a.config, &a.names) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let names: Vec<String> = if a.names.is_empty() {
+        config.integrations.iter().map(|i| i.name.clone()).collect()
+    } else {
+        a.names.clone()
+    };
+    let mut worst = Class::Compatible;
+    let mut failed = false;
+    for c in current(&config, &names)? {
+        let name = &c.integration.name;
+        match check_one(&c) {
+            Checked::Unpinned => println!("{name}: unpinned (no lockfile)"),
+            Checked::Failed(why) => {
+                failed = true;
+                println!("{name}: error: {why}");
+            }
+            Checked::Verdict(v) => {
+                worst = worst.max(v.class);
+                println!("{name}: {}", v.class);
+                for f in &v.findings {
+                    println!("  {f}");
+                }
+            }
+        }
+    }
+    Ok(ExitCode::from(if failed { 1 } else { worst.exit_code() }))
+}

@@ -1,0 +1,154 @@
+//! Lockfiles on disk: one per integration, `locks/<integration>.json` in the config file's folder
+//! (file I/O). Written atomically through the same writer as the last-known-good cards, so a
+//! reader (the gateway re-reads the file on every profile change) sees the old lock or the new.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{Integration, StreamingMode};
+use crate::control::state::{StateError, write_atomic};
+use crate::lock::{Lock, LockError, Manifest, StreamingNeed, wire};
+
+/// The folder of lockfiles, relative to the config file's folder.
+pub const LOCKS_DIR: &str = "locks";
+
+/// Errors reading or writing a lockfile.
+#[derive(Debug, thiserror::Error)]
+pub enum LockFileError {
+    /// The file exists but could not be read.
+    #[error("{path}: cannot read the lockfile: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid lockfile (the message names the file and the field).
+    #[error(transparent)]
+    Invalid(#[from] LockError),
+    /// The file could not be written (atomically: the old file, if any, is unchanged).
+    #[error("cannot write the lockfile: {0}")]
+    Write(#[from] StateError),
+}
+
+impl LockFileError {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LockFileError::Read { .. } => "read",
+            LockFileError::Invalid(e) => e.kind(),
+            LockFileError::Write(_) => "write",
+        }
+    }
+}
+
+/// The lockfile of `integration` for the config file at `config_path`. Integration names are
+/// validated path-safe (`[A-Za-z0-9._-]`, never `.` or `..`), so the name is the file stem.
+pub fn path_for(config_path: &Path, integration: &str) -> PathBuf {
+    config_path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(LOCKS_DIR)
+        .join(format!("{integration}.json"))
+}
+
+/// Reads and parses a lockfile; `Ok(None)` when there is none (the integration is unpinned).
+pub fn read(path: &Path) -> Result<Option<Lock>, LockFileError> {
+    let read_err = |source| LockFileError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(read_err(e)),
+    };
+    let bytes = crate::card::wire::read_bounded(file, wire::MAX_LOCK_BYTES).map_err(read_err)?;
+    Ok(Some(wire::parse(&bytes, &path.display().to_string())?))
+}
+
+/// Writes `lock` to `path` atomically, creating the folder when missing.
+pub fn write(path: &Path, lock: &Lock) -> Result<(), LockFileError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| StateError::Io {
+            path: dir.to_owned(),
+            source,
+        })?;
+    }
+    Ok(write_atomic(path, wire::to_json(lock).as_bytes())?)
+}
+
+/// The lockfile-relevant part of an integration's config.
+pub fn manifest_of(i: &Integration) -> Manifest {
+    Manifest {
+        agent: i.card.clone(),
+        skills: i.skills.clone(),
+        scopes: i.scopes.clone(),
+        streaming: match i.streaming {
+            StreamingMode::Required => StreamingNeed::Required,
+            StreamingMode::Preferred => StreamingNeed::Preferred,
+            StreamingMode::Off => StreamingNeed::Off,
+        },
+        extensions: i.extensions.clone(),
+        input_modes: i.lock.input_modes.clone(),
+        output_modes: i.lock.output_modes.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_is_unpinned_and_a_written_lock_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("gateway.toml");
+        let path = path_for(&config, "pricing");
+        assert_eq!(path, dir.path().join("locks/pricing.json"));
+        assert!(read(&path).unwrap().is_none());
+        let lock = crate::lock::pin(
+            &crate::lock::diff::tests::manifest(),
+            &crate::lock::diff::tests::pricing_profile(),
+            chrono::Utc::now(),
+            Default::default(),
+        )
+        .unwrap()
+        .lock;
+        write(&path, &lock).unwrap();
+        let back = read(&path).unwrap().unwrap();
+        // Written to the second: the round trip keeps everything else exactly.
+        assert_eq!(back.pinned_at.timestamp(), lock.pinned_at.timestamp());
+        assert_eq!(back.requires, lock.requires);
+        assert_eq!(back.card_digest, lock.card_digest);
+        // No temp file is left behind.
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("locks"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["pricing.json"]);
+    }
+
+    #[test]
+    fn a_corrupt_lockfile_names_the_file_and_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.json");
+        std::fs::write(&path, "{\"agent\": 1}").unwrap();
+        let e = read(&path).unwrap_err();
+        assert_eq!(e.kind(), "invalid");
+        let e = e.to_string();
+        assert!(e.starts_with(&path.display().to_string()), "{e}");
+        assert!(e.contains("agent: invalid type"), "{e}");
+    }
+
+    #[test]
+    fn the_manifest_is_the_integrations_workflow() {
+        let text = "[[integrations]]\nname=\"a\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\", \"t\"]\nscopes=[\"x\"]\ndata_classes=[\"p\"]\nstreaming=\"required\"\ninput_modes=[\"application/json\"]\n";
+        let c = crate::config::Config::parse(text, Path::new("g.toml")).unwrap();
+        let m = manifest_of(&c.integrations[0]);
+        assert_eq!(m.agent, "https://a.example/c");
+        assert_eq!(m.skills, ["s", "t"]);
+        assert_eq!(m.scopes, ["x"]);
+        assert_eq!(m.streaming, StreamingNeed::Required);
+        assert_eq!(m.input_modes, ["application/json"]);
+        assert!(m.output_modes.is_empty());
+    }
+}

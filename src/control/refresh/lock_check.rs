@@ -1,0 +1,63 @@
+//! The lockfile step of an install: read the integration's lockfile, judge the new state against
+//! it (`IntegrationState::with_lock`, pure), and log a changed verdict once (file I/O: the
+//! lockfile is re-read on every install, so a re-pin applies at the next refresh).
+
+use std::time::SystemTime;
+
+use super::Worker;
+use crate::control::lockfile;
+use crate::lock::Lock;
+use crate::profile::snapshot::{IntegrationState, LockVerdict};
+
+impl Worker {
+    /// This integration's lockfile now: `Ok(None)` without one, `Err` (one line) when unreadable.
+    fn read_lock(&self) -> Result<Option<Lock>, String> {
+        let path = lockfile::path_for(&self.inner.config.load().path, self.name());
+        lockfile::read(&path).map_err(|e| e.to_string())
+    }
+
+    /// `state` judged against the lockfile; an unchanged verdict keeps the time it was reached,
+    /// a changed one is logged.
+    pub(super) fn judge(&self, state: IntegrationState) -> IntegrationState {
+        let mut next = state.with_lock(self.read_lock(), SystemTime::now());
+        match self.current() {
+            Some(old) if old.lock.same_verdict(&next.lock) => next.lock.at = old.lock.at,
+            _ => log_verdict(&next),
+        }
+        next
+    }
+
+    /// Whether the lockfile on disk no longer says what the installed verdict was judged
+    /// against (re-pinned, removed, created or broken since): then a 304 rebuilds too.
+    pub(super) fn lock_moved(&self) -> bool {
+        let Some(cur) = self.current() else {
+            return false;
+        };
+        match self.read_lock() {
+            Ok(None) => cur.lock.verdict != LockVerdict::Unpinned,
+            Ok(Some(l)) => cur.lock.lock.as_deref() != Some(&l),
+            // An unreadable file judged as such has no lock recorded.
+            Err(_) => cur.lock.lock.is_some() || cur.lock.verdict == LockVerdict::Unpinned,
+        }
+    }
+}
+
+fn log_verdict(state: &IntegrationState) {
+    let (name, lock) = (state.integration.name.as_str(), &state.lock);
+    let on_breaking = state.integration.lock.on_breaking.as_str();
+    let findings: Vec<String> = lock.findings.iter().map(ToString::to_string).collect();
+    let findings = findings.join("; ");
+    let verdict = lock.verdict.as_str();
+    match (lock.verdict, &lock.fallback) {
+        (LockVerdict::Breaking, Some(to)) => {
+            tracing::warn!(integration = %name, verdict, fallback = %to, %findings, "lockfile: breaking change; new delegations go to the fallback while it satisfies the lockfile")
+        }
+        (LockVerdict::Breaking, None) => {
+            tracing::warn!(integration = %name, verdict, on_breaking, %findings, "lockfile: breaking change")
+        }
+        (LockVerdict::Review, _) => {
+            tracing::warn!(integration = %name, verdict, %findings, "lockfile: change needs review")
+        }
+        _ => tracing::info!(integration = %name, verdict, %findings, "lockfile verdict"),
+    }
+}

@@ -1,0 +1,312 @@
+//! One refresh step: a conditional fetch, then validate, compile and install the new state on a
+//! 200 (or rebuild on a 304 that needs it), recording success or failure (I/O: the card fetch, DNS
+//! for the interface, the upstream's preparation).
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::{Inner, InterfaceError, RefreshError, RefreshReport, Worker, fetch_policy};
+use crate::card::CardErrors;
+use crate::config::{Config, Integration};
+use crate::control::fetch::{FetchOutcome, FetchPolicy, Validators, check_url};
+use crate::control::schedule::{self, Last, RefreshResult};
+use crate::profile::snapshot::{Degraded, Freshness, IntegrationState, Status};
+use crate::proxy::upstream::Upstream;
+
+/// The last good card of one integration, kept in memory by its worker.
+#[derive(Debug, Clone)]
+pub(super) struct CachedCard {
+    pub(super) bytes: Bytes,
+    pub(super) validators: Validators,
+    pub(super) origin: String,
+    pub(super) url: String,
+    pub(super) max_age: Option<Duration>,
+    pub(super) fetched_at: SystemTime,
+}
+
+/// Records a failed refresh (or a worker panic) of `integration`: counted by its kind, the degraded
+/// gauge set, and `degraded` stored beside the last good profile. An integration that never had a
+/// good profile gets a definite "unusable" verdict with the reason, so readiness can settle.
+pub(super) fn record_degraded(
+    inner: &Inner,
+    integration: &Arc<Integration>,
+    error: &RefreshError,
+    degraded: &Degraded,
+) {
+    let name = integration.name.as_str();
+    inner
+        .metrics
+        .failures
+        .with_label_values(&[name, error.kind()])
+        .inc();
+    inner.metrics.degraded.with_label_values(&[name]).set(1);
+    inner.store.rcu(|cur| match cur.get(name) {
+        None => cur.clone(),
+        Some(s) => {
+            let mut next = if s.profile.is_none() || s.status == Status::Pending {
+                IntegrationState::unusable(integration.clone(), None, degraded.reason.clone())
+            } else {
+                (**s).clone()
+            };
+            next.freshness = Freshness {
+                degraded: Some(degraded.clone()),
+                ..s.freshness.clone()
+            };
+            cur.with(next)
+        }
+    });
+}
+
+impl Worker {
+    /// One refresh: conditional fetch, then validate, compile and install on a 200; counted by result.
+    /// Every fetch answers the stale marks pending before it and restarts the periodic timer.
+    pub(super) async fn refresh(&mut self) -> RefreshReport {
+        let report = self.refresh_inner().await;
+        self.stale_at = None;
+        self.next = self.next_at();
+        self.inner
+            .metrics
+            .refreshes
+            .with_label_values(&[self.name(), report.result.as_str()])
+            .inc();
+        report
+    }
+
+    pub(super) async fn refresh_inner(&mut self) -> RefreshReport {
+        self.last_fetch = Some(Instant::now());
+        let config = self.inner.config.load_full();
+        let policy = match fetch_policy(&self.integration, &config) {
+            Ok(p) => p,
+            Err(e) => return self.fail(RefreshError::Origins(e)),
+        };
+        let validators = self.card.as_ref().map(|c| c.validators.clone());
+        let fetched = self
+            .inner
+            .source
+            .fetch(&self.integration.card, &policy, validators.as_ref())
+            .await;
+        match fetched {
+            Err(e) => self.fail(RefreshError::Fetch(e)),
+            Ok(FetchOutcome::NotModified {
+                validators,
+                max_age,
+            }) => {
+                let now = SystemTime::now();
+                if let Some(c) = &mut self.card {
+                    c.validators = validators;
+                    c.max_age = max_age.or(c.max_age);
+                    c.fetched_at = now;
+                }
+                let max_age = self.card.as_ref().and_then(|c| c.max_age);
+                let rotated = self.built_for.as_ref() != Some(&self.credential_identity());
+                // A re-pinned (or removed, or broken) lockfile is judged without a new card.
+                if self.from_disk || rotated || self.lock_moved() {
+                    // The disk copy is confirmed, or the credential changed: build once more with
+                    // the network available (the extended card is only fetched online, and
+                    // belongs to one identity).
+                    self.from_disk = false;
+                    if let Some(card) = self.card.clone() {
+                        match self.build(&card, &config, &policy, true).await {
+                            Ok(state) => {
+                                self.succeed(max_age);
+                                let result = self.install(state);
+                                self.persist();
+                                return self.report(result, None, false);
+                            }
+                            Err(e) => return self.fail(RefreshError::InvalidCard(e)),
+                        }
+                    }
+                }
+                self.succeed(max_age);
+                self.touch_freshness();
+                self.persist();
+                self.report(RefreshResult::NotModified, None, false)
+            }
+            Ok(FetchOutcome::Fetched {
+                bytes,
+                validators,
+                max_age,
+                origin,
+                url,
+            }) => {
+                let card = CachedCard {
+                    bytes,
+                    validators,
+                    origin,
+                    url,
+                    max_age,
+                    fetched_at: SystemTime::now(),
+                };
+                match self.build(&card, &config, &policy, true).await {
+                    Ok(state) => {
+                        self.card = Some(card);
+                        self.from_disk = false;
+                        self.succeed(max_age);
+                        let result = self.install(state);
+                        self.persist();
+                        self.report(result, None, false)
+                    }
+                    Err(e) => self.fail(RefreshError::InvalidCard(e)),
+                }
+            }
+        }
+    }
+
+    pub(super) fn succeed(&mut self, max_age: Option<Duration>) {
+        self.last = Last::Ok { max_age };
+        self.degraded = None;
+        self.inner
+            .metrics
+            .degraded
+            .with_label_values(&[self.name()])
+            .set(0);
+        self.inner.metrics.ages.set(self.name(), SystemTime::now());
+    }
+
+    /// Records a failure: the last good profile stays; without one the integration is unusable.
+    pub(super) fn fail(&mut self, error: RefreshError) -> RefreshReport {
+        let reason = error.to_string();
+        let now = SystemTime::now();
+        let failures = match self.last {
+            Last::Failed { consecutive } => consecutive + 1,
+            Last::Ok { .. } => 1,
+        };
+        self.last = Last::Failed {
+            consecutive: failures,
+        };
+        let degraded = Degraded {
+            reason: reason.clone(),
+            since: self.degraded.as_ref().map_or(now, |d| d.since),
+            failures,
+        };
+        self.degraded = Some(degraded.clone());
+        tracing::warn!(integration = %self.name(), failures, kind = error.kind(), %reason, "card refresh failed; keeping the last good profile");
+        record_degraded(&self.inner, &self.integration, &error, &degraded);
+        self.report(RefreshResult::Failed, Some(reason), false)
+    }
+
+    /// Installs a freshly built state: a new profile (or status) replaces the old one and resets
+    /// runtime overrides; an identical profile only refreshes strings and freshness.
+    pub(super) fn install(&mut self, state: IntegrationState) -> RefreshResult {
+        let mut state = self.judge(state);
+        let old = self.current();
+        let old_profile = old.as_ref().and_then(|s| s.profile.clone());
+        let changed = state
+            .profile
+            .as_deref()
+            .is_none_or(|p| schedule::profile_changed(old_profile.as_deref(), p))
+            || old.as_ref().is_none_or(|s| s.status != state.status);
+        state.freshness.validated_at = Some(SystemTime::now());
+        state.freshness.unrevalidated = false;
+        state.freshness.degraded = None;
+        if let Some(old) = &old {
+            state.evidence = old.evidence.clone();
+            if !changed {
+                state.overrides = old.overrides.clone();
+                state.installed_at = old.installed_at;
+            }
+        }
+        let name = self.name().to_owned();
+        self.inner.store.rcu(|cur| match cur.get(&name) {
+            Some(_) => cur.with(state.clone()),
+            None => cur.clone(),
+        });
+        self.inner.metrics.swaps.with_label_values(&[&name]).inc();
+        if changed {
+            tracing::info!(integration = %name, status = state.status.as_str(), "profile changed");
+            RefreshResult::Changed
+        } else {
+            RefreshResult::Unchanged
+        }
+    }
+
+    /// Marks the current profile as confirmed (a 304), without touching the profile.
+    pub(super) fn touch_freshness(&self) {
+        let name = self.name().to_owned();
+        self.inner.store.rcu(|cur| match cur.get(&name) {
+            Some(s) => {
+                let mut next = (**s).clone();
+                next.freshness.validated_at = Some(SystemTime::now());
+                next.freshness.unrevalidated = false;
+                next.freshness.degraded = None;
+                cur.with(next)
+            }
+            None => cur.clone(),
+        });
+    }
+
+    /// Validates and compiles a card into a complete integration state (extended card, interface
+    /// address check and upstream included). `Err` means the card itself failed.
+    pub(super) async fn build(
+        &mut self,
+        card: &CachedCard,
+        config: &Config,
+        policy: &FetchPolicy,
+        online: bool,
+    ) -> Result<IntegrationState, CardErrors> {
+        let validated =
+            crate::card::validate(&card.bytes, &config.card_policy, Some(&card.origin))?;
+        // Past the only failure: the state returned below is built for this identity.
+        self.built_for = Some(self.credential_identity());
+        let public = crate::profile::compile(&validated, &config.caps);
+        let (profile, json, extended) = self
+            .extended(public, validated.json(), config, policy, online)
+            .await;
+        let integration = self.integration.clone();
+        let upstream = match profile.interface.as_ref().filter(|_| profile.usable) {
+            None => Err(InterfaceError::NoUsableInterface),
+            Some(iface) => prepare_upstream(&iface.url, &integration, policy).await,
+        };
+        if let Err(e) = &upstream {
+            tracing::debug!(integration = %self.name(), kind = e.kind(), error = %e, "no upstream for the profile");
+        }
+        let upstream = upstream.map_err(|e| e.to_string());
+        let mut state = IntegrationState::from_profile(integration, profile, &json, upstream);
+        state.freshness.extended = extended;
+        Ok(state)
+    }
+
+    /// Rebuilds the state from the cached card with the current config (no fetch).
+    pub(super) async fn rebuild_from_cache(&mut self) {
+        let Some(card) = self.card.clone() else {
+            return;
+        };
+        let config = self.inner.config.load_full();
+        let Ok(policy) = fetch_policy(&self.integration, &config) else {
+            return;
+        };
+        match self.build(&card, &config, &policy, false).await {
+            Ok(state) => {
+                self.install(state);
+            }
+            Err(e) => {
+                self.fail(RefreshError::InvalidCard(e));
+            }
+        }
+    }
+}
+
+/// Prepares the upstream for an interface URL: the same address rules as the card itself (the
+/// interface is where every call goes), then the upstream (DNS, TLS roots, credential; blocking,
+/// so off the runtime), then the address it will connect to checked again.
+async fn prepare_upstream(
+    url: &str,
+    integration: &Arc<Integration>,
+    policy: &FetchPolicy,
+) -> Result<Upstream, InterfaceError> {
+    check_url(url, policy)
+        .await
+        .map_err(InterfaceError::Refused)?;
+    let (owned, i) = (url.to_owned(), integration.clone());
+    let upstream = tokio::task::spawn_blocking(move || Upstream::prepare(&owned, &i))
+        .await
+        .map_err(|e| InterfaceError::Panicked(e.to_string()))?
+        .map_err(InterfaceError::Prepare)?;
+    policy
+        .check_addr(url, upstream.addr.ip())
+        .map_err(InterfaceError::Refused)?;
+    Ok(upstream)
+}

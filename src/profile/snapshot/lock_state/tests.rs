@@ -1,0 +1,185 @@
+//! The verdict and `on_breaking` applied to an integration's state.
+
+use std::time::{Duration, SystemTime};
+
+use super::*;
+use crate::config::Config;
+use crate::lock::diff::tests::pricing_profile;
+use crate::profile::Profile;
+use crate::proxy::upstream::Upstream;
+
+const URL: &str = "https://pricing.partner.example/a2a/jsonrpc";
+
+fn integration(extra: &str) -> Arc<crate::config::Integration> {
+    let text = format!(
+        "[[integrations]]\nname = \"pricing\"\ncard = \"https://pricing.partner.example/.well-known/agent-card.json\"\n\
+         origins = [\"https://pricing.partner.example\"]\nskills = [\"itinerary-pricing\"]\nscopes = [\"pricing.quote\"]\n\
+         data_classes = [\"internal\"]\ninput_modes = [\"application/json\"]\noutput_modes = [\"application/json\"]\n{extra}\n\
+         [[integrations]]\nname = \"spare\"\ncard = \"https://spare.example/c\"\norigins = [\"https://spare.example\"]\n\
+         skills = [\"itinerary-pricing\"]\ndata_classes = [\"internal\"]\n"
+    );
+    let c = Config::parse(&text, std::path::Path::new("g.toml")).unwrap();
+    Arc::new(c.integrations[0].clone())
+}
+
+fn state(extra: &str, profile: Profile) -> IntegrationState {
+    IntegrationState::from_profile(
+        integration(extra),
+        profile,
+        &serde_json::json!({}),
+        Ok(Upstream::for_tests(URL)),
+    )
+}
+
+fn lock_of(extra: &str) -> Lock {
+    let i = integration(extra);
+    crate::lock::pin(
+        &crate::control::lockfile::manifest_of(&i),
+        &pricing_profile(),
+        chrono::DateTime::UNIX_EPOCH,
+        Default::default(),
+    )
+    .unwrap()
+    .lock
+}
+
+fn at() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)
+}
+
+fn lines(s: &IntegrationState) -> Vec<String> {
+    s.lock.findings.iter().map(ToString::to_string).collect()
+}
+
+fn csv(mut p: Profile) -> Profile {
+    p.skills.get_mut("itinerary-pricing").unwrap().output = vec!["text/csv".into()];
+    p
+}
+
+const CSV_FINDING: &str = "breaking: skills.itinerary-pricing.output: [application/json] -> [text/csv] (none of the workflow's output modes is offered)";
+
+#[test]
+fn without_a_lockfile_the_integration_is_unpinned_and_unchanged() {
+    let s = state("", pricing_profile()).with_lock(Ok(None), at());
+    assert_eq!(s.lock.verdict, LockVerdict::Unpinned);
+    assert_eq!(s.status, Status::Usable);
+    assert!(s.lock.findings.is_empty() && s.lock.fallback.is_none());
+}
+
+#[test]
+fn compatible_and_review_keep_serving() {
+    let s = state("", pricing_profile()).with_lock(Ok(Some(lock_of(""))), at());
+    assert_eq!(
+        (s.lock.verdict, &s.status),
+        (LockVerdict::Compatible, &Status::Usable)
+    );
+    assert_eq!(s.lock.at, at());
+    let mut p = pricing_profile();
+    p.agent_version = "3.3.0".into();
+    let s = state("", p).with_lock(Ok(Some(lock_of(""))), at());
+    assert_eq!(
+        (s.lock.verdict, &s.status),
+        (LockVerdict::Review, &Status::Usable)
+    );
+    assert_eq!(
+        lines(&s),
+        ["review: agent_version: 3.2.0 -> 3.3.0 (agent version changed)"]
+    );
+    assert!(s.usable().is_some());
+}
+
+#[test]
+fn breaking_blocks_by_default_but_running_tasks_keep_their_upstream() {
+    let s = state("", csv(pricing_profile())).with_lock(Ok(Some(lock_of(""))), at());
+    assert_eq!(s.lock.verdict, LockVerdict::Breaking);
+    assert_eq!(
+        s.status,
+        Status::Blocked {
+            reason: format!("breaking change against the lockfile: {CSV_FINDING}")
+        }
+    );
+    assert!(s.usable().is_none());
+    assert!(
+        s.serving().is_some(),
+        "GetTask/CancelTask/SubscribeToTask still have an upstream"
+    );
+    assert!(s.lock_breaking());
+}
+
+#[test]
+fn breaking_with_fallback_or_warn_keeps_the_status() {
+    let s = state("on_breaking = \"fallback:spare\"", csv(pricing_profile()))
+        .with_lock(Ok(Some(lock_of(""))), at());
+    assert_eq!(s.status, Status::Usable);
+    assert_eq!(s.lock.fallback.as_deref(), Some("spare"));
+    assert_eq!(lines(&s), [CSV_FINDING]);
+    let s = state("on_breaking = \"warn\"", csv(pricing_profile()))
+        .with_lock(Ok(Some(lock_of(""))), at());
+    assert_eq!(
+        (s.lock.verdict, &s.status),
+        (LockVerdict::Breaking, &Status::Usable)
+    );
+    assert!(s.lock.fallback.is_none());
+}
+
+#[test]
+fn an_unreadable_lockfile_is_breaking() {
+    let s = state("", pricing_profile()).with_lock(
+        Err("locks/pricing.json: invalid lockfile:\n  - agent: missing".into()),
+        at(),
+    );
+    assert_eq!(s.lock.verdict, LockVerdict::Breaking);
+    assert_eq!(
+        lines(&s),
+        [
+            "breaking: lockfile: valid -> invalid (locks/pricing.json: invalid lockfile: - agent: missing)"
+        ]
+    );
+    assert!(matches!(s.status, Status::Blocked { .. }));
+}
+
+#[test]
+fn an_unusable_profile_is_breaking_and_stays_unusable() {
+    let s = IntegrationState::from_profile(
+        integration(""),
+        pricing_profile(),
+        &serde_json::json!({}),
+        Err("credential env X is not set".into()),
+    )
+    .with_lock(Ok(Some(lock_of(""))), at());
+    assert_eq!(
+        lines(&s),
+        ["breaking: usable: true -> false (credential env X is not set)"]
+    );
+    assert!(matches!(s.status, Status::Unusable { .. }));
+}
+
+#[test]
+fn losing_streaming_is_review_unless_required() {
+    let mut p = pricing_profile();
+    p.streaming = false;
+    // Preferred: pinned because the card streamed, lost → review.
+    let s = state("", p.clone()).with_lock(Ok(Some(lock_of(""))), at());
+    assert_eq!(s.lock.verdict, LockVerdict::Review);
+    let s = state("streaming = \"required\"", p)
+        .with_lock(Ok(Some(lock_of("streaming = \"required\""))), at());
+    assert_eq!(s.lock.verdict, LockVerdict::Breaking);
+}
+
+#[test]
+fn a_fallback_must_satisfy_the_lock_itself() {
+    let lock = lock_of("");
+    assert!(satisfies(&state("", pricing_profile()), &lock, false));
+    assert!(!satisfies(&state("", csv(pricing_profile())), &lock, false));
+    let blocked = state("", csv(pricing_profile())).with_lock(Ok(Some(lock.clone())), at());
+    assert!(!satisfies(&blocked, &lock, false));
+}
+
+#[test]
+fn the_same_verdict_is_recognised_whatever_its_time() {
+    let a = state("", pricing_profile()).with_lock(Ok(Some(lock_of(""))), at());
+    let b = state("", pricing_profile()).with_lock(Ok(Some(lock_of(""))), SystemTime::now());
+    assert!(a.lock.same_verdict(&b.lock));
+    let c = state("", csv(pricing_profile())).with_lock(Ok(Some(lock_of(""))), at());
+    assert!(!a.lock.same_verdict(&c.lock));
+}

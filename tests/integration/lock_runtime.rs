@@ -1,0 +1,224 @@
+//! The lockfile at runtime, against the bundled reference agent: a breaking change in the agent's
+//! registry (a temp copy edited, then SIGHUP) blocks new sends after one refresh while running
+//! tasks can still be read, and with `on_breaking = "fallback:<name>"` the fallback integration
+//! takes the new sends (process and loopback I/O).
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::common::RefAgent;
+use crate::common::gateway::{InProcess, config_head, metric, send_request};
+
+const ECHO_OUTPUT: &str =
+    "output_modes = [\"text/plain\"]\n\n[[manifests]]\nid = \"lookup-invoice\"";
+
+fn integration(name: &str, agent: &RefAgent, extra: &str) -> String {
+    format!(
+        "\n[[integrations]]\nname = \"{name}\"\ncard = \"{}\"\norigins = [\"{}\"]\n\
+         skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\n{extra}\n",
+        agent.card_url, agent.base_url
+    )
+}
+
+/// A registry copy whose `echo` skill can be broken later, and its agent (reloads on SIGHUP only).
+fn breakable_agent(dir: &Path) -> (RefAgent, std::path::PathBuf) {
+    let text = RefAgent::sample_registry_text();
+    assert!(text.contains(ECHO_OUTPUT), "sample registry changed shape");
+    let path = RefAgent::write_registry(dir, "registry.toml", &text);
+    let agent =
+        RefAgent::start_with_args(&path, &RefAgent::demo_envs(), &["--watch-interval-ms", "0"]);
+    (agent, path)
+}
+
+/// `echo` answers Markdown only: the pinned `text/plain` output is gone.
+async fn break_echo(agent: &RefAgent, registry: &Path) {
+    let text = std::fs::read_to_string(registry).unwrap().replace(
+        ECHO_OUTPUT,
+        &ECHO_OUTPUT.replace("text/plain", "text/markdown"),
+    );
+    std::fs::write(registry, text).unwrap();
+    agent.sighup();
+    agent
+        .wait_for_card(|c| {
+            c["skills"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|s| s["id"] == "echo" && s["outputModes"] == json!(["text/markdown"]))
+        })
+        .await;
+}
+
+/// Writes `config` into `dir` and pins `name` with the real `a2a-egress lock`.
+fn pin(dir: &Path, config: &str, name: &str) {
+    let path = dir.join("gateway.toml");
+    std::fs::write(&path, config).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_a2a-egress"))
+        .args(["lock", name, "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "lock {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn refresh(gw: &InProcess, name: &str) -> Value {
+    let resp = crate::common::http()
+        .post(gw.admin_url(&format!("/v1/integrations/{name}/refresh")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    resp.json().await.unwrap()
+}
+
+fn task_id(body: &Value) -> String {
+    body["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task in {body}"))
+        .to_owned()
+}
+
+fn get_task(id: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": "g", "method": "GetTask", "params": {"id": id}})
+}
+
+async fn verdict_metric(gw: &InProcess, name: &str, verdict: &str) -> f64 {
+    metric(
+        &gw.metrics().await,
+        "a2a_egress_lock_verdict",
+        &[("integration", name), ("verdict", verdict)],
+    )
+}
+
+#[tokio::test]
+async fn a_breaking_registry_change_blocks_new_sends_within_one_refresh() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, registry) = breakable_agent(tmp.path());
+    // Two forced refreshes in a row: no admin rate limit.
+    let config = config_head(&[])
+        + &integration("finance", &agent, "")
+        + "\n[admin]\nrefresh_min_interval = \"0s\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    pin(dir.path(), &config, "finance");
+    let gw = InProcess::start_in(dir, &config).await;
+
+    let ready = gw.readyz().await;
+    assert_eq!(
+        ready["integrations"]["finance"]["lock"]["verdict"], "compatible",
+        "{ready}"
+    );
+    assert_eq!(verdict_metric(&gw, "finance", "compatible").await, 1.0);
+    let (status, body) = gw
+        .rpc(
+            "finance",
+            &send_request("s1", "SendMessage", "echo before"),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let running = task_id(&body);
+
+    break_echo(&agent, &registry).await;
+    let report = refresh(&gw, "finance").await;
+    assert_eq!(report["result"], "changed", "{report}");
+
+    let ready = gw.readyz().await;
+    let finance = &ready["integrations"]["finance"];
+    assert_eq!(finance["status"], "blocked", "{ready}");
+    assert_eq!(finance["lock"]["verdict"], "breaking", "{ready}");
+    let findings = finance["lock"]["findings"].to_string();
+    assert!(
+        findings.contains("breaking: skills.echo.output: [text/plain] -> [text/markdown] (none of the workflow's output modes is offered)"),
+        "{findings}"
+    );
+    assert_eq!(verdict_metric(&gw, "finance", "breaking").await, 1.0);
+    assert_eq!(verdict_metric(&gw, "finance", "compatible").await, 0.0);
+
+    let (_, body) = gw
+        .rpc(
+            "finance",
+            &send_request("s2", "SendMessage", "echo after"),
+            &[],
+        )
+        .await;
+    assert!(body.to_string().contains("INTEGRATION_BLOCKED"), "{body}");
+    let (status, body) = gw
+        .rpc(
+            "finance",
+            &send_request("s3", "SendStreamingMessage", "echo after"),
+            &[],
+        )
+        .await;
+    assert!(
+        body.to_string().contains("INTEGRATION_BLOCKED"),
+        "{status} {body}"
+    );
+    // The task that ran before the change can still be read.
+    let (status, body) = gw.rpc("finance", &get_task(&running), &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["id"], running.as_str(), "{body}");
+
+    // Re-pinned to what the agent now offers: the next refresh (a 304: the card did not change)
+    // judges the new lockfile and new sends flow again.
+    pin(gw.dir.path(), &config, "finance");
+    let report = refresh(&gw, "finance").await;
+    let ready = gw.readyz().await;
+    let finance = &ready["integrations"]["finance"];
+    assert_eq!(finance["status"], "usable", "{report} {ready}");
+    assert_eq!(finance["lock"]["verdict"], "compatible", "{ready}");
+    let (status, body) = gw
+        .rpc(
+            "finance",
+            &send_request("s4", "SendMessage", "echo re-pinned"),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["result"]["task"]["id"].is_string(), "{body}");
+}
+
+#[tokio::test]
+async fn a_fallback_integration_takes_new_sends_while_it_satisfies_the_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, registry) = breakable_agent(tmp.path());
+    let spare = RefAgent::sample();
+    let config = config_head(&[])
+        + &integration("finance", &agent, "on_breaking = \"fallback:spare\"")
+        + &integration("spare", &spare, "");
+    let dir = tempfile::tempdir().unwrap();
+    pin(dir.path(), &config, "finance");
+    let gw = InProcess::start_in(dir, &config).await;
+
+    break_echo(&agent, &registry).await;
+    refresh(&gw, "finance").await;
+    let ready = gw.readyz().await;
+    let finance = &ready["integrations"]["finance"];
+    assert_eq!(finance["status"], "usable", "{ready}");
+    assert_eq!(finance["lock"]["verdict"], "breaking", "{ready}");
+    assert_eq!(finance["lock"]["fallback"], "spare", "{ready}");
+
+    let (status, body) = gw
+        .rpc(
+            "finance",
+            &send_request("f1", "SendMessage", "echo via fallback"),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.to_string().contains("via fallback"), "{body}");
+    let id = task_id(&body);
+    // The spare agent holds the task; the broken one never saw it.
+    let (status, body) = gw.rpc("spare", &get_task(&id), &[]).await;
+    assert_eq!((status, &body["result"]["id"]), (200, &json!(id)), "{body}");
+    let (_, body) = gw.rpc("finance", &get_task(&id), &[]).await;
+    assert!(
+        body.get("error").is_some(),
+        "the broken agent does not know the task: {body}"
+    );
+}
