@@ -17,6 +17,29 @@ const LATENCY_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 60.0,
 ];
 
+/// Registers `metric` on `registry`. The names and labels are constants of this file, unique
+/// and valid, so neither step can fail at run time (the unit test below renders them all).
+fn register<C>(registry: &Registry, metric: prometheus::Result<C>) -> C
+where
+    C: prometheus::core::Collector + Clone + 'static,
+{
+    let metric = metric.expect("valid metric");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("metric names are unique");
+    metric
+}
+
+/// A registered counter family.
+fn counters(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    register(registry, IntCounterVec::new(Opts::new(name, help), labels))
+}
+
+/// A registered gauge family.
+fn gauges(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    register(registry, IntGaugeVec::new(Opts::new(name, help), labels))
+}
+
 /// Every metric of the gateway.
 #[derive(Clone)]
 pub struct Metrics {
@@ -71,134 +94,94 @@ impl Metrics {
     /// Creates the registry and registers every data-plane metric.
     pub fn new() -> Self {
         let registry = Registry::new();
-        let requests = IntCounterVec::new(
-            Opts::new(
+        Metrics {
+            requests: counters(
+                &registry,
                 "a2a_egress_requests_total",
                 "Data-plane requests by integration, A2A method and outcome.",
+                &["integration", "method", "outcome"],
             ),
-            &["integration", "method", "outcome"],
-        )
-        .expect("valid metric");
-        let policy_denials = IntCounterVec::new(
-            Opts::new(
+            policy_denials: counters(
+                &registry,
                 "a2a_egress_policy_denials_total",
                 "Requests refused by gateway policy, by reason.",
+                &["integration", "reason"],
             ),
-            &["integration", "reason"],
-        )
-        .expect("valid metric");
-        let downgrades = IntCounterVec::new(
-            Opts::new(
+            downgrades: counters(
+                &registry,
                 "a2a_egress_downgrades_total",
                 "Streaming calls sent as SendMessage and answered as one SSE event, by cause.",
+                &["integration", "cause"],
             ),
-            &["integration", "cause"],
-        )
-        .expect("valid metric");
-        let stale_marks = IntCounterVec::new(
-            Opts::new(
+            stale_marks: counters(
+                &registry,
                 "a2a_egress_stale_marks_total",
                 "Agent errors that marked an integration's profile stale, by A2A error reason.",
+                &["integration", "error"],
             ),
-            &["integration", "error"],
-        )
-        .expect("valid metric");
-        let stale_marks_dropped = IntCounter::new(
-            "a2a_egress_stale_marks_dropped_total",
-            "Stale marks dropped because the control-plane channel was full.",
-        )
-        .expect("valid metric");
-        let upstream_duration = HistogramVec::new(
-            HistogramOpts::new(
-                "a2a_egress_upstream_duration_seconds",
-                "Time from sending a request upstream to its response header.",
-            )
-            .buckets(LATENCY_BUCKETS.to_vec()),
-            &["integration"],
-        )
-        .expect("valid metric");
-        let profile_usable = IntGaugeVec::new(
-            Opts::new(
+            stale_marks_dropped: register(
+                &registry,
+                IntCounter::new(
+                    "a2a_egress_stale_marks_dropped_total",
+                    "Stale marks dropped because the control-plane channel was full.",
+                ),
+            ),
+            upstream_duration: register(
+                &registry,
+                HistogramVec::new(
+                    HistogramOpts::new(
+                        "a2a_egress_upstream_duration_seconds",
+                        "Time from sending a request upstream to its response header.",
+                    )
+                    .buckets(LATENCY_BUCKETS.to_vec()),
+                    &["integration"],
+                ),
+            ),
+            profile_usable: gauges(
+                &registry,
                 "a2a_egress_profile_usable",
                 "1 when the integration has a usable profile, else 0.",
+                &["integration"],
             ),
-            &["integration"],
-        )
-        .expect("valid metric");
-        let inflight = IntGauge::new(
-            "a2a_egress_inflight_requests",
-            "Data-plane requests in progress.",
-        )
-        .expect("valid metric");
-        let downstream_connections = IntGauge::new(
-            "a2a_egress_downstream_connections",
-            "Open data-plane connections holding a connection slot.",
-        )
-        .expect("valid metric");
-        let overload_refusals = IntCounterVec::new(
-            Opts::new(
-                "a2a_egress_overload_refusals_total",
-                "Calls refused with 503 because a connection or in-flight cap was reached.",
-            ),
-            &["limit"],
-        )
-        .expect("valid metric");
-        let downstream_timeouts = IntCounterVec::new(
-            Opts::new(
-                "a2a_egress_downstream_timeouts_total",
-                "Data-plane connections cut off by the idle, header or body deadline.",
-            ),
-            &["phase"],
-        )
-        .expect("valid metric");
-        let admin_refusals = IntCounterVec::new(
-            Opts::new(
-                "a2a_egress_admin_refusals_total",
-                "Admin requests refused: missing or wrong token, or a forced refresh too soon.",
-            ),
-            &["reason"],
-        )
-        .expect("valid metric");
-        let lock_verdict = IntGaugeVec::new(
-            Opts::new(
+            lock_verdict: gauges(
+                &registry,
                 "a2a_egress_lock_verdict",
                 "1 for each integration's current verdict against its lockfile, 0 for the others.",
+                &["integration", "verdict"],
             ),
-            &["integration", "verdict"],
-        )
-        .expect("valid metric");
-        for c in [
-            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(lock_verdict.clone()),
-            Box::new(downstream_connections.clone()),
-            Box::new(overload_refusals.clone()),
-            Box::new(downstream_timeouts.clone()),
-            Box::new(admin_refusals.clone()),
-            Box::new(policy_denials.clone()),
-            Box::new(downgrades.clone()),
-            Box::new(stale_marks.clone()),
-            Box::new(stale_marks_dropped.clone()),
-            Box::new(upstream_duration.clone()),
-            Box::new(profile_usable.clone()),
-            Box::new(inflight.clone()),
-        ] {
-            registry.register(c).expect("metric names are unique");
-        }
-        Metrics {
+            inflight: register(
+                &registry,
+                IntGauge::new(
+                    "a2a_egress_inflight_requests",
+                    "Data-plane requests in progress.",
+                ),
+            ),
+            downstream_connections: register(
+                &registry,
+                IntGauge::new(
+                    "a2a_egress_downstream_connections",
+                    "Open data-plane connections holding a connection slot.",
+                ),
+            ),
+            overload_refusals: counters(
+                &registry,
+                "a2a_egress_overload_refusals_total",
+                "Calls refused with 503 because a connection or in-flight cap was reached.",
+                &["limit"],
+            ),
+            downstream_timeouts: counters(
+                &registry,
+                "a2a_egress_downstream_timeouts_total",
+                "Data-plane connections cut off by the idle, header or body deadline.",
+                &["phase"],
+            ),
+            admin_refusals: counters(
+                &registry,
+                "a2a_egress_admin_refusals_total",
+                "Admin requests refused: missing or wrong token, or a forced refresh too soon.",
+                &["reason"],
+            ),
             registry,
-            requests,
-            policy_denials,
-            downgrades,
-            stale_marks,
-            stale_marks_dropped,
-            upstream_duration,
-            profile_usable,
-            lock_verdict,
-            inflight,
-            downstream_connections,
-            overload_refusals,
-            downstream_timeouts,
-            admin_refusals,
         }
     }
 
