@@ -13,7 +13,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::registry::{Manifest, Principal, Registry, State, Tenants, Visibility};
+use super::registry::{AgentBase, Manifest, Principal, Registry, State, Tenants, Visibility};
 
 /// Errors projecting a card.
 #[derive(Debug, thiserror::Error)]
@@ -167,39 +167,8 @@ fn build(
     // The card version changes whenever the generated skill list does, so caches keyed on it refresh.
     let version = format!("{}+skills.{}", a.version, &hex::encode(skills_hash)[..12]);
 
-    let extensions: Vec<AgentExtension> = reg
-        .extensions
-        .iter()
-        .map(|e| AgentExtension {
-            uri: e.uri.clone(),
-            description: e.description.clone(),
-            required: Some(e.required),
-            params: e
-                .params
-                .as_ref()
-                .map(|p| p.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
-        })
-        .collect();
-    let security_schemes: HashMap<String, SecurityScheme> = a
-        .security_schemes
-        .iter()
-        .map(|(name, s)| {
-            (
-                name.clone(),
-                SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
-                    scheme: "Bearer".into(),
-                    description: s.description.clone(),
-                    bearer_format: s.bearer_format.clone(),
-                }),
-            )
-        })
-        .collect();
-    let security_requirements = (!a.allow_anonymous).then(|| {
-        a.security_schemes
-            .keys()
-            .map(|k| HashMap::from([(k.clone(), Vec::new())]))
-            .collect()
-    });
+    let extensions = card_extensions(reg);
+    let (security_schemes, security_requirements) = security(a);
     let card = AgentCard {
         name: a.name.clone(),
         description: a.description.clone(),
@@ -245,6 +214,56 @@ fn build(
         body,
         digest,
     })
+}
+
+/// The card's `capabilities.extensions`: every declared extension, as declared.
+fn card_extensions(reg: &Registry) -> Vec<AgentExtension> {
+    reg.extensions
+        .iter()
+        .map(|e| AgentExtension {
+            uri: e.uri.clone(),
+            description: e.description.clone(),
+            required: Some(e.required),
+            params: e
+                .params
+                .as_ref()
+                .map(|p| p.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+        })
+        .collect()
+}
+
+/// One security requirement: scheme name → required scopes.
+type SecurityRequirement = HashMap<String, Vec<String>>;
+
+/// The card's bearer security schemes, and the requirement of one of them unless anonymous
+/// callers are allowed.
+fn security(
+    a: &AgentBase,
+) -> (
+    HashMap<String, SecurityScheme>,
+    Option<Vec<SecurityRequirement>>,
+) {
+    let security_schemes: HashMap<String, SecurityScheme> = a
+        .security_schemes
+        .iter()
+        .map(|(name, s)| {
+            (
+                name.clone(),
+                SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
+                    scheme: "Bearer".into(),
+                    description: s.description.clone(),
+                    bearer_format: s.bearer_format.clone(),
+                }),
+            )
+        })
+        .collect();
+    let security_requirements = (!a.allow_anonymous).then(|| {
+        a.security_schemes
+            .keys()
+            .map(|k| HashMap::from([(k.clone(), Vec::new())]))
+            .collect()
+    });
+    (security_schemes, security_requirements)
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, ProjectError> {
