@@ -84,31 +84,48 @@ pub fn parse_route(method: &Method, rest: &str) -> Result<(Option<String>, Op), 
     Err(A2aError::MethodNotFound(format!("{method} {rest}")))
 }
 
-/// Handles one request on an HTTP+JSON interface; `rest` is the path below the interface path.
-#[allow(clippy::too_many_arguments)]
+/// One request on an HTTP+JSON interface, as the server read it.
+#[derive(Debug)]
+pub struct RestRequest<'a> {
+    /// The HTTP method.
+    pub method: Method,
+    /// The path below the interface path.
+    pub rest: &'a str,
+    /// The query string, if any.
+    pub query: Option<&'a str>,
+    /// The request headers.
+    pub headers: HeaderMap,
+    /// The whole body (already bounded by `max_request_bytes`).
+    pub body: Bytes,
+}
+
+/// What an operation answers: a JSON body, or a response of its own (an SSE stream, the
+/// extended card with its cache headers).
+enum Answer {
+    Json(Value),
+    Own(Response),
+}
+
+/// Handles one request on an HTTP+JSON interface.
 pub async fn handle(
     app: Arc<App>,
     snap: Arc<Snapshot>,
     iface: Interface,
-    method: Method,
-    rest: &str,
-    query: Option<&str>,
-    headers: HeaderMap,
-    body: Bytes,
+    req: RestRequest<'_>,
 ) -> Response {
     let mut activated = Vec::new();
-    let (path_tenant, op) = match parse_route(&method, rest) {
+    let (path_tenant, op) = match parse_route(&req.method, req.rest) {
         Ok(r) => r,
         Err(e) => return error(e, &activated),
     };
-    let mut params = match input(&op, query, &body) {
+    let mut params = match input(&op, req.query, &req.body) {
         Ok(p) => p,
         Err(e) => return error(e, &activated),
     };
     let call = match admit(
         &snap,
         &iface,
-        &headers,
+        &req.headers,
         path_tenant,
         &mut params,
         &mut activated,
@@ -116,49 +133,9 @@ pub async fn handle(
         Ok(c) => c,
         Err(e) => return error(e, &activated),
     };
-    let result: Result<Value, A2aError> = match op {
-        Op::Send => match params::send_message(&Value::Object(params)) {
-            Ok(req) => service::send_message(&app, &call, req)
-                .await
-                .map(|t| to_value(&SendMessageResponse::Task(t))),
-            Err(e) => Err(e),
-        },
-        Op::Stream => {
-            match params::send_message(&Value::Object(params))
-                .and_then(|req| service::stream_message(&app, &call, req))
-            {
-                Ok(events) => return stream(events, &snap, &activated),
-                Err(e) => Err(e),
-            }
-        }
-        Op::Subscribe(id) => match service::subscribe(&app, &call, &id) {
-            Ok(events) => return stream(events, &snap, &activated),
-            Err(e) => Err(e),
-        },
-        Op::GetTask(id) => {
-            params.insert("id".into(), Value::String(id));
-            params::get_task(&Value::Object(params))
-                .and_then(|req| service::get_task(&app, &call, &req))
-                .map(|t| to_value(&t))
-        }
-        Op::ListTasks => params::list_tasks(&Value::Object(params))
-            .and_then(|req| service::list_tasks(&app, &call, &req))
-            .map(|r| to_value(&r)),
-        Op::Cancel(id) => {
-            params.insert("id".into(), Value::String(id));
-            params::cancel_task(&Value::Object(params))
-                .and_then(|req| service::cancel_task(&app, &call, &req))
-                .map(|t| to_value(&t))
-        }
-        Op::ExtendedCard => match service::extended_card(&call) {
-            // Per-principal content: cacheable by the caller only, revalidated by ETag.
-            Ok(card) => return extended_card_response(&card, &headers, &snap, &activated),
-            Err(e) => Err(e),
-        },
-        Op::Push => Err(A2aError::PushNotificationNotSupported),
-    };
-    match result {
-        Ok(v) => {
+    match perform(&app, &call, op, params, &req.headers, &activated).await {
+        Ok(Answer::Own(r)) => r,
+        Ok(Answer::Json(v)) => {
             let mut r = (
                 StatusCode::OK,
                 [(header::CONTENT_TYPE, "application/a2a+json")],
@@ -169,6 +146,60 @@ pub async fn handle(
             r
         }
         Err(e) => error(e, &activated),
+    }
+}
+
+/// Runs one admitted operation.
+async fn perform(
+    app: &App,
+    call: &Call,
+    op: Op,
+    mut params: Map<String, Value>,
+    headers: &HeaderMap,
+    activated: &[String],
+) -> Result<Answer, A2aError> {
+    let snap = &call.snap;
+    match op {
+        Op::Send => {
+            let req = params::send_message(&Value::Object(params))?;
+            let t = service::send_message(app, call, req).await?;
+            Ok(Answer::Json(to_value(&SendMessageResponse::Task(t))))
+        }
+        Op::Stream => {
+            let req = params::send_message(&Value::Object(params))?;
+            let events = service::stream_message(app, call, req)?;
+            Ok(Answer::Own(stream(events, snap, activated)))
+        }
+        Op::Subscribe(id) => {
+            let events = service::subscribe(app, call, &id)?;
+            Ok(Answer::Own(stream(events, snap, activated)))
+        }
+        Op::GetTask(id) => {
+            params.insert("id".into(), Value::String(id));
+            let req = params::get_task(&Value::Object(params))?;
+            Ok(Answer::Json(to_value(&service::get_task(app, call, &req)?)))
+        }
+        Op::ListTasks => {
+            let req = params::list_tasks(&Value::Object(params))?;
+            Ok(Answer::Json(to_value(&service::list_tasks(
+                app, call, &req,
+            )?)))
+        }
+        Op::Cancel(id) => {
+            params.insert("id".into(), Value::String(id));
+            let req = params::cancel_task(&Value::Object(params))?;
+            Ok(Answer::Json(to_value(&service::cancel_task(
+                app, call, &req,
+            )?)))
+        }
+        // Per-principal content: cacheable by the caller only, revalidated by ETag.
+        Op::ExtendedCard => {
+            let card = service::extended_card(call)?;
+            Ok(Answer::Own(extended_card_response(
+                &card, headers, snap, activated,
+            )))
+        }
+        Op::Push => Err(A2aError::PushNotificationNotSupported),
     }
 }
 

@@ -145,61 +145,110 @@ pub fn route(
     req: &RouteRequest,
     continuing: Option<&Continuing>,
 ) -> Result<Decision, RouteError> {
-    let base = &reg.agent;
     // Layer 1: continuing work stays put (the handler re-checks entitlement).
-    match continuing {
-        Some(Continuing::Skill(id)) => {
+    if let Some(c) = continuing {
+        return Ok(route_continuing(reg, caller, req, c));
+    }
+    // Layer 2: a removed capability asked for by hint or by its exact id fails clearly.
+    if let Some(removed) = removed_asked_for(reg, caller, req) {
+        return Ok(removed);
+    }
+    // Layer 3: entitlement first, then media types, then output modes.
+    let entitled = router_index(reg, caller);
+    let fits = fitting(&reg.agent, &entitled, req)?;
+    let mut explanation = Explanation {
+        entitled: ids(&entitled),
+        fits: ids(&fits),
+        ..Default::default()
+    };
+    let mut notes = Vec::new();
+    // Layer 2 (live): the hint, only within what the caller may use and what fits.
+    if let Some(h) = &req.hint {
+        if let Some(m) = fits.iter().find(|m| &m.id == h) {
             return Ok(Decision::Run {
+                skill: m.id.clone(),
+                layer: Layer::Hint,
+                explanation,
+            });
+        }
+        // Same words for unknown and not-entitled, so the hint cannot probe for hidden skills.
+        notes.push(format!(
+            "skill hint {h:?} is not available for this message; ignored"
+        ));
+    }
+    let pool = without_yielding(&fits, &mut notes);
+    explanation.notes = notes;
+    if let [only] = pool.as_slice() {
+        return Ok(Decision::Run {
+            skill: only.id.clone(),
+            layer: Layer::OnlyFit,
+            explanation,
+        });
+    }
+    Ok(decide_by_classifier(reg, &req.text, pool, &mut explanation))
+}
+
+/// Layer 1: a task bound to a skill stays with it; a pending clarification is resolved by the
+/// reply naming a candidate, else by the classifier among the candidates the caller may see.
+fn route_continuing(
+    reg: &Registry,
+    caller: Option<&Principal>,
+    req: &RouteRequest,
+    continuing: &Continuing,
+) -> Decision {
+    let candidates = match continuing {
+        Continuing::Skill(id) => {
+            return Decision::Run {
                 skill: id.clone(),
                 layer: Layer::ContinuingTask,
                 explanation: Explanation::default(),
-            });
-        }
-        Some(Continuing::Clarify(candidates)) => {
-            let pool: Vec<&Manifest> = candidates
-                .iter()
-                .filter_map(|id| reg.manifest(id))
-                .filter(|m| visible(m, caller))
-                .collect();
-            if let Some(m) = named_in_reply(&req.text, &pool) {
-                return Ok(Decision::Run {
-                    skill: m.id.clone(),
-                    layer: Layer::Clarified,
-                    explanation: Explanation {
-                        entitled: ids(&pool),
-                        fits: ids(&pool),
-                        ..Default::default()
-                    },
-                });
-            }
-            let mut explanation = Explanation {
-                entitled: ids(&pool),
-                fits: ids(&pool),
-                ..Default::default()
             };
-            return Ok(decide_by_classifier(reg, &req.text, pool, &mut explanation));
         }
-        None => {}
+        Continuing::Clarify(candidates) => candidates,
+    };
+    let pool: Vec<&Manifest> = candidates
+        .iter()
+        .filter_map(|id| reg.manifest(id))
+        .filter(|m| visible(m, caller))
+        .collect();
+    let mut explanation = Explanation {
+        entitled: ids(&pool),
+        fits: ids(&pool),
+        ..Default::default()
+    };
+    if let Some(m) = named_in_reply(&req.text, &pool) {
+        return Decision::Run {
+            skill: m.id.clone(),
+            layer: Layer::Clarified,
+            explanation,
+        };
     }
+    decide_by_classifier(reg, &req.text, pool, &mut explanation)
+}
 
-    let mut notes = Vec::new();
-    // Layer 2: a removed capability asked for by hint or by its exact id fails clearly.
-    for m in reg
-        .manifests
+/// Layer 2: a removed capability the caller could have used, named by the hint or by its id.
+fn removed_asked_for(
+    reg: &Registry,
+    caller: Option<&Principal>,
+    req: &RouteRequest,
+) -> Option<Decision> {
+    reg.manifests
         .iter()
         .filter(|m| tombstone_applies(m, caller))
-    {
-        let by_hint = req.hint.as_deref() == Some(m.id.as_str());
-        if by_hint || mentions_id(&req.text, &m.id) {
-            return Ok(Decision::Removed {
-                skill: m.id.clone(),
-                replacement: m.replacement.clone().unwrap_or_default(),
-            });
-        }
-    }
+        .find(|m| req.hint.as_deref() == Some(m.id.as_str()) || mentions_id(&req.text, &m.id))
+        .map(|m| Decision::Removed {
+            skill: m.id.clone(),
+            replacement: m.replacement.clone().unwrap_or_default(),
+        })
+}
 
-    // Layer 3: entitlement first, then media types, then output modes.
-    let entitled = router_index(reg, caller);
+/// Layer 3: the entitled capabilities that accept every part's media type and produce one of
+/// the accepted output modes.
+fn fitting<'r>(
+    base: &AgentBase,
+    entitled: &[&'r Manifest],
+    req: &RouteRequest,
+) -> Result<Vec<&'r Manifest>, RouteError> {
     let fits_input: Vec<&Manifest> = entitled
         .iter()
         .copied()
@@ -217,32 +266,14 @@ pub fn route(
             req.accepted_output_modes.clone(),
         ));
     }
-    let mut explanation = Explanation {
-        entitled: ids(&entitled),
-        fits: ids(&fits),
-        ..Default::default()
-    };
+    Ok(fits)
+}
 
-    // Layer 2 (live): the hint, only within what the caller may use and what fits.
-    if let Some(h) = &req.hint {
-        if let Some(m) = fits.iter().find(|m| &m.id == h) {
-            return Ok(Decision::Run {
-                skill: m.id.clone(),
-                layer: Layer::Hint,
-                explanation,
-            });
-        }
-        // Same words for unknown and not-entitled, so the hint cannot probe for hidden skills.
-        notes.push(format!(
-            "skill hint {h:?} is not available for this message; ignored"
-        ));
-    }
-
-    // A deprecated capability yields to its replacement when both fit (it stays routable by hint
-    // or when it is the only fit).
+/// The fitting capabilities without the deprecated ones whose replacement also fits (a
+/// deprecated capability stays routable by hint, or when it is the only fit); notes each.
+fn without_yielding<'r>(fits: &[&'r Manifest], notes: &mut Vec<String>) -> Vec<&'r Manifest> {
     let fit_ids: BTreeSet<&str> = fits.iter().map(|m| m.id.as_str()).collect();
-    let pool: Vec<&Manifest> = fits
-        .iter()
+    fits.iter()
         .copied()
         .filter(|m| {
             let yields = m.state == State::Deprecated
@@ -258,16 +289,7 @@ pub fn route(
             }
             !yields
         })
-        .collect();
-    explanation.notes = notes;
-    if pool.len() == 1 {
-        return Ok(Decision::Run {
-            skill: pool[0].id.clone(),
-            layer: Layer::OnlyFit,
-            explanation,
-        });
-    }
-    Ok(decide_by_classifier(reg, &req.text, pool, &mut explanation))
+        .collect()
 }
 
 fn decide_by_classifier(

@@ -277,18 +277,14 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
             r
         }
         Binding::HttpJson => {
-            let rest_path = &path[iface.path.len()..];
-            rest::handle(
-                app.clone(),
-                snap.clone(),
-                iface.clone(),
-                parts.method,
-                rest_path,
-                query.as_deref(),
-                parts.headers,
+            let req = rest::RestRequest {
+                method: parts.method,
+                rest: path.strip_prefix(iface.path.as_str()).unwrap_or_default(),
+                query: query.as_deref(),
+                headers: parts.headers,
                 body,
-            )
-            .await
+            };
+            rest::handle(app.clone(), snap.clone(), iface.clone(), req).await
         }
     }
 }

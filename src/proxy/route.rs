@@ -175,11 +175,11 @@ pub fn route(path: &str) -> Route {
     }
 }
 
+/// Percent-decodes one path segment (RFC 3986 §2.1): `+`, `=` and `&` are literal in a path.
 fn percent_decode(s: &str) -> String {
-    url::form_urlencoded::parse(s.replace('+', "%2B").as_bytes())
-        .next()
-        .map(|(k, _)| k.into_owned())
-        .unwrap_or_default()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// The A2A operation of a request. Every label value is one of these names, so metric
@@ -293,6 +293,25 @@ impl Method {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tenant segment is percent-decoded as a URL path segment (RFC 3986), not as a form: `=`,
+    /// `&` and `+` are literal, so `acme=evil` is not read as tenant `acme` (found by fuzzing).
+    #[test]
+    fn tenant_segments_are_path_decoded_not_form_decoded() {
+        for (path, tenant) in [
+            ("/agents/f/acme=evil/message:send", "acme=evil"),
+            ("/agents/f/a&b/tasks", "a&b"),
+            ("/agents/f/a+b/tasks", "a+b"),
+            ("/agents/f/.=x/tasks", ".=x"),
+            ("/agents/f/t%C3%A9/tasks", "t\u{e9}"),
+            ("/agents/f/a%3Db/tasks", "a=b"),
+        ] {
+            match route(path) {
+                Route::Rest { tenant: t, .. } => assert_eq!(t.as_deref(), Some(tenant), "{path}"),
+                other => panic!("{path}: {other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn routes() {

@@ -28,6 +28,7 @@ mod control_lkg;
 mod control_reload;
 mod control_scheduler;
 mod faults;
+mod fuzz_corpus;
 mod gateway_card;
 mod gateway_encoding;
 mod gateway_headers;

@@ -287,68 +287,47 @@ impl Validator {
             self.bad("agent.max_request_bytes", "must be at least 1024");
         }
 
-        if raw.interfaces.is_empty() {
+        let interfaces = self.interfaces(raw.interfaces);
+        if raw.capabilities.push_notifications {
+            self.bad(
+                "agent.capabilities.push_notifications",
+                "push notifications are not implemented by the reference agent; set false",
+            );
+        }
+        let security_schemes = self.security_schemes(raw.security_schemes, raw.allow_anonymous);
+        AgentBase {
+            name: raw.name,
+            description: raw.description,
+            version: raw.version,
+            public_url,
+            documentation_url: raw.documentation_url,
+            icon_url: raw.icon_url,
+            provider,
+            card_max_age_secs: raw.card_max_age_secs.unwrap_or(300),
+            allow_anonymous: raw.allow_anonymous,
+            default_input_modes: raw.default_input_modes,
+            default_output_modes: raw.default_output_modes,
+            max_tasks,
+            max_request_bytes,
+            interfaces,
+            capabilities: Capabilities {
+                streaming: raw.capabilities.streaming,
+                push_notifications: false,
+                extended_agent_card: raw.capabilities.extended_agent_card,
+            },
+            security_schemes,
+        }
+    }
+
+    /// The interfaces: at least one, each with its own path, none nested under another.
+    fn interfaces(&mut self, raws: Vec<RawInterface>) -> Vec<Interface> {
+        if raws.is_empty() {
             self.bad("agent.interfaces", "must declare at least one interface");
         }
         let mut paths = BTreeSet::new();
         let mut interfaces = Vec::new();
-        for (i, ri) in raw.interfaces.into_iter().enumerate() {
-            let at = format!("agent.interfaces[{i}]");
-            let binding = match Binding::from_wire(&ri.binding) {
-                Some(b) => b,
-                None => {
-                    self.bad(
-                        format!("{at}.binding"),
-                        format!(
-                            "{:?} is not served by this agent (use \"JSONRPC\" or \"HTTP+JSON\")",
-                            ri.binding
-                        ),
-                    );
-                    continue;
-                }
-            };
-            if !ri.path.starts_with('/') || ri.path.len() < 2 || ri.path.ends_with('/') {
-                self.bad(
-                    format!("{at}.path"),
-                    "must start with '/', not be '/' alone and not end with '/'",
-                );
-            } else if ri.path.starts_with("/.well-known") {
-                self.bad(format!("{at}.path"), "must not be under /.well-known");
-            } else if ri.path.contains(['?', '#', ' ', '{', '}', ':']) {
-                self.bad(
-                    format!("{at}.path"),
-                    "must not contain '?', '#', ' ', ':', '{' or '}'",
-                );
-            }
-            if !paths.insert(ri.path.clone()) {
-                self.bad(
-                    format!("{at}.path"),
-                    format!("{:?} is used by another interface", ri.path),
-                );
-            }
-            if ri.protocol_version != "1.0" {
-                self.bad(
-                    format!("{at}.protocol_version"),
-                    format!(
-                        "{:?} is not implemented (this agent speaks \"1.0\")",
-                        ri.protocol_version
-                    ),
-                );
-            }
-            if let Some(t) = &ri.tenant
-                && (t.is_empty() || t.contains(['/', '?', '#']))
-            {
-                self.bad(
-                    format!("{at}.tenant"),
-                    "must be non-empty and free of '/', '?' and '#'",
-                );
-            }
-            interfaces.push(Interface {
-                binding,
-                path: ri.path,
-                protocol_version: ri.protocol_version,
-                tenant: ri.tenant,
-            });
+        for (i, ri) in raws.into_iter().enumerate() {
+            interfaces.extend(self.interface(i, ri, &mut paths));
         }
         // Nested interface paths would make one prefix swallow the other's routes.
         for a in &paths {
@@ -361,14 +340,82 @@ impl Validator {
                 }
             }
         }
-        if raw.capabilities.push_notifications {
+        interfaces
+    }
+
+    /// One interface (binding, path, version, tenant); its path joins `paths`.
+    fn interface(
+        &mut self,
+        i: usize,
+        ri: RawInterface,
+        paths: &mut BTreeSet<String>,
+    ) -> Option<Interface> {
+        let at = format!("agent.interfaces[{i}]");
+        let binding = match Binding::from_wire(&ri.binding) {
+            Some(b) => b,
+            None => {
+                self.bad(
+                    format!("{at}.binding"),
+                    format!(
+                        "{:?} is not served by this agent (use \"JSONRPC\" or \"HTTP+JSON\")",
+                        ri.binding
+                    ),
+                );
+                return None;
+            }
+        };
+        if !ri.path.starts_with('/') || ri.path.len() < 2 || ri.path.ends_with('/') {
             self.bad(
-                "agent.capabilities.push_notifications",
-                "push notifications are not implemented by the reference agent; set false",
+                format!("{at}.path"),
+                "must start with '/', not be '/' alone and not end with '/'",
+            );
+        } else if ri.path.starts_with("/.well-known") {
+            self.bad(format!("{at}.path"), "must not be under /.well-known");
+        } else if ri.path.contains(['?', '#', ' ', '{', '}', ':']) {
+            self.bad(
+                format!("{at}.path"),
+                "must not contain '?', '#', ' ', ':', '{' or '}'",
             );
         }
+        if !paths.insert(ri.path.clone()) {
+            self.bad(
+                format!("{at}.path"),
+                format!("{:?} is used by another interface", ri.path),
+            );
+        }
+        if ri.protocol_version != "1.0" {
+            self.bad(
+                format!("{at}.protocol_version"),
+                format!(
+                    "{:?} is not implemented (this agent speaks \"1.0\")",
+                    ri.protocol_version
+                ),
+            );
+        }
+        if let Some(t) = &ri.tenant
+            && (t.is_empty() || t.contains(['/', '?', '#']))
+        {
+            self.bad(
+                format!("{at}.tenant"),
+                "must be non-empty and free of '/', '?' and '#'",
+            );
+        }
+        Some(Interface {
+            binding,
+            path: ri.path,
+            protocol_version: ri.protocol_version,
+            tenant: ri.tenant,
+        })
+    }
+
+    /// The security schemes: at most one, a bearer scheme, required unless anonymous callers are allowed.
+    fn security_schemes(
+        &mut self,
+        raws: BTreeMap<String, RawBearer>,
+        allow_anonymous: bool,
+    ) -> BTreeMap<String, BearerScheme> {
         let mut security_schemes = BTreeMap::new();
-        for (name, s) in raw.security_schemes {
+        for (name, s) in raws {
             let at = format!("agent.security_schemes.{name}");
             if !s.scheme.eq_ignore_ascii_case("bearer") {
                 self.bad(
@@ -393,34 +440,13 @@ impl Validator {
                 "declare one bearer scheme (every principal uses the same one)",
             );
         }
-        if !raw.allow_anonymous && security_schemes.is_empty() {
+        if !allow_anonymous && security_schemes.is_empty() {
             self.bad(
                 "agent.allow_anonymous",
                 "is false, so a bearer security scheme must be declared",
             );
         }
-        AgentBase {
-            name: raw.name,
-            description: raw.description,
-            version: raw.version,
-            public_url,
-            documentation_url: raw.documentation_url,
-            icon_url: raw.icon_url,
-            provider,
-            card_max_age_secs: raw.card_max_age_secs.unwrap_or(300),
-            allow_anonymous: raw.allow_anonymous,
-            default_input_modes: raw.default_input_modes,
-            default_output_modes: raw.default_output_modes,
-            max_tasks,
-            max_request_bytes,
-            interfaces,
-            capabilities: Capabilities {
-                streaming: raw.capabilities.streaming,
-                push_notifications: false,
-                extended_agent_card: raw.capabilities.extended_agent_card,
-            },
-            security_schemes,
-        }
+        security_schemes
     }
 
     pub(super) fn extension(&mut self, i: usize, e: RawExtension) -> Option<Extension> {
@@ -486,55 +512,9 @@ impl Validator {
                     "must be non-empty and free of '/', '?' and '#'",
                 );
             }
-            let token = match (&p.token_env, &p.token_file) {
-                (Some(var), None) => match secrets.env(var) {
-                    Some(t) => Some(t),
-                    None => {
-                        // An unset variable disables the principal rather than failing the whole
-                        // agent: the public card and anonymous calls still work.
-                        self.warnings.push(Problem {
-                            at: format!("{at}.token_env"),
-                            message: format!(
-                                "environment variable {var} is not set; principal disabled"
-                            ),
-                        });
-                        None
-                    }
-                },
-                (None, Some(file)) => {
-                    let path = if file.is_absolute() {
-                        file.clone()
-                    } else {
-                        dir.join(file)
-                    };
-                    match secrets.file(&path) {
-                        Ok(t) => Some(t),
-                        Err(e) => {
-                            self.bad(
-                                format!("{at}.token_file"),
-                                format!("cannot read {}: {e}", path.display()),
-                            );
-                            None
-                        }
-                    }
-                }
-                _ => {
-                    self.bad(
-                        at.clone(),
-                        "set exactly one of token_env or token_file (tokens never go in the registry)",
-                    );
-                    None
-                }
-            };
-            let Some(token) = token else { continue };
-            let token = token.trim().to_string();
-            if token.len() < 8 || token.contains(char::is_whitespace) {
-                self.bad(
-                    format!("{at}.token"),
-                    "the token must be at least 8 characters without whitespace",
-                );
+            let Some(token) = self.principal_token(&at, &p, dir, secrets) else {
                 continue;
-            }
+            };
             let principal = Principal {
                 name: p.name.clone(),
                 scopes: p.scopes.into_iter().collect(),
@@ -555,6 +535,66 @@ impl Validator {
         out
     }
 
+    /// A principal's token, read from exactly one of its sources and long enough; `None` (with the
+    /// problem or warning recorded) disables the principal.
+    fn principal_token(
+        &mut self,
+        at: &str,
+        p: &RawPrincipal,
+        dir: &Path,
+        secrets: &dyn Secrets,
+    ) -> Option<String> {
+        let token = match (&p.token_env, &p.token_file) {
+            (Some(var), None) => match secrets.env(var) {
+                Some(t) => Some(t),
+                None => {
+                    // An unset variable disables the principal rather than failing the whole
+                    // agent: the public card and anonymous calls still work.
+                    self.warnings.push(Problem {
+                        at: format!("{at}.token_env"),
+                        message: format!(
+                            "environment variable {var} is not set; principal disabled"
+                        ),
+                    });
+                    None
+                }
+            },
+            (None, Some(file)) => {
+                let path = if file.is_absolute() {
+                    file.clone()
+                } else {
+                    dir.join(file)
+                };
+                match secrets.file(&path) {
+                    Ok(t) => Some(t),
+                    Err(e) => {
+                        self.bad(
+                            format!("{at}.token_file"),
+                            format!("cannot read {}: {e}", path.display()),
+                        );
+                        None
+                    }
+                }
+            }
+            _ => {
+                self.bad(
+                    at,
+                    "set exactly one of token_env or token_file (tokens never go in the registry)",
+                );
+                None
+            }
+        };
+        let token = token?.trim().to_string();
+        if token.len() < 8 || token.contains(char::is_whitespace) {
+            self.bad(
+                format!("{at}.token"),
+                "the token must be at least 8 characters without whitespace",
+            );
+            return None;
+        }
+        Some(token)
+    }
+
     pub(super) fn manifests(&mut self, raw: Vec<RawManifest>) -> Vec<Manifest> {
         let mut ids = BTreeSet::new();
         let mut out = Vec::new();
@@ -569,115 +609,135 @@ impl Validator {
             if !ids.insert(m.id.clone()) {
                 self.bad(format!("{at}.id"), "is used by another manifest");
             }
-            self.non_empty(&format!("{at}.skill.name"), &m.skill.name);
-            self.non_empty(&format!("{at}.skill.description"), &m.skill.description);
-            self.non_empty(&format!("{at}.owner"), &m.owner);
-            if m.skill.tags.is_empty() {
-                self.bad(format!("{at}.skill.tags"), "must list at least one tag");
-            }
-            for (i, t) in m.skill.tags.iter().enumerate() {
-                self.non_empty(&format!("{at}.skill.tags[{i}]"), t);
-            }
-            for (i, e) in m.skill.examples.iter().enumerate() {
-                self.non_empty(&format!("{at}.skill.examples[{i}]"), e);
-            }
-            if let Some(modes) = &m.skill.input_modes {
-                self.media_types(&format!("{at}.skill.input_modes"), modes);
-            }
-            if let Some(modes) = &m.skill.output_modes {
-                self.media_types(&format!("{at}.skill.output_modes"), modes);
-            }
-            for (i, s) in m.requires_scopes.iter().enumerate() {
-                if s.trim().is_empty() || s.contains(char::is_whitespace) {
-                    self.bad(
-                        format!("{at}.requires_scopes[{i}]"),
-                        "must be a non-empty word without spaces",
-                    );
-                }
-            }
-            let tenants = match m.tenants {
-                RawTenants::Star(s) if s == "*" => Tenants::Any,
-                RawTenants::Star(s) => {
-                    self.bad(
-                        format!("{at}.tenants"),
-                        format!("must be \"*\" or a list of tenants, not {s:?}"),
-                    );
-                    Tenants::Any
-                }
-                RawTenants::List(l) if l.is_empty() || l.iter().any(|t| t.is_empty()) => {
-                    self.bad(
-                        format!("{at}.tenants"),
-                        "a tenant list must be non-empty and hold non-empty names (use \"*\" for any)",
-                    );
-                    Tenants::Any
-                }
-                RawTenants::List(l) => Tenants::Only(l.into_iter().collect()),
-            };
-            if m.visibility == Visibility::Public
-                && (!m.requires_scopes.is_empty() || tenants != Tenants::Any)
-            {
+            out.push(self.manifest(&at, m));
+        }
+        self.replacements(&out);
+        out
+    }
+
+    /// One manifest: its skill's text and modes, scopes, tenants, visibility, handler, state and limits.
+    fn manifest(&mut self, at: &str, m: RawManifest) -> Manifest {
+        self.non_empty(&format!("{at}.skill.name"), &m.skill.name);
+        self.non_empty(&format!("{at}.skill.description"), &m.skill.description);
+        self.non_empty(&format!("{at}.owner"), &m.owner);
+        if m.skill.tags.is_empty() {
+            self.bad(format!("{at}.skill.tags"), "must list at least one tag");
+        }
+        for (i, t) in m.skill.tags.iter().enumerate() {
+            self.non_empty(&format!("{at}.skill.tags[{i}]"), t);
+        }
+        for (i, e) in m.skill.examples.iter().enumerate() {
+            self.non_empty(&format!("{at}.skill.examples[{i}]"), e);
+        }
+        if let Some(modes) = &m.skill.input_modes {
+            self.media_types(&format!("{at}.skill.input_modes"), modes);
+        }
+        if let Some(modes) = &m.skill.output_modes {
+            self.media_types(&format!("{at}.skill.output_modes"), modes);
+        }
+        for (i, s) in m.requires_scopes.iter().enumerate() {
+            if s.trim().is_empty() || s.contains(char::is_whitespace) {
                 self.bad(
-                    format!("{at}.visibility"),
-                    "a public capability is for anyone: requires_scopes must be empty and tenants \"*\" (use visibility = \"extended\")",
+                    format!("{at}.requires_scopes[{i}]"),
+                    "must be a non-empty word without spaces",
                 );
             }
-            let handler = match HandlerKind::from_name(&m.handler) {
-                Some(h) => h,
-                None => {
-                    self.bad(
-                        format!("{at}.handler"),
-                        format!(
-                            "{:?} is not a built-in handler (one of: {})",
-                            m.handler,
-                            HandlerKind::names().join(", ")
-                        ),
-                    );
-                    HandlerKind::Echo
-                }
-            };
-            match (m.state, &m.replacement) {
-                (State::Deprecated | State::Removed, None) => self.bad(
-                    format!("{at}.replacement"),
-                    "a deprecated or removed capability must name its replacement",
-                ),
-                (State::Preview | State::Ga, Some(_)) => self.bad(
-                    format!("{at}.replacement"),
-                    "only deprecated or removed capabilities have a replacement",
-                ),
-                _ => {}
-            }
-            if let Some(0) = m.limits.max_parts {
-                self.bad(format!("{at}.limits.max_parts"), "must be at least 1");
-            }
-            if let Some(0) = m.limits.max_input_bytes {
-                self.bad(format!("{at}.limits.max_input_bytes"), "must be at least 1");
-            }
-            out.push(Manifest {
-                id: m.id,
-                state: m.state,
-                visibility: m.visibility,
-                skill: Skill {
-                    name: m.skill.name,
-                    description: m.skill.description,
-                    tags: m.skill.tags,
-                    examples: m.skill.examples,
-                    input_modes: m.skill.input_modes,
-                    output_modes: m.skill.output_modes,
-                },
-                requires_scopes: m.requires_scopes.into_iter().collect(),
-                tenants,
-                handler,
-                limits: Limits {
-                    max_input_bytes: m.limits.max_input_bytes,
-                    max_parts: m.limits.max_parts,
-                    cost_class: m.limits.cost_class,
-                },
-                owner: m.owner,
-                replacement: m.replacement,
-            });
         }
-        // Replacements must point at a live capability, or callers are sent nowhere.
-        for m in &out {
+        let tenants = self.tenants(at, m.tenants);
+        if m.visibility == Visibility::Public
+            && (!m.requires_scopes.is_empty() || tenants != Tenants::Any)
+        {
+            self.bad(
+                format!("{at}.visibility"),
+                "a public capability is for anyone: requires_scopes must be empty and tenants \"*\" (use visibility = \"extended\")",
+            );
+        }
+        let handler = self.handler(at, &m.handler);
+        match (m.state, &m.replacement) {
+            (State::Deprecated | State::Removed, None) => self.bad(
+                format!("{at}.replacement"),
+                "a deprecated or removed capability must name its replacement",
+            ),
+            (State::Preview | State::Ga, Some(_)) => self.bad(
+                format!("{at}.replacement"),
+                "only deprecated or removed capabilities have a replacement",
+            ),
+            _ => {}
+        }
+        if let Some(0) = m.limits.max_parts {
+            self.bad(format!("{at}.limits.max_parts"), "must be at least 1");
+        }
+        if let Some(0) = m.limits.max_input_bytes {
+            self.bad(format!("{at}.limits.max_input_bytes"), "must be at least 1");
+        }
+        Manifest {
+            id: m.id,
+            state: m.state,
+            visibility: m.visibility,
+            skill: Skill {
+                name: m.skill.name,
+                description: m.skill.description,
+                tags: m.skill.tags,
+                examples: m.skill.examples,
+                input_modes: m.skill.input_modes,
+                output_modes: m.skill.output_modes,
+            },
+            requires_scopes: m.requires_scopes.into_iter().collect(),
+            tenants,
+            handler,
+            limits: Limits {
+                max_input_bytes: m.limits.max_input_bytes,
+                max_parts: m.limits.max_parts,
+                cost_class: m.limits.cost_class,
+            },
+            owner: m.owner,
+            replacement: m.replacement,
+        }
+    }
+
+    /// `tenants`: `"*"` or a non-empty list of non-empty names.
+    fn tenants(&mut self, at: &str, raw: RawTenants) -> Tenants {
+        match raw {
+            RawTenants::Star(s) if s == "*" => Tenants::Any,
+            RawTenants::Star(s) => {
+                self.bad(
+                    format!("{at}.tenants"),
+                    format!("must be \"*\" or a list of tenants, not {s:?}"),
+                );
+                Tenants::Any
+            }
+            RawTenants::List(l) if l.is_empty() || l.iter().any(|t| t.is_empty()) => {
+                self.bad(
+                    format!("{at}.tenants"),
+                    "a tenant list must be non-empty and hold non-empty names (use \"*\" for any)",
+                );
+                Tenants::Any
+            }
+            RawTenants::List(l) => Tenants::Only(l.into_iter().collect()),
+        }
+    }
+
+    /// The built-in handler named `name` (echo, with the problem recorded, when there is none).
+    fn handler(&mut self, at: &str, name: &str) -> HandlerKind {
+        match HandlerKind::from_name(name) {
+            Some(h) => h,
+            None => {
+                self.bad(
+                    format!("{at}.handler"),
+                    format!(
+                        "{:?} is not a built-in handler (one of: {})",
+                        name,
+                        HandlerKind::names().join(", ")
+                    ),
+                );
+                HandlerKind::Echo
+            }
+        }
+    }
+
+    /// Replacements must point at a live capability, or callers are sent nowhere.
+    fn replacements(&mut self, out: &[Manifest]) {
+        for m in out {
             let Some(r) = &m.replacement else { continue };
             let at = format!("manifests[{}].replacement", m.id);
             match out.iter().find(|o| &o.id == r) {
@@ -689,6 +749,5 @@ impl Validator {
                 Some(_) => {}
             }
         }
-        out
     }
 }

@@ -1,0 +1,219 @@
+//! Replays the kept fuzz corpora (`fuzz/corpus/<target>/`) on stable, in the normal suite: every
+//! input the fuzzers found interesting goes through the same public functions again, so a
+//! regression on any of them fails here without a nightly toolchain. The card corpus also runs
+//! through the real binary: `validate` and `compile` answer every input with 0 or 65, never an
+//! internal error (70) or a panic (101).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use a2a_egress::card;
+use a2a_egress::card::CardPolicy;
+use a2a_egress::config::Config;
+use a2a_egress::profile::Binding;
+use a2a_egress::proxy::{feedback, route};
+
+fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target);
+    let mut out: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let b = std::fs::read(&p).unwrap();
+            (p, b)
+        })
+        .collect();
+    out.sort();
+    assert!(!out.is_empty(), "empty corpus {}", dir.display());
+    out
+}
+
+fn policies() -> [CardPolicy; 3] {
+    [
+        CardPolicy::default(),
+        CardPolicy {
+            allow_plain_http: true,
+            ..CardPolicy::default()
+        },
+        CardPolicy {
+            allow_plain_http: true,
+            require_signatures: true,
+            ..CardPolicy::default()
+        },
+    ]
+}
+
+#[test]
+fn card_corpora_validate_and_compile() {
+    let mut accepted = 0;
+    for target in ["card", "effective_card"] {
+        for (p, bytes) in corpus(target) {
+            for policy in policies() {
+                if let Ok(v) = card::validate(&bytes, &policy, None) {
+                    accepted += 1;
+                    let prof = a2a_egress::profile::compile(&v, &Default::default());
+                    assert_eq!(prof.card_digest, v.digest(), "{}", p.display());
+                }
+            }
+        }
+    }
+    assert!(
+        accepted > 0,
+        "no corpus card is valid: the corpus lost its seeds"
+    );
+}
+
+#[test]
+fn the_cli_answers_every_card_corpus_input_with_0_or_65() {
+    let dir = tempfile::tempdir().unwrap();
+    for (p, _) in corpus("card") {
+        for cmd in ["validate", "compile"] {
+            let out = Command::new(env!("CARGO_BIN_EXE_a2a-egress"))
+                .args([cmd, p.to_str().unwrap()])
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            assert!(
+                matches!(out.status.code(), Some(0 | 65)),
+                "{cmd} {}: {:?}\n{}",
+                p.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn config_corpus_parses_or_is_refused() {
+    for (_, bytes) in corpus("config") {
+        if let Ok(text) = std::str::from_utf8(&bytes) {
+            let _ = Config::parse(text, Path::new("/nonexistent/a2a-egress-fuzz/gateway.toml"))
+                .map_err(|e| e.to_string());
+        }
+    }
+}
+
+#[test]
+fn request_corpus_routes_and_parses() {
+    use a2a_egress::json::duplicate_keys;
+    use a2a_egress::proxy::body::parse_rest_body;
+    use bytes::Bytes;
+
+    for (p, bytes) in corpus("request") {
+        let Some((&mode, rest)) = bytes.split_first() else {
+            continue;
+        };
+        match mode % 4 {
+            0 => {
+                let Ok(r) = route::parse_jsonrpc(&Bytes::copy_from_slice(rest)) else {
+                    continue;
+                };
+                let text = std::str::from_utf8(rest).unwrap();
+                assert_eq!(duplicate_keys(text, 1), Ok(vec![]), "{}", p.display());
+                if let Some(fwd) = r.forward_body(Some("acme")) {
+                    let again = route::parse_jsonrpc(&fwd).unwrap();
+                    assert_eq!(again.tenant(), Some("acme"), "{}", p.display());
+                    assert_eq!(again.id.get(), r.id.get());
+                }
+            }
+            1 => {
+                let path = String::from_utf8_lossy(rest);
+                let _ = route::check_path(&path);
+                if let route::Route::Rest { path, .. } = route::route(&path) {
+                    assert!(path.starts_with('/'), "{}", p.display());
+                    for m in ["GET", "POST", "DELETE"] {
+                        let _ = route::Method::from_rest(m, &path);
+                    }
+                }
+            }
+            2 => {
+                let _ = parse_rest_body(rest, true);
+            }
+            _ => {
+                if let Ok(text) = std::str::from_utf8(rest) {
+                    let _ = duplicate_keys(text, 4);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn feedback_corpus_is_read_and_framed() {
+    for (_, bytes) in corpus("feedback") {
+        if bytes.len() < 2 {
+            continue;
+        }
+        let status = u16::from_be_bytes([bytes[0], bytes[1]]) % 600;
+        let body = &bytes[2..];
+        for b in [Binding::JsonRpc, Binding::HttpJson] {
+            let _ = feedback::agent_error(b, status, body);
+            let _ = feedback::send_succeeded(b, status, body);
+        }
+        // One `data:` line and the blank line that ends the event: no other CR or LF (a bare CR
+        // ends an SSE line too, and used to split a downgraded answer into two events).
+        let framed = feedback::sse_event(body);
+        assert!(framed.starts_with(b"data: ") && framed.ends_with(b"\n\n"));
+        let inner = &framed[..framed.len() - 2];
+        assert!(
+            !inner.contains(&b'\r') && !inner.contains(&b'\n'),
+            "{framed:?}"
+        );
+    }
+}
+
+/// The effective-card harness of the fuzz target, on stable: an accepted card, compiled, in an
+/// integration that accepts its skills on its origin, projects to an effective card that is
+/// itself a valid card.
+#[test]
+fn effective_card_corpus_projects_to_valid_cards() {
+    use a2a_egress::profile::snapshot::IntegrationState;
+    use a2a_egress::proxy::card::effective_card;
+    use a2a_egress::proxy::upstream::Upstream;
+    use std::sync::Arc;
+
+    crate::common::install_crypto_provider();
+    let cfg = Config::parse(
+        "[client]\nallow_plain_http = true\n\n[[integrations]]\nname = \"fz\"\n\
+         card = \"https://a.example/c\"\norigins = [\"https://a.example\"]\nskills = [\"x\"]\n\
+         data_classes = [\"internal\"]\ncredential = { type = \"none\" }\n",
+        Path::new("/nonexistent/gateway.toml"),
+    )
+    .unwrap();
+    let mut projected = 0;
+    for (p, bytes) in corpus("effective_card") {
+        let Ok(v) = card::validate(&bytes, &cfg.card_policy, None) else {
+            continue;
+        };
+        let profile = a2a_egress::profile::compile(&v, &cfg.caps);
+        let Some(iface) = profile.interface.clone() else {
+            continue;
+        };
+        let mut i = cfg.integrations[0].clone();
+        i.origins = vec![
+            url::Url::parse(&iface.url)
+                .unwrap()
+                .origin()
+                .ascii_serialization(),
+        ];
+        i.skills = profile.skills.keys().cloned().collect();
+        let state = IntegrationState::from_profile(
+            Arc::new(i),
+            profile,
+            v.json(),
+            Ok(Upstream::for_tests(&iface.url)),
+        );
+        if let Some(c) = effective_card(&state, "http://127.0.0.1:7411") {
+            projected += 1;
+            if let Err(e) = card::validate(&c.body, &cfg.card_policy, None) {
+                panic!("{}: the effective card is invalid: {e}", p.display());
+            }
+        }
+    }
+    assert!(projected > 0, "no corpus input reached the projection");
+}
