@@ -11,15 +11,23 @@ use serde_json::{Value, json};
 use crate::common::{self, RefAgent, ref_agent::PARTNER_TOKEN};
 
 const TRACE: &str = "https://example.com/ext/trace/v1";
-const PROBE_TABLE: &str = "\n[integrations.probe]\nskill = \"echo\"\ntext = \"echo probe\"\n";
-
-/// The sample config pointed at `agent`, with `extra` appended (e.g. the probe table).
-fn config(dir: &Path, agent: &RefAgent, extra: &str) -> PathBuf {
+/// The sample config pointed at `agent`; `probe_skill`: keep its `[integrations.probe]` table
+/// (skill `echo`), else cut it so only side-effect-free probes run.
+fn config(dir: &Path, agent: &RefAgent, probe_skill: bool) -> PathBuf {
     let text = std::fs::read_to_string(common::repo_root().join("config/gateway.toml")).unwrap();
+    let (head, table) = text
+        .split_once("\n[integrations.probe]\n")
+        .expect("the sample config names a probe skill, last");
+    assert!(table.starts_with("skill = \"echo\""), "{table}");
+    let text = if probe_skill {
+        text.clone()
+    } else {
+        head.to_owned() + "\n"
+    };
     let path = dir.join("gateway.toml");
     std::fs::write(
         &path,
-        text.replace("127.0.0.1:7400", &agent.addr.to_string()) + extra,
+        text.replace("127.0.0.1:7400", &agent.addr.to_string()),
     )
     .unwrap();
     path
@@ -68,7 +76,7 @@ async fn an_honest_agent_passes_every_probe_and_they_reach_only_the_probe_skill(
     let agent = RefAgent::sample();
     let dir = tempfile::tempdir().unwrap();
     // Side-effect-free probes only: no task is created on the agent.
-    let cfg = config(dir.path(), &agent, "");
+    let cfg = config(dir.path(), &agent, false);
     let out = a2a_egress(&["probe", "finance"], &cfg);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert_eq!(
@@ -82,7 +90,7 @@ async fn an_honest_agent_passes_every_probe_and_they_reach_only_the_probe_skill(
     );
 
     // With a probe skill: streaming and each media type the workflow sends, to that skill only.
-    let cfg = config(dir.path(), &agent, PROBE_TABLE);
+    let cfg = config(dir.path(), &agent, true);
     let out = a2a_egress(&["probe", "finance"], &cfg);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let text = stdout(&out);
@@ -125,7 +133,7 @@ async fn probes_detect_a_card_that_claims_streaming_but_refuses_it() {
     let agent = agent_with(tmp.path(), |t| {
         t.replace("refuse_streaming = false", "refuse_streaming = true")
     });
-    let cfg = config(tmp.path(), &agent, PROBE_TABLE);
+    let cfg = config(tmp.path(), &agent, true);
     let out = a2a_egress(&["probe", "finance"], &cfg);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(
@@ -160,7 +168,7 @@ async fn probes_detect_a_required_extension_that_is_not_enforced() {
         enforced.card().await["capabilities"]["extensions"][0]["required"] == true,
         "the registry edit did not apply"
     );
-    let cfg = config(tmp.path(), &enforced, "");
+    let cfg = config(tmp.path(), &enforced, false);
     let out = a2a_egress(&["probe", "finance"], &cfg);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
@@ -178,7 +186,7 @@ async fn probes_detect_a_required_extension_that_is_not_enforced() {
             "ignore_required_extensions = true",
         )
     });
-    let cfg = config(tmp.path(), &lax, "");
+    let cfg = config(tmp.path(), &lax, false);
     let out = a2a_egress(&["probe", "finance"], &cfg);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(
