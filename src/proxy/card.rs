@@ -31,18 +31,23 @@ pub struct EffectiveCard {
 /// whitespace folded, at most `max` characters.
 pub fn sanitize(s: &str, max: usize) -> String {
     let mut out = String::new();
+    // Characters in `out`, counted as they are pushed: recounting `out` per input character
+    // made every call quadratic in `max`, on each request for the card.
+    let mut n = 0usize;
     let mut last_space = false;
     for c in s.chars() {
         if c.is_whitespace() {
             if !last_space && !out.is_empty() {
                 out.push(' ');
+                n += 1;
             }
             last_space = true;
         } else if !c.is_control() {
             out.push(c);
+            n += 1;
             last_space = false;
         }
-        if out.chars().count() >= max {
+        if n >= max {
             break;
         }
     }
