@@ -190,12 +190,12 @@ pub fn plan(state: &IntegrationState) -> Option<(Target, Vec<Check>)> {
         .lock
         .probe
         .as_ref()
-        .filter(|p| profile.skills.contains_key(&p.skill));
-    if let Some(p) = probe {
+        .and_then(|p| Some((p, profile.skills.get(&p.skill)?)));
+    if let Some((_, skill)) = probe {
         if profile.streaming && i.streaming != StreamingMode::Off {
             checks.push(Check::Streaming);
         }
-        let accepts = &profile.skills[&p.skill].input;
+        let accepts = &skill.input;
         let sends: Vec<String> = if i.lock.input_modes.is_empty() {
             accepts.clone()
         } else {
@@ -212,7 +212,7 @@ pub fn plan(state: &IntegrationState) -> Option<(Target, Vec<Check>)> {
         tenant: i.tenant.clone().or_else(|| interface.tenant.clone()),
         interface,
         extensions: state.activated_extensions(),
-        probe: probe.map(|p| ProbeSkill {
+        probe: probe.map(|(p, _)| ProbeSkill {
             skill: p.skill.clone(),
             text: p.text.clone(),
         }),
