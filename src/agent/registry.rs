@@ -378,6 +378,8 @@ pub struct HandlerSettings {
 pub struct Misbehave {
     /// Advertise `streaming: true` but answer streaming calls with UnsupportedOperationError.
     pub refuse_streaming: bool,
+    /// Declare extensions `required` but serve calls that do not activate them.
+    pub ignore_required_extensions: bool,
     /// Added to every A2A call (not the card GET), in milliseconds.
     pub latency_ms: u64,
     /// Drop the connection after this many SSE events of a stream.
@@ -477,6 +479,7 @@ pub fn parse(text: &str, dir: &Path, secrets: &dyn Secrets) -> Result<Registry, 
         .misbehave
         .map_or_else(Misbehave::default, |m| Misbehave {
             refuse_streaming: m.refuse_streaming,
+            ignore_required_extensions: m.ignore_required_extensions,
             latency_ms: m.latency_ms,
             drop_stream_after_events: m.drop_stream_after_events,
         });

@@ -22,7 +22,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::card::CardPolicy;
-use crate::config::Config;
+use crate::config::{Config, Integration};
 use crate::control::refresh::{ControlHandle, lock, needs_refetch};
 use crate::profile::snapshot::{IntegrationState, Status};
 
@@ -94,6 +94,28 @@ fn same_card_policy(a: &CardPolicy, b: &CardPolicy) -> bool {
         && a.trusted_keys == b.trusted_keys
 }
 
+/// The tables read only at start whose values differ between `old` and `new`.
+fn needs_restart(old: &Config, new: &Config) -> Vec<RestartTable> {
+    let mut tables = Vec::new();
+    // The listeners and the data plane's request defaults are fixed at start.
+    if old.listen.proxy != new.listen.proxy
+        || old.listen.admin != new.listen.admin
+        || old.listen.public_url != new.listen.public_url
+    {
+        tables.push(RestartTable::Listen);
+    }
+    if old.policy.default_data_class != new.policy.default_data_class {
+        tables.push(RestartTable::Policy);
+    }
+    if old.admin != new.admin {
+        tables.push(RestartTable::Admin);
+    }
+    if old.limits != new.limits {
+        tables.push(RestartTable::Limits);
+    }
+    tables
+}
+
 impl ControlHandle {
     /// Applies an already validated config by difference (see the module doc).
     pub fn apply_config(&self, new: Config) -> ReloadReport {
@@ -101,24 +123,9 @@ impl ControlHandle {
         let mut report = ReloadReport {
             recompiled_all: old.caps != new.caps
                 || !same_card_policy(&old.card_policy, &new.card_policy),
+            needs_restart: needs_restart(&old, &new),
             ..ReloadReport::default()
         };
-        // The listeners and the data plane's request defaults are fixed at start.
-        if old.listen.proxy != new.listen.proxy
-            || old.listen.admin != new.listen.admin
-            || old.listen.public_url != new.listen.public_url
-        {
-            report.needs_restart.push(RestartTable::Listen);
-        }
-        if old.policy.default_data_class != new.policy.default_data_class {
-            report.needs_restart.push(RestartTable::Policy);
-        }
-        if old.admin != new.admin {
-            report.needs_restart.push(RestartTable::Admin);
-        }
-        if old.limits != new.limits {
-            report.needs_restart.push(RestartTable::Limits);
-        }
         if !report.needs_restart.is_empty() {
             tracing::warn!(tables = ?report.needs_restart, "these settings take effect after a restart");
         }
@@ -127,21 +134,41 @@ impl ControlHandle {
         if state_dir_changed {
             self.set_state_dir(&new);
         }
+        let added = self.apply_membership(&old, &new, &mut report);
+        self.apply_changes(&new, &added, &mut report);
+        if report.recompiled_all {
+            self.recompile_all();
+        }
+        *lock(&self.inner.reload_refused) = None;
+        self.metrics()
+            .reloads
+            .with_label_values(&[ReloadResult::Ok.as_str()])
+            .inc();
+        tracing::info!(?report, "configuration reloaded");
+        report
+    }
 
+    /// Removes the integrations that left the config and starts the new ones, in one snapshot
+    /// swap: removed ones stop routing in the same instant the new ones appear as pending.
+    /// Returns the new ones.
+    fn apply_membership(
+        &self,
+        old: &Config,
+        new: &Config,
+        report: &mut ReloadReport,
+    ) -> Vec<Arc<Integration>> {
         let removed: Vec<String> = old
             .integrations
             .iter()
             .filter(|o| !new.integrations.iter().any(|n| n.name == o.name))
             .map(|o| o.name.clone())
             .collect();
-        let added: Vec<Arc<crate::config::Integration>> = new
+        let added: Vec<Arc<Integration>> = new
             .integrations
             .iter()
             .filter(|n| self.worker_integration(&n.name).is_none())
             .map(|n| Arc::new(n.clone()))
             .collect();
-        // One snapshot swap for the membership change: removed ones stop routing in the same
-        // instant the new ones appear as pending.
         self.store().rcu(|cur| {
             let mut next = cur.clone();
             for name in &removed {
@@ -163,6 +190,12 @@ impl ControlHandle {
             self.spawn_worker(i.clone());
             report.added.push(i.name.clone());
         }
+        added
+    }
+
+    /// Hands each kept integration whose settings changed to its worker (refetching when the
+    /// card's source, trust or credential changed); the rest keep their state.
+    fn apply_changes(&self, new: &Config, added: &[Arc<Integration>], report: &mut ReloadReport) {
         for n in &new.integrations {
             if added.iter().any(|a| a.name == n.name) {
                 continue;
@@ -181,16 +214,6 @@ impl ControlHandle {
             }
             self.reconfigure(Arc::new(n.clone()), refetch);
         }
-        if report.recompiled_all {
-            self.recompile_all();
-        }
-        *lock(&self.inner.reload_refused) = None;
-        self.metrics()
-            .reloads
-            .with_label_values(&[ReloadResult::Ok.as_str()])
-            .inc();
-        tracing::info!(?report, "configuration reloaded");
-        report
     }
 
     /// Loads, validates and applies the config file; a bad file is refused and the old config

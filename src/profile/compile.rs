@@ -63,7 +63,47 @@ impl Default for ClientCaps {
 /// Compiles a validated card for a client with capabilities `caps`.
 pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
     let c = card.card();
+    let (interface, offered) = interfaces(c, caps);
+    let (extensions, missing) = extensions(c, caps);
+    let unusable = if interface.is_none() {
+        Some(Unusable::NoSupportedInterface {
+            offered: c
+                .supported_interfaces
+                .iter()
+                .map(|i| (i.protocol_binding.clone(), i.protocol_version.clone()))
+                .collect(),
+        })
+    } else if !missing.is_empty() {
+        Some(Unusable::RequiredExtensions { uris: missing })
+    } else {
+        None
+    };
+    let (skills, skill_display) = skills(c);
+    let caps_flags = &c.capabilities;
+    Profile {
+        usable: unusable.is_none(),
+        reason: unusable.as_ref().map(ToString::to_string),
+        unusable,
+        agent_version: c.version.clone(),
+        card_digest: card.digest().to_owned(),
+        interface,
+        offered,
+        streaming: caps_flags.streaming.unwrap_or(false),
+        push: caps_flags.push_notifications.unwrap_or(false),
+        extended_card: caps_flags.extended_agent_card.unwrap_or(false),
+        extensions,
+        skills,
+        display: Display {
+            name: sanitize(&c.name, sanitize::MAX_NAME_CHARS),
+            description: sanitize(&c.description, sanitize::MAX_CARD_DESCRIPTION_CHARS),
+            skills: skill_display,
+        },
+    }
+}
 
+/// The chosen interface (the first, in card order, whose binding and version the client
+/// supports) and every supported (binding, version) the card offers, deduplicated.
+fn interfaces(c: &a2a::AgentCard, caps: &ClientCaps) -> (Option<Interface>, Vec<BindingVersion>) {
     let interface = c.supported_interfaces.iter().find_map(|i| {
         if !caps.supports(&i.protocol_binding, &i.protocol_version) {
             return None;
@@ -90,7 +130,11 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
             }
         }
     }
+    (interface, offered)
+}
 
+/// The extensions both sides know (sorted), and the required ones the client does not know.
+fn extensions(c: &a2a::AgentCard, caps: &ClientCaps) -> (Vec<String>, Vec<String>) {
     let declared = c.capabilities.extensions.as_deref().unwrap_or_default();
     let knows = |uri: &str| caps.extensions.iter().any(|k| k == uri);
     let mut extensions: Vec<String> = declared
@@ -107,21 +151,16 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
         .collect();
     missing.sort();
     missing.dedup();
+    (extensions, missing)
+}
 
-    let unusable = if interface.is_none() {
-        Some(Unusable::NoSupportedInterface {
-            offered: c
-                .supported_interfaces
-                .iter()
-                .map(|i| (i.protocol_binding.clone(), i.protocol_version.clone()))
-                .collect(),
-        })
-    } else if !missing.is_empty() {
-        Some(Unusable::RequiredExtensions { uris: missing })
-    } else {
-        None
-    };
-
+/// Each skill's effective modes, security and tags, and its sanitised display strings.
+fn skills(
+    c: &a2a::AgentCard,
+) -> (
+    BTreeMap<String, SkillProfile>,
+    BTreeMap<String, SkillDisplay>,
+) {
     let card_security = security(c.security_requirements.as_deref());
     let mut skills = BTreeMap::new();
     let mut skill_display = BTreeMap::new();
@@ -165,27 +204,7 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
             },
         );
     }
-
-    let caps_flags = &c.capabilities;
-    Profile {
-        usable: unusable.is_none(),
-        reason: unusable.as_ref().map(ToString::to_string),
-        unusable,
-        agent_version: c.version.clone(),
-        card_digest: card.digest().to_owned(),
-        interface,
-        offered,
-        streaming: caps_flags.streaming.unwrap_or(false),
-        push: caps_flags.push_notifications.unwrap_or(false),
-        extended_card: caps_flags.extended_agent_card.unwrap_or(false),
-        extensions,
-        skills,
-        display: Display {
-            name: sanitize(&c.name, sanitize::MAX_NAME_CHARS),
-            description: sanitize(&c.description, sanitize::MAX_CARD_DESCRIPTION_CHARS),
-            skills: skill_display,
-        },
-    }
+    (skills, skill_display)
 }
 
 fn non_empty<T>(v: Option<&[T]>) -> Option<&[T]> {
