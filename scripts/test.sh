@@ -111,6 +111,8 @@ AGENT_ADDR="$(head -n1 "$CHECK_DIR/agent.out" | sed -n 's/.*"addr":"\([^"]*\)".*
 sed "s/127\.0\.0\.1:7400/$AGENT_ADDR/g" config/gateway.toml >"$CHECK_DIR/gateway.toml"
 cp -r config/locks "$CHECK_DIR/locks"
 A2A_EGRESS_FINANCE_TOKEN=partner-demo-token "$BIN" check --config "$CHECK_DIR/gateway.toml"
+# And the card's claims still hold against the agent's behaviour (exit 1 when one does not).
+A2A_EGRESS_FINANCE_TOKEN=partner-demo-token "$BIN" probe finance --config "$CHECK_DIR/gateway.toml"
 stop_agent
 trap - EXIT
 

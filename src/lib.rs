@@ -11,7 +11,7 @@
 //! - [`config`]: the TOML configuration (`config/gateway.toml`) and its validation.
 //! - [`control`]: card fetch, refresh and the arc-swap store (I/O).
 //! - [`lock`]: capability lockfiles, profile diffs and their classification (pure, besides the lockfile's own read/write).
-//! - [`probe`]: safe probes that verify card claims (I/O).
+//! - [`probe`]: safe probes that verify card claims (pure plan and judgement; calls through a given transport).
 //! - [`proxy`]: the pingora data plane.
 //! - [`admin`]: the admin listener (health, readiness, metrics, planner API).
 //! - [`agent`]: the bundled reference A2A agent (seed 004).

@@ -130,7 +130,7 @@ pub fn negotiate_extensions(headers: &HeaderMap, reg: &Registry) -> Result<Vec<S
         .filter(|e| e.required && !requested.contains(&e.uri.as_str()))
         .map(|e| e.uri.clone())
         .collect();
-    if !missing.is_empty() {
+    if !missing.is_empty() && !reg.misbehave.ignore_required_extensions {
         return Err(A2aError::ExtensionSupportRequired(missing));
     }
     Ok(reg

@@ -6,11 +6,14 @@
 //! credential, contract checks), without the last-known-good directory: a check is about the
 //! agent as it answers now.
 //!
-//! `lock`: stdout `wrote <path>`; exit 0, 1 when the card cannot be fetched or pinned, 64 for a
-//! bad config or an unknown integration. `check`: one line per integration, `NAME: <verdict>`,
+//! `lock` runs the integration's safe probes first: their evidence becomes the lockfile's
+//! `verified`, and a claim the agent contradicts stops the pin. stdout `wrote <path>`; exit 0, 1
+//! when the card cannot be fetched, a probe fails or the profile cannot be pinned, 64 for a bad
+//! config or an unknown integration. `check`: one line per integration, `NAME: <verdict>`,
 //! then its findings indented; exit the worst class (0 compatible or unpinned, 3 review, 4
 //! breaking), 1 when a card could not be fetched at all, 64 for a bad config.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -24,6 +27,7 @@ use crate::control::lockfile;
 use crate::control::metrics::ControlMetrics;
 use crate::control::refresh::ControlHandle;
 use crate::lock::{self, Class, Verdict};
+use crate::probe::Outcome;
 use crate::profile::snapshot::{IntegrationState, LockVerdict, Status, Store};
 
 /// Arguments of `a2a-egress lock`.
@@ -47,14 +51,14 @@ pub struct CheckArgs {
 }
 
 /// One integration as the control plane built it just now.
-struct Current {
-    integration: Arc<Integration>,
-    state: Option<Arc<IntegrationState>>,
+pub(super) struct Current {
+    pub(super) integration: Arc<Integration>,
+    pub(super) state: Option<Arc<IntegrationState>>,
     /// Why the refresh failed, when it did.
-    failure: Option<String>,
+    pub(super) failure: Option<String>,
 }
 
-fn load(path: Option<PathBuf>, names: &[String]) -> Result<Config, ExitCode> {
+pub(super) fn load(path: Option<PathBuf>, names: &[String]) -> Result<Config, ExitCode> {
     let path = path.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
     let config = Config::load(&path).map_err(|e| {
         eprintln!("{e}");
@@ -70,7 +74,7 @@ fn load(path: Option<PathBuf>, names: &[String]) -> Result<Config, ExitCode> {
 }
 
 /// Refreshes `names` once through the control plane and returns what it built.
-fn current(config: &Config, names: &[String]) -> anyhow::Result<Vec<Current>> {
+pub(super) fn current(config: &Config, names: &[String]) -> anyhow::Result<Vec<Current>> {
     crate::control::fetch::install_crypto_provider();
     let mut config = config.clone();
     config.state_dir = None;
@@ -133,15 +137,18 @@ pub fn run_lock(a: LockArgs) -> anyhow::Result<ExitCode> {
         },
         (None, None) => None,
     };
-    let Some(profile) = profile else {
+    let (Some(profile), Some(state)) = (profile, &c.state) else {
         eprintln!("{}: no profile was built", a.name);
+        return Ok(ExitCode::FAILURE);
+    };
+    let Some(verified) = probe_evidence(&config, state, &a.name)? else {
         return Ok(ExitCode::FAILURE);
     };
     let pinned = match lock::pin(
         &lockfile::manifest_of(&c.integration),
         &profile,
         chrono::Utc::now(),
-        Default::default(),
+        verified,
     ) {
         Ok(p) => p,
         Err(errors) => {
@@ -175,6 +182,38 @@ pub fn run_lock(a: LockArgs) -> anyhow::Result<ExitCode> {
         pinned.lock.agent_version
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The probes' evidence for the lockfile's `verified` (claim → `probe ok <time>`); `None` after
+/// printing why when a claim failed (nothing is pinned against a card that misstates itself).
+fn probe_evidence(
+    config: &Config,
+    state: &IntegrationState,
+    name: &str,
+) -> anyhow::Result<Option<BTreeMap<String, String>>> {
+    let results = super::probe::run_probes(config, state)?.unwrap_or_default();
+    let mut verified = BTreeMap::new();
+    let mut failed = false;
+    for r in &results {
+        match &r.outcome {
+            Outcome::Ok(_) => {
+                let at: chrono::DateTime<chrono::Utc> = r.at.into();
+                verified.insert(
+                    r.check.claim(),
+                    format!(
+                        "probe ok {}",
+                        at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    ),
+                );
+            }
+            Outcome::Failed(_) => {
+                failed = true;
+                eprintln!("{name}: probe failed: {r}");
+            }
+            Outcome::Inconclusive(_) => eprintln!("{name}: note: probe {r}"),
+        }
+    }
+    Ok((!failed).then_some(verified))
 }
 
 /// What `check` found for one integration.

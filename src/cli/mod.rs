@@ -24,6 +24,7 @@ mod agent;
 mod diff;
 mod guard;
 mod lock;
+mod probe;
 
 /// Exit code for an invalid input document (sysexits EX_DATAERR).
 pub const EXIT_INVALID: u8 = 65;
@@ -85,6 +86,12 @@ enum Command {
     /// Exit the worst class (0 compatible/unpinned, 3 review, 4 breaking), 1 when a card could
     /// not be fetched, 64 for a bad config or unknown integration.
     Check(lock::CheckArgs),
+    /// Runs the integration's safe probes (side-effect-free calls, and trivial messages only to
+    /// its `[integrations.probe] skill`) and prints the evidence, one claim per line.
+    ///
+    /// Exit 0 when no claim failed, 1 when one did or no profile could be built, 64 for a bad
+    /// config or unknown integration.
+    Probe(probe::ProbeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -123,6 +130,7 @@ pub fn main() -> ExitCode {
         Command::Diff(a) => diff::run(&a),
         Command::Lock(a) => lock::run_lock(a),
         Command::Check(a) => lock::run_check(a),
+        Command::Probe(a) => probe::run(a),
     };
     match outcome {
         Ok(code) => code,

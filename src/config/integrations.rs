@@ -182,6 +182,30 @@ pub struct RawIntegration {
     /// satisfies this lockfile) or `"warn"` (reported only).
     #[serde(default)]
     pub on_breaking: Option<String>,
+    /// `[integrations.probe]`: the one skill probes may send trivial messages to (agreed with
+    /// the provider as free of side effects). Without it, probes make side-effect-free calls only.
+    #[serde(default)]
+    pub probe: Option<RawProbe>,
+}
+
+/// The raw `[integrations.probe]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProbe {
+    /// The safe skill's id (one of the integration's `skills`).
+    pub skill: String,
+    /// The text of probe messages (default `"a2a-egress probe"`).
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// The validated `[integrations.probe]`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ProbeSettings {
+    /// The only skill message probes reach.
+    pub skill: String,
+    /// The text of probe messages.
+    pub text: String,
 }
 
 /// What a breaking change against the lockfile does to new delegations.
@@ -207,7 +231,8 @@ impl OnBreaking {
     }
 }
 
-/// What an integration's lockfile is written from and how a breaking change is handled.
+/// What an integration's lockfile is written from, how its claims are probed and how a breaking
+/// change is handled.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct LockPolicy {
     /// Media types the workflow sends (empty: whatever each skill accepts when pinned).
@@ -216,6 +241,8 @@ pub struct LockPolicy {
     pub output_modes: Vec<String>,
     /// Reaction to a breaking verdict.
     pub on_breaking: OnBreaking,
+    /// The safe skill probes may send messages to (`[integrations.probe]`).
+    pub probe: Option<ProbeSettings>,
 }
 
 /// Validated `[policy]`.
@@ -607,10 +634,29 @@ fn lock_policy(r: &RawIntegration, at: &str, problems: &mut Vec<String>) -> Lock
             }
         },
     };
+    let probe = r.probe.as_ref().map(|p| {
+        if !r.skills.contains(&p.skill) {
+            problems.push(format!(
+                "{at}.probe.skill: {:?} is not one of the integration's skills",
+                p.skill
+            ));
+        }
+        let text = p.text.clone().unwrap_or_else(|| "a2a-egress probe".into());
+        if text.is_empty() || text.len() > 256 || text.chars().any(char::is_control) {
+            problems.push(format!(
+                "{at}.probe.text: must be 1..=256 characters without control characters"
+            ));
+        }
+        ProbeSettings {
+            skill: p.skill.clone(),
+            text,
+        }
+    });
     LockPolicy {
         input_modes: media_types(&r.input_modes, "input_modes", at, problems),
         output_modes: media_types(&r.output_modes, "output_modes", at, problems),
         on_breaking,
+        probe,
     }
 }
 
@@ -870,6 +916,41 @@ mod lock_keys {
         assert_eq!(c.integrations[1].lock.on_breaking, OnBreaking::Block);
         let c = Config::parse(&two("on_breaking=\"warn\""), Path::new("g.toml")).unwrap();
         assert_eq!(c.integrations[0].lock.on_breaking.as_str(), "warn");
+    }
+
+    #[test]
+    fn the_probe_table_names_one_of_the_skills() {
+        let c = Config::parse(
+            &two("[integrations.probe]\nskill = \"s\""),
+            Path::new("g.toml"),
+        )
+        .unwrap();
+        let p = c.integrations[0].lock.probe.as_ref().unwrap();
+        assert_eq!(
+            (p.skill.as_str(), p.text.as_str()),
+            ("s", "a2a-egress probe")
+        );
+        assert!(c.integrations[1].lock.probe.is_none());
+        let Err(ConfigError::Invalid { problems, .. }) = Config::parse(
+            &two("[integrations.probe]\nskill = \"book\"\ntext = \"\""),
+            Path::new("g.toml"),
+        ) else {
+            panic!("expected an invalid config")
+        };
+        assert_eq!(
+            problems,
+            [
+                "integrations[0] (a).probe.skill: \"book\" is not one of the integration's skills",
+                "integrations[0] (a).probe.text: must be 1..=256 characters without control characters"
+            ]
+        );
+        let e = Config::parse(
+            &two("[integrations.probe]\nskill = \"s\"\ntenant = \"t\""),
+            Path::new("g.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("unknown field `tenant`"), "{e}");
     }
 
     #[test]

@@ -17,8 +17,9 @@ mod listen;
 mod refresh;
 pub use client::{RawClient, RawTrustedKeys};
 pub use integrations::{
-    Credential, DEFAULT_MAX_BODY_BYTES, Integration, LockPolicy, OnBreaking, Policy, RawCredential,
-    RawIntegration, RawPolicy, SecretSource, StreamingMode, is_reserved_header,
+    Credential, DEFAULT_MAX_BODY_BYTES, Integration, LockPolicy, OnBreaking, Policy, ProbeSettings,
+    RawCredential, RawIntegration, RawPolicy, RawProbe, SecretSource, StreamingMode,
+    is_reserved_header,
 };
 pub use listen::{
     Admin, AdminToken, Limits, Listen, PrivateFileError, RawAdmin, RawLimits, RawListen,

@@ -113,6 +113,8 @@ pub(super) struct RawMisbehave {
     #[serde(default)]
     pub(super) refuse_streaming: bool,
     #[serde(default)]
+    pub(super) ignore_required_extensions: bool,
+    #[serde(default)]
     pub(super) latency_ms: u64,
     pub(super) drop_stream_after_events: Option<u32>,
 }

@@ -1,0 +1,128 @@
+//! `a2a-egress probe NAME`: runs the integration's safe probes against its agent and prints the
+//! evidence, one claim per line (network I/O through the control plane's SSRF-checked client).
+//!
+//! stdout: `<claim>: ok|failed|inconclusive (<detail>)` per probe. Exit 0 when no claim failed,
+//! 1 when one did (or no profile could be built), 64 for a bad config or unknown integration.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+
+use super::lock::{current, load};
+use crate::config::Config;
+use crate::control::fetch::{CardFetcher, FetchPolicy, Outgoing};
+use crate::probe::{self, Outcome, ProbeResult, Request, Response, Transport};
+use crate::profile::snapshot::IntegrationState;
+
+/// Arguments of `a2a-egress probe`.
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    /// The integration to probe.
+    name: String,
+    /// Config file [default: config/gateway.toml].
+    #[arg(long, short = 'c')]
+    config: Option<PathBuf>,
+}
+
+/// The gateway's own card client (approved origins, checked and pinned addresses, size cap, no
+/// redirects) with the integration's credential.
+struct Direct {
+    fetcher: CardFetcher,
+    policy: FetchPolicy,
+    authorization: Option<http::HeaderValue>,
+}
+
+#[async_trait::async_trait]
+impl Transport for Direct {
+    async fn send(&self, r: Request) -> Result<Response, String> {
+        let mut headers = r.headers;
+        if let Some(a) = &self.authorization {
+            headers.insert(http::header::AUTHORIZATION, a.clone());
+        }
+        let out = Outgoing {
+            method: r.method,
+            url: r.url,
+            headers,
+            body: r.body,
+            follow_redirects: false,
+        };
+        let got = self
+            .fetcher
+            .send(out, &self.policy)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Response {
+            status: got.status.as_u16(),
+            content_type: got
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            body: got.body,
+        })
+    }
+}
+
+/// Runs the probes `state` allows; `None` when it has no interface to probe.
+pub(super) fn run_probes(
+    config: &Config,
+    state: &IntegrationState,
+) -> anyhow::Result<Option<Vec<ProbeResult>>> {
+    let Some((target, checks)) = probe::plan(state) else {
+        return Ok(None);
+    };
+    let policy = crate::control::refresh::fetch_policy(&state.integration, config)
+        .context("the integration's origins")?;
+    let transport = Direct {
+        fetcher: CardFetcher::new(),
+        policy,
+        authorization: state
+            .upstream
+            .as_ref()
+            .and_then(|u| u.authorization.clone()),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    Ok(Some(rt.block_on(probe::run(&target, &checks, &transport))))
+}
+
+/// Runs `probe`.
+pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
+    let names = vec![a.name.clone()];
+    let config = match load(a.config, &names) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let Some(c) = current(&config, &names)?.into_iter().next() else {
+        return Ok(ExitCode::FAILURE);
+    };
+    let Some(state) = c.state.filter(|_| c.failure.is_none()) else {
+        eprintln!(
+            "{}: {}",
+            a.name,
+            c.failure.unwrap_or_else(|| "no state".into())
+        );
+        return Ok(ExitCode::FAILURE);
+    };
+    let Some(results) = run_probes(&config, &state)? else {
+        eprintln!(
+            "{}: no usable interface to probe ({})",
+            a.name,
+            state.status.as_str()
+        );
+        return Ok(ExitCode::FAILURE);
+    };
+    let mut failed = false;
+    for r in &results {
+        failed |= matches!(r.outcome, Outcome::Failed(_));
+        println!("{r}");
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,301 @@
+//! One probe's request and the judgement of its answer, for either binding (pure).
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method};
+use serde_json::{Value, json};
+
+use super::{Check, Outcome, Request, Response, Target, is_jsonrpc};
+
+/// An id no task has: `GetTask` of it is the side-effect-free call every agent must answer.
+const NO_TASK: &str = "a2a-egress-probe-no-such-task";
+
+/// The request for `check` against `target` (`n` numbers the probe within a run); `None` for a
+/// message probe without a probe skill.
+pub fn request(check: &Check, target: &Target, n: usize) -> Option<Request> {
+    let iface = &target.interface;
+    let version = match check {
+        Check::RefusesOtherVersion(v) => v.as_str(),
+        _ => iface.version.as_str(),
+    };
+    let extensions: Vec<&str> = target
+        .extensions
+        .iter()
+        .map(String::as_str)
+        .filter(|e| !matches!(check, Check::ExtensionEnforced(u) if u == e))
+        .collect();
+    let mut headers = HeaderMap::new();
+    headers.insert("a2a-version", HeaderValue::from_str(version).ok()?);
+    if !extensions.is_empty() {
+        headers.insert(
+            "a2a-extensions",
+            HeaderValue::from_str(&extensions.join(",")).ok()?,
+        );
+    }
+    let accept = if *check == Check::Streaming {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    headers.insert(http::header::ACCEPT, HeaderValue::from_static(accept));
+    let (method, path, params) = match check {
+        Check::Interface | Check::RefusesOtherVersion(_) | Check::ExtensionEnforced(_) => (
+            "GetTask",
+            format!("tasks/{NO_TASK}"),
+            json!({"id": NO_TASK}),
+        ),
+        Check::Streaming => (
+            "SendStreamingMessage",
+            "message:stream".to_owned(),
+            json!({"message": message(target, "text/plain", n)?}),
+        ),
+        Check::MediaType(mt) => (
+            "SendMessage",
+            "message:send".to_owned(),
+            json!({"message": message(target, mt, n)?}),
+        ),
+    };
+    Some(if is_jsonrpc(iface.binding) {
+        jsonrpc(iface.url.clone(), headers, method, params, target, n)
+    } else {
+        rest(target, headers, &path, method != "GetTask", params)?
+    })
+}
+
+fn jsonrpc(
+    url: String,
+    mut headers: HeaderMap,
+    method: &str,
+    mut params: Value,
+    target: &Target,
+    n: usize,
+) -> Request {
+    if let (Some(t), Some(p)) = (&target.tenant, params.as_object_mut()) {
+        p.insert("tenant".into(), json!(t));
+    }
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let body = json!({"jsonrpc": "2.0", "id": format!("a2a-egress-probe-{n}"), "method": method, "params": params});
+    Request {
+        method: Method::POST,
+        url,
+        headers,
+        body: Some(Bytes::from(body.to_string())),
+    }
+}
+
+/// HTTP+JSON: `{interface url}[/{tenant}]/{path}`, the tenant one path segment.
+fn rest(
+    target: &Target,
+    mut headers: HeaderMap,
+    path: &str,
+    post: bool,
+    params: Value,
+) -> Option<Request> {
+    let mut url = url::Url::parse(&target.interface.url).ok()?;
+    {
+        let mut segs = url.path_segments_mut().ok()?;
+        segs.pop_if_empty();
+        if let Some(t) = &target.tenant {
+            segs.push(t);
+        }
+        segs.extend(path.split('/'));
+    }
+    let body = post.then(|| {
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        Bytes::from(params.to_string())
+    });
+    Some(Request {
+        method: if post { Method::POST } else { Method::GET },
+        url: url.to_string(),
+        headers,
+        body,
+    })
+}
+
+/// A trivial message with one part of `mt` to the probe skill (named as the `skillId` hint).
+fn message(target: &Target, mt: &str, n: usize) -> Option<Value> {
+    let p = target.probe.as_ref()?;
+    let part = match mt {
+        "text/plain" => json!({"text": p.text}),
+        "application/json" => json!({"data": {"text": p.text}, "mediaType": mt}),
+        _ => {
+            use base64::Engine as _;
+            let raw = base64::engine::general_purpose::STANDARD.encode(p.text.as_bytes());
+            json!({"raw": raw, "mediaType": mt})
+        }
+    };
+    Some(json!({
+        "messageId": format!("a2a-egress-probe-{n}"),
+        "role": "ROLE_USER",
+        "parts": [part],
+        "metadata": {"skillId": p.skill},
+    }))
+}
+
+/// What an answer was, protocol-wise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Answer {
+    /// A JSON-RPC result, or a 2xx HTTP+JSON body.
+    Result,
+    /// An A2A error: its JSON-RPC code and/or its ErrorInfo reason.
+    Error {
+        code: Option<i64>,
+        reason: Option<String>,
+    },
+    /// An event stream of `events` data events, the first error among them if any.
+    Stream {
+        events: usize,
+        error: Option<Box<Answer>>,
+    },
+    /// Not an A2A answer at all.
+    Other(String),
+}
+
+impl Answer {
+    fn is(&self, code: i64, reason: &str) -> bool {
+        match self {
+            Answer::Error { code: c, reason: r } => {
+                *c == Some(code) || r.as_deref() == Some(reason)
+            }
+            Answer::Stream { error: Some(e), .. } => e.is(code, reason),
+            _ => false,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Answer::Result => "a result".into(),
+            Answer::Error { code, reason } => match (code, reason) {
+                (_, Some(r)) => format!("error {r}"),
+                (Some(c), None) => format!("error {c}"),
+                (None, None) => "an error".into(),
+            },
+            Answer::Stream { events, error } => match error {
+                Some(e) => format!("a stream ending in {}", e.describe()),
+                None => format!("a stream of {events} events"),
+            },
+            Answer::Other(s) => s.clone(),
+        }
+    }
+
+    fn is_protocol(&self) -> bool {
+        !matches!(self, Answer::Other(_))
+    }
+}
+
+fn error_of(v: &Value) -> Option<Answer> {
+    let e = v.get("error")?;
+    let reason = e
+        .get("data")
+        .or_else(|| e.get("details"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find_map(|d| d.get("reason").and_then(Value::as_str))
+        .map(str::to_owned);
+    // JSON-RPC codes are negative; an HTTP+JSON `code` is the HTTP status.
+    let code = e.get("code").and_then(Value::as_i64).filter(|c| *c < 0);
+    Some(Answer::Error { code, reason })
+}
+
+fn answer(resp: &Response) -> Answer {
+    let ct = resp
+        .content_type
+        .as_deref()
+        .and_then(|c| c.split(';').next())
+        .map(|c| c.trim().to_ascii_lowercase());
+    if ct.as_deref() == Some("text/event-stream") {
+        let text = String::from_utf8_lossy(&resp.body);
+        let events: Vec<Value> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect();
+        let error = events.iter().find_map(error_of).map(Box::new);
+        return Answer::Stream {
+            events: events.len(),
+            error,
+        };
+    }
+    match serde_json::from_slice::<Value>(&resp.body) {
+        Ok(v) if v.get("error").is_some() => {
+            error_of(&v).unwrap_or(Answer::Other("an error".into()))
+        }
+        Ok(v)
+            if v.get("result").is_some() || (200..300).contains(&resp.status) && v.is_object() =>
+        {
+            Answer::Result
+        }
+        _ => Answer::Other(format!(
+            "HTTP {} {}",
+            resp.status,
+            resp.content_type
+                .as_deref()
+                .unwrap_or("without a content type")
+        )),
+    }
+}
+
+/// Judges the answer to `check`'s request.
+pub fn judge(check: &Check, resp: &Response) -> Outcome {
+    let a = answer(resp);
+    if !a.is_protocol() {
+        return Outcome::Inconclusive(format!("no A2A answer: {}", a.describe()));
+    }
+    let refused_version = a.is(-32009, "VERSION_NOT_SUPPORTED");
+    match check {
+        Check::Interface if refused_version => Outcome::Failed(
+            "the interface refuses its own protocol version with VersionNotSupportedError".into(),
+        ),
+        Check::Interface => Outcome::Ok(format!("answered with {}", a.describe())),
+        Check::RefusesOtherVersion(v) if refused_version => Outcome::Ok(format!(
+            "A2A-Version {v} refused with VersionNotSupportedError"
+        )),
+        Check::RefusesOtherVersion(v) => Outcome::Failed(format!(
+            "took A2A-Version {v}, which the card does not offer ({})",
+            a.describe()
+        )),
+        Check::ExtensionEnforced(u) if a.is(-32008, "EXTENSION_SUPPORT_REQUIRED") => Outcome::Ok(
+            format!("a call without {u} was refused with ExtensionSupportRequiredError"),
+        ),
+        Check::ExtensionEnforced(u) => Outcome::Failed(format!(
+            "declared required, but a call without {u} was answered with {}",
+            a.describe()
+        )),
+        Check::Streaming => judge_stream(&a),
+        Check::MediaType(mt) if a.is(-32005, "CONTENT_TYPE_NOT_SUPPORTED") => Outcome::Failed(
+            format!("a {mt} part was refused with ContentTypeNotSupportedError"),
+        ),
+        Check::MediaType(mt) => match a {
+            Answer::Result | Answer::Stream { error: None, .. } => {
+                Outcome::Ok(format!("a {mt} part was accepted"))
+            }
+            other => Outcome::Inconclusive(format!("answered {}", other.describe())),
+        },
+    }
+}
+
+fn judge_stream(a: &Answer) -> Outcome {
+    if a.is(-32004, "UNSUPPORTED_OPERATION") {
+        return Outcome::Failed(
+            "the card claims streaming, but SendStreamingMessage was refused with UnsupportedOperationError"
+                .into(),
+        );
+    }
+    match a {
+        Answer::Stream {
+            events,
+            error: None,
+        } if *events > 0 => Outcome::Ok(format!("streamed {events} events")),
+        Answer::Result | Answer::Stream { error: None, .. } => Outcome::Failed(format!(
+            "the card claims streaming, but SendStreamingMessage answered {}",
+            a.describe()
+        )),
+        other => Outcome::Inconclusive(format!("answered {}", other.describe())),
+    }
+}
