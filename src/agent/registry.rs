@@ -453,60 +453,9 @@ pub fn parse(text: &str, dir: &Path, secrets: &dyn Secrets) -> Result<Registry, 
     let manifests = element_list::<RawManifest>(&raw.manifests, "manifests", "id")?;
     let manifests = v.manifests(manifests);
 
-<<<<<<< HEAD
     let router = router_settings(&mut v, raw.router);
     let handlers = handler_settings(&mut v, raw.handlers);
     let misbehave = misbehave(&mut v, raw.misbehave, &agent);
-=======
-    let router = raw.router.map_or(
-        RouterSettings {
-            confidence_threshold: 0.6,
-            skill_hint_key: "skillId".into(),
-        },
-        |r| RouterSettings {
-            confidence_threshold: r.confidence_threshold.unwrap_or(0.6),
-            skill_hint_key: r.skill_hint_key.unwrap_or_else(|| "skillId".into()),
-        },
-    );
-    if !(router.confidence_threshold > 0.0 && router.confidence_threshold <= 1.0) {
-        v.bad(
-            "router.confidence_threshold",
-            "must be greater than 0 and at most 1",
-        );
-    }
-    if router.skill_hint_key.trim().is_empty() {
-        v.bad("router.skill_hint_key", "must not be empty");
-    }
-    let handlers = HandlerSettings {
-        slow_step_ms: raw.handlers.and_then(|h| h.slow_step_ms).unwrap_or(200),
-    };
-    if handlers.slow_step_ms > 60_000 {
-        v.bad("handlers.slow_step_ms", "must be at most 60000");
-    }
-    let misbehave = raw
-        .misbehave
-        .map_or_else(Misbehave::default, |m| Misbehave {
-            refuse_streaming: m.refuse_streaming,
-            ignore_required_extensions: m.ignore_required_extensions,
-            latency_ms: m.latency_ms,
-            drop_stream_after_events: m.drop_stream_after_events,
-        });
-    if misbehave.refuse_streaming && !agent.capabilities.streaming {
-        v.bad(
-            "misbehave.refuse_streaming",
-            "only meaningful with agent.capabilities.streaming = true (advertise, then refuse)",
-        );
-    }
-    if misbehave.drop_stream_after_events == Some(0) {
-        v.bad(
-            "misbehave.drop_stream_after_events",
-            "must be at least 1 (omit it to never drop)",
-        );
-    }
-    if misbehave.latency_ms > 600_000 {
-        v.bad("misbehave.latency_ms", "must be at most 600000");
-    }
->>>>>>> main
     if agent.capabilities.extended_agent_card == Some(false)
         && manifests
             .iter()
@@ -572,6 +521,7 @@ fn handler_settings(v: &mut Validator, raw: Option<RawHandlers>) -> HandlerSetti
 fn misbehave(v: &mut Validator, raw: Option<RawMisbehave>, agent: &AgentBase) -> Misbehave {
     let misbehave = raw.map_or_else(Misbehave::default, |m| Misbehave {
         refuse_streaming: m.refuse_streaming,
+        ignore_required_extensions: m.ignore_required_extensions,
         latency_ms: m.latency_ms,
         drop_stream_after_events: m.drop_stream_after_events,
     });
