@@ -41,7 +41,7 @@ use crate::config::{Config, Listen};
 use crate::control::fetch::CardFetcher;
 use crate::control::refresh::ControlHandle;
 use crate::metrics::Metrics;
-use crate::profile::snapshot::{StaleReceiver, Store, stale_channel};
+use crate::profile::snapshot::{Snapshot, StaleReceiver, Store, stale_channel};
 use crate::proxy::Gateway;
 
 /// Longest wait for in-flight calls once shutdown starts.
@@ -170,9 +170,7 @@ pub async fn run(
     let public_url = public_url(&config.listen, proxy_addr);
     let config = Arc::new(config);
     let metrics = Metrics::new();
-    let store = Arc::new(Store::new(crate::control::startup::pending_snapshot(
-        &config,
-    )));
+    let store = Arc::new(Store::new(Snapshot::pending(&config.integrations)));
     metrics.observe_snapshot(&store.load());
     let (stale_tx, stale_rx) = stale_channel(STALE_QUEUE);
     let draining = Arc::new(AtomicBool::new(false));

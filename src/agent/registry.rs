@@ -407,11 +407,6 @@ impl Registry {
                 && (m.visibility == Visibility::Extended || m.state == State::Preview)
         })
     }
-
-    /// The interface served at `path`, if any.
-    pub fn interface_at(&self, path: &str) -> Option<&Interface> {
-        self.agent.interfaces.iter().find(|i| i.path == path)
-    }
 }
 
 mod validate;

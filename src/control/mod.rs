@@ -8,5 +8,4 @@ pub mod metrics;
 pub mod refresh;
 pub mod reload;
 pub mod schedule;
-pub mod startup;
 pub mod state;

@@ -496,6 +496,21 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Every integration of `integrations` pending (calls are refused with `NO_USABLE_PROFILE`
+    /// and `/readyz` is false until each one's worker installs a profile or a verdict); version 0.
+    pub fn pending(integrations: &[Integration]) -> Snapshot {
+        Snapshot {
+            version: 0,
+            integrations: integrations
+                .iter()
+                .map(|i| {
+                    let state = IntegrationState::pending(Arc::new(i.clone()));
+                    (i.name.clone(), Arc::new(state))
+                })
+                .collect(),
+        }
+    }
+
     /// The state of integration `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<IntegrationState>> {
         self.integrations.get(name)
@@ -535,14 +550,6 @@ impl Store {
     /// The current snapshot; hold the `Arc` for the whole request.
     pub fn load(&self) -> Arc<Snapshot> {
         self.inner.load_full()
-    }
-
-    /// Replaces the snapshot wholesale (its `version` is set to the previous one plus one).
-    pub fn store(&self, mut snapshot: Snapshot) {
-        self.inner.rcu(|cur| {
-            snapshot.version = cur.version + 1;
-            snapshot.clone()
-        });
     }
 
     /// Read-copy-update: `f` builds the next snapshot from the current one; it may run more than
@@ -731,6 +738,18 @@ mod tests {
         });
         assert!(store.load().ready());
         assert_eq!(store.load().version, second.version + 1);
+    }
+
+    #[test]
+    fn a_pending_snapshot_holds_every_integration_without_a_verdict() {
+        let mut other = integration();
+        other.name = "other".into();
+        let s = Snapshot::pending(&[integration(), other]);
+        assert_eq!(s.version, 0);
+        assert_eq!(s.integrations.len(), 2);
+        assert!(s.integrations.values().all(|i| i.status == Status::Pending));
+        assert!(!s.ready());
+        assert!(Snapshot::pending(&[]).ready());
     }
 
     #[test]

@@ -53,9 +53,6 @@ fn number(s: &str) -> Result<u32, VersionError> {
 }
 
 impl ProtocolVersion {
-    /// The version this gateway implements.
-    pub const V1_0: ProtocolVersion = ProtocolVersion { major: 1, minor: 0 };
-
     /// Parses exactly `Major.Minor` (config values, a card's `protocolVersion`): no whitespace, no
     /// sign, no patch, no leading zeros.
     pub fn parse(s: &str) -> Result<ProtocolVersion, VersionError> {

@@ -16,7 +16,7 @@ use crate::control::extended::ExtendedCache;
 use crate::control::metrics::ControlMetrics;
 use crate::control::state::StateDir;
 use crate::profile::Profile;
-use crate::profile::snapshot::{IntegrationState, Snapshot, StaleReceiver, Store};
+use crate::profile::snapshot::{Snapshot, StaleReceiver, Store};
 
 /// The control plane's handle: cheap to clone, shared with the data plane and the admin API.
 #[derive(Clone)]
@@ -55,22 +55,8 @@ impl ControlHandle {
         });
         let handle = ControlHandle { inner };
         let config = handle.inner.config.load_full();
-        let pending: Vec<IntegrationState> = config
-            .integrations
-            .iter()
-            .map(|i| IntegrationState::pending(Arc::new(i.clone())))
-            .collect();
-        handle.inner.store.rcu(|cur| {
-            let mut next = Snapshot {
-                version: cur.version,
-                integrations: Default::default(),
-            };
-            for s in &pending {
-                next.integrations
-                    .insert(s.integration.name.clone(), Arc::new(s.clone()));
-            }
-            next
-        });
+        let pending = Snapshot::pending(&config.integrations);
+        handle.inner.store.rcu(|_| pending.clone());
         for i in &config.integrations {
             handle.spawn_worker(Arc::new(i.clone()));
         }
