@@ -14,7 +14,7 @@
 //! - [`probe`]: safe probes that verify card claims (pure plan and judgement; calls through a given transport).
 //! - [`proxy`]: the pingora data plane.
 //! - [`admin`]: the admin listener (health, readiness, metrics, planner API).
-//! - [`agent`]: the bundled reference A2A agent (seed 004).
+//! - [`agent`]: the bundled reference A2A agent.
 //! - [`server`]: the gateway core, `run(config, listeners, shutdown)` over bound sockets.
 //! - [`cli`]: the `a2a-egress` command line.
 //! - [`metrics`]: the one `Metrics` struct.

@@ -1,5 +1,6 @@
 //! Every error the agent returns, with its JSON-RPC code, HTTP status and `google.rpc.ErrorInfo`
-//! reason per the A2A 1.0 error catalogue (FACTS §7), rendered for both bindings (pure).
+//! reason per the A2A 1.0 error codes (A2A specification §3.3.2 "Error Handling", §9.5 for
+//! JSON-RPC), rendered for both bindings (pure).
 //!
 //! Authentication and authorisation failures are outside the A2A catalogue (spec §3.3.2): they go
 //! out as HTTP 401/403 on both bindings, with a JSON-RPC error body (codes -31001/-31003, outside the
@@ -282,7 +283,7 @@ mod tests {
         ]
     }
 
-    /// FACTS §7 table, row by row.
+    /// The specification's error code table (§3.3.2, §9.5), row by row.
     #[test]
     fn catalogue_codes_reasons_and_statuses() {
         let expect: &[(i32, &str, u16, &str)] = &[

@@ -349,7 +349,8 @@ fn reconcile(input: &Input, em: &Emitter, version: u8) -> Outcome {
     } else {
         json!([{"line": 2, "field": "quantity", "invoice": 5, "purchaseOrder": 4}])
     };
-    // The caller's identity goes down with the work (seed 004: no confused deputy).
+    // The caller's identity goes down with the work, so a handler never acts with more rights
+    // than its caller (no confused deputy).
     let on_behalf_of = json!({
         "principal": input.caller.as_ref().map(|c| c.name.as_str()),
         "tenant": input.tenant,

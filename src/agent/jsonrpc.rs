@@ -172,7 +172,8 @@ fn stream(
     r
 }
 
-/// Writes `A2A-Extensions` with the activated set (seed 004 / EXT: the server echoes it).
+/// Writes `A2A-Extensions` with the activated set (the Extensions specification: the server
+/// SHOULD echo the extensions it activated).
 pub fn echo_extensions(h: &mut HeaderMap, activated: &[String]) {
     if !activated.is_empty()
         && let Ok(v) = HeaderValue::from_str(&activated.join(", "))

@@ -1,4 +1,4 @@
-//! The bundled reference A2A 1.0 agent, generated from one capability registry (seed 004) (I/O).
+//! The bundled reference A2A 1.0 agent, generated from one capability registry (I/O).
 //!
 //! One TOML registry ([`registry`]) of capability manifests is the single source of four
 //! projections ([`project`]): the public card, each principal's extended card, the router index
@@ -44,7 +44,7 @@ pub enum PrintCardError {
 
 /// The projection `which` (`public` or `extended:<principal>`) as pretty JSON with sorted keys,
 /// interface URLs built on the registry's `public_url` or `http://<listen>`. For CI diffs of the
-/// public card against the last release (seed 004, step 3).
+/// public card against the last release.
 pub fn print_card(path: &Path, listen: SocketAddr, which: &str) -> Result<String, PrintCardError> {
     let reg = registry::load(path)?;
     let base = server::base_url(&reg, listen);

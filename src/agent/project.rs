@@ -1,4 +1,4 @@
-//! The four projections of the capability registry (seed 004), all from the one [`visible`] function
+//! The four projections of the capability registry, all from the one [`visible`] function
 //! (pure): the public card, an extended card per principal, the router index, and the execution
 //! policy every handler re-checks. Because all four read the same records through the same
 //! function, they cannot disagree.

@@ -1,4 +1,4 @@
-//! The capability registry (seed 004): its TOML model, validation, and the principals' bearer tokens.
+//! The capability registry: its TOML model, validation, and the principals' bearer tokens.
 //!
 //! I/O: [`load`] reads the registry file, and principal tokens from environment variables or token
 //! files; [`parse`] is pure apart from that token lookup, which goes through a [`Secrets`] source so
@@ -314,7 +314,7 @@ pub struct Skill {
     pub output_modes: Option<Vec<String>>,
 }
 
-/// One capability manifest, exactly in seed 004's shape.
+/// One capability manifest: the skill as published, who may see it, its lifecycle and limits.
 #[derive(Debug, Clone)]
 pub struct Manifest {
     /// Stable id; callers and registries key on it.

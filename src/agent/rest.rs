@@ -3,7 +3,8 @@
 //!
 //! Paths are matched by hand rather than by axum's router because `/tasks/{id}:cancel` puts a verb
 //! after a parameter in one segment, and because the interface path comes from the (reloadable)
-//! registry. Errors are google.rpc.Status bodies with the HTTP status of FACTS §7.
+//! registry. Errors are google.rpc.Status bodies with the HTTP status of the A2A specification's
+//! error code table (§3.3.2, §11.6).
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! Routing a message to a capability without a skill id, in seed 004's layers, cheapest first (pure).
+//! Routing a message to a capability without a skill id, in layers, cheapest first (pure).
 //!
 //! 1. A continuing task stays with the capability it is bound to (a pending clarification is
 //!    resolved against its candidates).

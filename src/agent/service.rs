@@ -113,7 +113,8 @@ pub fn negotiate_version(headers: &HeaderMap, iface: &Interface) -> Result<(), A
     }
 }
 
-/// `A2A-Extensions` negotiation (seed 004): a required extension that was not requested fails the
+/// `A2A-Extensions` negotiation (A2A specification §3.3.4: the server fails a call that does not
+/// activate a required extension): a required extension that was not requested fails the
 /// call, naming it; unknown URIs are ignored; returns the activated set, in declaration order.
 pub fn negotiate_extensions(headers: &HeaderMap, reg: &Registry) -> Result<Vec<String>, A2aError> {
     let requested: Vec<&str> = headers
@@ -426,7 +427,7 @@ pub fn list_tasks(
     })
 }
 
-/// GetExtendedAgentCard (FACTS §8): unsupported when the flag is off, not configured when no
+/// GetExtendedAgentCard (A2A specification §3.1.11, §13.3): unsupported when the flag is off, not configured when no
 /// extended content exists, and only for an authenticated principal.
 pub fn extended_card(call: &Call) -> Result<ProjectedCard, A2aError> {
     let reg = call.registry();

@@ -65,7 +65,7 @@ enum Command {
     /// Prints one JSON line on stdout once listening: `{"proxy": ADDR, "admin": ADDR, "public_url": URL}`.
     /// Exit 0 on clean shutdown, 64 for a bad config.
     Serve(ServeArgs),
-    /// Run the bundled reference A2A agent (seed 004) from a capability registry.
+    /// Run the bundled reference A2A agent from a capability registry.
     Agent(agent::AgentArgs),
     /// Compiles two cards (or reads two compiled profiles) and prints the profile-level diff.
     ///

@@ -1,6 +1,6 @@
 //! The `[policy]` and `[[integrations]]` tables: raw serde model and validation (no I/O).
 //!
-//! An integration is the reviewed contract with one remote agent (seed 003's "integration manifest"):
+//! An integration is the reviewed contract with one remote agent:
 //! approved origins, card URL, pinned binding/version, accepted skills, scopes, data classes, the
 //! streaming requirement, optional extensions to activate, tenant, credential, body cap and extra
 //! TLS roots. Secrets never appear here: a credential names an environment variable or a file.
@@ -54,7 +54,8 @@ impl Default for RawPolicy {
     }
 }
 
-/// Whether an integration's workflow needs streaming (seed 003: never silently downgrade a required feature).
+/// Whether an integration's workflow needs streaming (a required feature is never silently
+/// downgraded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StreamingMode {

@@ -1,4 +1,4 @@
-//! The extended Agent Card (`GetExtendedAgentCard`, seed 000 "Public card, extended card"): fetched
+//! The extended Agent Card (`GetExtendedAgentCard`, A2A specification §3.1.11): fetched
 //! with an integration's credential over the chosen interface, cached per credential identity (I/O).
 //!
 //! The call goes through the same guarded sender as card fetches (approved origin, checked and

@@ -31,7 +31,7 @@ use bytes::{Bytes, BytesMut};
 pub use crate::control::addr::{AddrClass, ApprovedOrigin, classify};
 use serde::{Deserialize, Serialize};
 
-/// The protocol version sent as `A2A-Version` on every card fetch (FACTS §2: a JS agent with 0.3
+/// The protocol version sent as `A2A-Version` on every card fetch (the official JS SDK with 0.3
 /// compatibility serves a 0.3-shaped card to a fetch without it).
 pub const CARD_FETCH_A2A_VERSION: &str = "1.0";
 

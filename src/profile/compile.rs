@@ -1,7 +1,7 @@
 //! The card compiler: a [`ValidatedCard`] plus the client's capabilities → [`Profile`] (pure: no
 //! I/O, no clock, no randomness; the same inputs always give the same profile).
 //!
-//! The rules are seed 000's ("Compiling the effective profile"):
+//! The rules:
 //! - **interface**: the first entry of `supportedInterfaces`, in card order, whose
 //!   (`protocolBinding`, `protocolVersion`) the client supports; its `tenant` is copied (an empty
 //!   tenant is proto3's "unset" and becomes `None`). None supported → unusable

@@ -3,8 +3,9 @@
 //! A [`Profile`] is produced by [`compile()`] from a [`crate::card::ValidatedCard`] and never
 //! mutated afterwards; runtime
 //! evidence and overrides live beside it (see `control/`), and a new card means a new profile.
-//! Field names in the JSON form follow seed 000 (`usable`, `reason`, `agent_version`, `interface`,
-//! `streaming`, `push`, `extended_card`, `extensions`, `skills`) so lockfiles and tools can rely on them.
+//! Field names of the JSON form (`usable`, `reason`, `agent_version`, `interface`,
+//! `streaming`, `push`, `extended_card`, `extensions`, `skills`) are stable: lockfiles and tools
+//! rely on them.
 
 use std::collections::BTreeMap;
 
@@ -168,7 +169,7 @@ pub struct Profile {
     pub usable: bool,
     /// Why not, when `usable` is false (also as a human sentence in `reason`).
     pub unusable: Option<Unusable>,
-    /// Human-readable form of `unusable` (seed 000's `reason`).
+    /// Human-readable form of `unusable`.
     pub reason: Option<String>,
     /// The card's `version` (the agent's version, not the protocol's).
     pub agent_version: String,

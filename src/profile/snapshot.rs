@@ -58,7 +58,7 @@ impl Status {
     }
 }
 
-/// Agent errors that mean the profile may be wrong for this deployment (seed 000: "runtime errors are evidence").
+/// Agent errors that mean the profile may be wrong for this deployment (a runtime error is evidence about the card).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StaleCause {
@@ -143,7 +143,7 @@ pub enum EvidenceKind {
     StaleError(StaleCause),
 }
 
-/// A timestamped runtime observation (seed 000: record results with a timestamp as evidence).
+/// A timestamped runtime observation about an integration's agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Evidence {
     /// When it was observed.
