@@ -7,7 +7,7 @@
 #   2. .venv with the pinned official Python a2a-sdk peer (tests/peers/requirements.txt), rebuilt
 #      when the requirements change (a stamp file records their hash);
 #   3. cargo-deny (licenses, bans, sources; deny.toml), installed with cargo when absent;
-#   4. the module layering (scripts/check-layers.sh);
+#   4. the module layering and function length (scripts/check-layers.sh, check-structure.sh);
 #   5. cargo fmt --check, cargo clippy -D warnings, cargo test --all-targets;
 #   6. `a2a-egress check` of the sample config's lockfile against a freshly started reference agent.
 # Integration tests find the peer's interpreter through A2A_EGRESS_PYTHON.
@@ -70,9 +70,12 @@ say "cargo deny --offline check licenses bans sources (target $HOST_TRIPLE)"
 cargo deny --offline --target "$HOST_TRIPLE" check --hide-inclusion-graph licenses bans sources
 
 # --- module structure (ARCHITECTURE.md "Modules, top to bottom") ------------------------------------
-# Cheap, so first: no module imports a layer above it (the script lists the known exceptions).
+# Cheap, so first: no module imports a layer above it, and no function is over 100 lines (each
+# script lists its known exceptions).
 say "scripts/check-layers.sh"
 scripts/check-layers.sh
+say "scripts/check-structure.sh"
+scripts/check-structure.sh
 
 # --- Rust gates --------------------------------------------------------------------------------
 say "cargo fmt --all -- --check"
