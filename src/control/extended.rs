@@ -170,8 +170,13 @@ pub async fn fetch_extended(
     }
 }
 
+/// Longest agent-written error message kept, in characters.
+const MAX_AGENT_MESSAGE_CHARS: usize = 200;
+
+/// An agent-written error message, made safe to show the way every provider-written string is
+/// ([`crate::card::sanitize`]: controls and invisible characters dropped, whitespace folded, cut).
 fn cut(s: &str) -> String {
-    s.chars().filter(|c| !c.is_control()).take(200).collect()
+    crate::card::sanitize::sanitize(s, MAX_AGENT_MESSAGE_CHARS)
 }
 
 /// Parses a JSON-RPC answer (pure).
@@ -275,6 +280,17 @@ impl<T: Clone> ExtendedCache<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_agent_error_message_is_sanitised_like_every_provider_string() {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603,
+            "message": "pay\u{202E}lauf \u{200B}now\n\n  please"}})
+        .to_string();
+        let Err(ExtendedError::Agent { message, .. }) = parse_jsonrpc(200, body.as_bytes()) else {
+            panic!("an agent error")
+        };
+        assert_eq!(message, "paylauf now please");
+    }
 
     #[test]
     fn identity_is_a_digest_not_the_secret() {
