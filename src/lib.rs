@@ -4,21 +4,22 @@
 //! validates each remote Agent Card, compiles it into an immutable [`profile::Profile`], and then
 //! enforces, shapes and (when needed) downgrades every call from that one profile.
 //!
-//! Components, by folder:
-//! - [`card`]: the Agent Card wire model, strict validation, JWS signatures, and the pure compiler.
-//! - [`profile`]: the compiled profile and the snapshot every request reads.
-//! - [`json`]: strict JSON reading shared by cards and requests (duplicate keys, safe paths).
-//! - [`config`]: the TOML configuration (`config/gateway.toml`) and its validation.
-//! - [`control`]: card fetch, refresh and the arc-swap store (I/O).
-//! - [`lock`]: capability lockfiles, profile diffs and their classification (pure, besides the lockfile's own read/write).
-//! - [`probe`]: safe probes that verify card claims (pure plan and judgement; calls through a given transport).
-//! - [`proxy`]: the pingora data plane.
-//! - [`admin`]: the admin listener (health, readiness, metrics, planner API).
-//! - [`agent`]: the bundled reference A2A agent.
-//! - [`server`]: the gateway core, `run(config, listeners, shutdown)` over bound sockets.
+//! Components, top to bottom (a module uses only those below it; `scripts/check-layers.sh`):
 //! - [`cli`]: the `a2a-egress` command line.
+//! - [`server`]: the gateway core, `run(config, listeners, shutdown)` over bound sockets.
+//! - [`admin`]: the admin listener (health, readiness, metrics, forced refresh).
+//! - [`agent`]: the bundled reference A2A agent.
+//! - [`proxy`]: the pingora data plane.
+//! - [`control`]: card fetch, refresh, reload and last-known-good state (I/O).
+//! - [`probe`]: safe probes that verify card claims (pure plan and judgement; calls through a given transport).
 //! - [`metrics`]: the one `Metrics` struct.
-//! - [`types`]: shared value types (origin, protocol version, duration, data class), the leaf.
+//! - [`profile::snapshot`]: the runtime state every request reads (to become its own `state` module).
+//! - [`config`]: the TOML configuration (`config/gateway.toml`) and its validation.
+//! - [`lock`]: capability lockfiles, profile diffs and their classification (pure, besides the lockfile's own read/write).
+//! - [`profile`]: the compiled profile and the pure compiler.
+//! - [`card`]: the Agent Card wire model, strict validation and JWS signatures.
+//! - [`json`]: strict JSON reading shared by cards and requests (duplicate keys, safe paths).
+//! - [`types`]: shared value types (origin, protocol version, duration, data class, error bodies), the leaf.
 #![forbid(unsafe_code)]
 
 pub mod admin;
