@@ -5,7 +5,7 @@
 //! 2. A `metadata` skill hint is honoured only if the caller is entitled and the parts fit; a hint
 //!    (or a verbatim mention) naming a removed capability the caller was entitled to fails clearly,
 //!    naming the replacement.
-//! 3. Candidates: the router index ([`project::router_index`], i.e. entitlement) FIRST, then the
+//! 3. Candidates: the router index ([`super::project::router_index`], i.e. entitlement) FIRST, then the
 //!    part media types (none fit → ContentTypeNotSupported), then the accepted output modes.
 //! 4. One fit → it. Several → a deterministic, explainable classifier over skill ids, tags, names
 //!    and examples (weights below, divided by how many candidates share the term); below the

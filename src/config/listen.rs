@@ -35,7 +35,7 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 /// Largest accepted connection or in-flight cap.
 const MAX_CAP: usize = 1_000_000;
 /// Shortest accepted admin token: a bearer token is the admin listener's only protection.
-pub const MIN_TOKEN_LEN: usize = 16;
+const MIN_TOKEN_LEN: usize = 16;
 
 /// The raw `[listen]` table.
 #[derive(Debug, Clone, Deserialize)]
@@ -321,7 +321,7 @@ pub enum TokenError {
     /// The file itself.
     #[error(transparent)]
     File(#[from] PrivateFileError),
-    /// Fewer than [`MIN_TOKEN_LEN`] characters.
+    /// Shorter than the minimum token length (16 characters).
     #[error("the token in {} is shorter than {MIN_TOKEN_LEN} characters", path.display())]
     TooShort {
         /// The file.
