@@ -392,6 +392,12 @@ fn normalise_origin(origin: &str) -> Option<String> {
     crate::types::normalize_origin(origin)
 }
 
+/// Why `raw` could not be a trusted verification key (the rules of [`TrustedKeys::add_jwks`]),
+/// for keys the gateway publishes itself.
+pub(crate) fn check_public_jwk(raw: &Value) -> Result<(), String> {
+    parse_jwk(raw).map(|_| ())
+}
+
 /// Parses one JWK into a trusted verification key, or says why it cannot be one.
 fn parse_jwk(raw: &Value) -> Result<TrustedKey, String> {
     let obj = raw.as_object().ok_or("not a JSON object")?;

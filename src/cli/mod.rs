@@ -23,6 +23,7 @@ use crate::profile::ClientCaps;
 mod agent;
 mod diff;
 mod guard;
+mod keygen;
 mod lock;
 mod probe;
 
@@ -92,6 +93,11 @@ enum Command {
     /// Exit 0 when no claim failed, 1 when one did or no profile could be built, 64 for a bad
     /// config or unknown integration.
     Probe(probe::ProbeArgs),
+    /// Writes a new private signing key (a JWK, mode 0600) for the gateway's effective cards and
+    /// prints its public JWK, for the orchestrators that verify the cards.
+    ///
+    /// Exit 0, 1 when the file exists (without --force) or cannot be written.
+    Keygen(keygen::KeygenArgs),
 }
 
 #[derive(Debug, Args)]
@@ -131,6 +137,7 @@ pub fn main() -> ExitCode {
         Command::Lock(a) => lock::run_lock(a),
         Command::Check(a) => lock::run_check(a),
         Command::Probe(a) => probe::run(a),
+        Command::Keygen(a) => keygen::run(&a),
     };
     match outcome {
         Ok(code) => code,

@@ -12,10 +12,12 @@ use crate::card::CardPolicy;
 use crate::profile::ClientCaps;
 
 mod client;
+mod effective_card;
 mod integrations;
 mod listen;
 mod refresh;
 pub use client::{RawClient, RawTrustedKeys};
+pub use effective_card::{CardSigning, RawEffectiveCard, RawPublicKey, SignMode};
 pub use integrations::{
     Credential, DEFAULT_MAX_BODY_BYTES, Integration, LockPolicy, OnBreaking, Policy, ProbeSettings,
     RawCredential, RawIntegration, RawPolicy, RawProbe, SecretSource, StreamingMode,
@@ -95,6 +97,9 @@ pub struct RawConfig {
     /// `[state]`: where last-known-good cards are kept.
     #[serde(default)]
     pub state: RawState,
+    /// `[effective_card]`: the gateway's own card signatures.
+    #[serde(default)]
+    pub effective_card: RawEffectiveCard,
 }
 
 /// A validated configuration.
@@ -120,6 +125,8 @@ pub struct Config {
     pub refresh: RefreshSettings,
     /// Last-known-good directory (`[state] dir`, resolved against the config folder); `None` = off.
     pub state_dir: Option<PathBuf>,
+    /// How the gateway signs its effective cards (`[effective_card]`); `None`: it does not.
+    pub card_signing: Option<CardSigning>,
 }
 
 impl Config {
@@ -158,6 +165,7 @@ impl Config {
         );
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
+        let card_signing = effective_card::effective_card(&raw.effective_card, base, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.to_owned(),
@@ -175,6 +183,7 @@ impl Config {
             path: path.to_owned(),
             caps,
             card_policy,
+            card_signing,
         })
     }
 }

@@ -62,6 +62,8 @@ pub enum RestartTable {
     Admin,
     /// `[limits]`: data-plane deadlines and caps.
     Limits,
+    /// `[effective_card]`: the signing key (or its file's contents), mode, previous keys, `jku`.
+    EffectiveCard,
 }
 
 /// The result of a config reload, as counted in `a2a_egress_config_reloads_total{result}`.
@@ -112,6 +114,9 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<RestartTable> {
     }
     if old.limits != new.limits {
         tables.push(RestartTable::Limits);
+    }
+    if old.card_signing != new.card_signing {
+        tables.push(RestartTable::EffectiveCard);
     }
     tables
 }

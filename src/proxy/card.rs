@@ -197,6 +197,7 @@ mod tests {
             reason: None,
             agent_version: "2.1".into(),
             card_digest: "x".into(),
+            verified_by: None,
             interface: Some(Interface {
                 url: "https://a.example/a2a".into(),
                 binding: Binding::JsonRpc,

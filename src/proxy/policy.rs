@@ -446,6 +446,7 @@ mod tests {
             reason: None,
             agent_version: "1".into(),
             card_digest: "sha256:0".into(),
+            verified_by: None,
             interface: Some(Interface {
                 url: url.into(),
                 binding,
