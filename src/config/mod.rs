@@ -16,6 +16,7 @@ mod effective_card;
 mod integrations;
 mod listen;
 mod refresh;
+mod secret;
 pub use client::{RawClient, RawTrustedKeys};
 pub use effective_card::{CardSigning, RawEffectiveCard, RawPublicKey, SignMode};
 pub use integrations::{
@@ -28,6 +29,7 @@ pub use listen::{
     TokenError, is_loopback, read_private_file,
 };
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
+pub use secret::{SecretError, read_secret};
 
 /// Errors loading or validating a configuration file.
 #[derive(Debug, thiserror::Error)]

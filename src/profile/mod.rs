@@ -202,6 +202,5 @@ pub struct Profile {
 }
 
 mod compile;
-pub mod snapshot;
 
 pub use compile::{ClientCaps, compile};
