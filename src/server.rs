@@ -188,6 +188,10 @@ pub async fn run(
             access: crate::admin::Access::new(&config.admin, metrics.clone()),
         },
     )?;
+    let signer = config
+        .card_signing
+        .as_ref()
+        .map(|c| Arc::new(crate::proxy::card_signer::CardSigner::new(c, &public_url)));
     let gateway = Gateway {
         store,
         metrics: metrics.clone(),
@@ -198,6 +202,7 @@ pub async fn run(
         control: Some(Arc::new(control)),
         limits: crate::proxy::limits::RequestLimits::new(&config.limits),
         client: crate::proxy::client::Client::new(),
+        signer,
     };
     let data_plane = DataPlane::start(gateway, &config, listeners.proxy, &metrics)?;
     tracing::info!(proxy = %proxy_addr, "serving");

@@ -220,12 +220,12 @@ impl SigningKey {
     }
 }
 
+/// A key's algorithm, its PKCS#8 document (zeroed on drop) and its public JWK members.
+type KeyParts = (SigAlg, Zeroizing<Vec<u8>>, Map<String, Value>);
+
 /// `(alg, PKCS#8 DER, public members)` of a P-256 private scalar; `file`'s `x`/`y` (the JWK the
 /// scalar came from, if any) must be its public point.
-fn ec_from_private(
-    d: &[u8],
-    file: Option<&Map<String, Value>>,
-) -> Result<(SigAlg, Zeroizing<Vec<u8>>, Map<String, Value>), SignError> {
+fn ec_from_private(d: &[u8], file: Option<&Map<String, Value>>) -> Result<KeyParts, SignError> {
     let secret = p256::SecretKey::from_slice(d).map_err(|_| {
         member(
             "d",
@@ -256,10 +256,7 @@ fn ec_from_private(
 
 /// `(alg, PKCS#8 DER, public members)` of an Ed25519 seed; `file`'s `x` (the JWK the seed came
 /// from, if any) must be its public key.
-fn ed_from_private(
-    d: &[u8],
-    file: Option<&Map<String, Value>>,
-) -> Result<(SigAlg, Zeroizing<Vec<u8>>, Map<String, Value>), SignError> {
+fn ed_from_private(d: &[u8], file: Option<&Map<String, Value>>) -> Result<KeyParts, SignError> {
     let seed: &[u8; 32] = d
         .try_into()
         .map_err(|_| member("d", "is not a 32-byte Ed25519 seed"))?;
@@ -300,7 +297,7 @@ pub fn public_jwk(raw: &Value) -> Result<Value, SignError> {
         return Err(SignError::MissingKid);
     }
     check_use(obj, "verify")?;
-    super::signature::check_public_jwk(raw).map_err(|why| SignError::Unsupported(why))?;
+    super::signature::check_public_jwk(raw).map_err(SignError::Unsupported)?;
     Ok(raw.clone())
 }
 

@@ -23,7 +23,8 @@ use pingora::{Error, ErrorType, Result};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::body::{RequestFacts, RpcId, RpcRequest, parse_jsonrpc, parse_rest_body};
-use super::card::{CACHE_CONTROL, effective_card, if_none_match};
+use super::card::{CACHE_CONTROL, if_none_match, served_card};
+use super::card_signer::{CardSigner, JWKS_CACHE_CONTROL, JWKS_CONTENT_TYPE};
 use super::deny::{Deny, Shape};
 use super::feedback::agent_error;
 use super::limits::{self, Cap, Phase, RequestLimits};
@@ -63,6 +64,9 @@ pub struct Gateway {
     /// The gateway's own HTTP client (pingora's connector and pool) for the calls it makes
     /// itself: message sends, streams, downgrades, retries and large bodies.
     pub client: super::client::Client,
+    /// Signs effective cards and serves the JWK Set (`[effective_card] signing_key`); `None`:
+    /// cards are unsigned and `/.well-known/jwks.json` is not a route.
+    pub signer: Option<Arc<CardSigner>>,
 }
 
 /// How a request ended, for the log line and the `outcome` label.
@@ -310,6 +314,28 @@ impl Gateway {
         }
     }
 
+    /// `GET /.well-known/jwks.json`: the public keys that verify the effective cards' signatures
+    /// (not a route when the gateway does not sign).
+    async fn serve_jwks(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
+        let Some(signer) = &self.signer else {
+            return self.deny(session, ctx, Deny::RouteNotFound).await;
+        };
+        ctx.method = Method::Jwks;
+        let head = match session.req_header().method.as_str() {
+            "GET" => false,
+            "HEAD" => true,
+            _ => return self.deny(session, ctx, Deny::MethodNotFound).await,
+        };
+        ctx.outcome = Some(Outcome::Ok);
+        let headers = [
+            ("cache-control", JWKS_CACHE_CONTROL),
+            ("content-type", JWKS_CONTENT_TYPE),
+        ];
+        let body = if head { Bytes::new() } else { signer.jwks() };
+        respond(session, 200, &headers, body).await?;
+        Ok(true)
+    }
+
     async fn serve_card(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         let state = ctx.state.clone().expect("card route has a state");
         if let Err(d) = policy::check_status(&state) {
@@ -318,7 +344,7 @@ impl Gateway {
         if !matches!(session.req_header().method.as_str(), "GET" | "HEAD") {
             return self.deny(session, ctx, Deny::MethodNotFound).await;
         }
-        let Some(card) = effective_card(&state, &self.public_url) else {
+        let Some(card) = served_card(&state, &self.public_url, self.signer.as_deref()) else {
             return self.deny(session, ctx, Deny::NoUsableProfile).await;
         };
         ctx.outcome = Some(Outcome::Ok);
@@ -389,7 +415,7 @@ fn parse_body(
                 })
                 .map_err(Deny::from)
         }
-        Route::Card { .. } | Route::NotFound => Ok(BodyFacts::default()),
+        Route::Card { .. } | Route::Jwks | Route::NotFound => Ok(BodyFacts::default()),
     })
 }
 
@@ -490,6 +516,9 @@ impl ProxyHttp for Gateway {
         }
         if let Some(d) = self.refusal_before_routing(ctx) {
             return self.deny(session, ctx, d).await;
+        }
+        if r == Route::Jwks {
+            return self.serve_jwks(session, ctx).await;
         }
         let Some(name) = r.name() else {
             return self.deny(session, ctx, Deny::RouteNotFound).await;

@@ -313,7 +313,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     }
 
     match method {
-        Method::Unknown | Method::Card => return Err(Deny::MethodNotFound),
+        Method::Unknown | Method::Card | Method::Jwks => return Err(Deny::MethodNotFound),
         m if m.is_push() && !profile.push => return Err(Deny::MethodNotAllowed(m)),
         // The effective card is the only card a caller sees: forwarding the agent's extended
         // card would hand out the agent's own URLs and skills outside the integration.
