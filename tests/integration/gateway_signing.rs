@@ -6,6 +6,7 @@
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use a2a_egress::card::sign::SigningKey;
 use a2a_egress::card::signature::SigAlg;
@@ -458,13 +459,23 @@ async fn the_private_key_appears_in_no_response_log_or_metric() {
         .to_owned();
     let cfg_path = bad.path().join("gateway.toml");
     std::fs::write(&cfg_path, config(&agent, "signing_key = \"gw.jwk.json\"")).unwrap();
-    let out = Command::new(crate::common::gateway_bin())
+    // Bounded: with the check gone the gateway would start and serve with the key.
+    let mut serve = Command::new(crate::common::gateway_bin())
         .args(["serve", "--config"])
         .arg(&cfg_path)
-        .output()
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let status = crate::common::process::wait_exit(&mut serve, Duration::from_secs(30));
+    if status.is_none() {
+        let _ = serve.kill();
+        let _ = serve.wait();
+        panic!("the gateway started with a key file group members may read");
+    }
+    let out = serve.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(64), "{err}");
+    assert_eq!(status.and_then(|s| s.code()), Some(64), "{err}");
     assert!(
         err.contains("effective_card.signing_key:") && err.contains("chmod 600"),
         "{err}"
