@@ -14,6 +14,7 @@ use crate::profile::ClientCaps;
 mod client;
 mod integrations;
 mod listen;
+mod log;
 mod refresh;
 pub use client::{RawClient, RawTrustedKeys};
 pub use integrations::{
@@ -25,6 +26,7 @@ pub use listen::{
     Admin, AdminToken, Limits, Listen, PrivateFileError, RawAdmin, RawLimits, RawListen,
     TokenError, is_loopback, read_private_file,
 };
+pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 
 /// Errors loading or validating a configuration file.
@@ -95,6 +97,9 @@ pub struct RawConfig {
     /// `[state]`: where last-known-good cards are kept.
     #[serde(default)]
     pub state: RawState,
+    /// `[log]`: format, level and access log.
+    #[serde(default)]
+    pub log: RawLog,
 }
 
 /// A validated configuration.
@@ -120,6 +125,8 @@ pub struct Config {
     pub refresh: RefreshSettings,
     /// Last-known-good directory (`[state] dir`, resolved against the config folder); `None` = off.
     pub state_dir: Option<PathBuf>,
+    /// Logging (`[log]`), read at start.
+    pub log: Log,
 }
 
 impl Config {
@@ -158,6 +165,7 @@ impl Config {
         );
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
+        let log = log::log(&raw.log, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.to_owned(),
@@ -167,6 +175,7 @@ impl Config {
         Ok(Config {
             refresh,
             state_dir,
+            log,
             listen,
             admin,
             limits,
