@@ -11,7 +11,7 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
-use crate::profile::snapshot::{LockVerdict, Snapshot, StaleCause};
+use crate::state::{LockVerdict, Snapshot, StaleCause};
 
 /// Upstream latency buckets, seconds: 1 ms .. 60 s. Twelve buckets per integration keeps the
 /// series count small while covering both unary calls and long streams.

@@ -16,6 +16,7 @@ mod integrations;
 mod listen;
 mod log;
 mod refresh;
+mod secret;
 pub use client::{RawClient, RawTrustedKeys};
 pub use integrations::{
     Credential, DEFAULT_MAX_BODY_BYTES, Integration, LockPolicy, OnBreaking, Policy, ProbeSettings,
@@ -28,6 +29,7 @@ pub use listen::{
 };
 pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
+pub use secret::{SecretError, read_secret};
 
 /// Errors loading or validating a configuration file.
 #[derive(Debug, thiserror::Error)]
