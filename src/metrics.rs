@@ -53,9 +53,43 @@ fn counters(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> Int
     register(registry, IntCounterVec::new(Opts::new(name, help), labels))
 }
 
+/// A registered histogram family with `buckets` (seconds) by integration.
+fn histograms(registry: &Registry, name: &str, help: &str, buckets: &[f64]) -> HistogramVec {
+    let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
+    register(registry, HistogramVec::new(opts, &["integration"]))
+}
+
+/// A registered gauge without labels.
+fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
+    register(registry, IntGauge::new(name, help))
+}
+
 /// A registered gauge family.
 fn gauges(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
     register(registry, IntGaugeVec::new(Opts::new(name, help), labels))
+}
+
+/// The per-integration state gauges: status, usable, lock verdict.
+fn state_gauges(registry: &Registry) -> (IntGaugeVec, IntGaugeVec, IntGaugeVec) {
+    let status = gauges(
+        registry,
+        "a2a_egress_integration_status",
+        "1 for each integration's current status (pending, usable, unusable, blocked).",
+        &["integration", "status"],
+    );
+    let usable = gauges(
+        registry,
+        "a2a_egress_profile_usable",
+        "1 when the integration has a usable profile, else 0.",
+        &["integration"],
+    );
+    let verdict = gauges(
+        registry,
+        "a2a_egress_lock_verdict",
+        "1 for each integration's current verdict against its lockfile, 0 for the others.",
+        &["integration", "verdict"],
+    );
+    (status, usable, verdict)
 }
 
 /// `a2a_egress_build_info`, set to 1 once: the crate version and the A2A protocol version it
@@ -67,7 +101,8 @@ fn build_info(registry: &Registry) -> IntGaugeVec {
         "Always 1; the labels name the running build and the A2A protocol version it speaks.",
         &["version", "protocol"],
     );
-    g.with_label_values(&[env!("CARGO_PKG_VERSION"), "1.0"]).set(1);
+    g.with_label_values(&[env!("CARGO_PKG_VERSION"), "1.0"])
+        .set(1);
     g
 }
 
@@ -137,6 +172,7 @@ impl Metrics {
     /// Creates the registry and registers every data-plane metric.
     pub fn new() -> Self {
         let registry = Registry::new();
+        let (integration_status, profile_usable, lock_verdict) = state_gauges(&registry);
         Metrics {
             requests: counters(
                 &registry,
@@ -169,34 +205,19 @@ impl Metrics {
                     "Stale marks dropped because the control-plane channel was full.",
                 ),
             ),
-            upstream_duration: register(
+            upstream_duration: histograms(
                 &registry,
-                HistogramVec::new(
-                    HistogramOpts::new(
-                        "a2a_egress_upstream_duration_seconds",
-                        "Time from sending a request upstream to its response header.",
-                    )
-                    .buckets(LATENCY_BUCKETS.to_vec()),
-                    &["integration"],
-                ),
+                "a2a_egress_upstream_duration_seconds",
+                "Time from sending a request upstream to its response header.",
+                LATENCY_BUCKETS,
             ),
-            overhead: register(
+            overhead: histograms(
                 &registry,
-                HistogramVec::new(
-                    HistogramOpts::new(
-                        "a2a_egress_gateway_overhead_seconds",
-                        "Gateway time on a forwarded call, not counting the wait for the upstream.",
-                    )
-                    .buckets(OVERHEAD_BUCKETS.to_vec()),
-                    &["integration"],
-                ),
+                "a2a_egress_gateway_overhead_seconds",
+                "Gateway time on a forwarded call, not counting the wait for the upstream.",
+                OVERHEAD_BUCKETS,
             ),
-            integration_status: gauges(
-                &registry,
-                "a2a_egress_integration_status",
-                "1 for each integration's current status (pending, usable, unusable, blocked).",
-                &["integration", "status"],
-            ),
+            integration_status,
             probe_results: counters(
                 &registry,
                 "a2a_egress_probe_results_total",
@@ -204,31 +225,17 @@ impl Metrics {
                 &["integration", "check", "result"],
             ),
             build_info: build_info(&registry),
-            profile_usable: gauges(
+            profile_usable,
+            lock_verdict,
+            inflight: gauge(
                 &registry,
-                "a2a_egress_profile_usable",
-                "1 when the integration has a usable profile, else 0.",
-                &["integration"],
+                "a2a_egress_inflight_requests",
+                "Data-plane requests in progress.",
             ),
-            lock_verdict: gauges(
+            downstream_connections: gauge(
                 &registry,
-                "a2a_egress_lock_verdict",
-                "1 for each integration's current verdict against its lockfile, 0 for the others.",
-                &["integration", "verdict"],
-            ),
-            inflight: register(
-                &registry,
-                IntGauge::new(
-                    "a2a_egress_inflight_requests",
-                    "Data-plane requests in progress.",
-                ),
-            ),
-            downstream_connections: register(
-                &registry,
-                IntGauge::new(
-                    "a2a_egress_downstream_connections",
-                    "Open data-plane connections holding a connection slot.",
-                ),
+                "a2a_egress_downstream_connections",
+                "Open data-plane connections holding a connection slot.",
             ),
             overload_refusals: counters(
                 &registry,

@@ -38,7 +38,9 @@ fn init_tracing(log: &Log, format: Option<LogFormat>) {
     let filter = tracing_subscriber::EnvFilter::builder()
         .parse(with_quiet_pingora(&directive))
         .unwrap_or_else(|e| {
-            eprintln!("RUST_LOG: {directive:?} is not a log filter ({e}); using {DEFAULT_LOG_LEVEL}");
+            eprintln!(
+                "RUST_LOG: {directive:?} is not a log filter ({e}); using {DEFAULT_LOG_LEVEL}"
+            );
             tracing_subscriber::EnvFilter::new(with_quiet_pingora(DEFAULT_LOG_LEVEL))
         });
     // pingora's HTTP/1 client logs each request header it writes as raw bytes at TRACE, the

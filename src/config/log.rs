@@ -100,7 +100,8 @@ mod tests {
 
     #[test]
     fn json_off_and_directives_are_accepted() {
-        let (l, p) = parse("format = \"json\"\nlevel = \"warn,a2a_egress=debug\"\naccess = \"off\"\n");
+        let (l, p) =
+            parse("format = \"json\"\nlevel = \"warn,a2a_egress=debug\"\naccess = \"off\"\n");
         assert!(p.is_empty(), "{p:?}");
         assert_eq!(l.format, LogFormat::Json);
         assert_eq!(l.access, AccessLog::Off);

@@ -177,7 +177,9 @@ impl<A> Limited<A> {
             metrics.overload_refusals.with_label_values(&[cap.as_str()]);
         }
         for phase in [Phase::Idle, Phase::Header, Phase::Body] {
-            metrics.downstream_timeouts.with_label_values(&[phase.as_str()]);
+            metrics
+                .downstream_timeouts
+                .with_label_values(&[phase.as_str()]);
         }
         Limited {
             app: Arc::new(app),
