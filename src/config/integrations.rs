@@ -321,9 +321,6 @@ pub fn is_reserved_header(name: &str) -> bool {
         "a2a-version",
         "a2a-extensions",
         "x-a2a-extensions",
-        "x-request-id",
-        "traceparent",
-        "tracestate",
     ];
     let name = name.to_ascii_lowercase();
     name.starts_with("a2a-egress-") || RESERVED.contains(&name.as_str())

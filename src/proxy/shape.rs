@@ -24,6 +24,11 @@ fn always_forwarded(n: &HeaderName) -> bool {
     matches!(n.as_str(), "content-type" | "accept" | "user-agent")
 }
 
+/// Headers the gateway writes from [`Trace`] rather than copying.
+fn is_trace_header(n: &HeaderName) -> bool {
+    matches!(n.as_str(), "x-request-id" | "traceparent" | "tracestate")
+}
+
 /// The headers of one upstream request, in order: allowlisted caller headers (the built-in list,
 /// the integration's `forward_headers`, and `Authorization` for a pass-through credential), then
 /// the gateway's own — `Host`, `Content-Length` (the exact length of the body that will be sent),
@@ -40,7 +45,9 @@ pub fn upstream_headers(
     let mut out: Vec<(HeaderName, HeaderValue)> = Vec::with_capacity(caller.len().min(16) + 9);
     let extra = &state.integration.forward_headers;
     for (n, v) in caller {
-        let listed = always_forwarded(n) || extra.contains(n);
+        // The trace headers are written from the request's checked trace context below, even
+        // when `forward_headers` lists them, so a malformed one never leaves and none doubles.
+        let listed = (always_forwarded(n) || extra.contains(n)) && !is_trace_header(n);
         // `forward_headers` is validated against the reserved names; checked again here because
         // this is the one place that decides what leaves.
         if listed && !is_reserved_header(n.as_str()) {
@@ -111,7 +118,10 @@ mod tests {
             credential: Credential::None,
             max_body_bytes: 10,
             ca_file: None,
-            forward_headers: vec![HeaderName::from_static("x-listed")],
+            forward_headers: vec![
+                HeaderName::from_static("x-listed"),
+                HeaderName::from_static("x-request-id"),
+            ],
             lock: Default::default(),
         };
         let p = Profile {
@@ -235,6 +245,11 @@ mod tests {
             ]
         );
         assert_eq!(out["x-request-id"], "caller-7");
+        assert_eq!(
+            out.get_all("x-request-id").iter().count(),
+            1,
+            "listed, yet written once"
+        );
         assert_eq!(out["traceparent"], TP);
         assert_eq!(out.get_all("accept").iter().count(), 2);
         assert_eq!(out["authorization"], "Bearer gw");
