@@ -8,6 +8,7 @@
 #   cli
 #   server
 #   admin  agent
+#   select             (planner selection and its candidate view of the runtime state)
 #   proxy  control  probe
 #   metrics
 #   state              (today profile::snapshot: IntegrationState, Snapshot, Store, stale channel)
@@ -40,6 +41,7 @@ LAYERS = [
     ["cli"],
     ["server"],
     ["admin", "agent"],
+    ["select"],
     ["proxy", "control", "probe"],
     ["metrics"],
     ["state"],

@@ -34,5 +34,6 @@ pub mod metrics;
 pub mod probe;
 pub mod profile;
 pub mod proxy;
+pub mod select;
 pub mod server;
 pub mod types;
