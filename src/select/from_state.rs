@@ -6,7 +6,7 @@
 //! examples) does not, so provider prose cannot reach a selection.
 
 use super::{Candidate, Freshness, SkillModes, Standing, StreamingEvidence};
-use crate::profile::snapshot::{EvidenceKind, IntegrationState, Status};
+use crate::state::{EvidenceKind, IntegrationState, Status};
 
 /// The candidate `state` makes.
 pub fn candidate(state: &IntegrationState) -> Candidate {
@@ -60,7 +60,7 @@ fn freshness(state: &IntegrationState) -> Freshness {
 
 /// Refused when the agent turned a stream down since the last refresh; verified when the
 /// state holds evidence of a working stream; else declared.
-pub(crate) fn streaming_evidence(state: &IntegrationState) -> StreamingEvidence {
+pub fn streaming_evidence(state: &IntegrationState) -> StreamingEvidence {
     if state.overrides.streaming_off {
         return StreamingEvidence::Refused;
     }

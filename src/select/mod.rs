@@ -31,13 +31,13 @@ use serde::Serialize;
 
 use crate::config::StreamingMode;
 use crate::profile::Binding;
-use crate::profile::snapshot::LockVerdict;
+use crate::state::LockVerdict;
 use crate::types::media_type::media_type_accepted;
 
 mod from_state;
 mod need;
 
-pub use from_state::candidate;
+pub use from_state::{candidate, streaming_evidence};
 pub use need::{MAX_NEED_BYTES, Need, NeedError};
 
 /// Whether an integration can take traffic at all, as selection sees it.

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use super::*;
 use crate::config::{Credential, Integration};
-use crate::profile::snapshot::{Degraded, IntegrationState, Status};
 use crate::profile::{Display, Interface, Profile, SkillDisplay, SkillProfile};
-use crate::proxy::upstream::Upstream;
+use crate::state::Upstream;
+use crate::state::{Degraded, IntegrationState, Status};
 
 fn modes(input: &[&str], output: &[&str], tags: &[&str]) -> SkillModes {
     let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect();
