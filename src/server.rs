@@ -196,7 +196,7 @@ pub async fn run(
         public_url,
         default_data_class: config.policy.default_data_class.clone(),
         draining: draining.clone(),
-        control: Some(control),
+        control: Some(Arc::new(control)),
         limits: crate::proxy::limits::RequestLimits::new(&config.limits),
         client: crate::proxy::client::Client::new(),
     };

@@ -32,10 +32,10 @@ use super::route::{Method, Route, check_path, route};
 use super::shape::upstream_headers;
 use super::upstream::{peer, tls_fault};
 use crate::config::DEFAULT_MAX_BODY_BYTES;
-use crate::control::refresh::ControlHandle;
 use crate::metrics::Metrics;
 use crate::state::{
-    Evidence, EvidenceKind, IntegrationState, Snapshot, StaleCause, StaleMark, StaleSender, Store,
+    Evidence, EvidenceKind, IntegrationState, RefreshHook, Snapshot, StaleCause, StaleMark,
+    StaleSender, Store,
 };
 
 /// Most response bytes inspected for an A2A error (errors are small; bigger answers are results).
@@ -57,7 +57,7 @@ pub struct Gateway {
     pub draining: Arc<AtomicBool>,
     /// The control plane, for the refresh-and-retry of -32008/-32009; `None` when the gateway
     /// runs without one (then those errors only mark the profile stale).
-    pub control: Option<ControlHandle>,
+    pub control: Option<Arc<dyn RefreshHook>>,
     /// The in-flight cap and the body deadline (`[limits]`).
     pub limits: RequestLimits,
     /// The gateway's own HTTP client (pingora's connector and pool) for the calls it makes

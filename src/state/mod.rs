@@ -19,8 +19,10 @@ use crate::profile::{Binding, Profile};
 use crate::types::origin_of_url;
 
 mod lock_state;
+mod refresh_hook;
 pub mod upstream;
 pub use lock_state::{LockState, LockVerdict, satisfies};
+pub use refresh_hook::{RefreshAnswer, RefreshHook, RefreshUnavailable};
 pub use upstream::{Roots, Upstream, UpstreamError};
 
 /// Most evidence records kept per integration (oldest dropped first).
