@@ -10,7 +10,7 @@
 #   admin  agent
 #   proxy  control  probe
 #   metrics
-#   state              (today profile::snapshot: IntegrationState, Snapshot, Store, stale channel)
+#   state              (IntegrationState, Snapshot, Store, stale channel, prepared upstreams)
 #   config  lock
 #   profile
 #   card
@@ -21,9 +21,8 @@
 # grouped imports included. Test code (`#[cfg(test)]` modules and the files they load) may use
 # any layer: a test may assemble the layers above to check a property end to end.
 #
-# ALLOWED lists the upward edges known today, each as `from -> target module`, with why; all of
-# them wait for the data plane's rewrite. A new upward edge fails, and so does an entry that is no
-# longer needed (delete it when the edge is gone).
+# ALLOWED lists upward edges tolerated for a while, each as `from -> target module`, with why
+# (none today). A new upward edge fails, and so does an entry that is no longer needed.
 #
 # Usage: scripts/check-layers.sh [--graph]   (--graph also prints each module's direct uses)
 set -euo pipefail
@@ -51,16 +50,7 @@ LAYERS = [
 ]
 
 # from unit -> target module (first two path segments): why it is still there.
-ALLOWED = {
-    ("state", "proxy::upstream"): "IntegrationState holds the prepared Upstream (moves out of the "
-                                  "profile with Status::Usable { profile, upstream })",
-    ("control", "proxy::upstream"): "the refresh prepares the Upstream and reads the bearer secret "
-                                    "with proxy::upstream::read_secret",
-    ("proxy", "control::refresh"): "the retry hook calls ControlHandle::refresh_after_error "
-                                   "(to become a narrow interface the data plane owns)",
-    ("proxy", "control::schedule"): "the retry hook reads RefreshResult from the control plane's "
-                                    "answer",
-}
+ALLOWED = {}
 
 TIER = {unit: i for i, tier in enumerate(LAYERS) for unit in tier}
 
@@ -69,8 +59,6 @@ def unit_of(segments):
     """The layer unit of an absolute module path (list of segments below the crate root)."""
     if not segments:
         return None
-    if segments[0] == "profile" and len(segments) > 1 and segments[1] == "snapshot":
-        return "state"
     return segments[0]
 
 

@@ -41,8 +41,8 @@ use crate::config::{Config, Listen};
 use crate::control::fetch::CardFetcher;
 use crate::control::refresh::ControlHandle;
 use crate::metrics::Metrics;
-use crate::profile::snapshot::{Snapshot, StaleReceiver, Store, stale_channel};
 use crate::proxy::Gateway;
+use crate::state::{Snapshot, StaleReceiver, Store, stale_channel};
 
 /// Longest wait for in-flight calls once shutdown starts.
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(30);
@@ -195,7 +195,7 @@ pub async fn run(
         public_url,
         default_data_class: config.policy.default_data_class.clone(),
         draining: draining.clone(),
-        control: Some(control),
+        control: Some(Arc::new(control)),
         limits: crate::proxy::limits::RequestLimits::new(&config.limits),
         client: crate::proxy::client::Client::new(),
     };

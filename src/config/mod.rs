@@ -16,6 +16,7 @@ mod client;
 mod integrations;
 mod listen;
 mod refresh;
+mod secret;
 pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
 pub use client::{RawClient, RawTrustedKeys};
 pub use integrations::{
@@ -28,6 +29,7 @@ pub use listen::{
     TokenError, is_loopback, read_private_file,
 };
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
+pub use secret::{SecretError, read_secret};
 
 /// Errors loading or validating a configuration file.
 #[derive(Debug, thiserror::Error)]

@@ -30,12 +30,12 @@ use super::limits::{self, Cap, Phase, RequestLimits};
 use super::policy::{self, DataClasses, Facts, Plan, StreamPlan};
 use super::route::{Method, Route, check_path, route};
 use super::shape::upstream_headers;
-use super::upstream::tls_fault;
+use super::upstream::{peer, tls_fault};
 use crate::config::DEFAULT_MAX_BODY_BYTES;
-use crate::control::refresh::ControlHandle;
 use crate::metrics::Metrics;
-use crate::profile::snapshot::{
-    Evidence, EvidenceKind, IntegrationState, Snapshot, StaleCause, StaleMark, StaleSender, Store,
+use crate::state::{
+    Evidence, EvidenceKind, IntegrationState, RefreshHook, Snapshot, StaleCause, StaleMark,
+    StaleSender, Store,
 };
 
 /// Most response bytes inspected for an A2A error (errors are small; bigger answers are results).
@@ -57,7 +57,7 @@ pub struct Gateway {
     pub draining: Arc<AtomicBool>,
     /// The control plane, for the refresh-and-retry of -32008/-32009; `None` when the gateway
     /// runs without one (then those errors only mark the profile stale).
-    pub control: Option<ControlHandle>,
+    pub control: Option<Arc<dyn RefreshHook>>,
     /// The in-flight cap and the body deadline (`[limits]`).
     pub limits: RequestLimits,
     /// The gateway's own HTTP client (pingora's connector and pool) for the calls it makes
@@ -580,7 +580,7 @@ impl ProxyHttp for Gateway {
             .ok_or_else(|| Error::explain(ErrorType::InternalError, "no upstream for request"))?;
         ctx.upstream_started = Some(Instant::now());
         // The same peer (address, TLS roots and verification, timeouts) as the gateway's client.
-        Ok(Box::new(up.peer()))
+        Ok(Box::new(peer(&up)))
     }
 
     async fn upstream_request_filter(

@@ -16,11 +16,14 @@ use tokio::sync::mpsc;
 
 use crate::config::Integration;
 use crate::profile::{Binding, Profile};
-use crate::proxy::upstream::Upstream;
 use crate::types::origin_of_url;
 
 mod lock_state;
+mod refresh_hook;
+pub mod upstream;
 pub use lock_state::{LockState, LockVerdict, satisfies};
+pub use refresh_hook::{RefreshAnswer, RefreshHook, RefreshUnavailable};
+pub use upstream::{Roots, Upstream, UpstreamError};
 
 /// Most evidence records kept per integration (oldest dropped first).
 pub const MAX_EVIDENCE: usize = 32;
