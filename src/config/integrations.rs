@@ -480,10 +480,7 @@ impl Check<'_> {
             return None;
         };
         ArtifactSchema::load(&self.base.join(file), policy)
-            .map_err(|e| {
-                self.problems
-                    .push(format!("{at}.artifact_schema: {e}"))
-            })
+            .map_err(|e| self.problems.push(format!("{at}.artifact_schema: {e}")))
             .ok()
     }
 
@@ -1008,7 +1005,15 @@ mod lock_keys {
         assert!(a.check(&serde_json::json!({})).is_some());
         assert!(c.integrations[1].artifacts.is_none());
         let c = Config::parse(&two("artifact_schema = \"schemas/quote.json\""), &path).unwrap();
-        assert_eq!(c.integrations[0].artifacts.as_ref().unwrap().policy.as_str(), "record");
+        assert_eq!(
+            c.integrations[0]
+                .artifacts
+                .as_ref()
+                .unwrap()
+                .policy
+                .as_str(),
+            "record"
+        );
         for (extra, needle) in [
             (
                 "artifact_schema = \"schemas/bad.json\"",
@@ -1039,7 +1044,10 @@ mod lock_keys {
         else {
             panic!("expected an invalid config")
         };
-        assert!(problems[0].contains("bad.json is not a usable JSON Schema"), "{problems:?}");
+        assert!(
+            problems[0].contains("bad.json is not a usable JSON Schema"),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -51,8 +51,8 @@ impl std::fmt::Display for Violation {
         match self {
             Violation::Part { part, mismatch } => write!(
                 f,
-                "{part}.data{} fails `{}`: {}",
-                mismatch.at, mismatch.keyword, mismatch.message
+                "{part}.data fails `{}` (schema {})",
+                mismatch.keyword, mismatch.schema_at
             ),
             Violation::Unreadable(why) => write!(f, "answer not checked: {why}"),
         }
@@ -206,8 +206,16 @@ mod tests {
         let good = json!({"price": 1});
         let bad = json!({"price": "1"});
         let cases = [
-            (json!({"task": task(good.clone())}), json!({"task": task(bad.clone())}), "task.artifacts[0].parts[1]"),
-            (task(good.clone()), task(bad.clone()), "artifacts[0].parts[1]"),
+            (
+                json!({"task": task(good.clone())}),
+                json!({"task": task(bad.clone())}),
+                "task.artifacts[0].parts[1]",
+            ),
+            (
+                task(good.clone()),
+                task(bad.clone()),
+                "artifacts[0].parts[1]",
+            ),
             (
                 json!({"tasks": [task(good.clone()), task(good.clone())], "nextPageToken": ""}),
                 json!({"tasks": [task(good.clone()), task(bad.clone())], "nextPageToken": ""}),
@@ -226,7 +234,8 @@ mod tests {
         ];
         let s = schema();
         for (ok, not, at) in cases {
-            let rest = |v: &Value| check_answer(&s, Binding::HttpJson, true, v.to_string().as_bytes());
+            let rest =
+                |v: &Value| check_answer(&s, Binding::HttpJson, true, v.to_string().as_bytes());
             let rpc = |v: &Value| {
                 let env = json!({"jsonrpc": "2.0", "id": 1, "result": v});
                 check_answer(&s, Binding::JsonRpc, true, env.to_string().as_bytes())
@@ -247,7 +256,7 @@ mod tests {
         let c = check_result(&schema(), &json!({"task": task(json!({"price": "x"}))}));
         assert_eq!(
             c.violation.unwrap().to_string(),
-            "task.artifacts[0].parts[1].data/price fails `type`: \"x\" is not of type \"number\""
+            "task.artifacts[0].parts[1].data fails `type` (schema /properties/price/type)"
         );
     }
 
@@ -260,8 +269,14 @@ mod tests {
         // The history of `task()` holds a data part without a price: not checked.
         assert_eq!(check_result(&s, &task(json!({"price": 2}))).parts, 1);
         let err = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32001, "message": "x"}});
-        assert_eq!(check_answer(&s, Binding::JsonRpc, true, err.to_string().as_bytes()), Checked::default());
-        assert_eq!(check_answer(&s, Binding::HttpJson, false, b"<html>"), Checked::default());
+        assert_eq!(
+            check_answer(&s, Binding::JsonRpc, true, err.to_string().as_bytes()),
+            Checked::default()
+        );
+        assert_eq!(
+            check_answer(&s, Binding::HttpJson, false, b"<html>"),
+            Checked::default()
+        );
         let texts = json!({"task": {"id": "t", "artifacts": [{"artifactId": "a", "parts": [{"text": "x"}, {"url": "u"}]}]}});
         assert_eq!(check_result(&s, &texts), Checked::default());
     }
@@ -270,7 +285,9 @@ mod tests {
     fn answers_that_cannot_be_read_are_violations() {
         let s = schema();
         let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
-        let deep = format!(r#"{{"task":{{"id":"t","artifacts":[{{"artifactId":"a","parts":[{{"data":{deep}}}]}}]}}}}"#);
+        let deep = format!(
+            r#"{{"task":{{"id":"t","artifacts":[{{"artifactId":"a","parts":[{{"data":{deep}}}]}}]}}}}"#
+        );
         for body in [
             b"not json".to_vec(),
             deep.into_bytes(),
@@ -292,6 +309,9 @@ mod tests {
         let many: Vec<Value> = (0..1000).map(|_| json!({"data": {}})).collect();
         let t = json!({"task": {"id": "t", "artifacts": [{"artifactId": "a", "parts": many}]}});
         let c = check_result(&s, &t);
-        assert_eq!((c.parts, part_at(&c)), (1, Some("task.artifacts[0].parts[0]")));
+        assert_eq!(
+            (c.parts, part_at(&c)),
+            (1, Some("task.artifacts[0].parts[0]"))
+        );
     }
 }

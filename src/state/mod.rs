@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
 use serde::Serialize;
@@ -144,6 +144,8 @@ pub enum EvidenceKind {
     StreamingDowngradeVerified,
     /// The agent answered with an error that marks the profile stale.
     StaleError(StaleCause),
+    /// An answer's artifact data part did not match the integration's `artifact_schema`.
+    ArtifactSchemaMismatch,
 }
 
 /// A timestamped runtime observation about an integration's agent.
@@ -414,6 +416,16 @@ impl IntegrationState {
         v.sort();
         v.dedup();
         v
+    }
+
+    /// Whether evidence of `kind` was recorded less than `gap` before `now` (writers of
+    /// frequent observations record one per gap).
+    pub fn observed_within(&self, kind: EvidenceKind, now: SystemTime, gap: Duration) -> bool {
+        self.evidence
+            .iter()
+            .rev()
+            .find(|e| e.kind == kind)
+            .is_some_and(|e| now.duration_since(e.at).map_or(true, |d| d < gap))
     }
 
     /// A copy with one more evidence record (bounded).
