@@ -186,6 +186,7 @@ pub async fn run(
             draining: draining.clone(),
             control: Some(control.clone()),
             access: crate::admin::Access::new(&config.admin, metrics.clone()),
+            default_data_class: config.policy.default_data_class.clone(),
         },
     )?;
     let gateway = Gateway {
