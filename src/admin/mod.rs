@@ -35,7 +35,7 @@ pub mod error;
 pub mod planner;
 pub mod refresh;
 pub mod view;
-use crate::state::{Status, Store};
+use crate::state::Store;
 pub use auth::Access;
 
 /// What the admin handlers read.
@@ -129,10 +129,7 @@ async fn readyz(State(s): State<AdminState>) -> Response {
         .integrations
         .iter()
         .map(|(n, st)| {
-            let reason = match &st.status {
-                Status::Unusable { reason } | Status::Blocked { reason } => Some(reason.clone()),
-                _ => None,
-            };
+            let reason = st.status.reason();
             // The lockfile verdict, its findings and when it was reached; `review` is the flag
             // an operator should look at.
             (

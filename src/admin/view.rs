@@ -21,7 +21,7 @@ use crate::card::sanitize::{
 };
 use crate::profile::Profile;
 use crate::select::{StreamingEvidence, streaming_evidence};
-use crate::state::{IntegrationState, Status};
+use crate::state::IntegrationState;
 
 /// Longest gateway-written sentence (a reason, a finding, an evidence detail) kept, in chars;
 /// some quote card values (a version, a binding), so they are bounded like card text.
@@ -169,13 +169,12 @@ fn said(text: &str) -> String {
 
 /// The view of `state` at `now`.
 pub fn view(state: &IntegrationState, now: SystemTime) -> IntegrationView {
-    let profile = state.profile.as_deref();
+    let profile = state.profile().map(|p| &**p);
     let lock = &state.lock;
     IntegrationView {
         integration: state.integration.name.clone(),
         status: state.status.as_str().to_owned(),
-        usable: state.status == Status::Usable
-            && lock.verdict != crate::state::LockVerdict::Breaking,
+        usable: state.status.is_usable() && lock.verdict != crate::state::LockVerdict::Breaking,
         degraded: state.freshness.degraded.is_some(),
         reasons: reasons(state),
         lock: LockView {
@@ -217,7 +216,7 @@ pub fn view(state: &IntegrationState, now: SystemTime) -> IntegrationView {
 
 fn reasons(state: &IntegrationState) -> Vec<String> {
     let mut out = Vec::new();
-    if let Status::Unusable { reason } | Status::Blocked { reason } = &state.status {
+    if let Some(reason) = state.status.reason() {
         out.push(said(reason));
     }
     if let Some(d) = &state.freshness.degraded {
@@ -265,7 +264,7 @@ fn streaming(state: &IntegrationState) -> StreamingView {
         .find(|e| matches!(e.kind, crate::state::EvidenceKind::StreamingRefused))
         .map(|e| timestamp(e.at));
     StreamingView {
-        declared: state.profile.as_ref().is_some_and(|p| p.streaming),
+        declared: state.profile().is_some_and(|p| p.streaming),
         mode: state.integration.streaming.as_str().to_owned(),
         allowed: state.streaming_allowed(),
         verified: match streaming_evidence(state) {

@@ -404,8 +404,8 @@ async fn send<'g>(
 ) -> std::result::Result<Sent<'g>, ClientError> {
     let up = at
         .state
-        .upstream
-        .as_deref()
+        .upstream()
+        .map(|u| &**u)
         .ok_or(ClientError::NoUpstream)?;
     let mut req = RequestHeader::build(caller.method.clone(), out.path.as_bytes(), None)
         .map_err(ClientError::Request)?;

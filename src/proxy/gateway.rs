@@ -220,9 +220,9 @@ impl Gateway {
     /// request used (a refresh in between wins), and records the evidence.
     pub fn override_streaming_off(&self, state: &IntegrationState, evidence: Vec<Evidence>) {
         let name = state.integration.name.clone();
-        let used = state.profile.clone();
+        let used = state.profile().cloned();
         self.store.update_integration(&name, |cur| {
-            let same = match (&cur.profile, &used) {
+            let same = match (cur.profile(), &used) {
                 (Some(a), Some(b)) => Arc::ptr_eq(a, b),
                 _ => false,
             };
@@ -576,7 +576,7 @@ impl ProxyHttp for Gateway {
         let up = ctx
             .state
             .as_ref()
-            .and_then(|s| s.upstream.clone())
+            .and_then(|s| s.upstream().cloned())
             .ok_or_else(|| Error::explain(ErrorType::InternalError, "no upstream for request"))?;
         ctx.upstream_started = Some(Instant::now());
         // The same peer (address, TLS roots and verification, timeouts) as the gateway's client.
@@ -593,8 +593,7 @@ impl ProxyHttp for Gateway {
             return Error::e_explain(ErrorType::InternalError, "request without a plan");
         };
         let up = state
-            .upstream
-            .as_ref()
+            .upstream()
             .ok_or_else(|| Error::explain(ErrorType::InternalError, "no upstream"))?;
         let uri: http::Uri = plan
             .upstream_path

@@ -126,7 +126,10 @@ mod tests {
         };
         IntegrationState {
             integration: Arc::new(i),
-            profile: Some(Arc::new(p)),
+            status: crate::state::Status::Usable {
+                profile: Arc::new(p),
+                upstream: Arc::new(Upstream::for_tests("https://a.example:8443/a2a")),
+            },
             ..IntegrationState::pending(Arc::new(Integration {
                 name: "echo".into(),
                 card: String::new(),

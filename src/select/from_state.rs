@@ -11,14 +11,14 @@ use crate::state::{EvidenceKind, IntegrationState, Status};
 /// The candidate `state` makes.
 pub fn candidate(state: &IntegrationState) -> Candidate {
     let integration = &state.integration;
-    let profile = state.profile.as_deref();
+    let profile = state.profile().map(|p| &**p);
     Candidate {
         name: integration.name.clone(),
         standing: match &state.status {
-            Status::Usable => Standing::Usable,
+            Status::Usable { .. } => Standing::Usable,
             Status::Pending => Standing::Pending,
-            Status::Unusable { reason } => Standing::Unusable(reason.clone()),
-            Status::Blocked { reason } => Standing::Blocked(reason.clone()),
+            Status::Unusable { reason, .. } => Standing::Unusable(reason.clone()),
+            Status::Blocked { reason, .. } => Standing::Blocked(reason.clone()),
         },
         lock: state.lock.verdict,
         freshness: freshness(state),

@@ -420,8 +420,13 @@ fn state_conversion_reads_status_overrides_freshness_and_verdict() {
         failures: 2,
     });
     assert_eq!(candidate(&s).freshness, Freshness::Degraded);
+    let Status::Usable { profile, upstream } = s.status.clone() else {
+        panic!("usable: {:?}", s.status)
+    };
     s.status = Status::Blocked {
         reason: "breaking".into(),
+        profile,
+        upstream,
     };
     s.lock.verdict = LockVerdict::Breaking;
     let c = candidate(&s);

@@ -8,7 +8,7 @@ use serde_json::json;
 use super::*;
 use crate::config::{Credential, Integration, StreamingMode};
 use crate::profile::{Binding, Display, Interface, SkillDisplay, SkillProfile};
-use crate::state::{Degraded, Evidence, EvidenceKind, LockVerdict, Upstream};
+use crate::state::{Degraded, Evidence, EvidenceKind, LockVerdict, Status, Upstream};
 
 fn integration() -> Integration {
     Integration {
@@ -170,8 +170,13 @@ fn streaming_is_declared_until_evidence_says_otherwise() {
 #[test]
 fn blocked_degraded_and_pending_carry_their_reasons() {
     let mut s = state();
+    let Status::Usable { profile, upstream } = s.status.clone() else {
+        panic!("usable: {:?}", s.status)
+    };
     s.status = Status::Blocked {
         reason: "breaking change against the lockfile\u{1b}[31m".into(),
+        profile,
+        upstream,
     };
     s.lock.verdict = LockVerdict::Breaking;
     s.freshness.degraded = Some(Degraded {
