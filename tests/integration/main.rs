@@ -46,6 +46,7 @@ mod gateway_streaming;
 mod gateway_tls;
 mod lock_runtime;
 mod peers_smoke;
+mod planner;
 mod probe_agent;
 mod reliability_doc;
 mod request_props;
