@@ -154,6 +154,9 @@ pub struct Metrics {
     /// `a2a_egress_admin_refusals_total{reason}`: admin requests refused (`UNAUTHENTICATED`,
     /// `REFRESH_RATE_LIMITED`).
     pub admin_refusals: IntCounterVec,
+    /// `a2a_egress_artifact_schema_mismatches_total{integration}`: answers (or stream events)
+    /// whose artifacts' data parts do not match the integration's `artifact_schema`.
+    pub artifact_mismatches: IntCounterVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -255,6 +258,12 @@ impl Metrics {
                 "Admin requests refused: missing or wrong token, or a forced refresh too soon.",
                 &["reason"],
             ),
+            artifact_mismatches: counters(
+                &registry,
+                "a2a_egress_artifact_schema_mismatches_total",
+                "Answers or stream events whose artifact data parts do not match the integration's artifact_schema.",
+                &["integration"],
+            ),
             registry,
         }
     }
@@ -294,6 +303,12 @@ impl Metrics {
                 for result in PROBE_RESULTS {
                     self.probe_results.with_label_values(&[name, check, result]);
                 }
+            }
+            // The mismatch series exists (at 0) for every integration that names a schema.
+            if s.integration.artifacts.is_some() {
+                self.artifact_mismatches
+                    .with_label_values(&[name])
+                    .inc_by(0);
             }
         }
     }

@@ -11,12 +11,14 @@ use serde::Deserialize;
 use crate::card::CardPolicy;
 use crate::profile::ClientCaps;
 
+mod artifact;
 mod client;
 mod integrations;
 mod listen;
 mod log;
 mod refresh;
 mod secret;
+pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
 pub use client::{RawClient, RawTrustedKeys};
 pub use integrations::{
     Credential, DEFAULT_MAX_BODY_BYTES, Integration, LockPolicy, OnBreaking, Policy, ProbeSettings,

@@ -123,6 +123,7 @@ mod tests {
                 HeaderName::from_static("x-request-id"),
             ],
             lock: Default::default(),
+            artifacts: None,
         };
         let p = Profile {
             usable: true,
@@ -167,6 +168,7 @@ mod tests {
                 ca_file: None,
                 forward_headers: vec![],
                 lock: Default::default(),
+                artifacts: None,
             }))
         }
     }

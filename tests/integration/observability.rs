@@ -27,13 +27,20 @@ const DOWN: &str = "\n[[integrations]]\nname = \"down\"\ncard = \"http://127.0.0
 const NAMES: [&str; 3] = ["echo", "nostream", "down"];
 
 /// A gateway in front of the reference agent with a normal integration, one with streaming
-/// off (its streams are downgraded) and one whose card never loads.
+/// off (its streams are downgraded) and an artifact schema that admits anything, and one whose
+/// card never loads.
 async fn gateway(agent: &RefAgent) -> InProcess {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("any.json"), "{}").unwrap();
     let config = config_head(&[])
         + &integration("echo", &agent.card_url, "")
-        + &integration("nostream", &agent.card_url, "streaming = \"off\"")
+        + &integration(
+            "nostream",
+            &agent.card_url,
+            "streaming = \"off\"\nartifact_schema = \"any.json\"",
+        )
         + DOWN;
-    InProcess::start(&config).await
+    InProcess::start_in(dir, &config).await
 }
 
 /// Traffic of every kind the metrics describe: a unary send (own client), a GetTask (pingora), a
@@ -237,6 +244,7 @@ fn known_values() -> BTreeMap<&'static str, BTreeSet<String>> {
             "GATEWAY_DRAINING",
             "GATEWAY_BUSY",
             "REQUEST_TIMEOUT",
+            "ARTIFACT_SCHEMA_MISMATCH",
             "UNAUTHENTICATED",
             "REFRESH_RATE_LIMITED",
         ]),
