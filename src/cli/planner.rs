@@ -228,6 +228,8 @@ pub fn table(views: &[IntegrationView]) -> String {
             "no".into()
         } else if v.streaming.mode == "off" {
             "off".into()
+        } else if let Some(o) = &v.streaming.observed {
+            o.clone()
         } else {
             v.streaming.verified.clone()
         };
@@ -302,7 +304,8 @@ mod tests {
                 "fallback": null},
             "interface": null, "skills": {},
             "streaming": {"declared": true, "mode": "preferred", "allowed": true,
-                "verified": "declared", "refused_at": null},
+                "verified": "declared", "verified_at": null, "observed": null,
+                "observed_at": null},
             "evidence": [], "profile": {"card_digest": "sha256:00",
                 "installed_at": "2026-12-01T00:00:00Z", "age_seconds": 125,
                 "validated_at": null, "unrevalidated": false},
