@@ -29,6 +29,7 @@ mod control_reload;
 mod control_scheduler;
 mod faults;
 mod fuzz_corpus;
+mod gateway_artifacts;
 mod gateway_card;
 mod gateway_encoding;
 mod gateway_headers;
