@@ -246,8 +246,9 @@ pub fn table(views: &[IntegrationView]) -> String {
             v.profile
                 .as_ref()
                 .map_or("-".into(), |p| age(p.age_seconds)),
+            // The first reason is the status's own (why unusable or blocked), then degraded.
             v.reasons
-                .last()
+                .first()
                 .map_or("-".into(), |r| sanitize(r, MAX_ERROR_COLUMN)),
         ]);
     }
@@ -299,7 +300,7 @@ mod tests {
     fn the_table_sanitises_what_came_over_the_wire() {
         let v: IntegrationView = serde_json::from_value(serde_json::json!({
             "integration": "fin\u{1b}[2Jance", "status": "usable", "usable": true,
-            "degraded": true, "reasons": ["first", "card fetch failed:\u{202e} evil\nline"],
+            "degraded": true, "reasons": ["card fetch failed:\u{202e} evil\nline", "second"],
             "lock": {"verdict": "review", "findings": [], "at": "2026-12-01T00:00:00Z",
                 "fallback": null},
             "interface": null, "skills": {},
