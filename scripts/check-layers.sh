@@ -8,6 +8,7 @@
 #   cli
 #   server
 #   admin  agent
+#   select             (planner selection and its candidate view of the runtime state)
 #   proxy  control  probe
 #   metrics
 #   state              (IntegrationState, Snapshot, Store, stale channel, prepared upstreams)
@@ -39,6 +40,7 @@ LAYERS = [
     ["cli"],
     ["server"],
     ["admin", "agent"],
+    ["select"],
     ["proxy", "control", "probe"],
     ["metrics"],
     ["state"],

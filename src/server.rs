@@ -186,6 +186,7 @@ pub async fn run(
             draining: draining.clone(),
             control: Some(control.clone()),
             access: crate::admin::Access::new(&config.admin, metrics.clone()),
+            default_data_class: config.policy.default_data_class.clone(),
         },
     )?;
     let signer = config
@@ -203,6 +204,7 @@ pub async fn run(
         limits: crate::proxy::limits::RequestLimits::new(&config.limits),
         client: crate::proxy::client::Client::new(),
         signer,
+        access_log: config.log.access == crate::config::AccessLog::On,
     };
     let data_plane = DataPlane::start(gateway, &config, listeners.proxy, &metrics)?;
     tracing::info!(proxy = %proxy_addr, "serving");

@@ -25,6 +25,7 @@ mod diff;
 mod guard;
 mod keygen;
 mod lock;
+mod planner;
 mod probe;
 
 /// Exit code for an invalid input document (sysexits EX_DATAERR).
@@ -98,6 +99,18 @@ enum Command {
     ///
     /// Exit 0, 1 when the file exists (without --force) or cannot be written.
     Keygen(keygen::KeygenArgs),
+    /// Asks a running gateway which integration can take a need (`POST /v1/select` on its admin
+    /// listener) and prints the answer JSON: the chosen integration and every candidate's reasons.
+    ///
+    /// Exit 0 when one was chosen, 3 when none fits (the answer's `gap` says why), 65 when the
+    /// gateway refuses the need, 64 for a bad command line or config, 1 when the admin listener
+    /// cannot be reached.
+    Select(planner::SelectArgs),
+    /// Prints a table of a running gateway's integrations (usable, lockfile verdict, streaming,
+    /// profile age, last error), read from its admin listener.
+    ///
+    /// Exit 0 when the gateway answered, 1 when it could not be reached, 64 for a bad config.
+    Status(planner::StatusArgs),
 }
 
 #[derive(Debug, Args)]
@@ -105,6 +118,10 @@ struct ServeArgs {
     /// Config file [default: config/gateway.toml].
     #[arg(long, short = 'c')]
     config: Option<PathBuf>,
+    /// Log line format on stderr [default: `[log] format`, else text]. The level is `RUST_LOG`
+    /// when set, else `[log] level`.
+    #[arg(long, value_enum)]
+    log_format: Option<crate::config::LogFormat>,
 }
 
 #[derive(Debug, Args)]
@@ -119,6 +136,11 @@ struct CardArgs {
     origin: Option<String>,
 }
 
+/// The command line's definition (for checks that a deployment's arguments parse).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// Parses the command line, runs the command and maps its outcome to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -126,7 +148,7 @@ pub fn main() -> ExitCode {
         Command::Validate(a) => card_command(&a, false),
         Command::Compile(a) => card_command(&a, true),
         Command::Serve(a) => match serve::load(a.config) {
-            Ok(c) => serve::run(c).map(|()| ExitCode::SUCCESS),
+            Ok(c) => serve::run(c, a.log_format).map(|()| ExitCode::SUCCESS),
             Err(e) => {
                 eprintln!("{e}");
                 Ok(ExitCode::from(EXIT_USAGE))
@@ -138,6 +160,8 @@ pub fn main() -> ExitCode {
         Command::Check(a) => lock::run_check(a),
         Command::Probe(a) => probe::run(a),
         Command::Keygen(a) => keygen::run(&a),
+        Command::Select(a) => planner::run_select(a),
+        Command::Status(a) => planner::run_status(a),
     };
     match outcome {
         Ok(code) => code,

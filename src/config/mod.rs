@@ -11,12 +11,15 @@ use serde::Deserialize;
 use crate::card::CardPolicy;
 use crate::profile::ClientCaps;
 
+mod artifact;
 mod client;
 mod effective_card;
 mod integrations;
 mod listen;
+mod log;
 mod refresh;
 mod secret;
+pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
 pub use client::{RawClient, RawTrustedKeys};
 pub use effective_card::{CardSigning, RawEffectiveCard, RawPublicKey, SignMode};
 pub use integrations::{
@@ -28,6 +31,7 @@ pub use listen::{
     Admin, AdminToken, Limits, Listen, PrivateFileError, RawAdmin, RawLimits, RawListen,
     TokenError, is_loopback, read_private_file,
 };
+pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 pub use secret::{SecretError, read_secret};
 
@@ -102,6 +106,9 @@ pub struct RawConfig {
     /// `[effective_card]`: the gateway's own card signatures.
     #[serde(default)]
     pub effective_card: RawEffectiveCard,
+    /// `[log]`: format, level and access log.
+    #[serde(default)]
+    pub log: RawLog,
 }
 
 /// A validated configuration.
@@ -129,6 +136,8 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     /// How the gateway signs its effective cards (`[effective_card]`); `None`: it does not.
     pub card_signing: Option<CardSigning>,
+    /// Logging (`[log]`), read at start.
+    pub log: Log,
 }
 
 impl Config {
@@ -168,6 +177,7 @@ impl Config {
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
         let card_signing = effective_card::effective_card(&raw.effective_card, base, &mut problems);
+        let log = log::log(&raw.log, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.to_owned(),
@@ -177,6 +187,7 @@ impl Config {
         Ok(Config {
             refresh,
             state_dir,
+            log,
             listen,
             admin,
             limits,

@@ -64,6 +64,8 @@ pub enum RestartTable {
     Limits,
     /// `[effective_card]`: the signing key (or its file's contents), mode, previous keys, `jku`.
     EffectiveCard,
+    /// `[log]`: format, level and access log.
+    Log,
 }
 
 /// The result of a config reload, as counted in `a2a_egress_config_reloads_total{result}`.
@@ -117,6 +119,9 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<RestartTable> {
     }
     if old.card_signing != new.card_signing {
         tables.push(RestartTable::EffectiveCard);
+    }
+    if old.log != new.log {
+        tables.push(RestartTable::Log);
     }
     tables
 }
@@ -250,13 +255,13 @@ impl ControlHandle {
         for (name, s) in &snap.integrations {
             match &s.status {
                 Status::Pending => r.pending.push(name.clone()),
-                Status::Unusable { reason } | Status::Blocked { reason } => {
+                Status::Unusable { reason, .. } | Status::Blocked { reason, .. } => {
                     r.unusable.push(IntegrationIssue {
                         integration: name.clone(),
                         reason: reason.clone(),
                     })
                 }
-                Status::Usable => {}
+                Status::Usable { .. } => {}
             }
             if let Some(d) = &s.freshness.degraded {
                 r.degraded.push(IntegrationIssue {

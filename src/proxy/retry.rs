@@ -71,7 +71,7 @@ pub async fn after_error(
     redo: &Redo<'_>,
 ) -> Next {
     let name = state.integration.name.as_str();
-    let (Some(control), Some(used)) = (gw.control.as_ref(), state.profile.as_ref()) else {
+    let (Some(control), Some(used)) = (gw.control.as_ref(), state.profile()) else {
         gw.mark_stale(name, cause);
         return Next::Original;
     };

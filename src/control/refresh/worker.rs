@@ -216,16 +216,21 @@ impl Worker {
     }
 
     pub(super) fn current_profile(&self) -> Option<Arc<Profile>> {
-        self.current().and_then(|s| s.profile.clone())
+        self.current().and_then(|s| s.profile().cloned())
     }
 
     pub(super) fn next_at(&self) -> Instant {
-        let delay = schedule::next_delay(
-            &self.inner.config.load().refresh,
-            self.last,
-            schedule::jitter_unit(),
-        );
-        Instant::now() + delay
+        let settings = &self.inner.config.load().refresh;
+        if let Last::Ok { .. } = self.last {
+            // The nominal period (no jitter); a failure's backoff leaves it as it was.
+            let period = schedule::next_delay(settings, self.last, 0.0);
+            self.inner
+                .metrics
+                .interval
+                .with_label_values(&[self.name()])
+                .set(period.as_secs_f64());
+        }
+        Instant::now() + schedule::next_delay(settings, self.last, schedule::jitter_unit())
     }
 
     pub(super) fn report(
