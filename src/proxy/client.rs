@@ -8,7 +8,7 @@
 //! pass a real stream through event by event, retry a refused one as `SendMessage`, refresh and
 //! retry after -32008/-32009, or hand the original error back unchanged. The request is shaped by
 //! the same pure functions as the pingora path, from the same snapshot, and sent over pingora's
-//! own connector and pool ([`exchange`]) on the data plane's runtime.
+//! own connector and pool (`exchange`) on the data plane's runtime.
 
 mod exchange;
 mod reply;
