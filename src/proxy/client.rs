@@ -334,9 +334,9 @@ impl<'a> Job<'a> {
                 Ok(Outcome::AgentError)
             }
             Next::Refused(d) => {
-                let reason = d.reason();
+                let outcome = Outcome::Denied(d.clone());
                 self.gw.deny(self.session, self.ctx, d).await?;
-                Ok(Outcome::Denied(reason))
+                Ok(outcome)
             }
             Next::Retry {
                 snapshot,
