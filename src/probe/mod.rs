@@ -180,7 +180,7 @@ pub fn plan(state: &IntegrationState) -> Option<(Target, Vec<Check>)> {
         checks.push(Check::RefusesOtherVersion(other.to_owned()));
     }
     checks.extend(
-        state
+        profile
             .required_extensions
             .iter()
             .map(|u| Check::ExtensionEnforced(u.clone())),

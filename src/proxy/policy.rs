@@ -449,6 +449,7 @@ mod tests {
             push: false,
             extended_card: false,
             extensions: vec![],
+            required_extensions: Vec::new(),
             skills: [
                 (
                     "echo".to_string(),
@@ -476,7 +477,7 @@ mod tests {
 
     fn state(i: Integration, p: Profile) -> IntegrationState {
         let url = p.interface.as_ref().unwrap().url.clone();
-        IntegrationState::from_profile(Arc::new(i), p, &json!({}), Ok(Upstream::for_tests(&url)))
+        IntegrationState::from_profile(Arc::new(i), p, Ok(Upstream::for_tests(&url)))
     }
 
     fn rpc(method: &str, params: Value) -> RpcRequest {

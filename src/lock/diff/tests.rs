@@ -73,6 +73,7 @@ pub(crate) fn pricing_profile() -> Profile {
         push: false,
         extended_card: false,
         extensions: vec![COST.into()],
+        required_extensions: Vec::new(),
         skills: [
             (
                 "itinerary-pricing".to_string(),
