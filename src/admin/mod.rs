@@ -134,7 +134,8 @@ async fn readyz(State(s): State<AdminState>) -> Response {
             // an operator should look at.
             (
                 n.clone(),
-                json!({"status": st.status.as_str(), "reason": reason, "lock": st.lock}),
+                json!({"status": st.status.as_str(), "reason": reason, "lock": st.lock,
+                    "evidence": st.evidence}),
             )
         })
         .collect();

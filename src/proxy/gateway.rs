@@ -549,9 +549,13 @@ impl ProxyHttp for Gateway {
         // A message send that the agent may refuse with -32008/-32009 before doing any work is
         // made through the gateway's own client, which sees the answer before the caller does
         // and can refresh, re-shape and retry once (see `super::retry`). Every other unary call
-        // stays on pingora's path.
+        // stays on pingora's path, unless the integration's artifact schema must see its answer
+        // (pingora forwards answers without holding them; the client checks them).
         let retryable = self.control.is_some() && plan.method == Method::SendMessage;
+        let screened =
+            state.integration.artifacts.is_some() && plan.method.answers_with_artifacts();
         let needs_client = retryable
+            || screened
             || plan.stream != StreamPlan::Unary
             || session.as_downstream().retry_buffer_truncated();
         if needs_client {

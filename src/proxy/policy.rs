@@ -424,6 +424,7 @@ mod tests {
             ca_file: None,
             forward_headers: vec![],
             lock: Default::default(),
+            artifacts: None,
         }
     }
 

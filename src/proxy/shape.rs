@@ -103,6 +103,7 @@ mod tests {
             ca_file: None,
             forward_headers: vec![HeaderName::from_static("x-listed")],
             lock: Default::default(),
+            artifacts: None,
         };
         let p = Profile {
             usable: true,
@@ -148,6 +149,7 @@ mod tests {
                 ca_file: None,
                 forward_headers: vec![],
                 lock: Default::default(),
+                artifacts: None,
             }))
         }
     }

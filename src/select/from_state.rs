@@ -68,7 +68,8 @@ pub fn streaming_evidence(state: &IntegrationState) -> StreamingEvidence {
     let verified = state.evidence.iter().any(|e| match e.kind {
         EvidenceKind::StreamingRefused
         | EvidenceKind::StreamingDowngradeVerified
-        | EvidenceKind::StaleError(_) => false,
+        | EvidenceKind::StaleError(_)
+        | EvidenceKind::ArtifactSchemaMismatch => false,
     });
     match verified {
         true => StreamingEvidence::Verified,

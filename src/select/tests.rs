@@ -323,6 +323,7 @@ fn integration(name: &str) -> Integration {
         ca_file: None,
         forward_headers: vec![],
         lock: Default::default(),
+        artifacts: None,
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
 use serde::Serialize;
@@ -189,6 +189,8 @@ pub enum EvidenceKind {
     StreamingDowngradeVerified,
     /// The agent answered with an error that marks the profile stale.
     StaleError(StaleCause),
+    /// An answer's artifact data part did not match the integration's `artifact_schema`.
+    ArtifactSchemaMismatch,
 }
 
 /// A timestamped runtime observation about an integration's agent.
@@ -459,6 +461,16 @@ impl IntegrationState {
         v
     }
 
+    /// Whether evidence of `kind` was recorded less than `gap` before `now` (writers of
+    /// frequent observations record one per gap).
+    pub fn observed_within(&self, kind: EvidenceKind, now: SystemTime, gap: Duration) -> bool {
+        self.evidence
+            .iter()
+            .rev()
+            .find(|e| e.kind == kind)
+            .is_some_and(|e| now.duration_since(e.at).map_or(true, |d| d < gap))
+    }
+
     /// A copy with one more evidence record (bounded).
     pub fn with_evidence(&self, e: Evidence) -> Self {
         let mut s = self.clone();
@@ -636,6 +648,7 @@ mod tests {
             ca_file: None,
             forward_headers: vec![],
             lock: Default::default(),
+            artifacts: None,
         }
     }
 

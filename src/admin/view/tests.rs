@@ -26,6 +26,7 @@ fn integration() -> Integration {
         ca_file: None,
         forward_headers: vec![],
         lock: Default::default(),
+        artifacts: None,
     }
 }
 
