@@ -346,11 +346,7 @@ impl<'a> Job<'a> {
                 reply::pass_through(self.session, &first).await?;
                 Ok(Outcome::AgentError)
             }
-            Next::Refused(d) => {
-                let outcome = Outcome::Denied(d.clone());
-                self.gw.deny(self.session, self.ctx, d).await?;
-                Ok(outcome)
-            }
+            Next::Refused(d) => self.refuse(d).await,
             Next::Retry {
                 snapshot,
                 state,
@@ -388,9 +384,9 @@ impl<'a> Job<'a> {
 
     /// Answers the caller with a refusal instead of the agent's answer.
     async fn refuse(&mut self, d: Deny) -> Result<Outcome> {
-        let reason = d.reason();
+        let outcome = Outcome::Denied(d.clone());
         self.gw.deny(self.session, self.ctx, d).await?;
-        Ok(Outcome::Denied(reason))
+        Ok(outcome)
     }
 
     /// Passes an SSE answer through, held to the artifact schema when there is one.
