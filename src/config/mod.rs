@@ -15,6 +15,7 @@ mod artifact;
 mod client;
 mod integrations;
 mod listen;
+mod log;
 mod refresh;
 mod secret;
 pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
@@ -28,6 +29,7 @@ pub use listen::{
     Admin, AdminToken, Limits, Listen, PrivateFileError, RawAdmin, RawLimits, RawListen,
     TokenError, is_loopback, read_private_file,
 };
+pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 pub use secret::{SecretError, read_secret};
 
@@ -99,6 +101,9 @@ pub struct RawConfig {
     /// `[state]`: where last-known-good cards are kept.
     #[serde(default)]
     pub state: RawState,
+    /// `[log]`: format, level and access log.
+    #[serde(default)]
+    pub log: RawLog,
 }
 
 /// A validated configuration.
@@ -124,6 +129,8 @@ pub struct Config {
     pub refresh: RefreshSettings,
     /// Last-known-good directory (`[state] dir`, resolved against the config folder); `None` = off.
     pub state_dir: Option<PathBuf>,
+    /// Logging (`[log]`), read at start.
+    pub log: Log,
 }
 
 impl Config {
@@ -162,6 +169,7 @@ impl Config {
         );
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
+        let log = log::log(&raw.log, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.to_owned(),
@@ -171,6 +179,7 @@ impl Config {
         Ok(Config {
             refresh,
             state_dir,
+            log,
             listen,
             admin,
             limits,
