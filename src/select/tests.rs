@@ -346,6 +346,7 @@ fn profile(name: &str, display: Display) -> Profile {
         push: false,
         extended_card: false,
         extensions: vec![],
+        required_extensions: Vec::new(),
         skills: [(
             "report".to_string(),
             SkillProfile {
@@ -364,7 +365,6 @@ fn state(name: &str, display: Display) -> IntegrationState {
     IntegrationState::from_profile(
         Arc::new(integration(name)),
         profile(name, display),
-        &json!({}),
         Ok(Upstream::for_tests(&format!("https://{name}.example/a2a"))),
     )
 }
