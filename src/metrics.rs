@@ -40,6 +40,38 @@ fn gauges(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGa
     register(registry, IntGaugeVec::new(Opts::new(name, help), labels))
 }
 
+/// The evidence metrics: artifact schema mismatches and the gateway's own probe runs.
+fn evidence_metrics(
+    registry: &Registry,
+) -> (IntCounterVec, IntCounterVec, IntCounterVec, IntGaugeVec) {
+    (
+        counters(
+            registry,
+            "a2a_egress_artifact_schema_mismatches_total",
+            "Answers or stream events whose artifact data parts do not match the integration's artifact_schema.",
+            &["integration"],
+        ),
+        counters(
+            registry,
+            "a2a_egress_probe_runs_total",
+            "Probe runs the gateway made by itself, by trigger (review, scheduled).",
+            &["integration", "trigger"],
+        ),
+        counters(
+            registry,
+            "a2a_egress_probe_results_total",
+            "Results of the gateway's own probes, by probe kind and result.",
+            &["integration", "probe", "result"],
+        ),
+        gauges(
+            registry,
+            "a2a_egress_probe_failed_claims",
+            "Claims the integration's last probe run found false.",
+            &["integration"],
+        ),
+    )
+}
+
 /// Every metric of the gateway.
 #[derive(Clone)]
 pub struct Metrics {
@@ -79,6 +111,15 @@ pub struct Metrics {
     /// `a2a_egress_artifact_schema_mismatches_total{integration}`: answers (or stream events)
     /// whose artifacts' data parts do not match the integration's `artifact_schema`.
     pub artifact_mismatches: IntCounterVec,
+    /// `a2a_egress_probe_runs_total{integration, trigger}`: probe runs the gateway made by
+    /// itself (`review`, `scheduled`).
+    pub probe_runs: IntCounterVec,
+    /// `a2a_egress_probe_results_total{integration, probe, result}`: each probe's result
+    /// (`probe`: `interface`, `version`, `extension`, `streaming`, `media_type`; `result`: `ok`,
+    /// `failed`, `inconclusive`).
+    pub probe_results: IntCounterVec,
+    /// `a2a_egress_probe_failed_claims{integration}`: claims the last probe run found false.
+    pub probe_failed: IntGaugeVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -97,6 +138,8 @@ impl Metrics {
     /// Creates the registry and registers every data-plane metric.
     pub fn new() -> Self {
         let registry = Registry::new();
+        let (artifact_mismatches, probe_runs, probe_results, probe_failed) =
+            evidence_metrics(&registry);
         Metrics {
             requests: counters(
                 &registry,
@@ -184,12 +227,10 @@ impl Metrics {
                 "Admin requests refused: missing or wrong token, or a forced refresh too soon.",
                 &["reason"],
             ),
-            artifact_mismatches: counters(
-                &registry,
-                "a2a_egress_artifact_schema_mismatches_total",
-                "Answers or stream events whose artifact data parts do not match the integration's artifact_schema.",
-                &["integration"],
-            ),
+            artifact_mismatches,
+            probe_runs,
+            probe_results,
+            probe_failed,
             registry,
         }
     }

@@ -15,6 +15,7 @@ mod artifact;
 mod client;
 mod integrations;
 mod listen;
+mod probes;
 mod refresh;
 mod secret;
 pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
@@ -28,6 +29,7 @@ pub use listen::{
     Admin, AdminToken, Limits, Listen, PrivateFileError, RawAdmin, RawLimits, RawListen,
     TokenError, is_loopback, read_private_file,
 };
+pub use probes::{ProbeSchedule, RawProbes};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 pub use secret::{SecretError, read_secret};
 
@@ -99,6 +101,9 @@ pub struct RawConfig {
     /// `[state]`: where last-known-good cards are kept.
     #[serde(default)]
     pub state: RawState,
+    /// `[probes]`: the gateway's own probe runs (schedule and rate limits).
+    #[serde(default)]
+    pub probes: RawProbes,
 }
 
 /// A validated configuration.
@@ -122,6 +127,8 @@ pub struct Config {
     pub integrations: Vec<Integration>,
     /// Refresh scheduling (`[refresh]`).
     pub refresh: RefreshSettings,
+    /// The gateway's own probe runs (`[probes]`).
+    pub probes: ProbeSchedule,
     /// Last-known-good directory (`[state] dir`, resolved against the config folder); `None` = off.
     pub state_dir: Option<PathBuf>,
 }
@@ -161,6 +168,7 @@ impl Config {
             &mut problems,
         );
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
+        let probes = ProbeSchedule::from_raw(&raw.probes, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
@@ -170,6 +178,7 @@ impl Config {
         }
         Ok(Config {
             refresh,
+            probes,
             state_dir,
             listen,
             admin,

@@ -48,6 +48,7 @@ mod lock_runtime;
 mod peers_smoke;
 mod planner;
 mod probe_agent;
+mod probe_gateway;
 mod reliability_doc;
 mod request_props;
 mod sdk_fixtures;
