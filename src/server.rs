@@ -202,6 +202,7 @@ pub async fn run(
         control: Some(Arc::new(control)),
         limits: crate::proxy::limits::RequestLimits::new(&config.limits),
         client: crate::proxy::client::Client::new(),
+        access_log: config.log.access == crate::config::AccessLog::On,
     };
     let data_plane = DataPlane::start(gateway, &config, listeners.proxy, &metrics)?;
     tracing::info!(proxy = %proxy_addr, "serving");

@@ -20,7 +20,7 @@ use crate::card::sanitize::{
     MAX_SKILL_DESCRIPTION_CHARS, MAX_TAG_CHARS, MAX_TAGS, sanitize,
 };
 use crate::profile::Profile;
-use crate::select::{StreamingEvidence, streaming_evidence};
+use crate::select::{StreamingEvidence, streaming_evidence, streaming_verified_at};
 use crate::state::IntegrationState;
 
 /// Longest gateway-written sentence (a reason, a finding, an evidence detail) kept, in chars;
@@ -98,10 +98,16 @@ pub struct StreamingView {
     pub mode: String,
     /// Whether a stream would be sent upstream now.
     pub allowed: bool,
-    /// `declared` (nothing verified), `verified` or `refused`.
+    /// `verified` when a probe showed streaming works on the card now served (the lockfile's
+    /// evidence for this card), else `declared`: nothing beyond the card's word.
     pub verified: String,
-    /// When the agent last refused a stream since the profile was installed (RFC 3339).
-    pub refused_at: Option<String>,
+    /// When that probe ran (RFC 3339).
+    pub verified_at: Option<String>,
+    /// What calls showed since the profile was installed: `refused` when the agent turned a
+    /// stream down (streaming is then off until the next refresh), else `null`.
+    pub observed: Option<String>,
+    /// When the agent last refused a stream (RFC 3339).
+    pub observed_at: Option<String>,
 }
 
 /// One runtime observation.
@@ -257,23 +263,26 @@ fn skills(state: &IntegrationState, p: &Profile) -> BTreeMap<String, SkillView> 
 }
 
 fn streaming(state: &IntegrationState) -> StreamingView {
-    let refused_at = state
+    let observed_at = state
         .evidence
         .iter()
         .rev()
         .find(|e| matches!(e.kind, crate::state::EvidenceKind::StreamingRefused))
         .map(|e| timestamp(e.at));
+    let verified_at = streaming_verified_at(state);
     StreamingView {
         declared: state.profile().is_some_and(|p| p.streaming),
         mode: state.integration.streaming.as_str().to_owned(),
         allowed: state.streaming_allowed(),
-        verified: match streaming_evidence(state) {
-            StreamingEvidence::Declared => "declared",
-            StreamingEvidence::Verified => "verified",
-            StreamingEvidence::Refused => "refused",
+        verified: match verified_at {
+            Some(_) => "verified",
+            None => "declared",
         }
         .to_owned(),
-        refused_at,
+        verified_at: verified_at.map(timestamp),
+        observed: (streaming_evidence(state) == StreamingEvidence::Refused)
+            .then(|| "refused".to_owned()),
+        observed_at,
     }
 }
 

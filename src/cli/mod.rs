@@ -112,6 +112,10 @@ struct ServeArgs {
     /// Config file [default: config/gateway.toml].
     #[arg(long, short = 'c')]
     config: Option<PathBuf>,
+    /// Log line format on stderr [default: `[log] format`, else text]. The level is `RUST_LOG`
+    /// when set, else `[log] level`.
+    #[arg(long, value_enum)]
+    log_format: Option<crate::config::LogFormat>,
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +130,11 @@ struct CardArgs {
     origin: Option<String>,
 }
 
+/// The command line's definition (for checks that a deployment's arguments parse).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// Parses the command line, runs the command and maps its outcome to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -133,7 +142,7 @@ pub fn main() -> ExitCode {
         Command::Validate(a) => card_command(&a, false),
         Command::Compile(a) => card_command(&a, true),
         Command::Serve(a) => match serve::load(a.config) {
-            Ok(c) => serve::run(c).map(|()| ExitCode::SUCCESS),
+            Ok(c) => serve::run(c, a.log_format).map(|()| ExitCode::SUCCESS),
             Err(e) => {
                 eprintln!("{e}");
                 Ok(ExitCode::from(EXIT_USAGE))

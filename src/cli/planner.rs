@@ -228,6 +228,8 @@ pub fn table(views: &[IntegrationView]) -> String {
             "no".into()
         } else if v.streaming.mode == "off" {
             "off".into()
+        } else if let Some(o) = &v.streaming.observed {
+            o.clone()
         } else {
             v.streaming.verified.clone()
         };
@@ -244,8 +246,9 @@ pub fn table(views: &[IntegrationView]) -> String {
             v.profile
                 .as_ref()
                 .map_or("-".into(), |p| age(p.age_seconds)),
+            // The first reason is the status's own (why unusable or blocked), then degraded.
             v.reasons
-                .last()
+                .first()
                 .map_or("-".into(), |r| sanitize(r, MAX_ERROR_COLUMN)),
         ]);
     }
@@ -297,12 +300,13 @@ mod tests {
     fn the_table_sanitises_what_came_over_the_wire() {
         let v: IntegrationView = serde_json::from_value(serde_json::json!({
             "integration": "fin\u{1b}[2Jance", "status": "usable", "usable": true,
-            "degraded": true, "reasons": ["first", "card fetch failed:\u{202e} evil\nline"],
+            "degraded": true, "reasons": ["card fetch failed:\u{202e} evil\nline", "second"],
             "lock": {"verdict": "review", "findings": [], "at": "2026-12-01T00:00:00Z",
                 "fallback": null},
             "interface": null, "skills": {},
             "streaming": {"declared": true, "mode": "preferred", "allowed": true,
-                "verified": "declared", "refused_at": null},
+                "verified": "declared", "verified_at": null, "observed": null,
+                "observed_at": null},
             "evidence": [], "profile": {"card_digest": "sha256:00",
                 "installed_at": "2026-12-01T00:00:00Z", "age_seconds": 125,
                 "validated_at": null, "unrevalidated": false},

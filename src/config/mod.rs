@@ -15,6 +15,7 @@ mod artifact;
 mod client;
 mod integrations;
 mod listen;
+mod log;
 mod probes;
 mod refresh;
 mod secret;
@@ -29,6 +30,7 @@ pub use listen::{
     Admin, AdminToken, Limits, Listen, PrivateFileError, RawAdmin, RawLimits, RawListen,
     TokenError, is_loopback, read_private_file,
 };
+pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
 pub use probes::{ProbeSchedule, RawProbes};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 pub use secret::{SecretError, read_secret};
@@ -104,6 +106,9 @@ pub struct RawConfig {
     /// `[probes]`: the gateway's own probe runs (schedule and rate limits).
     #[serde(default)]
     pub probes: RawProbes,
+    /// `[log]`: format, level and access log.
+    #[serde(default)]
+    pub log: RawLog,
 }
 
 /// A validated configuration.
@@ -131,6 +136,8 @@ pub struct Config {
     pub probes: ProbeSchedule,
     /// Last-known-good directory (`[state] dir`, resolved against the config folder); `None` = off.
     pub state_dir: Option<PathBuf>,
+    /// Logging (`[log]`), read at start.
+    pub log: Log,
 }
 
 impl Config {
@@ -170,6 +177,7 @@ impl Config {
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
         let probes = ProbeSchedule::from_raw(&raw.probes, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
+        let log = log::log(&raw.log, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.to_owned(),
@@ -180,6 +188,7 @@ impl Config {
             refresh,
             probes,
             state_dir,
+            log,
             listen,
             admin,
             limits,

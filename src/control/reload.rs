@@ -62,6 +62,8 @@ pub enum RestartTable {
     Admin,
     /// `[limits]`: data-plane deadlines and caps.
     Limits,
+    /// `[log]`: format, level and access log.
+    Log,
 }
 
 /// The result of a config reload, as counted in `a2a_egress_config_reloads_total{result}`.
@@ -112,6 +114,9 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<RestartTable> {
     }
     if old.limits != new.limits {
         tables.push(RestartTable::Limits);
+    }
+    if old.log != new.log {
+        tables.push(RestartTable::Log);
     }
     tables
 }

@@ -61,14 +61,15 @@ impl Check {
         }
     }
 
-    /// Bounded label of the kind of check (the claim without its URI or media type).
+    /// Bounded label of the kind of check (the claim without its URI or media type), one of
+    /// [`crate::metrics::PROBE_CHECKS`].
     pub fn kind(&self) -> &'static str {
         match self {
             Check::Interface => "interface",
             Check::RefusesOtherVersion(_) => "version",
             Check::ExtensionEnforced(_) => "extension",
             Check::Streaming => "streaming",
-            Check::MediaType(_) => "media_type",
+            Check::MediaType(_) => "input",
         }
     }
 

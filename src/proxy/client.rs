@@ -30,6 +30,7 @@ use super::gateway::{Ctx, Gateway, Outcome, refused_stream_evidence, respond};
 use super::policy::{DowngradeCause, Plan, StreamPlan};
 use super::retry::{self, Next, Redo};
 use super::shape::upstream_headers;
+use super::trace::Trace;
 use super::upstream::TlsFault;
 use crate::config::StreamingMode;
 use crate::profile::Binding;
@@ -141,6 +142,16 @@ enum Sent<'c> {
     Whole(Answer),
 }
 
+impl Sent<'_> {
+    /// The answer's HTTP status.
+    fn status(&self) -> u16 {
+        match self {
+            Sent::Stream(r) | Sent::Large(r) => r.status(),
+            Sent::Whole(a) => a.status(),
+        }
+    }
+}
+
 /// Makes the call described by `call` through the gateway's own client and answers the caller.
 pub async fn call(
     gw: &Gateway,
@@ -246,6 +257,7 @@ impl<'a> Job<'a> {
                 .downgrades
                 .with_label_values(&[at.name(), cause.as_str()])
                 .inc();
+            self.ctx.downgrade = Some(cause);
             if let Some(d) = self.screen_whole(at, &a) {
                 return self.refuse(d).await;
             }
@@ -315,6 +327,7 @@ impl<'a> Job<'a> {
                     .downgrades
                     .with_label_values(&[name, DowngradeCause::Refused.as_str()])
                     .inc();
+                self.ctx.downgrade = Some(DowngradeCause::Refused);
                 tracing::warn!(
                     integration = name,
                     "agent refused a stream its card claims; answered via SendMessage, streaming off until refresh"
@@ -418,13 +431,20 @@ impl<'a> Job<'a> {
         }
     }
 
-    /// Sends one request of the attempt (see [`send`]).
+    /// Sends one request of the attempt (see [`send`]); the wait and the answer's status go
+    /// into the request's context (access line, overhead).
     async fn send(
-        &self,
+        &mut self,
         at: Attempt<'_>,
         out: Outgoing<'_>,
     ) -> std::result::Result<Sent<'a>, ClientError> {
-        send(self.gw, self.session.req_header(), at, out).await
+        let started = std::time::Instant::now();
+        let sent = send(self.gw, self.session.req_header(), &self.ctx.trace, at, out).await;
+        self.ctx.upstream_answered(started);
+        if let Ok(s) = &sent {
+            self.ctx.upstream_status = s.status();
+        }
+        sent
     }
 
     /// Reports an agent error that marks the profile stale; `true` when the answer is an error.
@@ -458,6 +478,7 @@ impl<'a> Job<'a> {
 async fn send<'g>(
     gw: &'g Gateway,
     caller: &RequestHeader,
+    trace: &Trace,
     at: Attempt<'_>,
     out: Outgoing<'_>,
 ) -> std::result::Result<Sent<'g>, ClientError> {
@@ -468,7 +489,15 @@ async fn send<'g>(
         .ok_or(ClientError::NoUpstream)?;
     let mut req = RequestHeader::build(caller.method.clone(), out.path.as_bytes(), None)
         .map_err(ClientError::Request)?;
-    for (n, v) in upstream_headers(&caller.headers, at.state, up, at.plan, out.body.len()) {
+    let shaped = upstream_headers(
+        &caller.headers,
+        at.state,
+        up,
+        at.plan,
+        out.body.len(),
+        trace,
+    );
+    for (n, v) in shaped {
         req.append_header(n, v).map_err(ClientError::Request)?;
     }
     let started = std::time::Instant::now();

@@ -8,7 +8,8 @@
 //!   pingora with the shaped header and the held body.
 //! - `response_filter` / `response_body_filter`: agent errors feed stale marks; bytes unchanged.
 //! - `fail_to_proxy`: an unreachable agent becomes a protocol-shaped 502, never HTML.
-//! - `logging`: one log line and the request metric, with the same bounded reason.
+//! - `logging`: the request metrics and one access line (target `a2a_egress::access`), with the
+//!   same bounded reason; the request id is the caller's when valid ([`super::trace`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,7 @@ use super::limits::{self, Cap, Phase, RequestLimits};
 use super::policy::{self, DataClasses, Facts, Plan, StreamPlan};
 use super::route::{Method, Route, check_path, route};
 use super::shape::upstream_headers;
+use super::trace::Trace;
 use super::upstream::{peer, tls_fault};
 use crate::config::DEFAULT_MAX_BODY_BYTES;
 use crate::metrics::Metrics;
@@ -63,6 +65,8 @@ pub struct Gateway {
     /// The gateway's own HTTP client (pingora's connector and pool) for the calls it makes
     /// itself: message sends, streams, downgrades, retries and large bodies.
     pub client: super::client::Client,
+    /// `[log] access = "on"`: one access line per call.
+    pub access_log: bool,
 }
 
 /// How a request ended, for the log line and the `outcome` label.
@@ -126,8 +130,17 @@ pub struct Ctx {
     pub upstream_started: Option<Instant>,
     /// Response bytes captured for A2A error detection.
     pub capture: Option<BytesMut>,
-    /// Upstream response status.
+    /// Upstream response status (0: no answer).
     pub upstream_status: u16,
+    /// The request id and trace context sent upstream and logged.
+    pub trace: Trace,
+    /// Time spent waiting on the upstream, summed over attempts (to each answer's header, or to
+    /// its whole body when the gateway reads it).
+    pub upstream_time: Duration,
+    /// When the last upstream answer was in hand (`None`: nothing went upstream).
+    pub upstream_done: Option<Instant>,
+    /// Why a streaming call was answered through SendMessage, when it was.
+    pub downgrade: Option<super::policy::DowngradeCause>,
     /// The cap that refuses this request, if one was reached before it started.
     pub overloaded: Option<Cap>,
     _inflight: Inflight,
@@ -138,6 +151,23 @@ pub struct Ctx {
 impl Ctx {
     fn label(&self) -> &str {
         self.integration.as_deref().unwrap_or("")
+    }
+
+    /// Records one upstream exchange that began at `started` and has just been answered.
+    pub fn upstream_answered(&mut self, started: Instant) {
+        let now = Instant::now();
+        self.upstream_time += now.saturating_duration_since(started);
+        self.upstream_done = Some(now);
+    }
+
+    /// The gateway's own time on a forwarded call: until the last upstream answer was in hand,
+    /// minus the time spent waiting on the upstream. `None` when nothing went upstream.
+    fn overhead(&self) -> Option<Duration> {
+        let done = self.upstream_done?;
+        Some(
+            done.saturating_duration_since(self.started)
+                .saturating_sub(self.upstream_time),
+        )
     }
 }
 
@@ -481,14 +511,23 @@ impl ProxyHttp for Gateway {
             upstream_started: None,
             capture: None,
             upstream_status: 0,
+            trace: Trace {
+                id: super::trace::RequestId::generate(),
+                traceparent: None,
+                tracestate: None,
+            },
+            upstream_time: Duration::ZERO,
+            upstream_done: None,
+            downgrade: None,
             overloaded: slot.is_none().then_some(Cap::Inflight),
             _inflight: Inflight(self.metrics.inflight.clone()),
             _slot: slot,
         }
     }
 
-    async fn early_request_filter(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<()> {
+    async fn early_request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<()> {
         ctx.snapshot = Some(self.store.load());
+        ctx.trace = Trace::of(&session.req_header().headers);
         // The header is read: its deadline stops, and a connection over the cap is refused.
         if let Some(cap) = limits::header_read() {
             ctx.overloaded = Some(cap);
@@ -625,7 +664,14 @@ impl ProxyHttp for Gateway {
         upstream_request.set_uri(uri);
         // Pingora starts from a copy of the caller's header: every caller header goes, and only
         // the shaped set (the same as the gateway's own client sends) is written back.
-        let shaped = upstream_headers(&upstream_request.headers, state, up, plan, ctx.body.len());
+        let shaped = upstream_headers(
+            &upstream_request.headers,
+            state,
+            up,
+            plan,
+            ctx.body.len(),
+            &ctx.trace,
+        );
         let names: Vec<http::HeaderName> = upstream_request.headers.keys().cloned().collect();
         for n in &names {
             upstream_request.remove_header(n);
@@ -664,6 +710,7 @@ impl ProxyHttp for Gateway {
                 .upstream_duration
                 .with_label_values(&[ctx.label()])
                 .observe(t.elapsed().as_secs_f64());
+            ctx.upstream_answered(t);
         }
         ctx.upstream_status = resp.status.as_u16();
         let ct = resp
@@ -748,25 +795,48 @@ impl ProxyHttp for Gateway {
             .requests
             .with_label_values(&[ctx.label(), ctx.method.as_str(), outcome.as_str()])
             .inc();
-        let status = session
-            .response_written()
-            .map(|r| r.status.as_u16())
-            .unwrap_or(0);
-        let reason = match outcome {
-            Outcome::Denied(r) => r,
-            _ => "",
-        };
-        tracing::info!(
-            integration = ctx.label(),
-            method = ctx.method.as_str(),
-            outcome = outcome.as_str(),
-            reason,
-            status,
-            profile_version = ctx.snapshot.as_ref().map(|s| s.version).unwrap_or(0),
-            duration_ms = ctx.started.elapsed().as_millis() as u64,
-            "request"
-        );
+        if let Some(overhead) = ctx.overhead() {
+            self.metrics
+                .overhead
+                .with_label_values(&[ctx.label()])
+                .observe(overhead.as_secs_f64());
+        }
+        if self.access_log {
+            access_line(session, ctx, outcome);
+        }
     }
+}
+
+/// The one access line of a call: bounded values only (integration names from the config, enum
+/// labels, numbers, a checked request id), never a header value, a path or a body.
+fn access_line(session: &Session, ctx: &Ctx, outcome: Outcome) {
+    let status = session
+        .response_written()
+        .map(|r| r.status.as_u16())
+        .unwrap_or(0);
+    let reason = match outcome {
+        Outcome::Denied(r) => r,
+        _ => "",
+    };
+    tracing::info!(
+        target: "a2a_egress::access",
+        request_id = ctx.trace.id.as_str(),
+        integration = ctx.label(),
+        method = ctx.method.as_str(),
+        outcome = outcome.as_str(),
+        reason,
+        downgrade = ctx.downgrade.map_or("", |c| c.as_str()),
+        status,
+        upstream_status = ctx.upstream_status,
+        total_us = micros(ctx.started.elapsed()),
+        upstream_us = micros(ctx.upstream_time),
+        profile_version = ctx.snapshot.as_ref().map(|s| s.version).unwrap_or(0),
+        "request"
+    );
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Evidence records for a refused-then-retried stream.

@@ -2,8 +2,10 @@
 //!
 //! Pure parts (unit-tested with fixtures): [`route`] (paths and methods), [`body`] (request
 //! bodies: facts and byte splices), [`policy`]
-//! (allow/deny and the forwarding plan), [`shape`] (upstream headers), [`card`] (the effective
-//! card), [`artifact`] (answers against the `artifact_schema`), [`deny`] (refusal rendering), [`events`] (SSE event splitting), [`feedback`] (agent errors, SSE framing). I/O parts:
+//! (allow/deny and the forwarding plan), [`shape`] (upstream headers), [`trace`] (request id and
+//! trace context), [`card`] (the effective card), [`artifact`] (answers against the
+//! `artifact_schema`), [`deny`] (refusal rendering), [`events`] (SSE event splitting), [`feedback`]
+//! (agent errors, SSE framing). I/O parts:
 //! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`] (refresh-and-retry after -32008/-32009), [`upstream`]
 //! (the pingora peer of a prepared upstream, TLS fault names), [`limits`] (connection cap, idle and header deadlines).
 
@@ -20,6 +22,7 @@ pub mod policy;
 pub mod retry;
 pub mod route;
 pub mod shape;
+pub mod trace;
 pub mod upstream;
 
 pub use gateway::Gateway;

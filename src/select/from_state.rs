@@ -5,8 +5,10 @@
 //! evidence, and the configured data classes. `Profile.display` (names, descriptions,
 //! examples) does not, so provider prose cannot reach a selection.
 
+use std::time::SystemTime;
+
 use super::{Candidate, Freshness, SkillModes, Standing, StreamingEvidence};
-use crate::state::{EvidenceKind, IntegrationState, Status};
+use crate::state::{IntegrationState, LockVerdict, Status};
 
 /// The candidate `state` makes.
 pub fn candidate(state: &IntegrationState) -> Candidate {
@@ -58,21 +60,31 @@ fn freshness(state: &IntegrationState) -> Freshness {
     }
 }
 
-/// Refused when the agent turned a stream down since the last refresh; verified when the
-/// state holds evidence of a working stream; else declared.
+/// Refused when the agent turned a stream down since the last refresh; verified when a probe
+/// showed streaming works on the card now served ([`streaming_verified_at`]); else declared.
+/// No runtime evidence kind shows a working stream today, so runtime evidence only refuses.
 pub fn streaming_evidence(state: &IntegrationState) -> StreamingEvidence {
     if state.overrides.streaming_off {
         return StreamingEvidence::Refused;
     }
-    // Exhaustive on purpose: a new kind of evidence must be judged here.
-    let verified = state.evidence.iter().any(|e| match e.kind {
-        EvidenceKind::StreamingRefused
-        | EvidenceKind::StreamingDowngradeVerified
-        | EvidenceKind::StaleError(_)
-        | EvidenceKind::ArtifactSchemaMismatch => false,
-    });
-    match verified {
-        true => StreamingEvidence::Verified,
-        false => StreamingEvidence::Declared,
+    match streaming_verified_at(state) {
+        Some(_) => StreamingEvidence::Verified,
+        None => StreamingEvidence::Declared,
     }
+}
+
+/// When a probe verified streaming for the card now served: the lockfile's
+/// `verified.streaming` (`probe ok <RFC 3339>`, written by `a2a-egress lock`), counted only
+/// while the lock was pinned from this very card (same digest) and is not breaking. A lock of
+/// an older card says nothing about the current one.
+pub fn streaming_verified_at(state: &IntegrationState) -> Option<SystemTime> {
+    let lock = state.lock.lock.as_deref()?;
+    let profile = state.profile()?;
+    if state.lock.verdict == LockVerdict::Breaking || lock.card_digest != profile.card_digest {
+        return None;
+    }
+    let at = lock.verified.get("streaming")?.strip_prefix("probe ok ")?;
+    chrono::DateTime::parse_from_rfc3339(at)
+        .ok()
+        .map(|t| SystemTime::from(t.with_timezone(&chrono::Utc)))
 }

@@ -21,7 +21,8 @@
 //! candidate lacks. Among accepted candidates the **tie rule** picks the first by: lockfile
 //! verdict (`compatible` before `unpinned` before `review`), then freshness (revalidated before
 //! served-from-disk before degraded), then, when streaming is required, streaming verified by a
-//! probe or a stream before streaming only declared, then integration name (byte order). No
+//! probe of the card now served before streaming only declared, then integration name (byte
+//! order). No
 //! provider-written text (names, descriptions, examples) exists in a [`Candidate`], so none can
 //! sway the answer.
 
@@ -37,7 +38,7 @@ use crate::types::media_type::media_type_accepted;
 mod from_state;
 mod need;
 
-pub use from_state::{candidate, streaming_evidence};
+pub use from_state::{candidate, streaming_evidence, streaming_verified_at};
 pub use need::{MAX_NEED_BYTES, Need, NeedError};
 
 /// Whether an integration can take traffic at all, as selection sees it.
@@ -80,7 +81,7 @@ impl Freshness {
 pub enum StreamingEvidence {
     /// Only the card's declaration.
     Declared,
-    /// A probe or a runtime stream showed it works.
+    /// A probe showed it works on the card now served.
     Verified,
     /// The agent refused a stream the card claimed (streaming is off until the next refresh).
     Refused,

@@ -490,3 +490,57 @@ fn needs_are_parsed_strictly() {
     let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
     assert_eq!(refused(&deep).kind(), "json");
 }
+
+#[test]
+fn streaming_is_verified_by_the_lockfile_probe_of_this_very_card() {
+    use crate::lock::{Lock, Requires};
+    use crate::profile::BindingVersion;
+    let lock = |digest: &str, evidence: &str| Lock {
+        agent: "https://a.example/.well-known/agent-card.json".into(),
+        pinned_at: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+        card_digest: digest.into(),
+        agent_version: "1".into(),
+        interface: BindingVersion {
+            binding: Binding::JsonRpc,
+            version: "1.0".into(),
+        },
+        requires: Requires::default(),
+        verified: [("streaming".to_string(), evidence.to_string())].into(),
+    };
+    let with = |l: Lock, verdict: LockVerdict| {
+        let mut s = state("a", Display::default());
+        s.lock.verdict = verdict;
+        s.lock.lock = Some(Arc::new(l));
+        s
+    };
+    let ok = "probe ok 2026-12-01T10:09:27Z";
+    let s = with(lock("sha256:00", ok), LockVerdict::Compatible);
+    assert_eq!(
+        candidate(&s).streaming_evidence,
+        StreamingEvidence::Verified
+    );
+    let at = streaming_verified_at(&s).expect("verified");
+    assert_eq!(crate::admin::view::timestamp(at), "2026-12-01T10:09:27Z");
+    // Another card, a breaking verdict, a failed or unreadable probe line: only declared.
+    for s in [
+        with(lock("sha256:11", ok), LockVerdict::Review),
+        with(lock("sha256:00", ok), LockVerdict::Breaking),
+        with(lock("sha256:00", "probe failed"), LockVerdict::Compatible),
+        with(
+            lock("sha256:00", "probe ok yesterday"),
+            LockVerdict::Compatible,
+        ),
+    ] {
+        assert_eq!(
+            candidate(&s).streaming_evidence,
+            StreamingEvidence::Declared
+        );
+    }
+    // A refusal at runtime outweighs the probe.
+    let mut refused = with(lock("sha256:00", ok), LockVerdict::Compatible);
+    refused.overrides.streaming_off = true;
+    assert_eq!(
+        candidate(&refused).streaming_evidence,
+        StreamingEvidence::Refused
+    );
+}

@@ -163,7 +163,7 @@ async fn a_review_change_is_probed_by_the_gateway_and_stored_as_evidence() {
             "a2a_egress_probe_results_total",
             &[
                 ("integration", "finance"),
-                ("probe", "streaming"),
+                ("check", "streaming"),
                 ("result", "ok")
             ],
         ),

@@ -149,7 +149,10 @@ fn streaming_is_declared_until_evidence_says_otherwise() {
         ),
         (true, true, "declared")
     );
-    assert_eq!(v.streaming.refused_at, None);
+    assert_eq!(
+        (v.streaming.verified_at, v.streaming.observed),
+        (None, None)
+    );
     let mut refused = s.with_evidence(Evidence {
         at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
         kind: EvidenceKind::StreamingRefused,
@@ -157,10 +160,11 @@ fn streaming_is_declared_until_evidence_says_otherwise() {
     });
     refused.overrides.streaming_off = true;
     let v = view(&refused, SystemTime::now());
-    assert_eq!(v.streaming.verified, "refused");
+    assert_eq!(v.streaming.verified, "declared");
+    assert_eq!(v.streaming.observed.as_deref(), Some("refused"));
     assert!(!v.streaming.allowed);
     assert_eq!(
-        v.streaming.refused_at.as_deref(),
+        v.streaming.observed_at.as_deref(),
         Some("2027-01-15T08:00:00Z")
     );
     assert_eq!(v.evidence.len(), 1);
