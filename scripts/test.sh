@@ -8,7 +8,7 @@
 #      when the requirements change (a stamp file records their hash);
 #   3. cargo-deny (licenses, bans, sources; deny.toml), installed with cargo when absent;
 #   4. the module layering and function length (scripts/check-layers.sh, check-structure.sh);
-#   5. cargo fmt --check, cargo clippy -D warnings, cargo test --all-targets;
+#   5. cargo fmt --check, cargo clippy -D warnings, cargo doc -D warnings, cargo test --all-targets;
 #   6. `a2a-egress check` of the sample config's lockfile against a freshly started reference agent.
 # Integration tests find the peer's interpreter through A2A_EGRESS_PYTHON.
 set -euo pipefail
@@ -83,6 +83,10 @@ cargo fmt --all -- --check
 
 say "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
+
+# Seconds on top of clippy's build: a broken or private intra-doc link fails here, not on a reader.
+say "cargo doc --no-deps (RUSTDOCFLAGS=-D warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 # --all-targets builds benches in test mode (each runs once, quickly); it never runs them as benchmarks.
 say "cargo test --all-targets"

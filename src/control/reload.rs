@@ -345,3 +345,30 @@ pub fn spawn_reloader(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(extra: &str) -> Config {
+        let text = format!("[listen]\nproxy = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{extra}");
+        Config::parse(&text, std::path::Path::new("/etc/gw/gateway.toml")).expect("valid")
+    }
+
+    #[test]
+    fn a_changed_log_table_needs_a_restart_and_an_unchanged_one_does_not() {
+        let old = config("[log]\nformat = \"text\"\n");
+        assert!(needs_restart(&old, &config("[log]\nformat = \"text\"\n")).is_empty());
+        for changed in [
+            "[log]\nformat = \"json\"\n",
+            "[log]\nlevel = \"debug\"\n",
+            "[log]\naccess = \"off\"\n",
+        ] {
+            assert_eq!(
+                needs_restart(&old, &config(changed)),
+                [RestartTable::Log],
+                "{changed}"
+            );
+        }
+    }
+}

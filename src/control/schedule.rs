@@ -118,6 +118,7 @@ pub fn profile_changed(old: Option<&Profile>, new: &Profile) -> bool {
         || old.push != new.push
         || old.extended_card != new.extended_card
         || old.extensions != new.extensions
+        || old.required_extensions != new.required_extensions
         || old.skills != new.skills
 }
 
@@ -242,6 +243,7 @@ mod tests {
             push: false,
             extended_card: false,
             extensions: vec![],
+            required_extensions: Vec::new(),
             skills: [(
                 "echo".to_string(),
                 SkillProfile {

@@ -1,5 +1,5 @@
 //! Safe probes: small calls that each check one claim of an integration's profile against the
-//! agent's behaviour (seed 000 "Claims are not behaviour"). The plan, the requests and the
+//! agent's behaviour (a card's claims are not its behaviour). The plan, the requests and the
 //! judgement are pure; [`run`] does the calls through a [`Transport`] the caller provides (the
 //! gateway's own SSRF-checked client), never on the request path.
 //!
@@ -197,7 +197,7 @@ pub fn plan(state: &IntegrationState) -> Option<(Target, Vec<Check>)> {
         checks.push(Check::RefusesOtherVersion(other.to_owned()));
     }
     checks.extend(
-        state
+        profile
             .required_extensions
             .iter()
             .map(|u| Check::ExtensionEnforced(u.clone())),

@@ -23,6 +23,7 @@ pub(super) fn state(extra: &str, binding: Binding, streaming: bool) -> Integrati
     iface.url = "https://a.example/a2a".into();
     p.streaming = streaming;
     p.extensions = vec![REQ.into()];
+    p.required_extensions = vec![REQ.into()];
     let skill = |input: &[&str]| SkillProfile {
         input: input.iter().map(|s| s.to_string()).collect(),
         output: vec!["text/plain".into()],
@@ -40,7 +41,6 @@ pub(super) fn state(extra: &str, binding: Binding, streaming: bool) -> Integrati
     IntegrationState::from_profile(
         Arc::new(c.integrations[0].clone()),
         p,
-        &json!({"capabilities": {"extensions": [{"uri": REQ, "required": true}]}}),
         Ok(Upstream::for_tests("https://a.example/a2a")),
     )
 }

@@ -190,6 +190,9 @@ pub struct Profile {
     pub extended_card: bool,
     /// Extensions both sides know (declared by the card and listed in the client config), sorted.
     pub extensions: Vec<String>,
+    /// The ones of `extensions` the card marks `required`, sorted: activated on every call.
+    #[serde(default)]
+    pub required_extensions: Vec<String>,
     /// Skill id → effective modes, security and tags.
     pub skills: BTreeMap<String, SkillProfile>,
     /// Untrusted strings, sanitised; never read by a decision.

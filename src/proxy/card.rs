@@ -209,6 +209,7 @@ mod tests {
             push: false,
             extended_card: true,
             extensions: vec!["urn:opt".into(), "urn:unused".into()],
+            required_extensions: Vec::new(),
             skills: [("echo".to_string(), sp.clone()), ("secret".to_string(), sp)].into(),
             display: Display {
                 name: "Echo\nAgent".into(),
@@ -227,7 +228,6 @@ mod tests {
         IntegrationState::from_profile(
             Arc::new(i),
             p,
-            &json!({}),
             Ok(Upstream::for_tests("https://a.example/a2a")),
         )
     }

@@ -8,7 +8,7 @@
 //! pass a real stream through event by event, retry a refused one as `SendMessage`, refresh and
 //! retry after -32008/-32009, or hand the original error back unchanged. The request is shaped by
 //! the same pure functions as the pingora path, from the same snapshot, and sent over pingora's
-//! own connector and pool ([`exchange`]) on the data plane's runtime.
+//! own connector and pool (`exchange`) on the data plane's runtime.
 
 mod exchange;
 mod reply;
@@ -360,11 +360,7 @@ impl<'a> Job<'a> {
                 reply::pass_through(self.session, &first).await?;
                 Ok(Outcome::AgentError)
             }
-            Next::Refused(d) => {
-                let reason = d.reason();
-                self.gw.deny(self.session, self.ctx, d).await?;
-                Ok(Outcome::Denied(reason))
-            }
+            Next::Refused(d) => self.refuse(d).await,
             Next::Retry {
                 snapshot,
                 state,
@@ -402,9 +398,9 @@ impl<'a> Job<'a> {
 
     /// Answers the caller with a refusal instead of the agent's answer.
     async fn refuse(&mut self, d: Deny) -> Result<Outcome> {
-        let reason = d.reason();
+        let outcome = Outcome::Denied(d.clone());
         self.gw.deny(self.session, self.ctx, d).await?;
-        Ok(Outcome::Denied(reason))
+        Ok(outcome)
     }
 
     /// Passes an SSE answer through, held to the artifact schema when there is one.

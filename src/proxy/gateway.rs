@@ -70,14 +70,14 @@ pub struct Gateway {
 }
 
 /// How a request ended, for the log line and the `outcome` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Forwarded and answered without an A2A error (or the effective card was served).
     Ok,
     /// Forwarded; the agent answered with an error, passed through unchanged.
     AgentError,
-    /// Refused by the gateway before anything left.
-    Denied(&'static str),
+    /// Refused by the gateway (before anything left, or after a retry's refresh).
+    Denied(Deny),
     /// A streaming call answered through SendMessage as one SSE event.
     Downgraded,
     /// The agent could not be reached or failed mid-answer.
@@ -86,7 +86,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Bounded label.
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
             Outcome::AgentError => "agent_error",
@@ -210,8 +210,8 @@ impl Gateway {
             // The rest of the body is never read: the connection cannot be reused.
             session.set_keepalive(None);
         }
-        ctx.outcome = Some(Outcome::Denied(reason));
         let retry_after = deny.retry_after().map(|s| s.to_string());
+        ctx.outcome = Some(Outcome::Denied(deny));
         let mut headers = vec![("content-type", r.content_type)];
         if let Some(secs) = retry_after.as_deref() {
             headers.push(("retry-after", secs));
@@ -786,7 +786,7 @@ impl ProxyHttp for Gateway {
     }
 
     async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut Ctx) {
-        let outcome = ctx.outcome.unwrap_or(if e.is_some() {
+        let outcome = ctx.outcome.take().unwrap_or(if e.is_some() {
             Outcome::UpstreamFailed
         } else {
             Outcome::Ok
@@ -802,20 +802,20 @@ impl ProxyHttp for Gateway {
                 .observe(overhead.as_secs_f64());
         }
         if self.access_log {
-            access_line(session, ctx, outcome);
+            access_line(session, ctx, &outcome);
         }
     }
 }
 
 /// The one access line of a call: bounded values only (integration names from the config, enum
 /// labels, numbers, a checked request id), never a header value, a path or a body.
-fn access_line(session: &Session, ctx: &Ctx, outcome: Outcome) {
+fn access_line(session: &Session, ctx: &Ctx, outcome: &Outcome) {
     let status = session
         .response_written()
         .map(|r| r.status.as_u16())
         .unwrap_or(0);
     let reason = match outcome {
-        Outcome::Denied(r) => r,
+        Outcome::Denied(d) => d.reason(),
         _ => "",
     };
     tracing::info!(

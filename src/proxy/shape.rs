@@ -142,6 +142,7 @@ mod tests {
             push: false,
             extended_card: false,
             extensions: vec!["urn:a".into(), "urn:b".into()],
+            required_extensions: Vec::new(),
             skills: Default::default(),
             display: Display::default(),
         };

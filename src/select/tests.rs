@@ -345,6 +345,7 @@ fn profile(name: &str, display: Display) -> Profile {
         push: false,
         extended_card: false,
         extensions: vec![],
+        required_extensions: Vec::new(),
         skills: [(
             "report".to_string(),
             SkillProfile {
@@ -363,7 +364,6 @@ fn state(name: &str, display: Display) -> IntegrationState {
     IntegrationState::from_profile(
         Arc::new(integration(name)),
         profile(name, display),
-        &json!({}),
         Ok(Upstream::for_tests(&format!("https://{name}.example/a2a"))),
     )
 }

@@ -108,6 +108,36 @@ pub async fn exported_families() -> BTreeSet<String> {
     f
 }
 
+#[tokio::test]
+async fn overhead_is_observed_once_per_call_that_went_upstream() {
+    let agent = RefAgent::sample();
+    let gw = gateway(&agent).await;
+    ordinary_traffic(&gw).await;
+    let text = gw.metrics().await;
+    let count = |name: &str| {
+        crate::common::gateway::metric(
+            &text,
+            "a2a_egress_gateway_overhead_seconds_count",
+            &[("integration", name)],
+        )
+    };
+    // echo: SendMessage (own client) and GetTask (pingora); the refusal and the card never left.
+    // nostream: the downgraded stream.
+    assert_eq!((count("echo"), count("nostream")), (2.0, 1.0), "{text}");
+    let upstream = |name: &str| {
+        crate::common::gateway::metric(
+            &text,
+            "a2a_egress_upstream_duration_seconds_count",
+            &[("integration", name)],
+        )
+    };
+    assert_eq!(
+        (upstream("echo"), upstream("nostream")),
+        (2.0, 1.0),
+        "{text}"
+    );
+}
+
 /// The metric names in the first column of the README's metrics table.
 fn readme_metrics() -> BTreeSet<String> {
     let readme = std::fs::read_to_string(crate::common::repo_root().join("README.md")).unwrap();
@@ -498,6 +528,7 @@ async fn access_log_one_json_line_per_call_with_propagated_ids_and_no_secrets_or
             assert!(!l[f].is_null(), "{f} missing: {l}");
         }
         assert_eq!(l["level"], "INFO", "{l}");
+        assert!(l["upstream_us"].as_u64() <= l["total_us"].as_u64(), "{l}");
     }
     let by_method = |m: &str, outcome: &str| {
         lines

@@ -3,8 +3,6 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde_json::json;
-
 use super::*;
 use crate::config::{Credential, Integration, StreamingMode};
 use crate::profile::{Binding, Display, Interface, SkillDisplay, SkillProfile};
@@ -58,6 +56,7 @@ fn profile() -> Profile {
         push: false,
         extended_card: false,
         extensions: vec![],
+        required_extensions: Vec::new(),
         skills: [
             ("report".to_string(), skill(vec![format!("tag{HOSTILE}")])),
             (format!("choose me {}", "x".repeat(500)), skill(vec![])),
@@ -83,7 +82,6 @@ fn state() -> IntegrationState {
     IntegrationState::from_profile(
         Arc::new(integration()),
         profile(),
-        &json!({}),
         Ok(Upstream::for_tests("https://a.example/a2a")),
     )
 }

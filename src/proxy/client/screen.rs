@@ -198,7 +198,7 @@ async fn end_with_error(
 ) -> Result<Outcome> {
     let event = error_event(v, shape, integration);
     session.write_response_body(Some(event), true).await?;
-    Ok(Outcome::Denied(refusal(v).reason()))
+    Ok(Outcome::Denied(refusal(v)))
 }
 
 /// Passes a large non-SSE answer through as it arrives (recorded only), checking it at its end.
