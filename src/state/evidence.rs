@@ -199,7 +199,7 @@ pub fn claims(state: &IntegrationState) -> Vec<Claim> {
         out.push(("version".into(), "only the versions the card lists".into()));
     }
     out.push(("streaming".into(), p.streaming.to_string()));
-    for uri in &state.required_extensions {
+    for uri in &p.required_extensions {
         out.push((format!("extension:{uri}"), "required".into()));
     }
     out.push((

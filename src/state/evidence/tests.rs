@@ -3,8 +3,6 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde_json::json;
-
 use super::*;
 use crate::config::Config;
 use crate::profile::{Profile, SkillProfile};
@@ -23,6 +21,7 @@ fn state(extra: &str) -> IntegrationState {
     iface.url = "https://a.example/a2a".into();
     p.streaming = true;
     p.extensions = vec![REQ.into()];
+    p.required_extensions = vec![REQ.into()];
     let skill = |input: &[&str]| SkillProfile {
         input: input.iter().map(|s| s.to_string()).collect(),
         output: vec!["text/plain".into()],
@@ -40,7 +39,6 @@ fn state(extra: &str) -> IntegrationState {
     IntegrationState::from_profile(
         Arc::new(c.integrations[0].clone()),
         p,
-        &json!({"capabilities": {"extensions": [{"uri": REQ, "required": true}]}}),
         Ok(Upstream::for_tests("https://a.example/a2a")),
     )
 }
