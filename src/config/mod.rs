@@ -17,6 +17,7 @@ mod effective_card;
 mod integrations;
 mod listen;
 mod log;
+mod probes;
 mod refresh;
 mod secret;
 pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
@@ -32,6 +33,7 @@ pub use listen::{
     TokenError, is_loopback, read_private_file,
 };
 pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
+pub use probes::{ProbeSchedule, RawProbes};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 pub use secret::{SecretError, read_secret};
 
@@ -106,6 +108,9 @@ pub struct RawConfig {
     /// `[effective_card]`: the gateway's own card signatures.
     #[serde(default)]
     pub effective_card: RawEffectiveCard,
+    /// `[probes]`: the gateway's own probe runs (schedule and rate limits).
+    #[serde(default)]
+    pub probes: RawProbes,
     /// `[log]`: format, level and access log.
     #[serde(default)]
     pub log: RawLog,
@@ -132,6 +137,8 @@ pub struct Config {
     pub integrations: Vec<Integration>,
     /// Refresh scheduling (`[refresh]`).
     pub refresh: RefreshSettings,
+    /// The gateway's own probe runs (`[probes]`).
+    pub probes: ProbeSchedule,
     /// Last-known-good directory (`[state] dir`, resolved against the config folder); `None` = off.
     pub state_dir: Option<PathBuf>,
     /// How the gateway signs its effective cards (`[effective_card]`); `None`: it does not.
@@ -175,6 +182,7 @@ impl Config {
             &mut problems,
         );
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
+        let probes = ProbeSchedule::from_raw(&raw.probes, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
         let card_signing = effective_card::effective_card(&raw.effective_card, base, &mut problems);
         let log = log::log(&raw.log, &mut problems);
@@ -186,6 +194,7 @@ impl Config {
         }
         Ok(Config {
             refresh,
+            probes,
             state_dir,
             log,
             listen,

@@ -22,6 +22,7 @@ use pingora::proxy::Session;
 pub use exchange::Client;
 
 use self::exchange::Answer;
+pub use self::screen::EVIDENCE_GAP;
 use self::screen::Screen;
 use super::deny::Deny;
 use super::feedback::{agent_error, as_send_message, send_succeeded};
