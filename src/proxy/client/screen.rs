@@ -26,10 +26,10 @@ use super::reply::{copied, sse_header};
 use crate::config::{ArtifactPolicy, ArtifactSchema};
 use crate::profile::Binding;
 use crate::proxy::artifact::{Violation, check_answer};
+use crate::proxy::call::{Gateway, Outcome};
 use crate::proxy::deny::{Deny, Shape};
 use crate::proxy::events::{Splitter, data_of};
 use crate::proxy::feedback::sse_event;
-use crate::proxy::gateway::{Gateway, Outcome};
 use crate::state::{Evidence, EvidenceKind, IntegrationState};
 
 /// Largest stream event held to be checked, and largest large answer checked (bytes).
