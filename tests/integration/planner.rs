@@ -412,6 +412,16 @@ async fn errors_and_token(gw: &InProcess) {
         assert_eq!(got["error"]["details"][0]["domain"], "a2a-egress", "{got}");
         assert_eq!(got["error"]["details"][0]["reason"], reason, "{got}");
     }
+    // A bad value names its field, for a planner to fix its need without reading prose.
+    let bad = r#"{"skill":"report","binding":"GRPC"}"#.to_string();
+    let (code, got) = post(bad, "application/json", true).await;
+    assert_eq!(code, 400, "{got}");
+    let meta = &got["error"]["details"][0]["metadata"];
+    assert_eq!(
+        (&meta["field"], &meta["kind"]),
+        (&json!("binding"), &json!("invalid_field")),
+        "{got}"
+    );
 }
 
 /// `a2a-egress select` prints the answer and exits 0 when one is chosen, 3 on a gap, 65 for a
