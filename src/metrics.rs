@@ -69,6 +69,30 @@ fn gauges(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGa
     register(registry, IntGaugeVec::new(Opts::new(name, help), labels))
 }
 
+/// The evidence metrics: artifact schema mismatches and the gateway's own probe runs.
+fn evidence_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec, IntGaugeVec) {
+    (
+        counters(
+            registry,
+            "a2a_egress_artifact_schema_mismatches_total",
+            "Answers or stream events whose artifact data parts do not match the integration's artifact_schema.",
+            &["integration"],
+        ),
+        counters(
+            registry,
+            "a2a_egress_probe_runs_total",
+            "Probe runs the gateway made by itself, by trigger (review, scheduled).",
+            &["integration", "trigger"],
+        ),
+        gauges(
+            registry,
+            "a2a_egress_probe_failed_claims",
+            "Claims the integration's last probe run found false.",
+            &["integration"],
+        ),
+    )
+}
+
 /// The per-integration state gauges: status, usable, lock verdict.
 fn state_gauges(registry: &Registry) -> (IntGaugeVec, IntGaugeVec, IntGaugeVec) {
     let status = gauges(
@@ -157,6 +181,11 @@ pub struct Metrics {
     /// `a2a_egress_artifact_schema_mismatches_total{integration}`: answers (or stream events)
     /// whose artifacts' data parts do not match the integration's `artifact_schema`.
     pub artifact_mismatches: IntCounterVec,
+    /// `a2a_egress_probe_runs_total{integration, trigger}`: probe runs the gateway made by
+    /// itself (`review`, `scheduled`).
+    pub probe_runs: IntCounterVec,
+    /// `a2a_egress_probe_failed_claims{integration}`: claims the last probe run found false.
+    pub probe_failed: IntGaugeVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -175,6 +204,7 @@ impl Metrics {
     /// Creates the registry and registers every data-plane metric.
     pub fn new() -> Self {
         let registry = Registry::new();
+        let (artifact_mismatches, probe_runs, probe_failed) = evidence_metrics(&registry);
         let (integration_status, profile_usable, lock_verdict) = state_gauges(&registry);
         Metrics {
             requests: counters(
@@ -258,12 +288,9 @@ impl Metrics {
                 "Admin requests refused: missing or wrong token, or a forced refresh too soon.",
                 &["reason"],
             ),
-            artifact_mismatches: counters(
-                &registry,
-                "a2a_egress_artifact_schema_mismatches_total",
-                "Answers or stream events whose artifact data parts do not match the integration's artifact_schema.",
-                &["integration"],
-            ),
+            artifact_mismatches,
+            probe_runs,
+            probe_failed,
             registry,
         }
     }

@@ -37,6 +37,8 @@ use pingora::services::listening::Service;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+pub mod probes;
+
 use crate::config::{Config, Listen};
 use crate::control::fetch::CardFetcher;
 use crate::control::refresh::ControlHandle;
@@ -177,6 +179,7 @@ pub async fn run(
 
     let mut running = Running::default();
     let control = running.start_control(&config, &store, &metrics, stale_rx)?;
+    running.start_probes(&config, &store, &metrics, &control);
     running.start_admin(
         &config,
         listeners.admin,
@@ -235,6 +238,30 @@ struct Running {
 }
 
 impl Running {
+    /// The gateway's own probe runs (after a review verdict, on `[probes] every`), unless
+    /// `[probes] enabled = false`.
+    fn start_probes(
+        &mut self,
+        config: &Config,
+        store: &Arc<Store>,
+        metrics: &Metrics,
+        control: &ControlHandle,
+    ) {
+        if !config.probes.enabled {
+            return;
+        }
+        let runner = crate::probe::runner::Runner {
+            store: store.clone(),
+            metrics: metrics.clone(),
+            connect: Arc::new(probes::Connector {
+                control: control.clone(),
+                fetcher: Arc::new(CardFetcher::new()),
+            }),
+            settings: config.probes.clone(),
+        };
+        self.tasks.push(tokio::spawn(runner.run()));
+    }
+
     /// One refresh worker per integration (first load from last-known-good, then fetch), the
     /// stale-mark consumer, and config hot reload (file change and SIGHUP).
     fn start_control(

@@ -16,6 +16,7 @@ mod client;
 mod integrations;
 mod listen;
 mod log;
+mod probes;
 mod refresh;
 mod secret;
 pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
@@ -30,6 +31,7 @@ pub use listen::{
     TokenError, is_loopback, read_private_file,
 };
 pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
+pub use probes::{ProbeSchedule, RawProbes};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 pub use secret::{SecretError, read_secret};
 
@@ -101,6 +103,9 @@ pub struct RawConfig {
     /// `[state]`: where last-known-good cards are kept.
     #[serde(default)]
     pub state: RawState,
+    /// `[probes]`: the gateway's own probe runs (schedule and rate limits).
+    #[serde(default)]
+    pub probes: RawProbes,
     /// `[log]`: format, level and access log.
     #[serde(default)]
     pub log: RawLog,
@@ -127,6 +132,8 @@ pub struct Config {
     pub integrations: Vec<Integration>,
     /// Refresh scheduling (`[refresh]`).
     pub refresh: RefreshSettings,
+    /// The gateway's own probe runs (`[probes]`).
+    pub probes: ProbeSchedule,
     /// Last-known-good directory (`[state] dir`, resolved against the config folder); `None` = off.
     pub state_dir: Option<PathBuf>,
     /// Logging (`[log]`), read at start.
@@ -168,6 +175,7 @@ impl Config {
             &mut problems,
         );
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
+        let probes = ProbeSchedule::from_raw(&raw.probes, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
         let log = log::log(&raw.log, &mut problems);
         if !problems.is_empty() {
@@ -178,6 +186,7 @@ impl Config {
         }
         Ok(Config {
             refresh,
+            probes,
             state_dir,
             log,
             listen,

@@ -3,6 +3,9 @@
 //! judgement are pure; [`run`] does the calls through a [`Transport`] the caller provides (the
 //! gateway's own SSRF-checked client), never on the request path.
 //!
+//! When: on demand (`a2a-egress probe`, `lock`), and in the running gateway by [`runner`] after a
+//! `review` verdict and on the slow schedule [`schedule`] keeps.
+//!
 //! Only side-effect-free calls, unless the integration names a probe skill
 //! (`[integrations.probe] skill`): then, and only to that skill, trivial messages are sent too.
 //!
@@ -25,6 +28,8 @@ use crate::state::IntegrationState;
 use crate::types::media_type::media_type_accepted;
 
 mod call;
+pub mod runner;
+pub mod schedule;
 
 pub use call::{judge, request};
 
@@ -53,6 +58,18 @@ impl Check {
             Check::ExtensionEnforced(uri) => format!("extension:{uri}"),
             Check::Streaming => "streaming".into(),
             Check::MediaType(mt) => format!("input:{mt}"),
+        }
+    }
+
+    /// Bounded label of the kind of check (the claim without its URI or media type), one of
+    /// [`crate::metrics::PROBE_CHECKS`].
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Check::Interface => "interface",
+            Check::RefusesOtherVersion(_) => "version",
+            Check::ExtensionEnforced(_) => "extension",
+            Check::Streaming => "streaming",
+            Check::MediaType(_) => "input",
         }
     }
 

@@ -11,7 +11,7 @@ use crate::state::Upstream;
 
 const REQ: &str = "https://example.com/ext/req/v1";
 
-fn state(extra: &str, binding: Binding, streaming: bool) -> IntegrationState {
+pub(super) fn state(extra: &str, binding: Binding, streaming: bool) -> IntegrationState {
     let text = format!(
         "[[integrations]]\nname = \"p\"\ncard = \"https://a.example/c\"\norigins = [\"https://a.example\"]\n\
          skills = [\"echo\", \"book\"]\ndata_classes = [\"internal\"]\n{extra}\n"

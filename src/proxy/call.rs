@@ -26,6 +26,10 @@ use crate::state::{
     StaleSender, Store,
 };
 
+/// Least time between two evidence records (and log lines) of one kind for one integration:
+/// agent errors marking the profile stale, answers that do not hold to the artifact schema.
+pub const EVIDENCE_GAP: Duration = Duration::from_secs(1);
+
 /// The gateway's own HTTP client: one pingora connector, and so one connection pool, for every
 /// call the gateway makes itself. Shared by all requests (it lives on the [`Gateway`]); its
 /// calls are in [`super::client`].
@@ -239,7 +243,8 @@ impl Gateway {
         }
     }
 
-    /// Counts and logs a stale mark without sending it (the retry hook refreshes instead).
+    /// Counts and logs a stale mark without sending it (the retry hook refreshes instead), and
+    /// records it as evidence about the card (at most one record per cause per second).
     pub fn note_stale(&self, integration: &str, cause: StaleCause) {
         self.metrics
             .stale_marks
@@ -250,6 +255,23 @@ impl Gateway {
             error = cause.as_str(),
             "agent error marks the profile stale"
         );
+        let now = SystemTime::now();
+        let kind = EvidenceKind::StaleError(cause);
+        let recent = |s: &IntegrationState| s.observed_within(kind, now, EVIDENCE_GAP);
+        // Looked at before the swap: an error storm must not become a storm of snapshot swaps.
+        if self.store.load().get(integration).is_none_or(|s| recent(s)) {
+            return;
+        }
+        self.store.update_integration(integration, |cur| {
+            if recent(cur) {
+                return cur.clone();
+            }
+            cur.with_evidence(Evidence {
+                at: now,
+                kind,
+                detail: format!("the agent answered {}", cause.as_str()),
+            })
+        });
     }
 
     /// Turns streaming off for `name` until the next refresh, if the profile is still the one the

@@ -22,6 +22,7 @@ use pingora::proxy::Session;
 pub use super::call::Client;
 
 use self::exchange::Answer;
+pub use self::screen::EVIDENCE_GAP;
 use self::screen::Screen;
 use super::call::{Ctx, Gateway, Outcome, refused_stream_evidence, respond};
 use super::deny::Deny;

@@ -18,9 +18,13 @@ use crate::config::Integration;
 use crate::profile::{Binding, Profile};
 use crate::types::origin_of_url;
 
+mod evidence;
 mod lock_state;
 mod refresh_hook;
 pub mod upstream;
+pub use evidence::{
+    Claim, Observer, ProbeRecord, ProbeRun, ProbeTrigger, ProbeVerdict, Source, claims,
+};
 pub use lock_state::{LockState, LockVerdict, satisfies};
 pub use refresh_hook::{RefreshAnswer, RefreshHook, RefreshUnavailable};
 pub use upstream::{NoUpstream, Roots, Upstream, UpstreamError};
@@ -228,6 +232,9 @@ pub struct IntegrationState {
     pub freshness: Freshness,
     /// The verdict against the integration's lockfile (`unpinned` without one).
     pub lock: LockState,
+    /// The last probe run the gateway made by itself (kept across refreshes; [`claims`] reads
+    /// only what it found since the current profile was installed).
+    pub probes: Option<Arc<ProbeRun>>,
 }
 
 /// How current an integration's profile is: set by `control::refresh`, shown on the admin API.
@@ -355,6 +362,7 @@ impl IntegrationState {
             installed_at: SystemTime::now(),
             freshness: Freshness::default(),
             lock: LockState::unpinned(SystemTime::now()),
+            probes: None,
         }
     }
 
@@ -397,6 +405,7 @@ impl IntegrationState {
             installed_at: SystemTime::now(),
             freshness: Freshness::default(),
             lock: LockState::unpinned(SystemTime::now()),
+            probes: None,
         }
     }
 

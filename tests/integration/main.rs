@@ -50,6 +50,7 @@ mod observability;
 mod peers_smoke;
 mod planner;
 mod probe_agent;
+mod probe_gateway;
 mod reliability_doc;
 mod request_props;
 mod sdk_fixtures;

@@ -205,6 +205,7 @@ impl Worker {
         state.freshness.degraded = None;
         if let Some(old) = &old {
             state.evidence = old.evidence.clone();
+            state.probes = old.probes.clone();
             if !changed {
                 state.overrides = old.overrides.clone();
                 state.installed_at = old.installed_at;
