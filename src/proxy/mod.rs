@@ -7,11 +7,14 @@
 //! Set), [`artifact`] (answers against the
 //! `artifact_schema`), [`deny`] (refusal rendering), [`events`] (SSE event splitting), [`feedback`]
 //! (agent errors, SSE framing). I/O parts:
-//! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`] (refresh-and-retry after -32008/-32009), [`upstream`]
+//! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`]
+//! (refresh-and-retry after -32008/-32009), [`call`] (what those three share: the [`Gateway`], a
+//! request's context and outcome), [`upstream`]
 //! (the pingora peer of a prepared upstream, TLS fault names), [`limits`] (connection cap, idle and header deadlines).
 
 pub mod artifact;
 pub mod body;
+pub mod call;
 pub mod card;
 pub mod card_signer;
 pub mod client;
@@ -27,4 +30,4 @@ pub mod shape;
 pub mod trace;
 pub mod upstream;
 
-pub use gateway::Gateway;
+pub use call::Gateway;
