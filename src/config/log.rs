@@ -37,7 +37,7 @@ pub struct RawLog {
     /// `text` (default) or `json`.
     #[serde(default)]
     pub format: LogFormat,
-    /// An `EnvFilter` directive [`info`]; `RUST_LOG` overrides it.
+    /// An `EnvFilter` directive (default `info`); `RUST_LOG` overrides it.
     pub level: Option<String>,
     /// `on` (default) or `off`.
     #[serde(default)]

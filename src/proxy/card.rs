@@ -5,12 +5,14 @@
 //! gateway so SDK clients send every call back through it; only the integration's accepted
 //! skills; only the activated extensions; capabilities as the gateway guarantees them; no
 //! signatures (the gateway does not hold the agent's key), no security requirements (the gateway
-//! supplies the credential), no provider URLs; every provider-written string sanitised and cut.
+//! supplies the credential), no provider URLs; every provider-written string sanitised and cut
+//! by the one sanitiser ([`crate::card::sanitize`]).
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::card::sanitize::sanitize;
 use crate::config::StreamingMode;
 use crate::state::IntegrationState;
 
@@ -27,32 +29,16 @@ pub struct EffectiveCard {
     pub etag: String,
 }
 
-/// Sanitises a provider-written string for re-publication: control characters dropped,
-/// whitespace folded, at most `max` characters.
-pub fn sanitize(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    // Characters in `out`, counted as they are pushed: recounting `out` per input character
-    // made every call quadratic in `max`, on each request for the card.
-    let mut n = 0usize;
-    let mut last_space = false;
-    for c in s.chars() {
-        if c.is_whitespace() {
-            if !last_space && !out.is_empty() {
-                out.push(' ');
-                n += 1;
-            }
-            last_space = true;
-        } else if !c.is_control() {
-            out.push(c);
-            n += 1;
-            last_space = false;
-        }
-        if n >= max {
-            break;
-        }
-    }
-    out.trim_end().to_owned()
-}
+/// Longest name (card or skill) published, in characters.
+const NAME_CHARS: usize = 100;
+/// Longest description (card or skill) published, in characters.
+const DESCRIPTION_CHARS: usize = 1000;
+/// Longest tag published, in characters.
+const TAG_CHARS: usize = 50;
+/// Longest example published, in characters.
+const EXAMPLE_CHARS: usize = 300;
+/// Longest agent version published, in characters.
+const VERSION_CHARS: usize = 64;
 
 /// Builds the effective card for a usable integration; `None` when it has no usable profile.
 /// `public_url` is the gateway's base URL without a trailing slash.
@@ -78,18 +64,18 @@ pub fn effective_card(state: &IntegrationState, public_url: &str) -> Option<Effe
         };
         let d = profile.display.skills.get(id);
         let name = d
-            .map(|d| sanitize(&d.name, 100))
+            .map(|d| sanitize(&d.name, NAME_CHARS))
             .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| sanitize(id, 100));
+            .unwrap_or_else(|| sanitize(id, NAME_CHARS));
         let description = d
-            .map(|d| sanitize(&d.description, 1000))
+            .map(|d| sanitize(&d.description, DESCRIPTION_CHARS))
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| name.clone());
         let mut skill = json!({
             "id": id,
             "name": name,
             "description": description,
-            "tags": sp.tags.iter().map(|t| sanitize(t, 50)).collect::<Vec<_>>(),
+            "tags": sp.tags.iter().map(|t| sanitize(t, TAG_CHARS)).collect::<Vec<_>>(),
             "inputModes": sp.input,
             "outputModes": sp.output,
         });
@@ -100,7 +86,7 @@ pub fn effective_card(state: &IntegrationState, public_url: &str) -> Option<Effe
                 d.examples
                     .iter()
                     .take(10)
-                    .map(|e| sanitize(e, 300))
+                    .map(|e| sanitize(e, EXAMPLE_CHARS))
                     .collect::<Vec<_>>()
             );
         }
@@ -133,11 +119,11 @@ pub fn effective_card(state: &IntegrationState, public_url: &str) -> Option<Effe
     if !extensions.is_empty() {
         capabilities["extensions"] = Value::Array(extensions);
     }
-    let name = sanitize(&profile.display.name, 100);
+    let name = sanitize(&profile.display.name, NAME_CHARS);
     let card = json!({
         "name": if name.is_empty() { i.name.clone() } else { name },
-        "description": sanitize(&profile.display.description, 1000),
-        "version": sanitize(&profile.agent_version, 64),
+        "description": sanitize(&profile.display.description, DESCRIPTION_CHARS),
+        "version": sanitize(&profile.agent_version, VERSION_CHARS),
         "supportedInterfaces": [interface],
         "capabilities": capabilities,
         "defaultInputModes": default_in,

@@ -19,14 +19,14 @@ use pingora::Result;
 use pingora::http::RequestHeader;
 use pingora::proxy::Session;
 
-pub use exchange::Client;
+pub use super::call::Client;
 
 use self::exchange::Answer;
 pub use self::screen::EVIDENCE_GAP;
 use self::screen::Screen;
+use super::call::{Ctx, Gateway, Outcome, refused_stream_evidence, respond};
 use super::deny::Deny;
 use super::feedback::{agent_error, as_send_message, send_succeeded};
-use super::gateway::{Ctx, Gateway, Outcome, refused_stream_evidence, respond};
 use super::policy::{DowngradeCause, Plan, StreamPlan};
 use super::retry::{self, Next, Redo};
 use super::shape::upstream_headers;

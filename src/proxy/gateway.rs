@@ -11,9 +11,8 @@
 //! - `logging`: the request metrics and one access line (target `a2a_egress::access`), with the
 //!   same bounded reason; the request id is the caller's when valid ([`super::trace`]).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -21,272 +20,24 @@ use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::HttpPeer;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::{Error, ErrorType, Result};
-use tokio::sync::OwnedSemaphorePermit;
 
 use super::body::{RequestFacts, RpcId, RpcRequest, parse_jsonrpc, parse_rest_body};
+use super::call::{Ctx, Gateway, Inflight, Outcome, respond};
 use super::card::{CACHE_CONTROL, effective_card, if_none_match};
 use super::deny::{Deny, Shape};
 use super::feedback::agent_error;
-use super::limits::{self, Cap, Phase, RequestLimits};
-use super::policy::{self, DataClasses, Facts, Plan, StreamPlan};
+use super::limits::{self, Cap, Phase};
+use super::policy::{self, DataClasses, Facts, StreamPlan};
 use super::route::{Method, Route, check_path, route};
 use super::shape::upstream_headers;
 use super::trace::Trace;
 use super::upstream::{peer, tls_fault};
 use crate::config::DEFAULT_MAX_BODY_BYTES;
-use crate::metrics::Metrics;
-use crate::state::{
-    Evidence, EvidenceKind, IntegrationState, RefreshHook, Snapshot, StaleCause, StaleMark,
-    StaleSender, Store,
-};
 
 /// Most response bytes inspected for an A2A error (errors are small; bigger answers are results).
 const MAX_ERROR_CAPTURE: usize = 64 * 1024;
 
-/// The data plane's shared state (per process, not per request).
-pub struct Gateway {
-    /// The profile store.
-    pub store: Arc<Store>,
-    /// Metrics.
-    pub metrics: Metrics,
-    /// Stale marks to the control plane.
-    pub stale: StaleSender,
-    /// The gateway's base URL for effective cards (no trailing slash).
-    pub public_url: String,
-    /// `[policy] default_data_class`.
-    pub default_data_class: String,
-    /// Set when shutdown starts: new calls are refused with GATEWAY_DRAINING.
-    pub draining: Arc<AtomicBool>,
-    /// The control plane, for the refresh-and-retry of -32008/-32009; `None` when the gateway
-    /// runs without one (then those errors only mark the profile stale).
-    pub control: Option<Arc<dyn RefreshHook>>,
-    /// The in-flight cap and the body deadline (`[limits]`).
-    pub limits: RequestLimits,
-    /// The gateway's own HTTP client (pingora's connector and pool) for the calls it makes
-    /// itself: message sends, streams, downgrades, retries and large bodies.
-    pub client: super::client::Client,
-    /// `[log] access = "on"`: one access line per call.
-    pub access_log: bool,
-}
-
-/// How a request ended, for the log line and the `outcome` label.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    /// Forwarded and answered without an A2A error (or the effective card was served).
-    Ok,
-    /// Forwarded; the agent answered with an error, passed through unchanged.
-    AgentError,
-    /// Refused by the gateway (before anything left, or after a retry's refresh).
-    Denied(Deny),
-    /// A streaming call answered through SendMessage as one SSE event.
-    Downgraded,
-    /// The agent could not be reached or failed mid-answer.
-    UpstreamFailed,
-}
-
-impl Outcome {
-    /// Bounded label.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::AgentError => "agent_error",
-            Outcome::Denied(_) => "denied",
-            Outcome::Downgraded => "downgraded",
-            Outcome::UpstreamFailed => "upstream_failed",
-        }
-    }
-}
-
-/// Decrements the in-flight gauge when the request's context is dropped, however it ends.
-pub struct Inflight(prometheus::IntGauge);
-
-impl Drop for Inflight {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
-}
-
-/// Per-request state.
-pub struct Ctx {
-    /// The snapshot loaded in `early_request_filter`, used by every phase.
-    pub snapshot: Option<Arc<Snapshot>>,
-    /// Integration name, when the route names a configured one (bounded label).
-    pub integration: Option<String>,
-    /// The integration's state from `snapshot`.
-    pub state: Option<Arc<IntegrationState>>,
-    /// The operation.
-    pub method: Method,
-    /// The forwarding plan (unary pingora path).
-    pub plan: Option<Plan>,
-    /// The body to send upstream.
-    pub body: Bytes,
-    /// Error shape for this request.
-    pub shape: Shape,
-    /// How it ended.
-    pub outcome: Option<Outcome>,
-    /// Request start.
-    pub started: Instant,
-    /// When the upstream request was sent (unary path).
-    pub upstream_started: Option<Instant>,
-    /// Response bytes captured for A2A error detection.
-    pub capture: Option<BytesMut>,
-    /// Upstream response status (0: no answer).
-    pub upstream_status: u16,
-    /// The request id and trace context sent upstream and logged.
-    pub trace: Trace,
-    /// Time spent waiting on the upstream, summed over attempts (to each answer's header, or to
-    /// its whole body when the gateway reads it).
-    pub upstream_time: Duration,
-    /// When the last upstream answer was in hand (`None`: nothing went upstream).
-    pub upstream_done: Option<Instant>,
-    /// Why a streaming call was answered through SendMessage, when it was.
-    pub downgrade: Option<super::policy::DowngradeCause>,
-    /// The cap that refuses this request, if one was reached before it started.
-    pub overloaded: Option<Cap>,
-    _inflight: Inflight,
-    /// This request's slot of `[limits] max_inflight`, given back when the context drops.
-    _slot: Option<OwnedSemaphorePermit>,
-}
-
-impl Ctx {
-    fn label(&self) -> &str {
-        self.integration.as_deref().unwrap_or("")
-    }
-
-    /// Records one upstream exchange that began at `started` and has just been answered.
-    pub fn upstream_answered(&mut self, started: Instant) {
-        let now = Instant::now();
-        self.upstream_time += now.saturating_duration_since(started);
-        self.upstream_done = Some(now);
-    }
-
-    /// The gateway's own time on a forwarded call: until the last upstream answer was in hand,
-    /// minus the time spent waiting on the upstream. `None` when nothing went upstream.
-    fn overhead(&self) -> Option<Duration> {
-        let done = self.upstream_done?;
-        Some(
-            done.saturating_duration_since(self.started)
-                .saturating_sub(self.upstream_time),
-        )
-    }
-}
-
-/// Writes a whole response.
-pub async fn respond(
-    session: &mut Session,
-    status: u16,
-    headers: &[(&str, &str)],
-    body: Bytes,
-) -> Result<()> {
-    let mut h = ResponseHeader::build(status, Some(headers.len() + 1))?;
-    for (k, v) in headers {
-        h.insert_header(k.to_string(), v.to_string())?;
-    }
-    h.insert_header("content-length", body.len().to_string())?;
-    session
-        .write_response_header(Box::new(h), body.is_empty())
-        .await?;
-    if !body.is_empty() {
-        session.write_response_body(Some(body), true).await?;
-    }
-    Ok(())
-}
-
 impl Gateway {
-    /// Counts, logs and answers a refusal.
-    pub(super) async fn deny(
-        &self,
-        session: &mut Session,
-        ctx: &mut Ctx,
-        deny: Deny,
-    ) -> Result<bool> {
-        let reason = deny.reason();
-        self.metrics
-            .policy_denials
-            .with_label_values(&[ctx.label(), reason])
-            .inc();
-        let r = deny.render(&ctx.shape, ctx.integration.as_deref());
-        if deny.closes_connection() {
-            // The rest of the body is never read: the connection cannot be reused.
-            session.set_keepalive(None);
-        }
-        let retry_after = deny.retry_after().map(|s| s.to_string());
-        ctx.outcome = Some(Outcome::Denied(deny));
-        let mut headers = vec![("content-type", r.content_type)];
-        if let Some(secs) = retry_after.as_deref() {
-            headers.push(("retry-after", secs));
-        }
-        respond(session, r.status, &headers, r.body).await?;
-        Ok(true)
-    }
-
-    /// Records an agent error that marks the profile stale: metric, log, evidence-free channel send.
-    pub fn mark_stale(&self, integration: &str, cause: StaleCause) {
-        self.note_stale(integration, cause);
-        let mark = StaleMark {
-            integration: integration.to_owned(),
-            cause,
-            at: SystemTime::now(),
-        };
-        if self.stale.try_send(mark).is_err() {
-            self.metrics.stale_marks_dropped.inc();
-        }
-    }
-
-    /// Counts and logs a stale mark without sending it (the retry hook refreshes instead), and
-    /// records it as evidence about the card (at most one record per cause per second).
-    pub fn note_stale(&self, integration: &str, cause: StaleCause) {
-        self.metrics
-            .stale_marks
-            .with_label_values(&[integration, cause.as_str()])
-            .inc();
-        tracing::warn!(
-            integration,
-            error = cause.as_str(),
-            "agent error marks the profile stale"
-        );
-        let now = SystemTime::now();
-        let kind = EvidenceKind::StaleError(cause);
-        let gap = super::client::EVIDENCE_GAP;
-        let recent = |s: &IntegrationState| s.observed_within(kind, now, gap);
-        // Looked at before the swap: an error storm must not become a storm of snapshot swaps.
-        if self.store.load().get(integration).is_none_or(|s| recent(s)) {
-            return;
-        }
-        self.store.update_integration(integration, |cur| {
-            if recent(cur) {
-                return cur.clone();
-            }
-            cur.with_evidence(Evidence {
-                at: now,
-                kind,
-                detail: format!("the agent answered {}", cause.as_str()),
-            })
-        });
-    }
-
-    /// Turns streaming off for `name` until the next refresh, if the profile is still the one the
-    /// request used (a refresh in between wins), and records the evidence.
-    pub fn override_streaming_off(&self, state: &IntegrationState, evidence: Vec<Evidence>) {
-        let name = state.integration.name.clone();
-        let used = state.profile().cloned();
-        self.store.update_integration(&name, |cur| {
-            let same = match (cur.profile(), &used) {
-                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                _ => false,
-            };
-            if !same {
-                return cur.clone();
-            }
-            let mut next = cur.clone();
-            next.overrides.streaming_off = true;
-            for e in &evidence {
-                next = next.with_evidence(e.clone());
-            }
-            next
-        });
-    }
-
     /// Reads the request body, refusing before reading past `limit`.
     async fn read_body(&self, session: &mut Session, limit: usize) -> Result<Option<Bytes>> {
         if let Some(len) = session
@@ -837,21 +588,4 @@ fn access_line(session: &Session, ctx: &Ctx, outcome: &Outcome) {
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
-
-/// Evidence records for a refused-then-retried stream.
-pub fn refused_stream_evidence() -> Vec<Evidence> {
-    let now = SystemTime::now();
-    vec![
-        Evidence {
-            at: now,
-            kind: EvidenceKind::StreamingRefused,
-            detail: "SendStreamingMessage answered with UnsupportedOperationError".into(),
-        },
-        Evidence {
-            at: now,
-            kind: EvidenceKind::StreamingDowngradeVerified,
-            detail: "the same request as SendMessage succeeded; streaming off until refresh".into(),
-        },
-    ]
 }

@@ -6,11 +6,14 @@
 //! trace context), [`card`] (the effective card), [`artifact`] (answers against the
 //! `artifact_schema`), [`deny`] (refusal rendering), [`events`] (SSE event splitting), [`feedback`]
 //! (agent errors, SSE framing). I/O parts:
-//! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`] (refresh-and-retry after -32008/-32009), [`upstream`]
+//! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`]
+//! (refresh-and-retry after -32008/-32009), [`call`] (what those three share: the [`Gateway`], a
+//! request's context and outcome), [`upstream`]
 //! (the pingora peer of a prepared upstream, TLS fault names), [`limits`] (connection cap, idle and header deadlines).
 
 pub mod artifact;
 pub mod body;
+pub mod call;
 pub mod card;
 pub mod client;
 pub mod deny;
@@ -25,4 +28,4 @@ pub mod shape;
 pub mod trace;
 pub mod upstream;
 
-pub use gateway::Gateway;
+pub use call::Gateway;
