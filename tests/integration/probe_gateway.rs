@@ -2,7 +2,9 @@
 //! `review` against the lockfile is probed within one refresh, by the running gateway (not the
 //! CLI), the run is stored as evidence (`/readyz`: `probes`, `claims`) and counted, its message
 //! probes reach only the probe skill, and a card that claims streaming but refuses it is shown
-//! as contradicted (process and loopback I/O).
+//! as contradicted; calls on the data plane that contradict the card (a refused stream, a
+//! refused version, with the official Python SDK agent) are shown as contradicted at runtime
+//! (process and loopback I/O).
 
 use std::path::Path;
 use std::process::Command;
@@ -10,8 +12,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::RefAgent;
-use crate::common::gateway::{InProcess, config_head, metric};
+use crate::common::gateway::{InProcess, config_head, integration, metric, send_request};
+use crate::common::{RefAgent, SdkAgent};
 
 const TRACE: &str = "https://example.com/ext/trace/v1";
 const VERSION: &str = "version = \"1.4.0\"";
@@ -219,4 +221,48 @@ async fn a_card_that_claims_streaming_but_refuses_it_is_shown_contradicted_by_th
         ),
         1.0
     );
+}
+
+/// The claim `name` of integration `i` on `/readyz`.
+fn claim_of<'a>(ready: &'a Value, i: &str, name: &str) -> &'a Value {
+    ready["integrations"][i]["claims"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["claim"] == name))
+        .unwrap_or_else(|| panic!("no claim {name}: {ready}"))
+}
+
+#[tokio::test]
+async fn calls_that_contradict_the_card_are_shown_as_contradicted_at_runtime() {
+    let liar = SdkAgent::start(&["--refuse-streaming"]);
+    let picky = SdkAgent::start(&["--version-only", "9.9"]);
+    let config = config_head(&[])
+        + &integration("liar", &liar.card_url, "")
+        + &integration("picky", &picky.card_url, "");
+    let gw = InProcess::start(&config).await;
+    let ready = gw.readyz().await;
+    assert_eq!(claim_of(&ready, "liar", "streaming")["source"], "declared");
+    assert_eq!(claim_of(&ready, "picky", "interface")["source"], "declared");
+
+    let (status, _, _) = gw
+        .rpc_raw(
+            "liar",
+            &send_request("r", "SendStreamingMessage", "hi"),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (_, body) = gw
+        .rpc("picky", &send_request("v", "SendMessage", "hi"), &[])
+        .await;
+    assert_eq!(body["error"]["code"], -32009, "{body}");
+
+    let ready = gw.readyz().await;
+    let streaming = claim_of(&ready, "liar", "streaming");
+    assert_eq!(streaming["source"], "contradicted", "{streaming}");
+    assert_eq!(streaming["by"], "runtime", "{streaming}");
+    let interface = claim_of(&ready, "picky", "interface");
+    assert_eq!(interface["source"], "contradicted", "{interface}");
+    assert_eq!(interface["by"], "runtime", "{interface}");
+    let evidence = ready["integrations"]["picky"]["evidence"].to_string();
+    assert!(evidence.contains("VERSION_NOT_SUPPORTED"), "{evidence}");
 }
