@@ -484,6 +484,12 @@ impl JwkError {
     }
 }
 
+/// Why `raw` could not be a trusted verification key (the rules of [`TrustedKeys::add_jwks`]),
+/// for keys the gateway publishes itself.
+pub(crate) fn check_public_jwk(raw: &Value) -> Result<(), JwkError> {
+    parse_jwk(raw).map(|_| ())
+}
+
 /// Parses one JWK into a trusted verification key, or says why it cannot be one.
 fn parse_jwk(raw: &Value) -> Result<TrustedKey, JwkError> {
     let obj = raw.as_object().ok_or(JwkError::NotAnObject)?;

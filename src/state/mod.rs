@@ -668,6 +668,7 @@ mod tests {
             reason: None,
             agent_version: "1".into(),
             card_digest: "sha256:00".into(),
+            verified_by: None,
             interface: Some(Interface {
                 url: url.into(),
                 binding: Binding::JsonRpc,
