@@ -192,6 +192,10 @@ pub async fn run(
             default_data_class: config.policy.default_data_class.clone(),
         },
     )?;
+    let signer = config
+        .card_signing
+        .as_ref()
+        .map(|c| Arc::new(crate::proxy::card_signer::CardSigner::new(c, &public_url)));
     let gateway = Gateway {
         store,
         metrics: metrics.clone(),
@@ -202,6 +206,7 @@ pub async fn run(
         control: Some(Arc::new(control)),
         limits: crate::proxy::limits::RequestLimits::new(&config.limits),
         client: crate::proxy::client::Client::new(),
+        signer,
         access_log: config.log.access == crate::config::AccessLog::On,
     };
     let data_plane = DataPlane::start(gateway, &config, listeners.proxy, &metrics)?;

@@ -13,6 +13,7 @@ use crate::profile::ClientCaps;
 
 mod artifact;
 mod client;
+mod effective_card;
 mod integrations;
 mod listen;
 mod log;
@@ -21,6 +22,7 @@ mod refresh;
 mod secret;
 pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
 pub use client::{RawClient, RawTrustedKeys};
+pub use effective_card::{CardSigning, RawEffectiveCard, RawPublicKey, SignMode};
 pub use integrations::{
     Credential, DEFAULT_MAX_BODY_BYTES, Integration, LockPolicy, OnBreaking, Policy, ProbeSettings,
     RawCredential, RawIntegration, RawPolicy, RawProbe, SecretSource, StreamingMode,
@@ -103,6 +105,9 @@ pub struct RawConfig {
     /// `[state]`: where last-known-good cards are kept.
     #[serde(default)]
     pub state: RawState,
+    /// `[effective_card]`: the gateway's own card signatures.
+    #[serde(default)]
+    pub effective_card: RawEffectiveCard,
     /// `[probes]`: the gateway's own probe runs (schedule and rate limits).
     #[serde(default)]
     pub probes: RawProbes,
@@ -136,6 +141,8 @@ pub struct Config {
     pub probes: ProbeSchedule,
     /// Last-known-good directory (`[state] dir`, resolved against the config folder); `None` = off.
     pub state_dir: Option<PathBuf>,
+    /// How the gateway signs its effective cards (`[effective_card]`); `None`: it does not.
+    pub card_signing: Option<CardSigning>,
     /// Logging (`[log]`), read at start.
     pub log: Log,
 }
@@ -177,6 +184,7 @@ impl Config {
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
         let probes = ProbeSchedule::from_raw(&raw.probes, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
+        let card_signing = effective_card::effective_card(&raw.effective_card, base, &mut problems);
         let log = log::log(&raw.log, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
@@ -197,6 +205,7 @@ impl Config {
             path: path.to_owned(),
             caps,
             card_policy,
+            card_signing,
         })
     }
 }

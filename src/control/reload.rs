@@ -62,6 +62,8 @@ pub enum RestartTable {
     Admin,
     /// `[limits]`: data-plane deadlines and caps.
     Limits,
+    /// `[effective_card]`: the signing key (or its file's contents), mode, previous keys, `jku`.
+    EffectiveCard,
     /// `[log]`: format, level and access log.
     Log,
 }
@@ -114,6 +116,9 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<RestartTable> {
     }
     if old.limits != new.limits {
         tables.push(RestartTable::Limits);
+    }
+    if old.card_signing != new.card_signing {
+        tables.push(RestartTable::EffectiveCard);
     }
     if old.log != new.log {
         tables.push(RestartTable::Log);

@@ -232,6 +232,7 @@ mod tests {
             reason: None,
             agent_version: "1".into(),
             card_digest: "sha256:aa".into(),
+            verified_by: None,
             interface: Some(Interface {
                 url: "http://127.0.0.1:1/".into(),
                 binding: Binding::JsonRpc,

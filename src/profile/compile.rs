@@ -30,8 +30,8 @@ use super::{
     Binding, BindingVersion, Display, Interface, Profile, SecurityAlternative, SkillDisplay,
     SkillProfile, Unusable,
 };
-use crate::card::ValidatedCard;
 use crate::card::sanitize::{self, sanitize};
+use crate::card::{SignatureStatus, ValidatedCard};
 
 /// Validated client capabilities (`[client]`): the input of [`compile`] besides the card.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +88,10 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
         unusable,
         agent_version: c.version.clone(),
         card_digest: card.digest().to_owned(),
+        verified_by: match card.signature() {
+            SignatureStatus::Verified(v) => Some(v.kid.clone()),
+            SignatureStatus::Unsigned | SignatureStatus::Unverified { .. } => None,
+        },
         interface,
         offered,
         streaming: caps_flags.streaming.unwrap_or(false),

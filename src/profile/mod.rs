@@ -175,6 +175,11 @@ pub struct Profile {
     pub agent_version: String,
     /// `sha256:<hex>` of the RFC 8785 canonical form of the card (with `signatures` removed).
     pub card_digest: String,
+    /// The `kid` of the card's own signature when one verified with a key trusted for the card's
+    /// origin; `None` for an unsigned card or one whose signatures did not verify. The gateway
+    /// signs its effective card under `sign = "verified-only"` only when this is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_by: Option<String>,
     /// The chosen interface; `None` exactly when no interface is supported.
     pub interface: Option<Interface>,
     /// Every (binding, version) of `supportedInterfaces` the client implements, in card order,

@@ -77,6 +77,9 @@ pub struct Gateway {
     pub client: Client,
     /// `[log] access = "on"`: one access line per call.
     pub access_log: bool,
+    /// Signs effective cards and serves the JWK Set (`[effective_card] signing_key`); `None`:
+    /// cards are unsigned and `/.well-known/jwks.json` is not a route.
+    pub signer: Option<Arc<super::card_signer::CardSigner>>,
 }
 
 /// How a request ended, for the log line and the `outcome` label.

@@ -23,7 +23,8 @@ use pingora::{Error, ErrorType, Result};
 
 use super::body::{RequestFacts, RpcId, RpcRequest, parse_jsonrpc, parse_rest_body};
 use super::call::{Ctx, Gateway, Inflight, Outcome, respond};
-use super::card::{CACHE_CONTROL, effective_card, if_none_match};
+use super::card::{CACHE_CONTROL, if_none_match, served_card};
+use super::card_signer::{JWKS_CACHE_CONTROL, JWKS_CONTENT_TYPE};
 use super::deny::{Deny, Shape};
 use super::feedback::agent_error;
 use super::limits::{self, Cap, Phase};
@@ -110,6 +111,34 @@ impl Gateway {
         }
     }
 
+    /// A route that names no integration: `GET /.well-known/jwks.json`, the public keys that
+    /// verify the effective cards' signatures (not a route when the gateway does not sign), or
+    /// nothing.
+    async fn serve_gateway_route(
+        &self,
+        session: &mut Session,
+        ctx: &mut Ctx,
+        r: &Route,
+    ) -> Result<bool> {
+        let (Route::Jwks, Some(signer)) = (r, &self.signer) else {
+            return self.deny(session, ctx, Deny::RouteNotFound).await;
+        };
+        ctx.method = Method::Jwks;
+        let head = match session.req_header().method.as_str() {
+            "GET" => false,
+            "HEAD" => true,
+            _ => return self.deny(session, ctx, Deny::MethodNotFound).await,
+        };
+        ctx.outcome = Some(Outcome::Ok);
+        let headers = [
+            ("cache-control", JWKS_CACHE_CONTROL),
+            ("content-type", JWKS_CONTENT_TYPE),
+        ];
+        let body = if head { Bytes::new() } else { signer.jwks() };
+        respond(session, 200, &headers, body).await?;
+        Ok(true)
+    }
+
     async fn serve_card(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         let state = ctx.state.clone().expect("card route has a state");
         if let Err(d) = policy::check_status(&state) {
@@ -118,7 +147,7 @@ impl Gateway {
         if !matches!(session.req_header().method.as_str(), "GET" | "HEAD") {
             return self.deny(session, ctx, Deny::MethodNotFound).await;
         }
-        let Some(card) = effective_card(&state, &self.public_url) else {
+        let Some(card) = served_card(&state, &self.public_url, self.signer.as_deref()) else {
             return self.deny(session, ctx, Deny::NoUsableProfile).await;
         };
         ctx.outcome = Some(Outcome::Ok);
@@ -189,7 +218,7 @@ fn parse_body(
                 })
                 .map_err(Deny::from)
         }
-        Route::Card { .. } | Route::NotFound => Ok(BodyFacts::default()),
+        Route::Card { .. } | Route::Jwks | Route::NotFound => Ok(BodyFacts::default()),
     })
 }
 
@@ -301,7 +330,7 @@ impl ProxyHttp for Gateway {
             return self.deny(session, ctx, d).await;
         }
         let Some(name) = r.name() else {
-            return self.deny(session, ctx, Deny::RouteNotFound).await;
+            return self.serve_gateway_route(session, ctx, &r).await;
         };
         let state = snapshot.get(name).cloned();
         if let Some(state) = &state {

@@ -3,7 +3,8 @@
 //! Pure parts (unit-tested with fixtures): [`route`] (paths and methods), [`body`] (request
 //! bodies: facts and byte splices), [`policy`]
 //! (allow/deny and the forwarding plan), [`shape`] (upstream headers), [`trace`] (request id and
-//! trace context), [`card`] (the effective card), [`artifact`] (answers against the
+//! trace context), [`card`] (the effective card), [`card_signer`] (the gateway's signature on it and its JWK
+//! Set), [`artifact`] (answers against the
 //! `artifact_schema`), [`deny`] (refusal rendering), [`events`] (SSE event splitting), [`feedback`]
 //! (agent errors, SSE framing). I/O parts:
 //! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`]
@@ -15,6 +16,7 @@ pub mod artifact;
 pub mod body;
 pub mod call;
 pub mod card;
+pub mod card_signer;
 pub mod client;
 pub mod deny;
 pub mod events;

@@ -305,7 +305,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     }
 
     match method {
-        Method::Unknown | Method::Card => return Err(Deny::MethodNotFound),
+        Method::Unknown | Method::Card | Method::Jwks => return Err(Deny::MethodNotFound),
         m if m.is_push() && !profile.push => return Err(Deny::MethodNotAllowed(m)),
         // The effective card is the only card a caller sees: forwarding the agent's extended
         // card would hand out the agent's own URLs and skills outside the integration.
@@ -439,6 +439,7 @@ mod tests {
             reason: None,
             agent_version: "1".into(),
             card_digest: "sha256:0".into(),
+            verified_by: None,
             interface: Some(Interface {
                 url: url.into(),
                 binding,

@@ -131,6 +131,7 @@ mod tests {
             reason: None,
             agent_version: "1".into(),
             card_digest: "x".into(),
+            verified_by: None,
             interface: Some(Interface {
                 url: "https://a.example:8443/a2a".into(),
                 binding: Binding::JsonRpc,

@@ -334,6 +334,7 @@ fn profile(name: &str, display: Display) -> Profile {
         reason: None,
         agent_version: "1".into(),
         card_digest: "sha256:00".into(),
+        verified_by: None,
         interface: Some(Interface {
             url: format!("https://{name}.example/a2a"),
             binding: Binding::JsonRpc,

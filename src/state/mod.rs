@@ -25,7 +25,7 @@ pub mod upstream;
 pub use evidence::{
     Claim, Observer, ProbeRecord, ProbeRun, ProbeTrigger, ProbeVerdict, Source, claims,
 };
-pub use lock_state::{LockState, LockVerdict, satisfies};
+pub use lock_state::{LockState, LockVerdict, UnreadableLock, satisfies};
 pub use refresh_hook::{RefreshAnswer, RefreshHook, RefreshUnavailable};
 pub use upstream::{NoUpstream, Roots, Upstream, UpstreamError};
 
@@ -668,6 +668,7 @@ mod tests {
             reason: None,
             agent_version: "1".into(),
             card_digest: "sha256:00".into(),
+            verified_by: None,
             interface: Some(Interface {
                 url: url.into(),
                 binding: Binding::JsonRpc,

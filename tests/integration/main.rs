@@ -43,6 +43,7 @@ mod gateway_ref_agent;
 mod gateway_retry;
 mod gateway_shaping;
 mod gateway_shutdown;
+mod gateway_signing;
 mod gateway_streaming;
 mod gateway_tls;
 mod lock_runtime;

@@ -78,6 +78,7 @@ fn state(binding: Binding, tenant: Option<&str>) -> IntegrationState {
         reason: None,
         agent_version: "1".into(),
         card_digest: "sha256:0".into(),
+        verified_by: None,
         interface: Some(Interface {
             url: url.into(),
             binding,

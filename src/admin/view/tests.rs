@@ -45,6 +45,7 @@ fn profile() -> Profile {
         reason: None,
         agent_version: format!("4.2 {HOSTILE}"),
         card_digest: "sha256:00".into(),
+        verified_by: None,
         interface: Some(Interface {
             url: "https://a.example/a2a".into(),
             binding: Binding::JsonRpc,

@@ -62,6 +62,7 @@ pub(crate) fn pricing_profile() -> Profile {
         reason: None,
         agent_version: "3.2.0".into(),
         card_digest: A.into(),
+        verified_by: None,
         interface: Some(Interface {
             url: "https://pricing.partner.example/a2a/jsonrpc".into(),
             binding: Binding::JsonRpc,
