@@ -53,11 +53,11 @@ pub struct StatusArgs {
 }
 
 /// The admin base URL, without a trailing slash.
-fn admin_url(a: &AdminArgs) -> Result<String, String> {
+fn admin_url(a: &AdminArgs) -> anyhow::Result<String> {
     if let Some(u) = &a.admin {
-        let parsed = url::Url::parse(u).map_err(|e| format!("--admin {u:?}: {e}"))?;
+        let parsed = url::Url::parse(u).map_err(|e| anyhow::anyhow!("--admin {u:?}: {e}"))?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(format!("--admin {u:?}: not an http(s) URL"));
+            anyhow::bail!("--admin {u:?}: not an http(s) URL");
         }
         return Ok(u.trim_end_matches('/').to_owned());
     }
@@ -68,7 +68,7 @@ fn admin_url(a: &AdminArgs) -> Result<String, String> {
     match path {
         Some(p) => crate::config::Config::load(&p)
             .map(|c| format!("http://{}", c.listen.admin))
-            .map_err(|e| e.to_string()),
+            .map_err(|e| anyhow::anyhow!("{e}")),
         None => Ok("http://127.0.0.1:7412".into()),
     }
 }
