@@ -23,6 +23,8 @@
 //! (the card's media types, the state's account of why a profile is unusable, which quotes the
 //! card), they travel apart in the reason's `untrusted` list, sanitised and bounded.
 //!
+//! When several accepted skills fit a tags-only need, the first by id (byte order) serves it.
+//!
 //! No partial matches: when nothing passes, `chosen` is `null` and [`Gap`] lists what each
 //! candidate lacks. Among accepted candidates the **tie rule** picks the first by: lockfile
 //! verdict (`compatible` before `unpinned` before `review`), then freshness (revalidated before
@@ -421,10 +423,14 @@ fn skill_fit(need: &Need, c: &Candidate) -> Result<(String, Vec<Reason>), Vec<Re
             .filter(|s| c.skills.contains_key(*s))
             .collect(),
     };
-    let tagged: Vec<&String> = matching
+    // Skills are tried in id (byte) order, so the skill chosen never depends on the order the
+    // configuration happens to list them in.
+    let mut tagged: Vec<&String> = matching
         .into_iter()
         .filter(|id| c.skills.get(*id).is_some_and(|m| has_tags(m, &need.tags)))
         .collect();
+    tagged.sort();
+    tagged.dedup();
     if tagged.is_empty() {
         return Err(vec![reason(
             Code::TagsMissing,

@@ -632,3 +632,28 @@ fn a_probe_that_contradicts_streaming_excludes_and_one_that_verifies_it_ranks_fi
     let answer = select(&n, &[declared, verified], "internal");
     assert_eq!(answer.chosen.as_deref(), Some("b"), "{answer:?}");
 }
+
+#[test]
+fn the_skill_chosen_does_not_depend_on_config_order() {
+    let n = need(json!({"tags": ["finance"], "input": ["text/plain"], "output": []}));
+    let with_order = |order: [&str; 2]| {
+        let mut c = cand("a");
+        c.accepted_skills = order.iter().map(|s| s.to_string()).collect();
+        c.skills = order
+            .iter()
+            .map(|s| {
+                (
+                    s.to_string(),
+                    modes(&["text/plain"], &["text/plain"], &["finance"]),
+                )
+            })
+            .collect();
+        select(&n, &[c], "internal").candidates[0].skill.clone()
+    };
+    assert_eq!(with_order(["s1", "s2"]).as_deref(), Some("s1"));
+    assert_eq!(
+        with_order(["s2", "s1"]).as_deref(),
+        Some("s1"),
+        "config order chose"
+    );
+}
