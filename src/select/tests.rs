@@ -88,6 +88,8 @@ fn the_seed_example_answers_c_with_every_reason() {
             Code::StreamingSupported,
             Code::BindingSupported,
             Code::DataClassesAllowed,
+            Code::LockUnpinned,
+            Code::StreamingUnverified,
             Code::Chosen
         ]
     );
@@ -656,4 +658,39 @@ fn the_skill_chosen_does_not_depend_on_config_order() {
         Some("s1"),
         "config order chose"
     );
+}
+
+#[test]
+fn an_accepted_candidate_names_the_risks_it_carries() {
+    let mut c = cand("a");
+    c.freshness = Freshness::Degraded;
+    c.lock = LockVerdict::Review;
+    let answer = select(&report_need(), &[c], "internal");
+    assert_eq!(answer.chosen.as_deref(), Some("a"));
+    let got = codes(&answer, "a");
+    for risk in [
+        Code::ProfileDegraded,
+        Code::LockReview,
+        Code::StreamingUnverified,
+    ] {
+        assert!(got.contains(&risk), "{risk:?} missing from {got:?}");
+    }
+    let mut c = cand("b");
+    c.freshness = Freshness::Unrevalidated;
+    let got = codes(&select(&report_need(), &[c], "internal"), "b");
+    assert!(got.contains(&Code::ProfileUnrevalidated), "{got:?}");
+    // A fresh, compatible, verified candidate carries none.
+    let mut c = cand("c");
+    c.lock = LockVerdict::Compatible;
+    c.streaming_evidence = StreamingEvidence::Verified;
+    let got = codes(&select(&report_need(), &[c], "internal"), "c");
+    for risk in [
+        Code::ProfileDegraded,
+        Code::ProfileUnrevalidated,
+        Code::LockReview,
+        Code::LockUnpinned,
+        Code::StreamingUnverified,
+    ] {
+        assert!(!got.contains(&risk), "{got:?}");
+    }
 }
