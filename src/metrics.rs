@@ -337,6 +337,11 @@ impl Metrics {
                     .with_label_values(&[name])
                     .inc_by(0);
             }
+            // Probe series exist before the first run (no run yet: nothing failed).
+            for t in crate::state::ProbeTrigger::ALL {
+                self.probe_runs.with_label_values(&[name, t.as_str()]);
+            }
+            self.probe_failed.with_label_values(&[name]);
         }
     }
 }

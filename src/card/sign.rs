@@ -297,7 +297,7 @@ pub fn public_jwk(raw: &Value) -> Result<Value, SignError> {
         return Err(SignError::MissingKid);
     }
     check_use(obj, "verify")?;
-    super::signature::check_public_jwk(raw).map_err(SignError::Unsupported)?;
+    super::signature::check_public_jwk(raw).map_err(|e| SignError::Unsupported(e.to_string()))?;
     Ok(raw.clone())
 }
 

@@ -177,11 +177,28 @@ pub struct Response {
     pub body: Bytes,
 }
 
+/// Why a probe call got no answer (the check is then inconclusive).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{detail}")]
+pub struct TransportError {
+    /// Bounded label of the failure (the transport's own error kind).
+    pub kind: &'static str,
+    /// What happened, for the evidence line.
+    pub detail: String,
+}
+
+impl TransportError {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+}
+
 /// Sends probe requests (I/O lives in the implementation).
 #[async_trait::async_trait]
 pub trait Transport: Send + Sync {
-    /// Makes one call; `Err` is a transport failure, described.
-    async fn send(&self, request: Request) -> Result<Response, String>;
+    /// Makes one call; `Err` is a transport failure.
+    async fn send(&self, request: Request) -> Result<Response, TransportError>;
 }
 
 /// The probes a state allows (pure): the side-effect-free ones always, message probes only with

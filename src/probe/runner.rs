@@ -148,7 +148,7 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
-    use crate::probe::{Request, Response};
+    use crate::probe::{Request, Response, TransportError};
     use crate::profile::Binding;
     use crate::state::{LockState, LockVerdict, Snapshot};
 
@@ -158,7 +158,7 @@ mod tests {
 
     #[async_trait::async_trait]
     impl Transport for Agent {
-        async fn send(&self, r: Request) -> Result<Response, String> {
+        async fn send(&self, r: Request) -> Result<Response, TransportError> {
             self.0.fetch_add(1, Ordering::SeqCst);
             let v = r.headers.get("a2a-version").and_then(|v| v.to_str().ok());
             let (code, reason) = match v {

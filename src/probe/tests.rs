@@ -240,9 +240,12 @@ struct Scripted(std::sync::Mutex<Vec<Request>>);
 
 #[async_trait::async_trait]
 impl Transport for Scripted {
-    async fn send(&self, r: Request) -> Result<Response, String> {
+    async fn send(&self, r: Request) -> Result<Response, TransportError> {
         self.0.lock().unwrap().push(r);
-        Err("connection refused".into())
+        Err(TransportError {
+            kind: "connect",
+            detail: "connection refused".into(),
+        })
     }
 }
 

@@ -8,7 +8,7 @@
 use std::time::SystemTime;
 
 use super::{Candidate, Freshness, SkillModes, Standing, StreamingEvidence};
-use crate::state::{IntegrationState, LockVerdict, Status};
+use crate::state::{IntegrationState, LockVerdict, Source, Status, claims};
 
 /// The candidate `state` makes.
 pub fn candidate(state: &IntegrationState) -> Candidate {
@@ -60,12 +60,16 @@ fn freshness(state: &IntegrationState) -> Freshness {
     }
 }
 
-/// Refused when the agent turned a stream down since the last refresh; verified when a probe
-/// showed streaming works on the card now served ([`streaming_verified_at`]); else declared.
-/// No runtime evidence kind shows a working stream today, so runtime evidence only refuses.
+/// Refused when the agent turned a stream down since the last refresh; contradicted when the
+/// newest observation of the `streaming` claim since the profile was installed (the gateway's
+/// own probe, or a call) says it does not work; verified when a probe showed streaming works on
+/// the card now served ([`streaming_verified_at`]); else declared.
 pub fn streaming_evidence(state: &IntegrationState) -> StreamingEvidence {
     if state.overrides.streaming_off {
         return StreamingEvidence::Refused;
+    }
+    if matches!(streaming_claim(state), Some(Source::Contradicted { .. })) {
+        return StreamingEvidence::Contradicted;
     }
     match streaming_verified_at(state) {
         Some(_) => StreamingEvidence::Verified,
@@ -73,11 +77,27 @@ pub fn streaming_evidence(state: &IntegrationState) -> StreamingEvidence {
     }
 }
 
-/// When a probe verified streaming for the card now served: the lockfile's
-/// `verified.streaming` (`probe ok <RFC 3339>`, written by `a2a-egress lock`), counted only
-/// while the lock was pinned from this very card (same digest) and is not breaking. A lock of
-/// an older card says nothing about the current one.
+/// Where the profile's `streaming` claim stands now (see [`claims`]).
+pub fn streaming_claim(state: &IntegrationState) -> Option<Source> {
+    (claims(state).into_iter())
+        .find(|c| c.claim == "streaming")
+        .map(|c| c.source)
+}
+
+/// When a probe last verified streaming for the card now served: the gateway's own scheduled
+/// probe when the `streaming` claim's newest observation is a verifying one, else the
+/// lockfile's `verified.streaming` (`probe ok <RFC 3339>`, written by `a2a-egress lock`),
+/// counted only while the lock was pinned from this very card (same digest) and is not
+/// breaking. A lock of an older card says nothing about the current one.
 pub fn streaming_verified_at(state: &IntegrationState) -> Option<SystemTime> {
+    match streaming_claim(state) {
+        Some(Source::Verified { at, .. }) => Some(at),
+        Some(Source::Contradicted { .. }) => None,
+        _ => lock_verified_at(state),
+    }
+}
+
+fn lock_verified_at(state: &IntegrationState) -> Option<SystemTime> {
     let lock = state.lock.lock.as_deref()?;
     let profile = state.profile()?;
     if state.lock.verdict == LockVerdict::Breaking || lock.card_digest != profile.card_digest {

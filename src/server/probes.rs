@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::control::fetch::{CardFetcher, FetchPolicy, Outgoing};
 use crate::control::refresh::ControlHandle;
 use crate::probe::runner::{Connect, NoTransport};
-use crate::probe::{Request, Response, Transport};
+use crate::probe::{Request, Response, Transport, TransportError};
 use crate::state::IntegrationState;
 
 /// The card client with one integration's policy and credential.
@@ -38,7 +38,7 @@ impl Direct {
 
 #[async_trait::async_trait]
 impl Transport for Direct {
-    async fn send(&self, r: Request) -> Result<Response, String> {
+    async fn send(&self, r: Request) -> Result<Response, TransportError> {
         let mut headers = r.headers;
         if let Some(a) = &self.authorization {
             headers.insert(http::header::AUTHORIZATION, a.clone());
@@ -54,7 +54,10 @@ impl Transport for Direct {
             .fetcher
             .send(out, &self.policy)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| TransportError {
+                kind: e.kind(),
+                detail: e.to_string(),
+            })?;
         Ok(Response {
             status: got.status.as_u16(),
             content_type: got

@@ -25,7 +25,7 @@ pub mod upstream;
 pub use evidence::{
     Claim, Observer, ProbeRecord, ProbeRun, ProbeTrigger, ProbeVerdict, Source, claims,
 };
-pub use lock_state::{LockState, LockVerdict, satisfies};
+pub use lock_state::{LockState, LockVerdict, UnreadableLock, satisfies};
 pub use refresh_hook::{RefreshAnswer, RefreshHook, RefreshUnavailable};
 pub use upstream::{NoUpstream, Roots, Upstream, UpstreamError};
 

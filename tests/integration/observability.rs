@@ -299,6 +299,13 @@ fn known_values() -> BTreeMap<&'static str, BTreeSet<String>> {
             .collect(),
     );
     m.insert("check", set(&a2a_egress::metrics::PROBE_CHECKS));
+    m.insert(
+        "trigger",
+        a2a_egress::state::ProbeTrigger::ALL
+            .iter()
+            .map(|t| t.as_str().to_owned())
+            .collect(),
+    );
     let mut results: BTreeSet<String> = set(&a2a_egress::metrics::PROBE_RESULTS);
     results.extend(RefreshResult::ALL.iter().map(|r| r.as_str().to_owned()));
     results.extend(ReloadResult::ALL.iter().map(|r| r.as_str().to_owned()));

@@ -213,7 +213,8 @@ async fn select_and_the_planner_view_follow_live_agents() {
     let gap = select(&gw, &tag_need()).await;
     assert_eq!(gap["chosen"], Value::Null, "{gap}");
     assert_eq!(codes(&gap, "ref"), ["UNUSABLE", "LOCK_BREAKING"], "{gap}");
-    let msg = candidate(&gap, "ref")["reasons"][0]["message"]
+    // The state's account quotes the card: it comes apart from the message, as quoted data.
+    let msg = candidate(&gap, "ref")["reasons"][0]["untrusted"][0]
         .as_str()
         .unwrap();
     assert!(msg.contains("stream-report"), "{msg}");
@@ -225,7 +226,7 @@ async fn select_and_the_planner_view_follow_live_agents() {
         (Some("unusable"), Some(false))
     );
     assert!(
-        view["reasons"][0]
+        view["untrusted"]["reasons"][0]
             .as_str()
             .unwrap()
             .contains("stream-report"),
@@ -309,7 +310,12 @@ async fn planner_view(gw: &InProcess) {
     let (_, b) = get(gw, "/v1/integrations/sdk-b").await;
     assert_eq!(b["status"], "usable", "{b}");
     assert_eq!(b["interface"]["binding"], "HTTP+JSON", "{b}");
-    assert_eq!(b["skills"]["report"]["input"], json!(["text/plain"]), "{b}");
+    assert_eq!(b["skills"], json!(["report"]), "{b}");
+    assert_eq!(
+        b["untrusted"]["skills"]["report"]["input"],
+        json!(["text/plain"]),
+        "{b}"
+    );
     assert_eq!(b["streaming"]["declared"], true, "{b}");
     assert_eq!(b["streaming"]["verified"], "declared", "{b}");
     assert_eq!(b["lock"]["verdict"], "unpinned", "{b}");
