@@ -10,7 +10,7 @@
 #   admin  agent
 #   proxy  control  probe
 #   metrics
-#   state              (today profile::snapshot: IntegrationState, Snapshot, Store, stale channel)
+#   state              (IntegrationState, Snapshot, Store, stale channel, prepared upstreams)
 #   config  lock
 #   profile
 #   card
@@ -52,10 +52,6 @@ LAYERS = [
 
 # from unit -> target module (first two path segments): why it is still there.
 ALLOWED = {
-    ("state", "proxy::upstream"): "IntegrationState holds the prepared Upstream (moves out of the "
-                                  "profile with Status::Usable { profile, upstream })",
-    ("control", "proxy::upstream"): "the refresh prepares the Upstream and reads the bearer secret "
-                                    "with proxy::upstream::read_secret",
     ("proxy", "control::refresh"): "the retry hook calls ControlHandle::refresh_after_error "
                                    "(to become a narrow interface the data plane owns)",
     ("proxy", "control::schedule"): "the retry hook reads RefreshResult from the control plane's "
@@ -69,8 +65,6 @@ def unit_of(segments):
     """The layer unit of an absolute module path (list of segments below the crate root)."""
     if not segments:
         return None
-    if segments[0] == "profile" and len(segments) > 1 and segments[1] == "snapshot":
-        return "state"
     return segments[0]
 
 

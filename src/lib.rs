@@ -13,7 +13,7 @@
 //! - [`control`]: card fetch, refresh, reload and last-known-good state (I/O).
 //! - [`probe`]: safe probes that verify card claims (pure plan and judgement; calls through a given transport).
 //! - [`metrics`]: the one `Metrics` struct.
-//! - [`profile::snapshot`]: the runtime state every request reads (to become its own `state` module).
+//! - [`state`]: the runtime state every request reads (snapshots, the stale channel, prepared upstreams).
 //! - [`config`]: the TOML configuration (`config/gateway.toml`) and its validation.
 //! - [`lock`]: capability lockfiles, profile diffs and their classification (pure, besides the lockfile's own read/write).
 //! - [`profile`]: the compiled profile and the pure compiler.
@@ -35,4 +35,5 @@ pub mod probe;
 pub mod profile;
 pub mod proxy;
 pub mod server;
+pub mod state;
 pub mod types;

@@ -195,12 +195,12 @@ impl Metrics {
     }
 
     /// Sets the usable and lock-verdict gauges of every integration from a snapshot.
-    pub fn observe_snapshot(&self, snapshot: &crate::profile::snapshot::Snapshot) {
+    pub fn observe_snapshot(&self, snapshot: &crate::state::Snapshot) {
         for (name, s) in &snapshot.integrations {
             self.profile_usable
                 .with_label_values(&[name.as_str()])
                 .set(i64::from(s.usable().is_some()));
-            for v in crate::profile::snapshot::LockVerdict::ALL {
+            for v in crate::state::LockVerdict::ALL {
                 self.lock_verdict
                     .with_label_values(&[name.as_str(), v.as_str()])
                     .set(i64::from(s.lock.verdict == v));

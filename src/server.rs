@@ -41,8 +41,8 @@ use crate::config::{Config, Listen};
 use crate::control::fetch::CardFetcher;
 use crate::control::refresh::ControlHandle;
 use crate::metrics::Metrics;
-use crate::profile::snapshot::{Snapshot, StaleReceiver, Store, stale_channel};
 use crate::proxy::Gateway;
+use crate::state::{Snapshot, StaleReceiver, Store, stale_channel};
 
 /// Longest wait for in-flight calls once shutdown starts.
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(30);

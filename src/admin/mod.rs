@@ -31,7 +31,7 @@ use crate::metrics::Metrics;
 pub mod auth;
 pub mod error;
 pub mod refresh;
-use crate::profile::snapshot::{Status, Store};
+use crate::state::{Status, Store};
 pub use auth::Access;
 
 /// What the admin handlers read.

@@ -28,7 +28,7 @@ use crate::control::metrics::ControlMetrics;
 use crate::control::refresh::ControlHandle;
 use crate::lock::{self, Class, Verdict};
 use crate::probe::Outcome;
-use crate::profile::snapshot::{IntegrationState, LockVerdict, Status, Store};
+use crate::state::{IntegrationState, LockVerdict, Status, Store};
 
 /// Arguments of `a2a-egress lock`.
 #[derive(Debug, clap::Args)]

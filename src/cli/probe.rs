@@ -13,7 +13,7 @@ use super::lock::{current, load};
 use crate::config::Config;
 use crate::control::fetch::{CardFetcher, FetchPolicy, Outgoing};
 use crate::probe::{self, Outcome, ProbeResult, Request, Response, Transport};
-use crate::profile::snapshot::IntegrationState;
+use crate::state::IntegrationState;
 
 /// Arguments of `a2a-egress probe`.
 #[derive(Debug, clap::Args)]

@@ -15,6 +15,7 @@ mod client;
 mod integrations;
 mod listen;
 mod refresh;
+mod secret;
 pub use client::{RawClient, RawTrustedKeys};
 pub use integrations::{
     Credential, DEFAULT_MAX_BODY_BYTES, Integration, LockPolicy, OnBreaking, Policy, ProbeSettings,
@@ -26,6 +27,7 @@ pub use listen::{
     TokenError, is_loopback, read_private_file,
 };
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
+pub use secret::{SecretError, read_secret};
 
 /// Errors loading or validating a configuration file.
 #[derive(Debug, thiserror::Error)]

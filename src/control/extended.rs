@@ -17,8 +17,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::control::fetch::{CardFetcher, FetchError, FetchPolicy, Outgoing};
-use crate::profile::snapshot::ExtendedFallback;
 use crate::profile::{Binding, Interface};
+use crate::state::ExtendedFallback;
 
 /// Errors of the extended-card call that are not a documented fallback.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]

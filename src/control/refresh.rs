@@ -43,9 +43,9 @@ use crate::control::fetch::{CardFetcher, FetchError, FetchOutcome, FetchPolicy, 
 use crate::control::metrics::ControlMetrics;
 use crate::control::schedule::RefreshResult;
 use crate::control::state::StateDir;
-use crate::profile::snapshot::{Status, Store};
 use crate::profile::{Interface, Profile};
-use crate::proxy::upstream::UpstreamError;
+use crate::state::UpstreamError;
+use crate::state::{Status, Store};
 
 mod extended_card;
 mod handle;

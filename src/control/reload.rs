@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use crate::card::CardPolicy;
 use crate::config::{Config, Integration};
 use crate::control::refresh::{ControlHandle, lock, needs_refetch};
-use crate::profile::snapshot::{IntegrationState, Status};
+use crate::state::{IntegrationState, Status};
 
 /// Default interval between two looks at the config file.
 pub const DEFAULT_POLL: Duration = Duration::from_secs(1);

@@ -20,8 +20,8 @@ use bytes::Bytes;
 use serde::Serialize;
 
 use crate::config::StreamingMode;
-use crate::profile::snapshot::IntegrationState;
 use crate::profile::{Binding, Interface};
+use crate::state::IntegrationState;
 use crate::types::media_type::media_type_accepted;
 
 mod call;

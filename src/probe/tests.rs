@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::config::Config;
 use crate::profile::{Profile, SkillProfile};
-use crate::proxy::upstream::Upstream;
+use crate::state::Upstream;
 
 const REQ: &str = "https://example.com/ext/req/v1";
 
@@ -94,7 +94,7 @@ fn a_probe_skill_adds_streaming_and_the_media_types_it_accepts() {
 fn no_interface_no_plan() {
     let mut s = state("", Binding::JsonRpc, true);
     s.upstream = None;
-    s.status = crate::profile::snapshot::Status::Unusable { reason: "x".into() };
+    s.status = crate::state::Status::Unusable { reason: "x".into() };
     assert!(plan(&s).is_none());
 }
 

@@ -197,6 +197,5 @@ pub struct Profile {
 }
 
 mod compile;
-pub mod snapshot;
 
 pub use compile::{ClientCaps, compile};

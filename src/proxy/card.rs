@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::config::StreamingMode;
-use crate::profile::snapshot::IntegrationState;
+use crate::state::IntegrationState;
 
 /// `Cache-Control` of the effective card: short, so a profile change reaches callers quickly;
 /// revalidation is cheap thanks to the ETag.
@@ -163,7 +163,7 @@ mod tests {
     use super::*;
     use crate::config::{Credential, Integration};
     use crate::profile::{Binding, Display, Interface, Profile, SkillDisplay, SkillProfile};
-    use crate::proxy::upstream::Upstream;
+    use crate::state::Upstream;
     use std::sync::Arc;
 
     fn state(streaming_mode: StreamingMode, card_streaming: bool) -> IntegrationState {

@@ -30,7 +30,7 @@ use super::shape::upstream_headers;
 use super::upstream::TlsFault;
 use crate::config::StreamingMode;
 use crate::profile::Binding;
-use crate::profile::snapshot::{IntegrationState, StaleCause};
+use crate::state::{IntegrationState, StaleCause};
 
 /// Largest unary answer held back to look for an A2A error (as pingora's path copies).
 const MAX_HELD_ERROR: u64 = 64 * 1024;

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::profile::Binding;
-use crate::profile::snapshot::StaleCause;
+use crate::state::StaleCause;
 
 /// The A2A error an agent answered with, when the answer is one.
 #[derive(Debug, Clone, PartialEq, Eq)]

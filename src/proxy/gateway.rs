@@ -30,11 +30,11 @@ use super::limits::{self, Cap, Phase, RequestLimits};
 use super::policy::{self, DataClasses, Facts, Plan, StreamPlan};
 use super::route::{Method, Route, check_path, route};
 use super::shape::upstream_headers;
-use super::upstream::tls_fault;
+use super::upstream::{peer, tls_fault};
 use crate::config::DEFAULT_MAX_BODY_BYTES;
 use crate::control::refresh::ControlHandle;
 use crate::metrics::Metrics;
-use crate::profile::snapshot::{
+use crate::state::{
     Evidence, EvidenceKind, IntegrationState, Snapshot, StaleCause, StaleMark, StaleSender, Store,
 };
 
@@ -580,7 +580,7 @@ impl ProxyHttp for Gateway {
             .ok_or_else(|| Error::explain(ErrorType::InternalError, "no upstream for request"))?;
         ctx.upstream_started = Some(Instant::now());
         // The same peer (address, TLS roots and verification, timeouts) as the gateway's client.
-        Ok(Box::new(up.peer()))
+        Ok(Box::new(peer(&up)))
     }
 
     async fn upstream_request_filter(

@@ -5,7 +5,7 @@
 //! (allow/deny and the forwarding plan), [`shape`] (upstream headers), [`card`] (the effective
 //! card), [`deny`] (refusal rendering), [`feedback`] (agent errors, SSE framing). I/O parts:
 //! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`] (refresh-and-retry after -32008/-32009), [`upstream`]
-//! (per-profile upstream preparation), [`limits`] (connection cap, idle and header deadlines).
+//! (the pingora peer of a prepared upstream, TLS fault names), [`limits`] (connection cap, idle and header deadlines).
 
 pub mod body;
 pub mod card;

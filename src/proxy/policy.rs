@@ -14,7 +14,7 @@ use super::deny::{Deny, sanitize_echo};
 use super::route::{Method, Route, media_type_accepted};
 use crate::config::StreamingMode;
 use crate::profile::Binding;
-use crate::profile::snapshot::{IntegrationState, Snapshot, Status, satisfies};
+use crate::state::{IntegrationState, Snapshot, Status, satisfies};
 
 /// Why a streaming call is answered through `SendMessage`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -410,7 +410,7 @@ mod tests {
     use crate::config::{Credential, Integration};
     use crate::profile::{Display, Interface, Profile, SkillProfile};
     use crate::proxy::route::{Route, parse_jsonrpc};
-    use crate::proxy::upstream::Upstream;
+    use crate::state::Upstream;
     use serde_json::{Value, json};
     use std::sync::Arc;
 

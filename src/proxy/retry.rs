@@ -21,7 +21,7 @@ use super::deny::Deny;
 use super::gateway::Gateway;
 use super::policy::{self, Facts, Plan};
 use crate::control::schedule::RefreshResult;
-use crate::profile::snapshot::{IntegrationState, Snapshot, StaleCause};
+use crate::state::{IntegrationState, Snapshot, StaleCause};
 
 /// Longest wait for the control plane's answer: a hanging agent (card endpoint) must not hold the
 /// caller for the whole fetch timeout. The refresh itself goes on; only this call stops waiting.

@@ -8,9 +8,9 @@
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use super::policy::Plan;
-use super::upstream::Upstream;
 use crate::config::is_reserved_header;
-use crate::profile::snapshot::IntegrationState;
+use crate::state::IntegrationState;
+use crate::state::Upstream;
 
 /// Prefix of the gateway's own request headers (`A2A-Egress-Data-Class`, …): consumed here.
 pub const GATEWAY_HEADER_PREFIX: &str = "a2a-egress-";

@@ -1,25 +1,17 @@
-//! The prepared upstream of one integration: address, TLS roots, Host/SNI and credential, and the
-//! one pingora peer both forwarding paths connect with ([`Upstream::prepare`] does I/O; the rest
-//! does not).
+//! How the data plane connects to a prepared [`Upstream`]: the one pingora peer both forwarding
+//! paths use, and the names of the TLS faults a failed handshake can have (pure).
 //!
-//! Everything here is computed once per installed profile, never per request: DNS is resolved
-//! when the profile is installed (pingora's `HttpPeer::new` would resolve blocking and panic on
-//! failure), and the CA file and the secret are read once. Pingora's proxy loop (unary calls) and
-//! the gateway's own client ([`super::client`]) both connect through [`Upstream::peer`], so they
-//! trust, verify and time out the same way. Calls never go through a proxy named by the
-//! environment (`HTTP_PROXY` and the like): pingora's connector does not read them, and the
-//! address the control plane checked is the one connected to.
+//! Pingora's proxy loop (unary calls) and the gateway's own client ([`super::client`]) both
+//! connect through [`peer`], so they trust, verify and time out the same way. Calls never go
+//! through a proxy named by the environment (`HTTP_PROXY` and the like): pingora's connector does
+//! not read them, and the address the control plane checked is the one connected to.
 
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use http::HeaderValue;
 use pingora::prelude::HttpPeer;
 use pingora::protocols::ALPN;
 
-use crate::config::{Credential, Integration, SecretSource};
+use crate::state::Upstream;
 
 /// Longest silence tolerated between two reads from an agent (both upstream paths).
 pub const IDLE_READ_TIMEOUT: Duration = Duration::from_secs(300);
@@ -32,275 +24,27 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an idle pooled connection to an agent is kept.
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Root certificates for one upstream (pingora's per-peer CA list).
-pub struct Roots {
-    /// The list handed to pingora: the platform roots plus the integration's `ca_file`.
-    pub pingora: Arc<pingora::protocols::tls::CaType>,
-    /// Identifies this trust set, so pooled connections verified under it are never reused by an
-    /// upstream that trusts something else (pingora's `group_key`).
-    pub id: u64,
-}
-
-impl std::fmt::Debug for Roots {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Roots({} certificates)", self.pingora.len())
+/// The peer both forwarding paths connect to: the pinned address, TLS with the upstream's
+/// roots and full certificate and host name verification, HTTP/1.1, and the gateway's
+/// timeouts. Pure: no DNS (the address is already resolved).
+pub fn peer(up: &Upstream) -> HttpPeer {
+    let mut peer = HttpPeer::new(up.addr, up.tls, up.sni.clone());
+    let o = &mut peer.options;
+    o.alpn = ALPN::H1;
+    o.verify_cert = true;
+    o.verify_hostname = true;
+    o.connection_timeout = Some(CONNECT_TIMEOUT);
+    o.total_connection_timeout = Some(TOTAL_CONNECT_TIMEOUT);
+    // Per read, not per call: a blocking SendMessage or a quiet stream may legitimately run
+    // for minutes, but an agent silent this long is gone (SDK agents ping SSE every 15 s).
+    o.read_timeout = Some(IDLE_READ_TIMEOUT);
+    o.write_timeout = Some(WRITE_TIMEOUT);
+    o.idle_timeout = Some(POOL_IDLE_TIMEOUT);
+    if let Some(roots) = &up.roots {
+        o.ca = Some(roots.pingora.clone());
+        peer.group_key = roots.id;
     }
-}
-
-/// Why a secret could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum SecretError {
-    /// The named environment variable is unset or not Unicode.
-    #[error("credential environment variable {0} is not set")]
-    EnvUnset(String),
-    /// The named file cannot be read.
-    #[error("credential file {} cannot be read: {source}", path.display())]
-    Unreadable {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The secret is empty once trailing whitespace is trimmed.
-    #[error("credential is empty")]
-    Empty,
-}
-
-impl SecretError {
-    /// Bounded label for logs and metrics.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            SecretError::EnvUnset(_) => "credential_env_unset",
-            SecretError::Unreadable { .. } => "credential_file_unreadable",
-            SecretError::Empty => "credential_empty",
-        }
-    }
-}
-
-/// Why an interface cannot be prepared as an upstream (the integration is then unusable).
-#[derive(Debug, thiserror::Error)]
-pub enum UpstreamError {
-    /// The interface URL does not parse.
-    #[error("interface URL {url:?} does not parse: {source}")]
-    Url {
-        /// The URL as the card has it.
-        url: String,
-        /// The parse error.
-        source: url::ParseError,
-    },
-    /// Not `http` or `https`.
-    #[error("interface URL scheme {0:?} is not http(s)")]
-    Scheme(String),
-    /// No host, or no port and no scheme default.
-    #[error("interface URL has no host or port")]
-    NoHostOrPort,
-    /// DNS failed or gave no address.
-    #[error("cannot resolve {host}: {detail}")]
-    Resolve {
-        /// The host.
-        host: String,
-        /// What the resolver said.
-        detail: String,
-    },
-    /// The credential cannot be read.
-    #[error(transparent)]
-    Secret(#[from] SecretError),
-    /// The credential cannot be a header value.
-    #[error("credential contains characters not allowed in a header")]
-    CredentialHeader,
-    /// `ca_file` cannot be read.
-    #[error("ca_file {} cannot be read: {source}", path.display())]
-    CaFileUnreadable {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// `ca_file` is not a PEM list of certificates.
-    #[error("ca_file {}: {detail}", path.display())]
-    CaFileInvalid {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        detail: String,
-    },
-}
-
-impl UpstreamError {
-    /// Bounded label for logs and metrics.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            UpstreamError::Url { .. } => "interface_url_invalid",
-            UpstreamError::Scheme(_) => "interface_scheme",
-            UpstreamError::NoHostOrPort => "interface_no_host",
-            UpstreamError::Resolve { .. } => "interface_unresolvable",
-            UpstreamError::Secret(e) => e.kind(),
-            UpstreamError::CredentialHeader => "credential_not_a_header",
-            UpstreamError::CaFileUnreadable { .. } => "ca_file_unreadable",
-            UpstreamError::CaFileInvalid { .. } => "ca_file_invalid",
-        }
-    }
-}
-
-/// A resolved, ready-to-use upstream for one integration's chosen interface.
-pub struct Upstream {
-    /// The interface URL.
-    pub url: url::Url,
-    /// The address connected to (resolved when the profile was installed).
-    pub addr: SocketAddr,
-    /// `https` interface.
-    pub tls: bool,
-    /// TLS server name (the URL's host).
-    pub sni: String,
-    /// `Host` header sent upstream (host, plus the port when not the scheme default).
-    pub authority: String,
-    /// The interface URL's path without a trailing slash (`""` for the root).
-    pub base_path: String,
-    /// Extra roots (`ca_file` plus the platform's), when `ca_file` is set; otherwise the
-    /// platform roots of pingora's connector are used.
-    pub roots: Option<Roots>,
-    /// The `Authorization` value to send (bearer credential), marked sensitive.
-    pub authorization: Option<HeaderValue>,
-    /// Forward the caller's `Authorization` unchanged.
-    pub pass_through_auth: bool,
-}
-
-impl std::fmt::Debug for Upstream {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Upstream")
-            .field("url", &self.url.as_str())
-            .field("addr", &self.addr)
-            .field("tls", &self.tls)
-            .field("authority", &self.authority)
-            .field("roots", &self.roots)
-            .field(
-                "authorization",
-                &self.authorization.as_ref().map(|_| "<redacted>"),
-            )
-            .field("pass_through_auth", &self.pass_through_auth)
-            .finish()
-    }
-}
-
-/// Reads a secret from its source (trailing whitespace trimmed).
-pub fn read_secret(source: &SecretSource) -> Result<String, SecretError> {
-    let raw = match source {
-        SecretSource::Env(var) => {
-            std::env::var(var).map_err(|_| SecretError::EnvUnset(var.clone()))?
-        }
-        SecretSource::File(path) => {
-            std::fs::read_to_string(path).map_err(|source| SecretError::Unreadable {
-                path: path.clone(),
-                source,
-            })?
-        }
-    };
-    let s = raw.trim_end().to_owned();
-    if s.is_empty() {
-        return Err(SecretError::Empty);
-    }
-    Ok(s)
-}
-
-fn authority_of(u: &url::Url) -> Option<String> {
-    let host = u.host_str()?;
-    Some(match u.port() {
-        Some(p) => format!("{host}:{p}"),
-        None => host.to_owned(),
-    })
-}
-
-impl Upstream {
-    /// Resolves and prepares the upstream for `interface_url` under `integration`'s contract (I/O:
-    /// DNS, the CA file, the credential). `Err` is the reason the integration is unusable.
-    pub fn prepare(
-        interface_url: &str,
-        integration: &Integration,
-    ) -> Result<Upstream, UpstreamError> {
-        let url = url::Url::parse(interface_url).map_err(|source| UpstreamError::Url {
-            url: interface_url.to_owned(),
-            source,
-        })?;
-        let tls = match url.scheme() {
-            "https" => true,
-            "http" => false,
-            s => return Err(UpstreamError::Scheme(s.to_owned())),
-        };
-        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
-            return Err(UpstreamError::NoHostOrPort);
-        };
-        // IPv6 literals come bracketed from host_str; ToSocketAddrs wants them bare.
-        let bare = host.trim_start_matches('[').trim_end_matches(']');
-        let resolve = |detail: String| UpstreamError::Resolve {
-            host: host.to_owned(),
-            detail,
-        };
-        let addr = (bare, port)
-            .to_socket_addrs()
-            .map_err(|e| resolve(e.to_string()))?
-            .next()
-            .ok_or_else(|| resolve("no address".into()))?;
-        let authorization = match &integration.credential {
-            Credential::Bearer(src) => {
-                let token = read_secret(src)?;
-                let mut v = HeaderValue::from_str(&format!("Bearer {token}"))
-                    .map_err(|_| UpstreamError::CredentialHeader)?;
-                v.set_sensitive(true);
-                Some(v)
-            }
-            Credential::None | Credential::PassThrough => None,
-        };
-        Ok(Upstream {
-            authority: authority_of(&url).unwrap_or_default(),
-            sni: bare.to_owned(),
-            base_path: url.path().trim_end_matches('/').to_owned(),
-            roots: roots(integration)?,
-            url,
-            addr,
-            tls,
-            authorization,
-            pass_through_auth: integration.credential == Credential::PassThrough,
-        })
-    }
-
-    /// The peer both forwarding paths connect to: the pinned address, TLS with the upstream's
-    /// roots and full certificate and host name verification, HTTP/1.1, and the gateway's
-    /// timeouts. Pure: no DNS (the address is already resolved).
-    pub fn peer(&self) -> HttpPeer {
-        let mut peer = HttpPeer::new(self.addr, self.tls, self.sni.clone());
-        let o = &mut peer.options;
-        o.alpn = ALPN::H1;
-        o.verify_cert = true;
-        o.verify_hostname = true;
-        o.connection_timeout = Some(CONNECT_TIMEOUT);
-        o.total_connection_timeout = Some(TOTAL_CONNECT_TIMEOUT);
-        // Per read, not per call: a blocking SendMessage or a quiet stream may legitimately run
-        // for minutes, but an agent silent this long is gone (SDK agents ping SSE every 15 s).
-        o.read_timeout = Some(IDLE_READ_TIMEOUT);
-        o.write_timeout = Some(WRITE_TIMEOUT);
-        o.idle_timeout = Some(POOL_IDLE_TIMEOUT);
-        if let Some(roots) = &self.roots {
-            o.ca = Some(roots.pingora.clone());
-            peer.group_key = roots.id;
-        }
-        peer
-    }
-
-    /// A fixed upstream without I/O for unit tests (address 127.0.0.1 at the URL's port).
-    pub fn for_tests(interface_url: &str) -> Upstream {
-        let url = url::Url::parse(interface_url).expect("test URL");
-        Upstream {
-            addr: SocketAddr::from(([127, 0, 0, 1], url.port_or_known_default().unwrap_or(80))),
-            tls: url.scheme() == "https",
-            sni: url.host_str().unwrap_or_default().to_owned(),
-            authority: authority_of(&url).unwrap_or_default(),
-            base_path: url.path().trim_end_matches('/').to_owned(),
-            url,
-            roots: None,
-            authorization: None,
-            pass_through_auth: false,
-        }
-    }
+    peer
 }
 
 /// The certificate problem behind a failed TLS handshake with an agent, as far as the gateway can
@@ -369,81 +113,6 @@ fn classify_tls_text(text: &str) -> TlsFault {
     } else {
         TlsFault::Handshake
     }
-}
-
-/// Root lists already built, by CA file and content digest: loading and parsing the platform
-/// roots costs far more than the rest of a profile install (hundreds of milliseconds in a debug
-/// build), and the control plane installs a new upstream on every profile change. A rotated
-/// `ca_file` has a new digest, so it is picked up; platform roots are read once per process.
-type RootsKey = (PathBuf, [u8; 32]);
-type RootsCache = std::collections::HashMap<RootsKey, Arc<pingora::protocols::tls::CaType>>;
-static ROOTS: std::sync::LazyLock<std::sync::Mutex<RootsCache>> =
-    std::sync::LazyLock::new(Default::default);
-
-/// The upstream's roots: `None` without `ca_file` (pingora's connector then uses the platform
-/// roots), else the platform roots plus the file's certificates.
-fn roots(integration: &Integration) -> Result<Option<Roots>, UpstreamError> {
-    use sha2::Digest;
-    let Some(path) = &integration.ca_file else {
-        return Ok(None);
-    };
-    let pem = std::fs::read(path).map_err(|source| UpstreamError::CaFileUnreadable {
-        path: path.clone(),
-        source,
-    })?;
-    let digest: [u8; 32] = sha2::Sha256::digest(&pem).into();
-    let [a, b, c, d, e, f, g, h, ..] = digest;
-    let id = u64::from_be_bytes([a, b, c, d, e, f, g, h]);
-    let key = (path.clone(), digest);
-    let mut cache = ROOTS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(list) = cache.get(&key) {
-        return Ok(Some(Roots {
-            pingora: list.clone(),
-            id,
-        }));
-    }
-    let list = root_list(path, &pem)?;
-    cache.insert(key, list.clone());
-    Ok(Some(Roots { pingora: list, id }))
-}
-
-fn root_list(
-    path: &std::path::Path,
-    pem: &[u8],
-) -> Result<Arc<pingora::protocols::tls::CaType>, UpstreamError> {
-    use rustls::pki_types::{CertificateDer, pem::PemObject};
-    let invalid = |detail: String| UpstreamError::CaFileInvalid {
-        path: path.to_owned(),
-        detail,
-    };
-    let mut ders: Vec<CertificateDer<'static>> = Vec::new();
-    let mut store = rustls::RootCertStore::empty();
-    for c in pingora::tls::load_native_certs().unwrap_or_default() {
-        if store.add(c.clone()).is_ok() {
-            ders.push(c);
-        }
-    }
-    let mut extra = 0;
-    for c in CertificateDer::pem_slice_iter(pem) {
-        let c = c.map_err(|e| invalid(e.to_string()))?;
-        store.add(c.clone()).map_err(|e| invalid(e.to_string()))?;
-        ders.push(c);
-        extra += 1;
-    }
-    if extra == 0 {
-        return Err(invalid("holds no certificate".into()));
-    }
-    // pingora replaces its default roots with a per-peer list, so the list carries the platform
-    // roots too: ca_file adds roots, it does not narrow trust.
-    let wrapped: Vec<pingora::utils::tls::WrappedX509> = ders
-        .iter()
-        .map(|d| {
-            pingora::utils::tls::WrappedX509::new(d.as_ref().to_vec(), |raw| {
-                pingora::utils::tls::parse_x509(raw)
-            })
-        })
-        .collect();
-    Ok(Arc::from(wrapped.into_boxed_slice()))
 }
 
 #[cfg(test)]
@@ -515,7 +184,7 @@ mod tests {
     #[test]
     fn the_peer_pins_the_address_and_verifies() {
         let up = Upstream::for_tests("https://a.example:8443/a2a");
-        let peer = up.peer();
+        let peer = peer(&up);
         assert_eq!(peer.sni, "a.example");
         assert!(peer.options.verify_cert && peer.options.verify_hostname);
         assert_eq!(peer.options.alpn, ALPN::H1);

@@ -14,7 +14,7 @@ use a2a_egress::control::metrics::ControlMetrics;
 use a2a_egress::control::refresh::ControlHandle;
 use a2a_egress::control::schedule::RefreshResult;
 use a2a_egress::profile::Profile;
-use a2a_egress::profile::snapshot::{Status, Store};
+use a2a_egress::state::{Status, Store};
 
 /// The sample registry with a 1-second card max-age (so the agent asks for fast revalidation).
 fn registry_text() -> String {

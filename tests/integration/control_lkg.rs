@@ -12,7 +12,7 @@ use a2a_egress::config::Config;
 use a2a_egress::control::fetch::CardFetcher;
 use a2a_egress::control::metrics::ControlMetrics;
 use a2a_egress::control::refresh::ControlHandle;
-use a2a_egress::profile::snapshot::{Status, Store};
+use a2a_egress::state::{Status, Store};
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;

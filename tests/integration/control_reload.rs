@@ -12,7 +12,7 @@ use a2a_egress::control::fetch::CardFetcher;
 use a2a_egress::control::metrics::ControlMetrics;
 use a2a_egress::control::refresh::ControlHandle;
 use a2a_egress::control::reload::spawn_reloader;
-use a2a_egress::profile::snapshot::Store;
+use a2a_egress::state::Store;
 use axum::Router;
 use axum::http::header;
 use axum::routing::get;

@@ -20,7 +20,7 @@ use a2a_egress::control::metrics::ControlMetrics;
 use a2a_egress::control::refresh::{CardSource, ControlError, ControlHandle};
 use a2a_egress::control::schedule::RefreshResult;
 use a2a_egress::profile::Interface;
-use a2a_egress::profile::snapshot::{Status, Store};
+use a2a_egress::state::{Status, Store};
 use http::HeaderValue;
 use tokio::time::Instant;
 

@@ -172,9 +172,9 @@ fn feedback_corpus_is_read_and_framed() {
 /// itself a valid card.
 #[test]
 fn effective_card_corpus_projects_to_valid_cards() {
-    use a2a_egress::profile::snapshot::IntegrationState;
     use a2a_egress::proxy::card::effective_card;
-    use a2a_egress::proxy::upstream::Upstream;
+    use a2a_egress::state::IntegrationState;
+    use a2a_egress::state::Upstream;
     use std::sync::Arc;
 
     crate::common::install_crypto_provider();

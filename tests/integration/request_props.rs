@@ -11,13 +11,13 @@
 use std::sync::Arc;
 
 use a2a_egress::config::{Credential, Integration, StreamingMode};
-use a2a_egress::profile::snapshot::IntegrationState;
 use a2a_egress::profile::{Binding, Display, Interface, Profile, SkillProfile};
 use a2a_egress::proxy::body::{BodyError, RpcRequest, parse_jsonrpc, parse_rest_body};
 use a2a_egress::proxy::deny::{Deny, Shape};
 use a2a_egress::proxy::policy::{self, DataClasses, Facts};
 use a2a_egress::proxy::route::{Route, check_path, route};
-use a2a_egress::proxy::upstream::Upstream;
+use a2a_egress::state::IntegrationState;
+use a2a_egress::state::Upstream;
 use bytes::Bytes;
 use proptest::prelude::*;
 use serde_json::{Value, json};

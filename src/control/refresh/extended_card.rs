@@ -9,12 +9,12 @@ use http::HeaderValue;
 
 use super::{Worker, lock};
 use crate::config::{Config, Credential};
+use crate::config::{SecretError, read_secret};
 use crate::control::extended::{CredentialIdentity, ExtendedOutcome};
 use crate::control::fetch::{FetchPolicy, Validators};
 use crate::control::state::SavedCard;
-use crate::profile::snapshot::{ExtendedCardStatus, ExtendedFallback};
 use crate::profile::{Interface, Profile};
-use crate::proxy::upstream::{SecretError, read_secret};
+use crate::state::{ExtendedCardStatus, ExtendedFallback};
 use crate::types::origin_of_url;
 
 impl Worker {

@@ -16,7 +16,7 @@ use crate::control::extended::ExtendedCache;
 use crate::control::metrics::ControlMetrics;
 use crate::control::state::StateDir;
 use crate::profile::Profile;
-use crate::profile::snapshot::{Snapshot, StaleReceiver, Store};
+use crate::state::{Snapshot, StaleReceiver, Store};
 
 /// The control plane's handle: cheap to clone, shared with the data plane and the admin API.
 #[derive(Clone)]

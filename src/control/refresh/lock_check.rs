@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use super::Worker;
 use crate::control::lockfile;
 use crate::lock::Lock;
-use crate::profile::snapshot::{IntegrationState, LockVerdict};
+use crate::state::{IntegrationState, LockVerdict};
 
 impl Worker {
     /// This integration's lockfile now: `Ok(None)` without one, `Err` (one line) when unreadable.

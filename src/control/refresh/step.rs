@@ -13,8 +13,8 @@ use crate::card::CardErrors;
 use crate::config::{Config, Integration};
 use crate::control::fetch::{FetchOutcome, FetchPolicy, Validators, check_url};
 use crate::control::schedule::{self, Last, RefreshResult};
-use crate::profile::snapshot::{Degraded, Freshness, IntegrationState, Status};
-use crate::proxy::upstream::Upstream;
+use crate::state::Upstream;
+use crate::state::{Degraded, Freshness, IntegrationState, Status};
 
 /// The last good card of one integration, kept in memory by its worker.
 #[derive(Debug, Clone)]

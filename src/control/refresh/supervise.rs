@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use super::{Cmd, ControlError, Inner, RefreshError, Worker, lock, record_degraded};
 use crate::config::Integration;
 use crate::control::schedule::{self, Last};
-use crate::profile::snapshot::Degraded;
+use crate::state::Degraded;
 
 /// Runs the integration's worker until its command channel closes, restarting it after panics.
 ///

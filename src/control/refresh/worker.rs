@@ -12,7 +12,7 @@ use crate::config::Integration;
 use crate::control::extended::CredentialIdentity;
 use crate::control::schedule::{self, Last, RefreshResult};
 use crate::profile::Profile;
-use crate::profile::snapshot::{Degraded, IntegrationState};
+use crate::state::{Degraded, IntegrationState};
 
 pub(super) struct Worker {
     pub(super) inner: Arc<Inner>,

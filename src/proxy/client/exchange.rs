@@ -4,7 +4,7 @@
 //!
 //! The connector is pingora's own (`pingora::connectors::http::Connector`), so these calls run on
 //! the data plane's runtime, with the same TLS stack, peer options and verification as pingora's
-//! proxy loop (both take their peer from [`Upstream::peer`]).
+//! proxy loop (both take their peer from [`peer`]).
 
 use bytes::{Bytes, BytesMut};
 use pingora::connectors::http::Connector;
@@ -14,7 +14,8 @@ use pingora::protocols::http::client::HttpSession;
 use pingora::{ErrorType, RetryType};
 
 use super::ClientError;
-use crate::proxy::upstream::{Upstream, tls_fault};
+use crate::proxy::upstream::{peer, tls_fault};
+use crate::state::Upstream;
 
 /// Connections tried for one request: a pooled connection the agent closed while it sat idle
 /// fails before any answer, and the request then goes out once more on another one.
@@ -53,7 +54,7 @@ impl Client {
         req: &RequestHeader,
         body: &Bytes,
     ) -> Result<Response<'_>, ClientError> {
-        let peer = up.peer();
+        let peer = peer(up);
         let mut tries = 0;
         loop {
             tries += 1;

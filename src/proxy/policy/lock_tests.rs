@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::config::Config;
-use crate::profile::snapshot::LockVerdict;
 use crate::profile::{Profile, SkillProfile};
 use crate::proxy::route::parse_jsonrpc;
-use crate::proxy::upstream::Upstream;
+use crate::state::LockVerdict;
+use crate::state::Upstream;
 
 const CONFIG: &str = r#"
 [client]

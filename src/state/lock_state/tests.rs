@@ -6,7 +6,7 @@ use super::*;
 use crate::config::Config;
 use crate::lock::diff::tests::pricing_profile;
 use crate::profile::Profile;
-use crate::proxy::upstream::Upstream;
+use crate::state::Upstream;
 
 const URL: &str = "https://pricing.partner.example/a2a/jsonrpc";
 

@@ -16,11 +16,12 @@ use tokio::sync::mpsc;
 
 use crate::config::Integration;
 use crate::profile::{Binding, Profile};
-use crate::proxy::upstream::Upstream;
 use crate::types::origin_of_url;
 
 mod lock_state;
+pub mod upstream;
 pub use lock_state::{LockState, LockVerdict, satisfies};
+pub use upstream::{Roots, Upstream, UpstreamError};
 
 /// Most evidence records kept per integration (oldest dropped first).
 pub const MAX_EVIDENCE: usize = 32;
