@@ -20,13 +20,13 @@ use a2a_egress::card;
 use a2a_egress::config::{Config, Integration};
 use a2a_egress::control::lockfile::manifest_of;
 use a2a_egress::lock;
-use a2a_egress::profile::snapshot::{IntegrationState, Snapshot, Store};
+use a2a_egress::state::{IntegrationState, Snapshot, Store};
 use a2a_egress::profile::{self, Profile};
 use a2a_egress::proxy::body::parse_jsonrpc;
 use a2a_egress::proxy::policy::{self, DataClasses, Facts};
 use a2a_egress::proxy::route::{check_path, route};
 use a2a_egress::proxy::shape::upstream_headers;
-use a2a_egress::proxy::upstream::Upstream;
+use a2a_egress::state::Upstream;
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use http::{HeaderMap, HeaderValue};
@@ -132,7 +132,7 @@ fn per_request(snapshot: &Snapshot, headers: &HeaderMap, body: &Bytes) -> (usize
     let state = policy::lock_route(snapshot, state, policy::method_of(&facts)).expect("route");
     let plan = policy::decide(&state, &facts).expect("allowed");
     let sent = plan.rewritten_body.clone().unwrap_or_else(|| body.clone());
-    let up = state.upstream.as_deref().expect("upstream");
+    let (_, up) = state.serving().expect("usable");
     let shaped = upstream_headers(headers, &state, up, &plan, sent.len());
     (shaped.len(), sent.len())
 }
@@ -187,7 +187,7 @@ fn bench_snapshot(c: &mut Criterion) {
 fn bench_lock(c: &mut Criterion) {
     let config = config(1, false);
     let s = state(&config, &config.integrations[0]);
-    let p = s.profile.clone().expect("profile");
+    let p = s.serving().expect("usable").0.clone();
     let manifest = manifest_of(&config.integrations[0]);
     let lock = lock::derive::pin(&manifest, &p, chrono::Utc::now(), Default::default())
         .expect("pin a lock")
