@@ -7,8 +7,9 @@
 //! Components, top to bottom (a module uses only those below it; `scripts/check-layers.sh`):
 //! - [`cli`]: the `a2a-egress` command line.
 //! - [`server`]: the gateway core, `run(config, listeners, shutdown)` over bound sockets.
-//! - [`admin`]: the admin listener (health, readiness, metrics, forced refresh).
+//! - [`admin`]: the admin listener (health, readiness, metrics, forced refresh, planner API).
 //! - [`agent`]: the bundled reference A2A agent.
+//! - [`select`]: which integration can take a planner's need, with reasons for every candidate (pure).
 //! - [`proxy`]: the pingora data plane.
 //! - [`control`]: card fetch, refresh, reload and last-known-good state (I/O).
 //! - [`probe`]: safe probes that verify card claims (pure plan and judgement; calls through a given transport).
@@ -34,6 +35,7 @@ pub mod metrics;
 pub mod probe;
 pub mod profile;
 pub mod proxy;
+pub mod select;
 pub mod server;
 pub mod state;
 pub mod types;

@@ -76,6 +76,9 @@ pub struct Metrics {
     /// `a2a_egress_admin_refusals_total{reason}`: admin requests refused (`UNAUTHENTICATED`,
     /// `REFRESH_RATE_LIMITED`).
     pub admin_refusals: IntCounterVec,
+    /// `a2a_egress_artifact_schema_mismatches_total{integration}`: answers (or stream events)
+    /// whose artifacts' data parts do not match the integration's `artifact_schema`.
+    pub artifact_mismatches: IntCounterVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -181,6 +184,12 @@ impl Metrics {
                 "Admin requests refused: missing or wrong token, or a forced refresh too soon.",
                 &["reason"],
             ),
+            artifact_mismatches: counters(
+                &registry,
+                "a2a_egress_artifact_schema_mismatches_total",
+                "Answers or stream events whose artifact data parts do not match the integration's artifact_schema.",
+                &["integration"],
+            ),
             registry,
         }
     }
@@ -204,6 +213,12 @@ impl Metrics {
                 self.lock_verdict
                     .with_label_values(&[name.as_str(), v.as_str()])
                     .set(i64::from(s.lock.verdict == v));
+            }
+            // The mismatch series exists (at 0) for every integration that names a schema.
+            if s.integration.artifacts.is_some() {
+                self.artifact_mismatches
+                    .with_label_values(&[name.as_str()])
+                    .inc_by(0);
             }
         }
     }

@@ -186,6 +186,7 @@ pub async fn run(
             draining: draining.clone(),
             control: Some(control.clone()),
             access: crate::admin::Access::new(&config.admin, metrics.clone()),
+            default_data_class: config.policy.default_data_class.clone(),
         },
     )?;
     let gateway = Gateway {
@@ -195,7 +196,7 @@ pub async fn run(
         public_url,
         default_data_class: config.policy.default_data_class.clone(),
         draining: draining.clone(),
-        control: Some(control),
+        control: Some(Arc::new(control)),
         limits: crate::proxy::limits::RequestLimits::new(&config.limits),
         client: crate::proxy::client::Client::new(),
     };

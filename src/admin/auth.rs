@@ -3,7 +3,8 @@
 //! request).
 //!
 //! Reading (`GET`, `HEAD`: health, readiness, metrics, the planner views) stays open; every other
-//! method needs `Authorization: Bearer <token>` when a token is configured, which config
+//! method needs `Authorization: Bearer <token>` when a token is configured (`POST /v1/select`
+//! included: it changes nothing, but the rule is by method so that no path is an exception), which config
 //! validation requires whenever the admin listener is not on loopback. The token is compared in
 //! constant time (see [`AdminToken`]); a refusal is `401` with `WWW-Authenticate: Bearer` (RFC
 //! 6750 section 3) and a `google.rpc.Status` body whose ErrorInfo reason is `UNAUTHENTICATED`.

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Map;
 
 use crate::control::refresh::ControlError;
+use crate::select::NeedError;
 use crate::types::status;
 
 /// `WWW-Authenticate` realm of the admin listener.
@@ -20,6 +21,10 @@ const REALM: &str = "a2a-egress-admin";
 pub const UNAUTHENTICATED: &str = "UNAUTHENTICATED";
 /// ErrorInfo reason (and metric label) of a forced refresh refused by the rate limit.
 pub const RATE_LIMITED: &str = "REFRESH_RATE_LIMITED";
+/// ErrorInfo reason of a need that does not parse or breaks a rule.
+pub const INVALID_NEED: &str = "INVALID_NEED";
+/// ErrorInfo reason of a need body over its size cap.
+pub const NEED_TOO_LARGE: &str = "NEED_TOO_LARGE";
 
 /// An admin request the listener answers with an error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,6 +47,15 @@ pub enum AdminError {
     /// The control plane could not answer the refresh.
     #[error(transparent)]
     Control(#[from] ControlError),
+    /// `GET /v1/integrations/{name}` for a name the configuration does not have.
+    #[error("no integration named {}", crate::json::quote(.0))]
+    UnknownIntegration(String),
+    /// A `POST /v1/select` body that is not a need.
+    #[error("invalid need: {0}")]
+    InvalidNeed(#[from] NeedError),
+    /// A `POST /v1/select` body that is not `application/json`.
+    #[error("a need is sent as application/json")]
+    NeedMediaType,
 }
 
 /// Whole seconds, rounded up and at least 1: `Retry-After` cannot say less.
@@ -56,6 +70,10 @@ impl AdminError {
             AdminError::Unauthenticated { .. } => UNAUTHENTICATED,
             AdminError::RateLimited { .. } => RATE_LIMITED,
             AdminError::Control(e) => e.reason(),
+            AdminError::UnknownIntegration(_) => "UNKNOWN_INTEGRATION",
+            AdminError::InvalidNeed(NeedError::TooLarge) => NEED_TOO_LARGE,
+            AdminError::InvalidNeed(_) => INVALID_NEED,
+            AdminError::NeedMediaType => "UNSUPPORTED_MEDIA_TYPE",
         }
     }
 
@@ -64,9 +82,13 @@ impl AdminError {
         match self {
             AdminError::Unauthenticated { .. } => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
             AdminError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RESOURCE_EXHAUSTED"),
-            AdminError::Control(ControlError::UnknownIntegration(_)) => {
-                (StatusCode::NOT_FOUND, "NOT_FOUND")
+            AdminError::Control(ControlError::UnknownIntegration(_))
+            | AdminError::UnknownIntegration(_) => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            AdminError::InvalidNeed(NeedError::TooLarge) => {
+                (StatusCode::PAYLOAD_TOO_LARGE, "INVALID_ARGUMENT")
             }
+            AdminError::InvalidNeed(_) => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+            AdminError::NeedMediaType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "INVALID_ARGUMENT"),
             // Removed while waiting, or the worker is restarting after a panic: try again later.
             AdminError::Control(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
         }
@@ -77,7 +99,10 @@ impl AdminError {
         match self {
             AdminError::RateLimited { wait, .. } => Some(retry_secs(*wait)),
             AdminError::Control(e) => e.retry_after().map(|d| d.as_secs().max(1)),
-            AdminError::Unauthenticated { .. } => None,
+            AdminError::Unauthenticated { .. }
+            | AdminError::UnknownIntegration(_)
+            | AdminError::InvalidNeed(_)
+            | AdminError::NeedMediaType => None,
         }
     }
 }
@@ -85,11 +110,15 @@ impl AdminError {
 impl IntoResponse for AdminError {
     fn into_response(self) -> Response {
         let (code, grpc) = self.status();
+        let mut meta = Map::new();
+        if let AdminError::InvalidNeed(e) = &self {
+            meta.insert("kind".into(), e.kind().into());
+        }
         let body = status::google_rpc_status(
             code.as_u16(),
             grpc,
             &self.to_string(),
-            status::error_info(self.reason(), Map::new()),
+            status::error_info(self.reason(), meta),
         );
         let mut resp = (code, axum::Json(body)).into_response();
         let headers = resp.headers_mut();
@@ -171,6 +200,25 @@ mod tests {
                 "REFRESH_WORKER_RESTARTING",
                 Some("4"),
             ),
+            (
+                AdminError::UnknownIntegration("x\u{202e}".into()),
+                404,
+                "UNKNOWN_INTEGRATION",
+                None,
+            ),
+            (NeedError::TooLarge.into(), 413, NEED_TOO_LARGE, None),
+            (
+                NeedError::Json("expected a JSON object".into()).into(),
+                400,
+                INVALID_NEED,
+                None,
+            ),
+            (
+                AdminError::NeedMediaType,
+                415,
+                "UNSUPPORTED_MEDIA_TYPE",
+                None,
+            ),
         ];
         for (e, code, reason, retry) in cases {
             let (got, after, b) = body(e);
@@ -179,6 +227,7 @@ mod tests {
             assert_eq!(b["error"]["code"], code, "{b}");
             assert_eq!(b["error"]["details"][0]["reason"], reason, "{b}");
             assert_eq!(b["error"]["details"][0]["domain"], status::DOMAIN, "{b}");
+            assert!(!b.to_string().contains('\u{202e}'), "{b}");
         }
     }
 }

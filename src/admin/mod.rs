@@ -8,6 +8,8 @@
 //! - `GET /metrics`: Prometheus text exposition of the one [`Metrics`] registry.
 //! - `POST /v1/integrations/{name}/refresh` ([`refresh`], when the control plane runs): a forced
 //!   refresh, rate-limited per integration.
+//! - `GET /v1/integrations`, `GET /v1/integrations/{name}`, `POST /v1/select` ([`planner`]): the
+//!   planner view of each integration ([`view`]) and deterministic selection.
 //!
 //! Every method but `GET`/`HEAD` needs the admin bearer token when one is configured ([`auth`]).
 //! Every error is a `google.rpc.Status` with the gateway's ErrorInfo ([`error::AdminError`]).
@@ -30,8 +32,10 @@ use crate::metrics::Metrics;
 
 pub mod auth;
 pub mod error;
+pub mod planner;
 pub mod refresh;
-use crate::state::{Status, Store};
+pub mod view;
+use crate::state::Store;
 pub use auth::Access;
 
 /// What the admin handlers read.
@@ -47,17 +51,24 @@ pub struct AdminState {
     pub control: Option<crate::control::refresh::ControlHandle>,
     /// The admin token and the forced-refresh rate limit (`[admin]`).
     pub access: Access,
+    /// `[policy] default_data_class` (what a need naming no data class carries).
+    pub default_data_class: String,
 }
 
 /// The admin routes (plus the control plane's `POST /v1/integrations/{name}/refresh` when it runs).
 pub fn router(state: AdminState) -> Router {
     let control = state.control.clone();
     let access = state.access.clone();
+    let planner = planner::router(planner::PlannerState {
+        store: state.store.clone(),
+        default_data_class: state.default_data_class.clone(),
+    });
     let r = Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
-        .with_state(state);
+        .with_state(state)
+        .merge(planner);
     let r = match control {
         Some(c) => r.merge(refresh::router(c, access.refresh.clone())),
         None => r,
@@ -118,15 +129,13 @@ async fn readyz(State(s): State<AdminState>) -> Response {
         .integrations
         .iter()
         .map(|(n, st)| {
-            let reason = match &st.status {
-                Status::Unusable { reason } | Status::Blocked { reason } => Some(reason.clone()),
-                _ => None,
-            };
+            let reason = st.status.reason();
             // The lockfile verdict, its findings and when it was reached; `review` is the flag
             // an operator should look at.
             (
                 n.clone(),
-                json!({"status": st.status.as_str(), "reason": reason, "lock": st.lock}),
+                json!({"status": st.status.as_str(), "reason": reason, "lock": st.lock,
+                    "evidence": st.evidence}),
             )
         })
         .collect();

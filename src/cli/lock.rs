@@ -128,12 +128,14 @@ pub fn run_lock(a: LockArgs) -> anyhow::Result<ExitCode> {
         }
         // Blocked only means the old lockfile no longer holds: re-pinning is what fixes that.
         (Some(s), None) => match &s.status {
-            Status::Unusable { reason } => {
+            Status::Unusable { reason, .. } => {
                 eprintln!("{}: cannot pin: {reason}", a.name);
                 return Ok(ExitCode::FAILURE);
             }
             Status::Pending => None,
-            Status::Usable | Status::Blocked { .. } => s.profile.clone(),
+            Status::Usable { profile, .. } | Status::Blocked { profile, .. } => {
+                Some(profile.clone())
+            }
         },
         (None, None) => None,
     };

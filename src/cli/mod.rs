@@ -24,6 +24,7 @@ mod agent;
 mod diff;
 mod guard;
 mod lock;
+mod planner;
 mod probe;
 
 /// Exit code for an invalid input document (sysexits EX_DATAERR).
@@ -92,6 +93,18 @@ enum Command {
     /// Exit 0 when no claim failed, 1 when one did or no profile could be built, 64 for a bad
     /// config or unknown integration.
     Probe(probe::ProbeArgs),
+    /// Asks a running gateway which integration can take a need (`POST /v1/select` on its admin
+    /// listener) and prints the answer JSON: the chosen integration and every candidate's reasons.
+    ///
+    /// Exit 0 when one was chosen, 3 when none fits (the answer's `gap` says why), 65 when the
+    /// gateway refuses the need, 64 for a bad command line or config, 1 when the admin listener
+    /// cannot be reached.
+    Select(planner::SelectArgs),
+    /// Prints a table of a running gateway's integrations (usable, lockfile verdict, streaming,
+    /// profile age, last error), read from its admin listener.
+    ///
+    /// Exit 0 when the gateway answered, 1 when it could not be reached, 64 for a bad config.
+    Status(planner::StatusArgs),
 }
 
 #[derive(Debug, Args)]
@@ -131,6 +144,8 @@ pub fn main() -> ExitCode {
         Command::Lock(a) => lock::run_lock(a),
         Command::Check(a) => lock::run_check(a),
         Command::Probe(a) => probe::run(a),
+        Command::Select(a) => planner::run_select(a),
+        Command::Status(a) => planner::run_status(a),
     };
     match outcome {
         Ok(code) => code,

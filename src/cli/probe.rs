@@ -77,10 +77,7 @@ pub(super) fn run_probes(
     let transport = Direct {
         fetcher: CardFetcher::new(),
         policy,
-        authorization: state
-            .upstream
-            .as_ref()
-            .and_then(|u| u.authorization.clone()),
+        authorization: state.upstream().and_then(|u| u.authorization.clone()),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

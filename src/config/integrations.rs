@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::RawClient;
+use super::artifact::{self, ArtifactSchema};
 use crate::profile::Binding;
 use crate::types::data_class::is_data_class;
 use crate::types::{ProtocolVersion, normalize_origin, origin_of_url};
@@ -187,6 +188,14 @@ pub struct RawIntegration {
     /// the provider as free of side effects). Without it, probes make side-effect-free calls only.
     #[serde(default)]
     pub probe: Option<RawProbe>,
+    /// JSON Schema file (relative to the config's folder) that every `data` part of the
+    /// artifacts in this agent's answers must match.
+    #[serde(default)]
+    pub artifact_schema: Option<PathBuf>,
+    /// What a data part that does not match `artifact_schema` does: `"record"` (default:
+    /// counted and recorded as evidence) or `"enforce"` (also replaced by an error).
+    #[serde(default)]
+    pub artifact_policy: Option<String>,
 }
 
 /// The raw `[integrations.probe]` table.
@@ -288,6 +297,8 @@ pub struct Integration {
     pub forward_headers: Vec<http::HeaderName>,
     /// Lockfile inputs and the reaction to a breaking change.
     pub lock: LockPolicy,
+    /// The expected artifact schema, compiled (`artifact_schema`, `artifact_policy`).
+    pub artifacts: Option<ArtifactSchema>,
 }
 
 impl Integration {
@@ -452,7 +463,25 @@ impl Check<'_> {
             ca_file: r.ca_file.as_ref().map(|f| self.base.join(f)),
             forward_headers: forward_headers(&r.forward_headers, at, self.problems),
             lock: lock_policy(r, at, self.problems),
+            artifacts: self.artifacts(at, r),
         }
+    }
+
+    /// The compiled `artifact_schema`, read relative to the config's folder.
+    fn artifacts(&mut self, at: &str, r: &RawIntegration) -> Option<ArtifactSchema> {
+        let policy = artifact::policy(r.artifact_policy.as_deref(), at)
+            .map_err(|p| self.problems.push(p))
+            .unwrap_or_default();
+        let Some(file) = &r.artifact_schema else {
+            if r.artifact_policy.is_some() {
+                self.problems
+                    .push(format!("{at}.artifact_policy: set without artifact_schema"));
+            }
+            return None;
+        };
+        ArtifactSchema::load(&self.base.join(file), policy)
+            .map_err(|e| self.problems.push(format!("{at}.artifact_schema: {e}")))
+            .ok()
     }
 
     /// Approved origins, normalised and deduplicated (plain http only when the client allows it).
@@ -952,6 +981,73 @@ mod lock_keys {
         .unwrap_err()
         .to_string();
         assert!(e.contains("unknown field `tenant`"), "{e}");
+    }
+
+    #[test]
+    fn the_artifact_schema_is_read_beside_the_config_and_compiled_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("schemas")).unwrap();
+        std::fs::write(
+            dir.path().join("schemas/quote.json"),
+            r#"{"type":"object","required":["price"]}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("schemas/bad.json"), r#"{"type": 12}"#).unwrap();
+        let path = dir.path().join("g.toml");
+        let c = Config::parse(
+            &two("artifact_schema = \"schemas/quote.json\"\nartifact_policy = \"enforce\""),
+            &path,
+        )
+        .unwrap();
+        let a = c.integrations[0].artifacts.as_ref().unwrap();
+        assert_eq!(a.path, dir.path().join("schemas/quote.json"));
+        assert_eq!(a.policy.as_str(), "enforce");
+        assert!(a.check(&serde_json::json!({})).is_some());
+        assert!(c.integrations[1].artifacts.is_none());
+        let c = Config::parse(&two("artifact_schema = \"schemas/quote.json\""), &path).unwrap();
+        assert_eq!(
+            c.integrations[0]
+                .artifacts
+                .as_ref()
+                .unwrap()
+                .policy
+                .as_str(),
+            "record"
+        );
+        for (extra, needle) in [
+            (
+                "artifact_schema = \"schemas/bad.json\"",
+                "integrations[0] (a).artifact_schema: ",
+            ),
+            (
+                "artifact_schema = \"schemas/none.json\"",
+                "integrations[0] (a).artifact_schema: cannot read ",
+            ),
+            (
+                "artifact_policy = \"enforce\"",
+                "integrations[0] (a).artifact_policy: set without artifact_schema",
+            ),
+            (
+                "artifact_schema = \"schemas/quote.json\"\nartifact_policy = \"drop\"",
+                "integrations[0] (a).artifact_policy: \"drop\" is not \"record\" or \"enforce\"",
+            ),
+        ] {
+            let Err(ConfigError::Invalid { problems, .. }) = Config::parse(&two(extra), &path)
+            else {
+                panic!("{extra}: expected an invalid config")
+            };
+            assert!(problems[0].starts_with(needle), "{extra}: {problems:?}");
+        }
+        // The compile error names the file it came from.
+        let Err(ConfigError::Invalid { problems, .. }) =
+            Config::parse(&two("artifact_schema = \"schemas/bad.json\""), &path)
+        else {
+            panic!("expected an invalid config")
+        };
+        assert!(
+            problems[0].contains("bad.json is not a usable JSON Schema"),
+            "{problems:?}"
+        );
     }
 
     #[test]

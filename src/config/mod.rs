@@ -11,11 +11,13 @@ use serde::Deserialize;
 use crate::card::CardPolicy;
 use crate::profile::ClientCaps;
 
+mod artifact;
 mod client;
 mod integrations;
 mod listen;
 mod refresh;
 mod secret;
+pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
 pub use client::{RawClient, RawTrustedKeys};
 pub use integrations::{
     Credential, DEFAULT_MAX_BODY_BYTES, Integration, LockPolicy, OnBreaking, Policy, ProbeSettings,

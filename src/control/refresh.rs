@@ -237,7 +237,7 @@ impl ReportedStatus {
         match status {
             None => ReportedStatus::Removed,
             Some(Status::Pending) => ReportedStatus::Pending,
-            Some(Status::Usable) => ReportedStatus::Usable,
+            Some(Status::Usable { .. }) => ReportedStatus::Usable,
             Some(Status::Unusable { .. }) => ReportedStatus::Unusable,
             Some(Status::Blocked { .. }) => ReportedStatus::Blocked,
         }
@@ -388,12 +388,33 @@ mod tests {
 
     #[test]
     fn reported_statuses_name_every_state() {
+        let profile = std::sync::Arc::new(crate::lock::diff::tests::pricing_profile());
+        let upstream = std::sync::Arc::new(crate::state::Upstream::for_tests("https://a.example/"));
         let cases = [
             (None, "removed"),
             (Some(Status::Pending), "pending"),
-            (Some(Status::Usable), "usable"),
-            (Some(Status::Unusable { reason: "x".into() }), "unusable"),
-            (Some(Status::Blocked { reason: "x".into() }), "blocked"),
+            (
+                Some(Status::Usable {
+                    profile: profile.clone(),
+                    upstream: upstream.clone(),
+                }),
+                "usable",
+            ),
+            (
+                Some(Status::Unusable {
+                    reason: "x".into(),
+                    profile: None,
+                }),
+                "unusable",
+            ),
+            (
+                Some(Status::Blocked {
+                    reason: "x".into(),
+                    profile,
+                    upstream,
+                }),
+                "blocked",
+            ),
         ];
         for (status, label) in cases {
             let r = ReportedStatus::of(status.as_ref());

@@ -245,13 +245,13 @@ impl ControlHandle {
         for (name, s) in &snap.integrations {
             match &s.status {
                 Status::Pending => r.pending.push(name.clone()),
-                Status::Unusable { reason } | Status::Blocked { reason } => {
+                Status::Unusable { reason, .. } | Status::Blocked { reason, .. } => {
                     r.unusable.push(IntegrationIssue {
                         integration: name.clone(),
                         reason: reason.clone(),
                     })
                 }
-                Status::Usable => {}
+                Status::Usable { .. } => {}
             }
             if let Some(d) = &s.freshness.degraded {
                 r.degraded.push(IntegrationIssue {

@@ -93,8 +93,10 @@ fn a_probe_skill_adds_streaming_and_the_media_types_it_accepts() {
 #[test]
 fn no_interface_no_plan() {
     let mut s = state("", Binding::JsonRpc, true);
-    s.upstream = None;
-    s.status = crate::state::Status::Unusable { reason: "x".into() };
+    s.status = crate::state::Status::Unusable {
+        reason: "x".into(),
+        profile: s.profile().cloned(),
+    };
     assert!(plan(&s).is_none());
 }
 

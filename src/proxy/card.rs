@@ -184,6 +184,7 @@ mod tests {
             ca_file: None,
             forward_headers: vec![],
             lock: Default::default(),
+            artifacts: None,
         };
         let sp = SkillProfile {
             input: vec!["text/plain".into()],

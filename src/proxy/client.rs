@@ -12,6 +12,7 @@
 
 mod exchange;
 mod reply;
+mod screen;
 
 use bytes::Bytes;
 use pingora::Result;
@@ -21,6 +22,7 @@ use pingora::proxy::Session;
 pub use exchange::Client;
 
 use self::exchange::Answer;
+use self::screen::Screen;
 use super::deny::Deny;
 use super::feedback::{agent_error, as_send_message, send_succeeded};
 use super::gateway::{Ctx, Gateway, Outcome, refused_stream_evidence, respond};
@@ -194,21 +196,26 @@ struct Job<'a> {
 impl<'a> Job<'a> {
     /// The caller's own request, forwarded as planned.
     async fn unary(&mut self, at: Attempt<'_>) -> Result<Outcome> {
+        // An enforced schema needs the whole answer before the caller sees any of it.
+        let enforced = self.screen(at).is_some_and(|s| s.enforcing());
         let out = Outgoing {
             path: &at.plan.upstream_path,
             body: self.ctx.body.clone(),
-            pass_large: true,
+            pass_large: !enforced,
         };
         let a = match self.send(at, out).await {
             Ok(Sent::Whole(a)) => a,
-            Ok(Sent::Stream(resp)) => return reply::pipe_stream(self.session, resp).await,
-            Ok(Sent::Large(resp)) => return reply::pipe_large(self.session, resp).await,
+            Ok(Sent::Stream(resp)) => return self.pipe_stream(at, resp).await,
+            Ok(Sent::Large(resp)) => return self.pipe_large(at, resp).await,
             Err(e) => return self.failed(at, e).await,
         };
         if let Some(cause) = retry_cause(at, &a) {
             return self.retry_once(at, cause, a).await;
         }
         let err = self.feed_back(at, &a);
+        if let Some(d) = self.screen_whole(at, &a) {
+            return self.refuse(d).await;
+        }
         reply::pass_through(self.session, &a).await?;
         Ok(if err {
             Outcome::AgentError
@@ -227,9 +234,9 @@ impl<'a> Job<'a> {
         let a = match self.send(at, out).await {
             Ok(Sent::Whole(a)) => a,
             // An agent that streams a SendMessage answer: pass it on as it is.
-            Ok(Sent::Stream(resp)) => return reply::pipe_stream(self.session, resp).await,
+            Ok(Sent::Stream(resp)) => return self.pipe_stream(at, resp).await,
             // Never produced without `pass_large`.
-            Ok(Sent::Large(resp)) => return reply::pipe_large(self.session, resp).await,
+            Ok(Sent::Large(resp)) => return self.pipe_large(at, resp).await,
             Err(e) => return self.failed(at, e).await,
         };
         if send_succeeded(at.plan.binding, a.status(), &a.body) {
@@ -238,6 +245,9 @@ impl<'a> Job<'a> {
                 .downgrades
                 .with_label_values(&[at.name(), cause.as_str()])
                 .inc();
+            if let Some(d) = self.screen_whole(at, &a) {
+                return self.refuse(d).await;
+            }
             reply::one_event(self.session, &a).await?;
             return Ok(Outcome::Downgraded);
         }
@@ -258,8 +268,8 @@ impl<'a> Job<'a> {
         };
         let first = match self.send(at, out).await {
             Ok(Sent::Whole(a)) => a,
-            Ok(Sent::Stream(resp)) => return reply::pipe_stream(self.session, resp).await,
-            Ok(Sent::Large(resp)) => return reply::pipe_large(self.session, resp).await,
+            Ok(Sent::Stream(resp)) => return self.pipe_stream(at, resp).await,
+            Ok(Sent::Large(resp)) => return self.pipe_large(at, resp).await,
             Err(e) => return self.failed(at, e).await,
         };
         if let Some(cause) = retry_cause(at, &first) {
@@ -308,6 +318,9 @@ impl<'a> Job<'a> {
                     integration = name,
                     "agent refused a stream its card claims; answered via SendMessage, streaming off until refresh"
                 );
+                if let Some(d) = self.screen_whole(at, &a) {
+                    return self.refuse(d).await;
+                }
                 reply::one_event(self.session, &a).await?;
                 Ok(Outcome::Downgraded)
             }
@@ -359,6 +372,51 @@ impl<'a> Job<'a> {
         }
     }
 
+    /// The artifact schema the attempt's answers are held to, if the integration names one.
+    fn screen(&self, at: Attempt<'a>) -> Option<Screen<'a>> {
+        Screen::of(self.gw, at.state, at.plan.binding)
+    }
+
+    /// Checks a whole answer against the artifact schema: the refusal to send instead when the
+    /// schema is enforced and the answer does not hold to it.
+    fn screen_whole(&self, at: Attempt<'_>, a: &Answer) -> Option<Deny> {
+        let screen = Screen::of(self.gw, at.state, at.plan.binding)?;
+        let ok = (200..300).contains(&a.status());
+        let v = screen.check(ok, &a.body)?;
+        screen.enforcing().then(|| screen::refusal(&v))
+    }
+
+    /// Answers the caller with a refusal instead of the agent's answer.
+    async fn refuse(&mut self, d: Deny) -> Result<Outcome> {
+        let reason = d.reason();
+        self.gw.deny(self.session, self.ctx, d).await?;
+        Ok(Outcome::Denied(reason))
+    }
+
+    /// Passes an SSE answer through, held to the artifact schema when there is one.
+    async fn pipe_stream(
+        &mut self,
+        at: Attempt<'_>,
+        resp: exchange::Response<'_>,
+    ) -> Result<Outcome> {
+        match Screen::of(self.gw, at.state, at.plan.binding) {
+            Some(s) => screen::pipe_stream(self.session, resp, &s, &self.ctx.shape).await,
+            None => reply::pipe_stream(self.session, resp).await,
+        }
+    }
+
+    /// Passes a large answer through, checked against the artifact schema when there is one.
+    async fn pipe_large(
+        &mut self,
+        at: Attempt<'_>,
+        resp: exchange::Response<'_>,
+    ) -> Result<Outcome> {
+        match Screen::of(self.gw, at.state, at.plan.binding) {
+            Some(s) => screen::pipe_large(self.session, resp, &s).await,
+            None => reply::pipe_large(self.session, resp).await,
+        }
+    }
+
     /// Sends one request of the attempt (see [`send`]).
     async fn send(
         &self,
@@ -404,8 +462,8 @@ async fn send<'g>(
 ) -> std::result::Result<Sent<'g>, ClientError> {
     let up = at
         .state
-        .upstream
-        .as_deref()
+        .upstream()
+        .map(|u| &**u)
         .ok_or(ClientError::NoUpstream)?;
     let mut req = RequestHeader::build(caller.method.clone(), out.path.as_bytes(), None)
         .map_err(ClientError::Request)?;

@@ -91,6 +91,15 @@ pub enum Deny {
     Overloaded,
     /// The request body did not arrive within `[limits] body_timeout`.
     RequestTimeout,
+    /// The agent's answer holds an artifact data part that does not match the integration's
+    /// `artifact_schema` (`artifact_policy = "enforce"`); the answer is not passed on.
+    ArtifactSchemaMismatch {
+        /// Where the part is in the answer (gateway-written: `task.artifacts[0].parts[1]`), or
+        /// why the answer could not be checked.
+        part: String,
+        /// The schema keyword that failed (from the operator's schema), or `unreadable`.
+        keyword: String,
+    },
 }
 
 /// `Retry-After` of an overload refusal, seconds: caps free up as soon as one call ends, so the
@@ -160,6 +169,7 @@ impl Deny {
             Deny::Draining => "GATEWAY_DRAINING",
             Deny::Overloaded => "GATEWAY_BUSY",
             Deny::RequestTimeout => "REQUEST_TIMEOUT",
+            Deny::ArtifactSchemaMismatch { .. } => "ARTIFACT_SCHEMA_MISMATCH",
         }
     }
 
@@ -205,6 +215,9 @@ impl Deny {
             // unread body closes the connection: real 503/408 in both shapes.
             Deny::Overloaded => s(503, "UNAVAILABLE", GATEWAY_REFUSAL, 503),
             Deny::RequestTimeout => s(408, "DEADLINE_EXCEEDED", GATEWAY_REFUSAL, 408),
+            // The agent answered, but not what the integration expects: a bad gateway answer in
+            // the HTTP+JSON shape, a JSON-RPC error (HTTP 200) in the other.
+            Deny::ArtifactSchemaMismatch { .. } => s(502, "INTERNAL", GATEWAY_REFUSAL, 200),
         }
     }
 
@@ -266,6 +279,12 @@ impl Deny {
                     .into()
             }
             Deny::RequestTimeout => "the request body did not arrive in time".into(),
+            Deny::ArtifactSchemaMismatch { part, keyword } => format!(
+                "the agent's answer does not match this integration's artifact schema \
+                 ({}: `{}`); it was not passed on",
+                short(part),
+                sanitize_echo(keyword)
+            ),
         }
     }
 
@@ -290,6 +309,10 @@ impl Deny {
         }
         if let Deny::DuplicateKey { path } = self {
             meta.insert("path".into(), Value::String(short(path)));
+        }
+        if let Deny::ArtifactSchemaMismatch { part, keyword } = self {
+            meta.insert("part".into(), Value::String(short(part)));
+            meta.insert("keyword".into(), Value::String(sanitize_echo(keyword)));
         }
         status::error_info(self.reason(), meta)
     }
@@ -415,6 +438,10 @@ mod tests {
             Deny::Draining,
             Deny::Overloaded,
             Deny::RequestTimeout,
+            Deny::ArtifactSchemaMismatch {
+                part: "task.artifacts[0].parts[1]".into(),
+                keyword: "required".into(),
+            },
         ]
     }
 

@@ -32,10 +32,10 @@ use super::route::{Method, Route, check_path, route};
 use super::shape::upstream_headers;
 use super::upstream::{peer, tls_fault};
 use crate::config::DEFAULT_MAX_BODY_BYTES;
-use crate::control::refresh::ControlHandle;
 use crate::metrics::Metrics;
 use crate::state::{
-    Evidence, EvidenceKind, IntegrationState, Snapshot, StaleCause, StaleMark, StaleSender, Store,
+    Evidence, EvidenceKind, IntegrationState, RefreshHook, Snapshot, StaleCause, StaleMark,
+    StaleSender, Store,
 };
 
 /// Most response bytes inspected for an A2A error (errors are small; bigger answers are results).
@@ -57,7 +57,7 @@ pub struct Gateway {
     pub draining: Arc<AtomicBool>,
     /// The control plane, for the refresh-and-retry of -32008/-32009; `None` when the gateway
     /// runs without one (then those errors only mark the profile stale).
-    pub control: Option<ControlHandle>,
+    pub control: Option<Arc<dyn RefreshHook>>,
     /// The in-flight cap and the body deadline (`[limits]`).
     pub limits: RequestLimits,
     /// The gateway's own HTTP client (pingora's connector and pool) for the calls it makes
@@ -220,9 +220,9 @@ impl Gateway {
     /// request used (a refresh in between wins), and records the evidence.
     pub fn override_streaming_off(&self, state: &IntegrationState, evidence: Vec<Evidence>) {
         let name = state.integration.name.clone();
-        let used = state.profile.clone();
+        let used = state.profile().cloned();
         self.store.update_integration(&name, |cur| {
-            let same = match (&cur.profile, &used) {
+            let same = match (cur.profile(), &used) {
                 (Some(a), Some(b)) => Arc::ptr_eq(a, b),
                 _ => false,
             };
@@ -549,9 +549,13 @@ impl ProxyHttp for Gateway {
         // A message send that the agent may refuse with -32008/-32009 before doing any work is
         // made through the gateway's own client, which sees the answer before the caller does
         // and can refresh, re-shape and retry once (see `super::retry`). Every other unary call
-        // stays on pingora's path.
+        // stays on pingora's path, unless the integration's artifact schema must see its answer
+        // (pingora forwards answers without holding them; the client checks them).
         let retryable = self.control.is_some() && plan.method == Method::SendMessage;
+        let screened =
+            state.integration.artifacts.is_some() && plan.method.answers_with_artifacts();
         let needs_client = retryable
+            || screened
             || plan.stream != StreamPlan::Unary
             || session.as_downstream().retry_buffer_truncated();
         if needs_client {
@@ -576,7 +580,7 @@ impl ProxyHttp for Gateway {
         let up = ctx
             .state
             .as_ref()
-            .and_then(|s| s.upstream.clone())
+            .and_then(|s| s.upstream().cloned())
             .ok_or_else(|| Error::explain(ErrorType::InternalError, "no upstream for request"))?;
         ctx.upstream_started = Some(Instant::now());
         // The same peer (address, TLS roots and verification, timeouts) as the gateway's client.
@@ -593,8 +597,7 @@ impl ProxyHttp for Gateway {
             return Error::e_explain(ErrorType::InternalError, "request without a plan");
         };
         let up = state
-            .upstream
-            .as_ref()
+            .upstream()
             .ok_or_else(|| Error::explain(ErrorType::InternalError, "no upstream"))?;
         let uri: http::Uri = plan
             .upstream_path

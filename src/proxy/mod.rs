@@ -3,14 +3,16 @@
 //! Pure parts (unit-tested with fixtures): [`route`] (paths and methods), [`body`] (request
 //! bodies: facts and byte splices), [`policy`]
 //! (allow/deny and the forwarding plan), [`shape`] (upstream headers), [`card`] (the effective
-//! card), [`deny`] (refusal rendering), [`feedback`] (agent errors, SSE framing). I/O parts:
+//! card), [`artifact`] (answers against the `artifact_schema`), [`deny`] (refusal rendering), [`events`] (SSE event splitting), [`feedback`] (agent errors, SSE framing). I/O parts:
 //! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`] (refresh-and-retry after -32008/-32009), [`upstream`]
 //! (the pingora peer of a prepared upstream, TLS fault names), [`limits`] (connection cap, idle and header deadlines).
 
+pub mod artifact;
 pub mod body;
 pub mod card;
 pub mod client;
 pub mod deny;
+pub mod events;
 pub mod feedback;
 pub mod gateway;
 pub mod limits;

@@ -200,7 +200,7 @@ pub fn check_status(state: &IntegrationState) -> Result<(), Deny> {
     match &state.status {
         Status::Blocked { .. } => Err(Deny::IntegrationBlocked),
         Status::Pending | Status::Unusable { .. } => Err(Deny::NoUsableProfile),
-        Status::Usable => state.usable().map(|_| ()).ok_or(Deny::NoUsableProfile),
+        Status::Usable { .. } => Ok(()),
     }
 }
 
@@ -432,6 +432,7 @@ mod tests {
             ca_file: None,
             forward_headers: vec![],
             lock: Default::default(),
+            artifacts: None,
         }
     }
 
@@ -769,13 +770,29 @@ mod tests {
     fn status_refusals() {
         let i = Arc::new(integration(StreamingMode::Preferred));
         let r = rpc("GetTask", json!({}));
-        let blocked = IntegrationState {
-            status: Status::Blocked { reason: "x".into() },
-            ..IntegrationState::pending(i.clone())
+        let usable = state(
+            integration(StreamingMode::Preferred),
+            profile(Binding::JsonRpc, true, None),
+        );
+        let Status::Usable { profile, upstream } = usable.status.clone() else {
+            panic!("usable: {:?}", usable.status)
         };
+        let blocked = IntegrationState {
+            status: Status::Blocked {
+                reason: "x".into(),
+                profile,
+                upstream,
+            },
+            ..usable
+        };
+        let send = rpc("SendMessage", text_msg());
         assert_eq!(
-            decide(&blocked, &facts(&RPC, Some(&r))).unwrap_err(),
+            decide(&blocked, &facts(&RPC, Some(&send))).unwrap_err(),
             Deny::IntegrationBlocked
+        );
+        assert!(
+            decide(&blocked, &facts(&RPC, Some(&r))).is_ok(),
+            "a blocked integration still serves its running tasks"
         );
         let pending = IntegrationState::pending(i);
         assert_eq!(

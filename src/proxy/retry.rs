@@ -20,8 +20,7 @@ use bytes::Bytes;
 use super::deny::Deny;
 use super::gateway::Gateway;
 use super::policy::{self, Facts, Plan};
-use crate::control::schedule::RefreshResult;
-use crate::state::{IntegrationState, Snapshot, StaleCause};
+use crate::state::{IntegrationState, RefreshAnswer, Snapshot, StaleCause};
 
 /// Longest wait for the control plane's answer: a hanging agent (card endpoint) must not hold the
 /// caller for the whole fetch timeout. The refresh itself goes on; only this call stops waiting.
@@ -72,7 +71,7 @@ pub async fn after_error(
     redo: &Redo<'_>,
 ) -> Next {
     let name = state.integration.name.as_str();
-    let (Some(control), Some(used)) = (gw.control.as_ref(), state.profile.as_ref()) else {
+    let (Some(control), Some(used)) = (gw.control.as_ref(), state.profile()) else {
         gw.mark_stale(name, cause);
         return Next::Original;
     };
@@ -80,19 +79,19 @@ pub async fn after_error(
     // mark on the channel would only schedule a second fetch. It is still counted and logged.
     gw.note_stale(name, cause);
     match tokio::time::timeout(REFRESH_WAIT, control.refresh_after_error(name, used)).await {
-        Ok(Ok(r)) if r.result == RefreshResult::Changed => {
+        Ok(Ok(RefreshAnswer::Changed { snapshot_version })) => {
             tracing::info!(
                 integration = name,
                 error = cause.as_str(),
-                snapshot_version = r.snapshot_version,
+                snapshot_version,
                 "profile changed after an agent error; retrying once"
             );
         }
-        Ok(Ok(r)) => {
+        Ok(Ok(RefreshAnswer::Same { result })) => {
             tracing::info!(
                 integration = name,
                 error = cause.as_str(),
-                result = r.result.as_str(),
+                result,
                 "refresh after an agent error changed nothing; answering the agent's error"
             );
             return Next::Original;

@@ -284,6 +284,20 @@ impl Method {
         )
     }
 
+    /// Whether the operation's answer can carry artifacts (a Task, a Message, task lists, or a
+    /// stream of them): the answers an `artifact_schema` is checked on.
+    pub fn answers_with_artifacts(self) -> bool {
+        matches!(
+            self,
+            Method::SendMessage
+                | Method::SendStreamingMessage
+                | Method::GetTask
+                | Method::ListTasks
+                | Method::CancelTask
+                | Method::SubscribeToTask
+        )
+    }
+
     /// Whether the operation carries a message whose parts policy must check.
     pub fn sends_message(self) -> bool {
         matches!(self, Method::SendMessage | Method::SendStreamingMessage)

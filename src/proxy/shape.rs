@@ -103,6 +103,7 @@ mod tests {
             ca_file: None,
             forward_headers: vec![HeaderName::from_static("x-listed")],
             lock: Default::default(),
+            artifacts: None,
         };
         let p = Profile {
             usable: true,
@@ -126,7 +127,10 @@ mod tests {
         };
         IntegrationState {
             integration: Arc::new(i),
-            profile: Some(Arc::new(p)),
+            status: crate::state::Status::Usable {
+                profile: Arc::new(p),
+                upstream: Arc::new(Upstream::for_tests("https://a.example:8443/a2a")),
+            },
             ..IntegrationState::pending(Arc::new(Integration {
                 name: "echo".into(),
                 card: String::new(),
@@ -144,6 +148,7 @@ mod tests {
                 ca_file: None,
                 forward_headers: vec![],
                 lock: Default::default(),
+                artifacts: None,
             }))
         }
     }

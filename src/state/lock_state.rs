@@ -108,9 +108,9 @@ impl LockState {
 /// Whether `state`'s profile satisfies `lock` (usable, and not breaking against it) for a
 /// workflow that requires streaming or not: what a fallback integration must meet (pure).
 pub fn satisfies(state: &IntegrationState, lock: &Lock, streaming_required: bool) -> bool {
-    match (&state.status, &state.profile) {
-        (Status::Usable, Some(p)) => {
-            lock::check_against_lock_for(p, lock, streaming_required).class != Class::Breaking
+    match &state.status {
+        Status::Usable { profile, .. } => {
+            lock::check_against_lock_for(profile, lock, streaming_required).class != Class::Breaking
         }
         _ => false,
     }
@@ -135,13 +135,17 @@ impl IntegrationState {
         let mut fallback = None;
         if verdict.class == Class::Breaking {
             match &self.integration.lock.on_breaking {
-                OnBreaking::Block if self.status == Status::Usable => {
-                    self.status = Status::Blocked {
-                        reason: blocked_reason(&verdict),
-                    };
+                OnBreaking::Block => {
+                    if let Status::Usable { profile, upstream } = &self.status {
+                        self.status = Status::Blocked {
+                            reason: blocked_reason(&verdict),
+                            profile: profile.clone(),
+                            upstream: upstream.clone(),
+                        };
+                    }
                 }
                 OnBreaking::Fallback(to) => fallback = Some(to.clone()),
-                OnBreaking::Block | OnBreaking::Warn => {}
+                OnBreaking::Warn => {}
             }
         }
         self.lock = LockState {
@@ -155,12 +159,14 @@ impl IntegrationState {
     }
 
     fn verdict_against(&self, lock: &Lock, streaming_required: bool) -> Verdict {
-        match (&self.status, &self.profile) {
-            (Status::Usable, Some(p)) => lock::check_against_lock_for(p, lock, streaming_required),
-            (Status::Unusable { reason }, _) | (Status::Blocked { reason }, _) => {
+        match &self.status {
+            Status::Usable { profile, .. } => {
+                lock::check_against_lock_for(profile, lock, streaming_required)
+            }
+            Status::Unusable { reason, .. } | Status::Blocked { reason, .. } => {
                 lock::unusable_verdict(reason)
             }
-            (_, _) => lock::unusable_verdict("no profile yet"),
+            Status::Pending => lock::unusable_verdict("no profile yet"),
         }
     }
 

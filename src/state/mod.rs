@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
 use serde::Serialize;
@@ -19,31 +19,45 @@ use crate::profile::{Binding, Profile};
 use crate::types::origin_of_url;
 
 mod lock_state;
+mod refresh_hook;
 pub mod upstream;
 pub use lock_state::{LockState, LockVerdict, satisfies};
-pub use upstream::{Roots, Upstream, UpstreamError};
+pub use refresh_hook::{RefreshAnswer, RefreshHook, RefreshUnavailable};
+pub use upstream::{NoUpstream, Roots, Upstream, UpstreamError};
 
 /// Most evidence records kept per integration (oldest dropped first).
 pub const MAX_EVIDENCE: usize = 32;
 
-/// Whether an integration can take traffic, and why not.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
+/// Whether an integration can take traffic, and why not. A usable integration carries its profile
+/// and the upstream prepared for it together, so neither can be there without the other.
+#[derive(Debug, Clone)]
 pub enum Status {
     /// No verdict yet (first fetch not finished).
     Pending,
     /// A usable profile is loaded.
-    Usable,
+    Usable {
+        /// The compiled profile, which met the integration's contract.
+        profile: Arc<Profile>,
+        /// The upstream prepared for the profile's interface.
+        upstream: Arc<Upstream>,
+    },
     /// No usable profile: fetch, validation or compilation failed, or the profile does not meet the
     /// integration's contract (origin, pins, skills, credential).
     Unusable {
         /// Human-readable reason (logged and shown on the admin API; never a metric label).
         reason: String,
+        /// The compiled profile, when there is one, to explain the reason.
+        profile: Option<Arc<Profile>>,
     },
-    /// Traffic stopped on purpose (e.g. a breaking change against the lockfile).
+    /// Traffic stopped on purpose (e.g. a breaking change against the lockfile); calls on tasks
+    /// the agent already holds still use the profile and upstream it had while usable.
     Blocked {
         /// Human-readable reason.
         reason: String,
+        /// The profile that was usable.
+        profile: Arc<Profile>,
+        /// Its upstream.
+        upstream: Arc<Upstream>,
     },
 }
 
@@ -52,10 +66,43 @@ impl Status {
     pub fn as_str(&self) -> &'static str {
         match self {
             Status::Pending => "pending",
-            Status::Usable => "usable",
+            Status::Usable { .. } => "usable",
             Status::Unusable { .. } => "unusable",
             Status::Blocked { .. } => "blocked",
         }
+    }
+
+    /// Why the integration takes no (new) traffic, for unusable and blocked ones.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Status::Unusable { reason, .. } | Status::Blocked { reason, .. } => Some(reason),
+            Status::Pending | Status::Usable { .. } => None,
+        }
+    }
+
+    /// The compiled profile, whatever the verdict (an unusable one may have one to explain why).
+    pub fn profile(&self) -> Option<&Arc<Profile>> {
+        match self {
+            Status::Usable { profile, .. } | Status::Blocked { profile, .. } => Some(profile),
+            Status::Unusable { profile, .. } => profile.as_ref(),
+            Status::Pending => None,
+        }
+    }
+
+    /// Whether this is a verdict yet.
+    pub fn is_pending(&self) -> bool {
+        matches!(self, Status::Pending)
+    }
+
+    /// Whether the integration is usable.
+    pub fn is_usable(&self) -> bool {
+        matches!(self, Status::Usable { .. })
+    }
+
+    /// Whether `other` is the same verdict for the same reason (the profiles aside): what makes
+    /// an install a change of status.
+    pub fn same_verdict(&self, other: &Status) -> bool {
+        self.as_str() == other.as_str() && self.reason() == other.reason()
     }
 }
 
@@ -142,6 +189,8 @@ pub enum EvidenceKind {
     StreamingDowngradeVerified,
     /// The agent answered with an error that marks the profile stale.
     StaleError(StaleCause),
+    /// An answer's artifact data part did not match the integration's `artifact_schema`.
+    ArtifactSchemaMismatch,
 }
 
 /// A timestamped runtime observation about an integration's agent.
@@ -167,15 +216,11 @@ pub struct Overrides {
 pub struct IntegrationState {
     /// The validated `[[integrations]]` entry.
     pub integration: Arc<Integration>,
-    /// The current compiled profile (may be present while unusable, to explain why).
-    pub profile: Option<Arc<Profile>>,
-    /// Usable, unusable, blocked or pending.
+    /// Usable (with its profile and upstream), unusable, blocked or pending.
     pub status: Status,
     /// Extension URIs the card marks `required` (all known to the client when the profile is usable);
     /// activated on every call together with the integration's optional ones.
     pub required_extensions: Vec<String>,
-    /// The prepared upstream (address, TLS, credential); present exactly when `status` is usable.
-    pub upstream: Option<Arc<Upstream>>,
     /// Runtime overrides.
     pub overrides: Overrides,
     /// Recent evidence, oldest first, at most [`MAX_EVIDENCE`].
@@ -307,10 +352,8 @@ impl IntegrationState {
     pub fn pending(integration: Arc<Integration>) -> Self {
         IntegrationState {
             integration,
-            profile: None,
             status: Status::Pending,
             required_extensions: Vec::new(),
-            upstream: None,
             overrides: Overrides::default(),
             evidence: Vec::new(),
             installed_at: SystemTime::now(),
@@ -328,8 +371,8 @@ impl IntegrationState {
         IntegrationState {
             status: Status::Unusable {
                 reason: reason.into(),
+                profile,
             },
-            profile,
             ..Self::pending(integration)
         }
     }
@@ -341,7 +384,7 @@ impl IntegrationState {
         integration: Arc<Integration>,
         profile: Profile,
         card: &serde_json::Value,
-        upstream: Result<Upstream, String>,
+        upstream: Result<Upstream, NoUpstream>,
     ) -> Self {
         let profile = Arc::new(profile);
         if let Err(e) = check_contract(&integration, &profile) {
@@ -349,7 +392,7 @@ impl IntegrationState {
         }
         let upstream = match upstream {
             Ok(u) => Arc::new(u),
-            Err(reason) => return Self::unusable(integration, Some(profile), reason),
+            Err(reason) => return Self::unusable(integration, Some(profile), reason.reason),
         };
         let required_extensions = required_extensions(card)
             .into_iter()
@@ -357,10 +400,8 @@ impl IntegrationState {
             .collect();
         IntegrationState {
             integration,
-            profile: Some(profile),
-            status: Status::Usable,
+            status: Status::Usable { profile, upstream },
             required_extensions,
-            upstream: Some(upstream),
             overrides: Overrides::default(),
             evidence: Vec::new(),
             installed_at: SystemTime::now(),
@@ -369,10 +410,23 @@ impl IntegrationState {
         }
     }
 
+    /// The compiled profile, whatever the verdict (see [`Status::profile`]).
+    pub fn profile(&self) -> Option<&Arc<Profile>> {
+        self.status.profile()
+    }
+
+    /// The prepared upstream of a usable or blocked integration (see [`Self::serving`]).
+    pub fn upstream(&self) -> Option<&Arc<Upstream>> {
+        match &self.status {
+            Status::Usable { upstream, .. } | Status::Blocked { upstream, .. } => Some(upstream),
+            Status::Pending | Status::Unusable { .. } => None,
+        }
+    }
+
     /// The usable profile and upstream, or `None`.
     pub fn usable(&self) -> Option<(&Profile, &Upstream)> {
-        match (&self.status, &self.profile, &self.upstream) {
-            (Status::Usable, Some(p), Some(u)) => Some((p, u)),
+        match &self.status {
+            Status::Usable { profile, upstream } => Some((profile, upstream)),
             _ => None,
         }
     }
@@ -381,8 +435,11 @@ impl IntegrationState {
     /// an integration blocked by a breaking change (its running tasks may still be read,
     /// cancelled and subscribed to).
     pub fn serving(&self) -> Option<(&Profile, &Upstream)> {
-        match (&self.status, &self.profile, &self.upstream) {
-            (Status::Usable | Status::Blocked { .. }, Some(p), Some(u)) => Some((p, u)),
+        match &self.status {
+            Status::Usable { profile, upstream }
+            | Status::Blocked {
+                profile, upstream, ..
+            } => Some((profile, upstream)),
             _ => None,
         }
     }
@@ -390,7 +447,7 @@ impl IntegrationState {
     /// Whether streaming may be used upstream: the profile claims it, no runtime override turned it
     /// off, and the integration does not forbid it.
     pub fn streaming_allowed(&self) -> bool {
-        self.profile.as_ref().is_some_and(|p| p.streaming)
+        self.profile().is_some_and(|p| p.streaming)
             && !self.overrides.streaming_off
             && self.integration.streaming != crate::config::StreamingMode::Off
     }
@@ -398,7 +455,7 @@ impl IntegrationState {
     /// Extensions activated on every call: the card's required ones plus the integration's optional
     /// ones that the profile knows, sorted and deduplicated.
     pub fn activated_extensions(&self) -> Vec<String> {
-        let Some(p) = &self.profile else {
+        let Some(p) = self.profile() else {
             return Vec::new();
         };
         let mut v: Vec<String> = p
@@ -412,6 +469,16 @@ impl IntegrationState {
         v.sort();
         v.dedup();
         v
+    }
+
+    /// Whether evidence of `kind` was recorded less than `gap` before `now` (writers of
+    /// frequent observations record one per gap).
+    pub fn observed_within(&self, kind: EvidenceKind, now: SystemTime, gap: Duration) -> bool {
+        self.evidence
+            .iter()
+            .rev()
+            .find(|e| e.kind == kind)
+            .is_some_and(|e| now.duration_since(e.at).map_or(true, |d| d < gap))
     }
 
     /// A copy with one more evidence record (bounded).
@@ -528,9 +595,7 @@ impl Snapshot {
 
     /// Whether every integration has a verdict (usable, unusable or blocked): the `/readyz` rule.
     pub fn ready(&self) -> bool {
-        self.integrations
-            .values()
-            .all(|s| s.status != Status::Pending)
+        self.integrations.values().all(|s| !s.status.is_pending())
     }
 }
 
@@ -608,6 +673,7 @@ mod tests {
             ca_file: None,
             forward_headers: vec![],
             lock: Default::default(),
+            artifacts: None,
         }
     }
 
@@ -686,7 +752,7 @@ mod tests {
             &card,
             Ok(upstream()),
         );
-        assert_eq!(s.status, Status::Usable);
+        assert!(s.status.is_usable());
         assert_eq!(s.activated_extensions(), vec!["urn:opt", "urn:req"]);
     }
 
@@ -696,9 +762,14 @@ mod tests {
             Arc::new(integration()),
             profile("https://a.example/a2a"),
             &serde_json::json!({}),
-            Err("credential env ECHO_TOKEN is not set".into()),
+            Err(NoUpstream {
+                kind: "credential_env_unset",
+                reason: "credential env ECHO_TOKEN is not set".into(),
+            }),
         );
-        assert!(matches!(&s.status, Status::Unusable { reason } if reason.contains("ECHO_TOKEN")));
+        assert!(
+            matches!(&s.status, Status::Unusable { reason, profile: Some(_) } if reason.contains("ECHO_TOKEN"))
+        );
         assert!(s.usable().is_none());
     }
 
@@ -748,7 +819,7 @@ mod tests {
         let s = Snapshot::pending(&[integration(), other]);
         assert_eq!(s.version, 0);
         assert_eq!(s.integrations.len(), 2);
-        assert!(s.integrations.values().all(|i| i.status == Status::Pending));
+        assert!(s.integrations.values().all(|i| i.status.is_pending()));
         assert!(!s.ready());
         assert!(Snapshot::pending(&[]).ready());
     }

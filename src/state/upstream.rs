@@ -94,6 +94,24 @@ impl UpstreamError {
     }
 }
 
+/// Why a profile has no upstream (the integration is then unusable, with this as the reason):
+/// whatever the control plane's preparation of the interface ran into.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct NoUpstream {
+    /// Bounded label of the failure (the preparing module's error kind).
+    pub kind: &'static str,
+    /// Human-readable reason (never a metric label).
+    pub reason: String,
+}
+
+impl NoUpstream {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+}
+
 /// A resolved, ready-to-use upstream for one integration's chosen interface.
 pub struct Upstream {
     /// The interface URL.

@@ -118,14 +118,14 @@ async fn an_interface_resolving_to_loopback_is_refused_even_on_an_approved_origi
     settle(&h).await;
     let snap = h.store().load();
     let s = snap.get("echo").unwrap();
-    let Status::Unusable { reason } = &s.status else {
+    let Status::Unusable { reason, .. } = &s.status else {
         panic!("expected unusable, got {:?}", s.status)
     };
     assert!(
         reason.contains("interface refused") && reason.contains("loopback"),
         "{reason}"
     );
-    assert!(s.upstream.is_none(), "nothing may route to it");
+    assert!(s.upstream().is_none(), "nothing may route to it");
 }
 
 #[tokio::test]
@@ -134,7 +134,7 @@ async fn an_interface_on_an_unapproved_origin_is_refused() {
     let h = start(config(addr, ""));
     settle(&h).await;
     let snap = h.store().load();
-    let Status::Unusable { reason } = &snap.get("echo").unwrap().status else {
+    let Status::Unusable { reason, .. } = &snap.get("echo").unwrap().status else {
         panic!("expected unusable")
     };
     assert!(

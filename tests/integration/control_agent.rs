@@ -64,7 +64,10 @@ fn start(cfg: Config) -> ControlHandle {
 }
 
 fn profile(h: &ControlHandle, name: &str) -> Option<Arc<Profile>> {
-    h.store().load().get(name).and_then(|s| s.profile.clone())
+    h.store()
+        .load()
+        .get(name)
+        .and_then(|s| s.profile().cloned())
 }
 
 /// Waits until the integration's profile satisfies `pred` (bounded; polls every 20 ms).
@@ -78,7 +81,7 @@ async fn until(
         h.store()
             .load()
             .get(name)
-            .is_some_and(|s| s.profile.as_ref().is_some_and(|p| pred(p, &s.status))),
+            .is_some_and(|s| s.profile().is_some_and(|p| pred(p, &s.status))),
         "{name}: profile never became {what}: {:?}",
         h.store().load().get(name)
     );
@@ -118,10 +121,7 @@ async fn the_profile_follows_registry_changes_within_the_refresh_period() {
         "min = \"1s\"\nmax = \"2s\"",
         ECHO,
     ));
-    until(&h, "echo", "usable", |p, s| {
-        *s == Status::Usable && p.streaming
-    })
-    .await;
+    until(&h, "echo", "usable", |p, s| s.is_usable() && p.streaming).await;
     let first = profile(&h, "echo").unwrap();
     assert!(first.skills.contains_key("lookup-invoice"));
 
@@ -264,8 +264,8 @@ async fn two_credentials_see_their_own_extended_cards() {
         "min = \"1h\"",
         &integrations,
     ));
-    until(&h, "partner", "usable", |_, s| *s == Status::Usable).await;
-    until(&h, "viewer", "usable", |_, s| *s == Status::Usable).await;
+    until(&h, "partner", "usable", |_, s| s.is_usable()).await;
+    until(&h, "viewer", "usable", |_, s| s.is_usable()).await;
 
     let snap = h.store().load();
     let partner = snap.get("partner").unwrap();
@@ -283,8 +283,8 @@ async fn two_credentials_see_their_own_extended_cards() {
     assert!(pe.used && ve.used, "{pe:?} {ve:?}");
     assert_ne!(pe.identity, ve.identity, "identities differ");
     assert!(!pe.identity.contains(PARTNER_TOKEN) && !ve.identity.contains(VIEWER_TOKEN));
-    let pskills = &partner.profile.as_ref().unwrap().skills;
-    let vskills = &viewer.profile.as_ref().unwrap().skills;
+    let pskills = &partner.profile().unwrap().skills;
+    let vskills = &viewer.profile().unwrap().skills;
     assert!(
         pskills.contains_key("reconcile-invoice"),
         "partner (scope recon.run) sees it: {:?}",
@@ -325,7 +325,7 @@ async fn the_extended_card_over_http_json() {
         &integrations,
     ));
     until(&h, "partner", "usable over HTTP+JSON", |p, s| {
-        *s == Status::Usable
+        s.is_usable()
             && p.interface
                 .as_ref()
                 .is_some_and(|i| i.binding == a2a_egress::profile::Binding::HttpJson)
@@ -339,8 +339,7 @@ async fn the_extended_card_over_http_json() {
         s.freshness.extended
     );
     assert!(
-        s.profile
-            .as_ref()
+        s.profile()
             .unwrap()
             .skills
             .contains_key("reconcile-invoice")
@@ -362,7 +361,7 @@ async fn a_restart_with_the_agent_down_keeps_this_credentials_extended_card() {
     let config = gateway_config(dir.path(), &agent, "min = \"1h\"", &integrations);
     let h = start(config.clone());
     until(&h, "partner", "usable with the partner skill", |p, s| {
-        *s == Status::Usable && p.skills.contains_key("reconcile-invoice")
+        s.is_usable() && p.skills.contains_key("reconcile-invoice")
     })
     .await;
     h.shutdown();
@@ -386,7 +385,7 @@ async fn a_restart_with_the_agent_down_keeps_this_credentials_extended_card() {
         &h,
         "partner",
         "served from disk with the partner skill",
-        |p, s| *s == Status::Usable && p.skills.contains_key("reconcile-invoice"),
+        |p, s| s.is_usable() && p.skills.contains_key("reconcile-invoice"),
     )
     .await;
     assert!(
@@ -411,7 +410,7 @@ async fn a_restart_with_the_agent_down_keeps_this_credentials_extended_card() {
         &other,
         "partner",
         "served from disk without the partner skill",
-        |p, s| *s == Status::Usable && !p.skills.contains_key("reconcile-invoice"),
+        |p, s| s.is_usable() && !p.skills.contains_key("reconcile-invoice"),
     )
     .await;
     h.shutdown();

@@ -78,7 +78,14 @@ async fn file_changes_reload_by_difference_and_bad_files_are_refused() {
     })
     .await;
     assert_eq!(fetches.load(Ordering::SeqCst), 2);
-    let a_before = h.store().load().get("a").unwrap().profile.clone().unwrap();
+    let a_before = h
+        .store()
+        .load()
+        .get("a")
+        .unwrap()
+        .profile()
+        .cloned()
+        .unwrap();
 
     // Saved the way editors do: a temp file renamed over the config.
     let tmp = dir.path().join(".gateway.toml.swp");
@@ -96,7 +103,7 @@ async fn file_changes_reload_by_difference_and_bad_files_are_refused() {
     );
     assert!(Arc::ptr_eq(
         &a_before,
-        h.store().load().get("a").unwrap().profile.as_ref().unwrap()
+        h.store().load().get("a").unwrap().profile().unwrap()
     ));
     assert_eq!(h.metrics().reloads.with_label_values(&["ok"]).get(), 1);
 

@@ -171,8 +171,7 @@ fn streaming(h: &ControlHandle, name: &str) -> bool {
         .load()
         .get(name)
         .unwrap()
-        .profile
-        .as_ref()
+        .profile()
         .unwrap()
         .streaming
 }
@@ -260,8 +259,8 @@ async fn a_bad_card_keeps_the_last_good_profile_and_marks_degraded() {
         .load()
         .get("echo")
         .unwrap()
-        .profile
-        .clone()
+        .profile()
+        .cloned()
         .unwrap();
     script.set("{\"name\": 1, truncated".into());
     let r = h.refresh_now("echo").await.unwrap();
@@ -271,7 +270,7 @@ async fn a_bad_card_keeps_the_last_good_profile_and_marks_degraded() {
     let snap = h.store().load();
     let s = snap.get("echo").unwrap();
     assert!(
-        Arc::ptr_eq(s.profile.as_ref().unwrap(), &good),
+        Arc::ptr_eq(s.profile().unwrap(), &good),
         "the last good profile is still served"
     );
     let d = s.freshness.degraded.as_ref().expect("degraded");
@@ -356,8 +355,8 @@ async fn retry_hook_answers_changed_only_for_a_different_profile() {
         .load()
         .get("echo")
         .unwrap()
-        .profile
-        .clone()
+        .profile()
+        .cloned()
         .unwrap();
 
     // Nothing changed on the agent: the hook fetches and says unchanged (a 304).
@@ -389,8 +388,8 @@ fn used(h: &ControlHandle) -> Arc<a2a_egress::profile::Profile> {
         .load()
         .get("echo")
         .unwrap()
-        .profile
-        .clone()
+        .profile()
+        .cloned()
         .unwrap()
 }
 
@@ -504,7 +503,7 @@ async fn a_panicking_worker_is_restarted_with_backoff_and_reported() {
     assert_eq!(e.reason(), "REFRESH_WORKER_RESTARTING");
     let snap = h.store().load();
     let s = snap.get("echo").unwrap();
-    assert!(Arc::ptr_eq(s.profile.as_ref().unwrap(), &good));
+    assert!(Arc::ptr_eq(s.profile().unwrap(), &good));
     assert!(s.usable().is_some());
     let d = s.freshness.degraded.as_ref().expect("degraded");
     assert!(
@@ -534,7 +533,14 @@ async fn reload_keeps_unchanged_integrations_and_fetches_new_ones() {
     let h = start(config("", &["a", "b"]), script.clone());
     settle(&h).await;
     assert_eq!(script.fetches(), 2);
-    let a_profile = h.store().load().get("a").unwrap().profile.clone().unwrap();
+    let a_profile = h
+        .store()
+        .load()
+        .get("a")
+        .unwrap()
+        .profile()
+        .cloned()
+        .unwrap();
 
     let report = h.apply_config(config("", &["a", "c"]));
     assert_eq!(report.added, vec!["c"]);
@@ -548,7 +554,7 @@ async fn reload_keeps_unchanged_integrations_and_fetches_new_ones() {
     assert_eq!(script.fetches(), 3, "only the new integration was fetched");
     let snap = h.store().load();
     assert!(Arc::ptr_eq(
-        snap.get("a").unwrap().profile.as_ref().unwrap(),
+        snap.get("a").unwrap().profile().unwrap(),
         &a_profile
     ));
     assert!(snap.get("c").unwrap().usable().is_some());

@@ -64,6 +64,7 @@ fn state(binding: Binding, tenant: Option<&str>) -> IntegrationState {
         ca_file: None,
         forward_headers: vec![],
         lock: Default::default(),
+        artifacts: None,
     };
     let skill = SkillProfile {
         input: vec!["text/plain".into(), "image/*".into()],

@@ -34,7 +34,7 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from a2a.helpers import get_message_text, new_text_part
+from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -162,8 +162,17 @@ def build_cards(args, base):
     return card, extended
 
 
+def _data_artifacts(message, text):
+    """The data parts to answer with: each data part of the message echoed, or for the text
+    `data-pad:N` one `{"pad": "x"*N}` (a large artifact generated here, not sent)."""
+    if text.startswith('data-pad:'):
+        return [{'pad': 'x' * int(text[len('data-pad:'):])}]
+    return get_data_parts(message.parts) if message else []
+
+
 class EchoExecutor(AgentExecutor):
-    """Deterministic: task, working, N artifact updates 'echo: <text>' (N>1: ' [i/N]'), completed."""
+    """Deterministic: task, working, N artifact updates 'echo: <text>' (N>1: ' [i/N]'), one data
+    artifact per data part of the message (see `_data_artifacts`), completed."""
 
     def __init__(self, chunks):
         self.chunks = max(1, chunks)
@@ -181,6 +190,8 @@ class EchoExecutor(AgentExecutor):
             if i:
                 await asyncio.sleep(0.05)
             await updater.add_artifact([new_text_part(f'echo: {text}{suffix}')], name='echo')
+        for data in _data_artifacts(context.message, text):
+            await updater.add_artifact([new_data_part(data, 'application/json')], name='data')
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

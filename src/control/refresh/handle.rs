@@ -14,9 +14,12 @@ use super::{
 use crate::config::{Config, Integration};
 use crate::control::extended::ExtendedCache;
 use crate::control::metrics::ControlMetrics;
+use crate::control::schedule::RefreshResult;
 use crate::control::state::StateDir;
 use crate::profile::Profile;
-use crate::state::{Snapshot, StaleReceiver, Store};
+use crate::state::{
+    RefreshAnswer, RefreshHook, RefreshUnavailable, Snapshot, StaleReceiver, Store,
+};
 
 /// The control plane's handle: cheap to clone, shared with the data plane and the admin API.
 #[derive(Clone)]
@@ -204,6 +207,28 @@ impl ControlHandle {
     pub fn shutdown(&self) {
         for (_, w) in lock(&self.inner.workers).drain() {
             w.task.abort();
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl RefreshHook for ControlHandle {
+    async fn refresh_after_error(
+        &self,
+        name: &str,
+        used: &Arc<Profile>,
+    ) -> Result<RefreshAnswer, RefreshUnavailable> {
+        match ControlHandle::refresh_after_error(self, name, used).await {
+            Ok(r) if r.result == RefreshResult::Changed => Ok(RefreshAnswer::Changed {
+                snapshot_version: r.snapshot_version,
+            }),
+            Ok(r) => Ok(RefreshAnswer::Same {
+                result: r.result.as_str(),
+            }),
+            Err(e) => Err(RefreshUnavailable {
+                reason: e.reason(),
+                detail: e.to_string(),
+            }),
         }
     }
 }

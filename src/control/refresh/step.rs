@@ -13,8 +13,8 @@ use crate::card::CardErrors;
 use crate::config::{Config, Integration};
 use crate::control::fetch::{FetchOutcome, FetchPolicy, Validators, check_url};
 use crate::control::schedule::{self, Last, RefreshResult};
-use crate::state::Upstream;
-use crate::state::{Degraded, Freshness, IntegrationState, Status};
+use crate::state::{Degraded, Freshness, IntegrationState};
+use crate::state::{NoUpstream, Upstream};
 
 /// The last good card of one integration, kept in memory by its worker.
 #[derive(Debug, Clone)]
@@ -46,7 +46,7 @@ pub(super) fn record_degraded(
     inner.store.rcu(|cur| match cur.get(name) {
         None => cur.clone(),
         Some(s) => {
-            let mut next = if s.profile.is_none() || s.status == Status::Pending {
+            let mut next = if s.profile().is_none() || s.status.is_pending() {
                 IntegrationState::unusable(integration.clone(), None, degraded.reason.clone())
             } else {
                 (**s).clone()
@@ -193,12 +193,13 @@ impl Worker {
     pub(super) fn install(&mut self, state: IntegrationState) -> RefreshResult {
         let mut state = self.judge(state);
         let old = self.current();
-        let old_profile = old.as_ref().and_then(|s| s.profile.clone());
+        let old_profile = old.as_ref().and_then(|s| s.profile().cloned());
         let changed = state
-            .profile
-            .as_deref()
+            .profile()
             .is_none_or(|p| schedule::profile_changed(old_profile.as_deref(), p))
-            || old.as_ref().is_none_or(|s| s.status != state.status);
+            || old
+                .as_ref()
+                .is_none_or(|s| !s.status.same_verdict(&state.status));
         state.freshness.validated_at = Some(SystemTime::now());
         state.freshness.unrevalidated = false;
         state.freshness.degraded = None;
@@ -263,7 +264,10 @@ impl Worker {
         if let Err(e) = &upstream {
             tracing::debug!(integration = %self.name(), kind = e.kind(), error = %e, "no upstream for the profile");
         }
-        let upstream = upstream.map_err(|e| e.to_string());
+        let upstream = upstream.map_err(|e| NoUpstream {
+            kind: e.kind(),
+            reason: e.to_string(),
+        });
         let mut state = IntegrationState::from_profile(integration, profile, &json, upstream);
         state.freshness.extended = extended;
         Ok(state)

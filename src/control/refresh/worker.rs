@@ -216,7 +216,7 @@ impl Worker {
     }
 
     pub(super) fn current_profile(&self) -> Option<Arc<Profile>> {
-        self.current().and_then(|s| s.profile.clone())
+        self.current().and_then(|s| s.profile().cloned())
     }
 
     pub(super) fn next_at(&self) -> Instant {

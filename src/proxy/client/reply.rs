@@ -26,7 +26,7 @@ fn copyable(name: &str) -> bool {
 }
 
 /// A response header with `from`'s status and its copyable headers.
-fn copied(from: &ResponseHeader, status: u16, extra: usize) -> Result<ResponseHeader> {
+pub(super) fn copied(from: &ResponseHeader, status: u16, extra: usize) -> Result<ResponseHeader> {
     let mut h = ResponseHeader::build(status, Some(from.headers.len() + extra))?;
     for (n, v) in &from.headers {
         if copyable(n.as_str()) {
@@ -51,7 +51,7 @@ pub(super) async fn pass_through(session: &mut Session, a: &Answer) -> Result<()
     Ok(())
 }
 
-async fn sse_header(session: &mut Session, from: Option<&ResponseHeader>) -> Result<()> {
+pub(super) async fn sse_header(session: &mut Session, from: Option<&ResponseHeader>) -> Result<()> {
     let mut h = match from {
         Some(from) => copied(from, 200, 3)?,
         None => ResponseHeader::build(200, Some(3))?,

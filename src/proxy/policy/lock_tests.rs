@@ -138,14 +138,14 @@ fn blocked_serves_running_tasks_and_refuses_new_delegations() {
 fn fallback_takes_new_sends_only_while_it_satisfies_the_lock() {
     let snap = snapshot("on_breaking = \"fallback:spare\"", "text/csv", "text/plain");
     let main = snap.get("main").unwrap();
-    assert_eq!(main.status, Status::Usable);
+    assert!(main.status.is_usable());
     assert_eq!(main.lock.fallback.as_deref(), Some("spare"));
     let routed = lock_route(&snap, main, Method::SendMessage).unwrap();
     assert_eq!(routed.integration.name, "spare");
     let plan = decide(&routed, &facts(&send())).unwrap();
     assert_eq!(plan.method, Method::SendMessage);
     assert_eq!(
-        routed.upstream.as_ref().unwrap().addr.port(),
+        routed.upstream().unwrap().addr.port(),
         8,
         "the fallback's upstream"
     );

@@ -1,0 +1,244 @@
+//! The integration's `artifact_schema` on the gateway's own client path (I/O on the caller's
+//! session): answers and stream events are checked with [`crate::proxy::artifact`] before they
+//! reach the caller (`artifact_policy = "enforce"`) or while they do (`"record"`).
+//!
+//! - A whole answer is checked before it is passed on; enforced, a mismatch answers the caller
+//!   with `ARTIFACT_SCHEMA_MISMATCH` instead.
+//! - A stream is cut into events ([`crate::proxy::events`]); enforced, each event is held until
+//!   it is checked (one event at most, [`MAX_EVENT_BYTES`]), and a mismatch ends the stream with
+//!   an error event in the binding's shape; recorded, bytes go on as they arrive and events are
+//!   checked beside them.
+//! - A large unary answer (recorded only: enforced answers are read whole) goes on as it arrives
+//!   and is checked at its end when it fits in [`MAX_EVENT_BYTES`].
+//!
+//! Every mismatch is counted (`a2a_egress_artifact_schema_mismatches_total`); evidence and a log
+//! line are written at most once per [`EVIDENCE_GAP`] per integration, so a flood of bad answers
+//! does not turn into a flood of snapshot swaps.
+
+use std::time::{Duration, SystemTime};
+
+use bytes::{Bytes, BytesMut};
+use pingora::proxy::Session;
+use pingora::{Error, ErrorType, Result};
+
+use super::exchange::Response;
+use super::reply::{copied, sse_header};
+use crate::config::{ArtifactPolicy, ArtifactSchema};
+use crate::profile::Binding;
+use crate::proxy::artifact::{Violation, check_answer};
+use crate::proxy::deny::{Deny, Shape};
+use crate::proxy::events::{Splitter, data_of};
+use crate::proxy::feedback::sse_event;
+use crate::proxy::gateway::{Gateway, Outcome};
+use crate::state::{Evidence, EvidenceKind, IntegrationState};
+
+/// Largest stream event held to be checked, and largest large answer checked (bytes).
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// Least time between two evidence records (and log lines) of mismatches for one integration.
+pub const EVIDENCE_GAP: Duration = Duration::from_secs(1);
+
+/// The schema an attempt's answers are held to, and where mismatches are reported.
+pub(super) struct Screen<'a> {
+    gw: &'a Gateway,
+    name: &'a str,
+    schema: &'a ArtifactSchema,
+    binding: Binding,
+}
+
+impl<'a> Screen<'a> {
+    /// The screen of `state`'s integration, or `None` when it names no schema.
+    pub(super) fn of(
+        gw: &'a Gateway,
+        state: &'a IntegrationState,
+        binding: Binding,
+    ) -> Option<Self> {
+        let schema = state.integration.artifacts.as_ref()?;
+        Some(Screen {
+            gw,
+            name: &state.integration.name,
+            schema,
+            binding,
+        })
+    }
+
+    /// Whether a mismatch replaces the answer.
+    pub(super) fn enforcing(&self) -> bool {
+        self.schema.policy == ArtifactPolicy::Enforce
+    }
+
+    /// Checks one answer body (or one event's data); a violation is counted and recorded.
+    pub(super) fn check(&self, ok: bool, body: &[u8]) -> Option<Violation> {
+        let v = check_answer(self.schema, self.binding, ok, body).violation?;
+        self.report(&v);
+        Some(v)
+    }
+
+    /// Checks one SSE event (events without data, such as `: ping`, pass).
+    fn check_event(&self, event: &[u8]) -> Option<Violation> {
+        self.check(true, &data_of(event)?)
+    }
+
+    /// Counts `v`, and records it as evidence and logs it unless that happened just now.
+    pub(super) fn report(&self, v: &Violation) {
+        self.gw
+            .metrics
+            .artifact_mismatches
+            .with_label_values(&[self.name])
+            .inc();
+        let now = SystemTime::now();
+        let kind = EvidenceKind::ArtifactSchemaMismatch;
+        let recent = |s: &IntegrationState| s.observed_within(kind, now, EVIDENCE_GAP);
+        if self
+            .gw
+            .store
+            .load()
+            .get(self.name)
+            .is_none_or(|s| recent(s))
+        {
+            return;
+        }
+        tracing::warn!(
+            integration = self.name,
+            policy = self.schema.policy.as_str(),
+            violation = %v,
+            "an artifact does not match the integration's artifact schema"
+        );
+        let detail = v.to_string();
+        self.gw.store.update_integration(self.name, |cur| {
+            if recent(cur) {
+                return cur.clone();
+            }
+            cur.with_evidence(Evidence {
+                at: now,
+                kind,
+                detail: detail.clone(),
+            })
+        });
+    }
+}
+
+/// The refusal for an answer that does not hold to the schema.
+pub(super) fn refusal(v: &Violation) -> Deny {
+    let (part, keyword) = match v {
+        Violation::Part { part, mismatch } => (part.clone(), mismatch.keyword.clone()),
+        Violation::Unreadable(why) => ((*why).to_owned(), v.keyword().to_owned()),
+    };
+    Deny::ArtifactSchemaMismatch { part, keyword }
+}
+
+/// The SSE error event that ends an enforced stream (JSON-RPC error envelope with the caller's
+/// id, or `{"error": google.rpc.Status}`, as A2A servers send errors after a stream started).
+fn error_event(v: &Violation, shape: &Shape, integration: &str) -> Bytes {
+    let r = refusal(v).render(shape, Some(integration));
+    let mut out = BytesMut::from(&b"event: error\n"[..]);
+    out.extend_from_slice(&sse_event(&r.body));
+    out.freeze()
+}
+
+/// Streams an SSE answer to the caller, checking each event against the schema.
+pub(super) async fn pipe_stream(
+    session: &mut Session,
+    mut resp: Response<'_>,
+    screen: &Screen<'_>,
+    shape: &Shape,
+) -> Result<Outcome> {
+    sse_header(session, Some(resp.head())).await?;
+    let enforce = screen.enforcing();
+    let mut split = Some(Splitter::new(MAX_EVENT_BYTES));
+    while let Some(chunk) = next_chunk(&mut resp).await? {
+        if !enforce {
+            session
+                .write_response_body(Some(chunk.clone()), false)
+                .await?;
+        }
+        let Some(s) = split.as_mut() else {
+            continue;
+        };
+        let events = match s.push(&chunk) {
+            Ok(events) => events,
+            Err(_) => {
+                let v = Violation::Unreadable("an event larger than the gateway checks");
+                screen.report(&v);
+                if enforce {
+                    return end_with_error(session, &v, shape, screen.name).await;
+                }
+                // Recorded only: the rest passes unchecked, nothing more is held.
+                split = None;
+                continue;
+            }
+        };
+        for event in events {
+            match screen.check_event(&event) {
+                Some(v) if enforce => return end_with_error(session, &v, shape, screen.name).await,
+                _ if enforce => session.write_response_body(Some(event), false).await?,
+                _ => {}
+            }
+        }
+    }
+    // An event the stream did not finish: an SSE reader drops it, but it is checked anyway.
+    if let Some(rest) = split.map(Splitter::rest).filter(|r| !r.is_empty()) {
+        match screen.check_event(&rest) {
+            Some(v) if enforce => return end_with_error(session, &v, shape, screen.name).await,
+            _ if enforce => session.write_response_body(Some(rest), false).await?,
+            _ => {}
+        }
+    }
+    session.write_response_body(None, true).await?;
+    resp.release().await;
+    Ok(Outcome::Ok)
+}
+
+/// Ends an enforced stream with the error event; the agent's connection is dropped unread.
+async fn end_with_error(
+    session: &mut Session,
+    v: &Violation,
+    shape: &Shape,
+    integration: &str,
+) -> Result<Outcome> {
+    let event = error_event(v, shape, integration);
+    session.write_response_body(Some(event), true).await?;
+    Ok(Outcome::Denied(refusal(v).reason()))
+}
+
+/// Passes a large non-SSE answer through as it arrives (recorded only), checking it at its end.
+pub(super) async fn pipe_large(
+    session: &mut Session,
+    mut resp: Response<'_>,
+    screen: &Screen<'_>,
+) -> Result<Outcome> {
+    let mut h = copied(resp.head(), resp.status(), 1)?;
+    if let Some(n) = resp.content_length() {
+        h.insert_header("content-length", n.to_string())?;
+    }
+    let ok = resp.head().status.is_success();
+    session.write_response_header(Box::new(h), false).await?;
+    let mut held = Some(BytesMut::new());
+    while let Some(chunk) = next_chunk(&mut resp).await? {
+        if let Some(b) = held.as_mut() {
+            if b.len() + chunk.len() > MAX_EVENT_BYTES {
+                held = None;
+                screen.report(&Violation::Unreadable(
+                    "an answer larger than the gateway checks",
+                ));
+            } else {
+                b.extend_from_slice(&chunk);
+            }
+        }
+        session.write_response_body(Some(chunk), false).await?;
+    }
+    session.write_response_body(None, true).await?;
+    resp.release().await;
+    if let Some(b) = held {
+        screen.check(ok, &b);
+    }
+    Ok(if ok { Outcome::Ok } else { Outcome::AgentError })
+}
+
+/// The next piece of an upstream body; a broken body cuts the caller's response.
+async fn next_chunk(resp: &mut Response<'_>) -> Result<Option<Bytes>> {
+    resp.chunk().await.map_err(|e| {
+        tracing::warn!(error = %e, kind = e.kind(), "upstream body broke");
+        Error::explain(ErrorType::ReadError, format!("upstream body broke: {e}"))
+    })
+}
