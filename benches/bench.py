@@ -589,15 +589,40 @@ def start_upstreams(procs, out, root, bin_path):
     return fixed, line["addr"]
 
 
-def gateway_env(log):
-    # The access log is one info line per request; "warn" turns it off.
+def has_log_table(bin_path):
+    """Whether this build reads `[log]` (access = "off") from its config."""
+    r = subprocess.run([bin_path, "serve", "--help"], capture_output=True, text=True, timeout=10)
+    return "--log-format" in r.stdout + r.stderr
+
+
+def gateway_env(log, bin_path=None):
+    """The environment of a gateway with its access log on or off. A build with `[log]` gets it
+    from its config ([`with_log`]) and runs at its default level; an older one only had the level
+    (the access line is at info: "warn" turns it off)."""
+    if bin_path and has_log_table(bin_path):
+        # An empty RUST_LOG is ignored: the config's level (default info) applies.
+        return {"RUST_LOG": ""}
     level = "info,pingora_core=warn,pingora_proxy=warn" if log else "warn"
     return {"A2A_EGRESS_LOG": level, "RUST_LOG": level}
 
 
-def start_gateway(procs, name, bin_path, config, log):
-    p, line = procs.start(name, [bin_path, "serve", "--config", config], CPU_PROXY,
-                          env=gateway_env(log), first_line=True)
+def with_log(config, bin_path, log):
+    """`config`, or a copy of it with `[log] access = "off"` when the build reads `[log]`."""
+    if log or not has_log_table(bin_path):
+        return config
+    off = config.replace(".toml", "-nolog.toml")
+    with open(config) as f, open(off, "w") as g:
+        g.write(f.read().replace("[listen]", '[log]\naccess = "off"\n[listen]', 1))
+    return off
+
+
+def start_gateway(procs, name, bin_path, config, log, threads=None):
+    config = with_log(config, bin_path, log)
+    env = gateway_env(log, bin_path)
+    if threads:
+        env["TOKIO_WORKER_THREADS"] = str(threads)
+    p, line = procs.start(name, [bin_path, "serve", "--config", config], CPU_PROXY, env=env,
+                          first_line=True)
     wait_ready(line["admin"])
     return p, line
 
@@ -647,7 +672,7 @@ def scale(procs, out, bin_path, fixed, seconds, sizes):
         cfg = gateway_conf(out, f"scale-{n}", fixed, None, n_scale=n)
         t0 = time.time()
         p, line = procs.start(f"gw-scale-{n}", [bin_path, "serve", "--config", cfg], CPU_PROXY,
-                              env=gateway_env(True), first_line=True)
+                              env=gateway_env(True, bin_path), first_line=True)
         admin = line["admin"]
         wait_ready(admin, timeout=300)
         startup = time.time() - t0
@@ -715,6 +740,9 @@ def build_targets(procs, out, bin_path, gws, ports):
         if group == "send1k":
             T.append(Target(f"gwnolog-{group}", "a2a-egress, access log off",
                             f"http://{gw_nolog[1]['proxy']}/agents/fixed", body, gw_nolog[0], up, group))
+            gw4 = ports["gw4"]
+            T.append(Target(f"gw4threads-{group}", "a2a-egress, 4 worker threads on its one CPU",
+                            f"http://{gw4[1]['proxy']}/agents/fixed", body, gw4[0], up, group))
     g = "gettask"
     T.append(Target(f"direct-{g}", "direct (reference agent)", f"http://{agent}/a2a/jsonrpc", gt,
                     P["agent"], ag, g))
@@ -974,9 +1002,12 @@ def main():
         cfg = gateway_conf(args.out, "gateway", fixed, agent)
         gw = start_gateway(procs, "gateway", args.bin, cfg, log=True)
         gw_nolog = start_gateway(procs, "gateway-nolog", args.bin, cfg, log=False)
+        # The runtime's worker count: one per CPU the process may use (1 here), or 4 (the old
+        # fixed count), side by side.
+        gw4 = start_gateway(procs, "gateway-4threads", args.bin, cfg, log=True, threads=4)
         time.sleep(1)
         ports = {"fixed": fixed, "agent": agent, "nginx": nx, "bare_fixed": bare_f,
-                 "bare_agent": bare_a, "procs": P}
+                 "bare_agent": bare_a, "procs": P, "gw4": gw4}
         targets = build_targets(procs, args.out, args.bin, (gw, gw_nolog), ports)
         ctx["targets"] = targets
         ctx["rates"] = run_load(targets, args.out, args)
