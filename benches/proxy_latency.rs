@@ -68,7 +68,7 @@ fn bench(c: &mut Criterion) {
         .arg("serve")
         .arg("--config")
         .arg(&path)
-        .env("A2A_EGRESS_LOG", "warn");
+        .env("RUST_LOG", "warn");
     let (_gw, gfirst) = spawn(gw_cmd);
     let proxy = gfirst["proxy"].as_str().expect("proxy").to_owned();
     let admin = gfirst["admin"].as_str().expect("admin").to_owned();

@@ -58,7 +58,7 @@ export A2A_AGENT_TOKEN_PARTNER=partner-soak-token
 export A2A_AGENT_TOKEN_VIEWER=viewer-soak-token
 export A2A_AGENT_TOKEN_OTHER=other-soak-token
 export A2A_EGRESS_FINANCE_TOKEN=partner-soak-token
-export A2A_EGRESS_LOG=warn RUST_LOG=warn
+export RUST_LOG=warn
 
 # The agent serves a copy of the sample registry, which the soak edits to change the card.
 cp config/agent/registry.toml "$OUT/registry.toml"

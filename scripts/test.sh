@@ -5,10 +5,11 @@
 # same gates CI runs:
 #   1. cmake (pingora's zlib-ng build needs it), via apt-get when absent;
 #   2. .venv with the pinned official Python a2a-sdk peer (tests/peers/requirements.txt), rebuilt
-#      when the requirements change (a stamp file records their hash);
+#      when the requirements change (a stamp file records their hash), and the pinned official JS
+#      SDK peer (tests/peers/js, `npm ci` from its package-lock.json; needs node >= 20);
 #   3. cargo-deny (licenses, bans, sources; deny.toml), installed with cargo when absent;
 #   4. the module layering and function length (scripts/check-layers.sh, check-structure.sh);
-#   5. cargo fmt --check, cargo clippy -D warnings, cargo test --all-targets;
+#   5. cargo fmt --check, cargo clippy -D warnings, cargo doc -D warnings, cargo test --all-targets;
 #   6. `a2a-egress check` of the sample config's lockfile against a freshly started reference agent.
 # Integration tests find the peer's interpreter through A2A_EGRESS_PYTHON.
 set -euo pipefail
@@ -56,6 +57,26 @@ else
 fi
 export A2A_EGRESS_PYTHON="$VENV/bin/python"
 
+# --- JS test peer (official @a2a-js/sdk: card signature verification) ---------------------------
+JS_DIR="tests/peers/js"
+JS_STAMP="$JS_DIR/node_modules/.a2a-egress-lock.sha256"
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    apt_install nodejs npm
+fi
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+if [ "$node_major" -lt 20 ]; then
+    echo "node $(node --version) is too old for @a2a-js/sdk (needs >= 20)" >&2
+    exit 1
+fi
+want_js="$(sha256sum "$JS_DIR/package-lock.json" | cut -d' ' -f1)"
+if [ "$want_js" != "$(cat "$JS_STAMP" 2>/dev/null || true)" ]; then
+    say "installing the pinned JS SDK peer into $JS_DIR/node_modules (npm ci)"
+    (cd "$JS_DIR" && npm ci --no-audit --no-fund --ignore-scripts --quiet)
+    echo "$want_js" > "$JS_STAMP"
+else
+    say "JS peer up to date in $JS_DIR/node_modules"
+fi
+
 # --- dependency policy (cargo-deny, deny.toml) ----------------------------------------------------
 # Licenses, bans (no OpenSSL) and sources, offline: the advisory database is a git repository the
 # test machines cannot reach. Installing cargo-deny from crates.io takes about 3 minutes on 2 cores.
@@ -83,6 +104,10 @@ cargo fmt --all -- --check
 
 say "cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets -- -D warnings
+
+# Seconds on top of clippy's build: a broken or private intra-doc link fails here, not on a reader.
+say "cargo doc --no-deps (RUSTDOCFLAGS=-D warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 
 # --all-targets builds benches in test mode (each runs once, quickly); it never runs them as benchmarks.
 say "cargo test --all-targets"

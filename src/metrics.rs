@@ -11,11 +11,29 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
+use crate::state::{LockVerdict, Snapshot, StaleCause};
+
 /// Upstream latency buckets, seconds: 1 ms .. 60 s. Twelve buckets per integration keeps the
 /// series count small while covering both unary calls and long streams.
 const LATENCY_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 60.0,
 ];
+
+/// Gateway overhead buckets, seconds: 10 µs .. 100 ms. The gateway's own work per call is
+/// tens to hundreds of microseconds; the top buckets catch a refresh-and-retry.
+const OVERHEAD_BUCKETS: &[f64] = &[
+    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.01, 0.1,
+];
+
+/// Values of the `status` label of `a2a_egress_integration_status` (the integration's state).
+pub const STATUSES: [&str; 4] = ["pending", "usable", "unusable", "blocked"];
+
+/// Values of the `check` label of `a2a_egress_probe_results_total`: the kind of claim a probe
+/// checked (the claim's own argument, an extension URI or a media type, is never a label).
+pub const PROBE_CHECKS: [&str; 5] = ["interface", "version", "extension", "streaming", "input"];
+
+/// Values of the `result` label of `a2a_egress_probe_results_total`.
+pub const PROBE_RESULTS: [&str; 3] = ["ok", "failed", "inconclusive"];
 
 /// Registers `metric` on `registry`. The names and labels are constants of this file, unique
 /// and valid, so neither step can fail at run time (the unit test below renders them all).
@@ -35,9 +53,81 @@ fn counters(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> Int
     register(registry, IntCounterVec::new(Opts::new(name, help), labels))
 }
 
+/// A registered histogram family with `buckets` (seconds) by integration.
+fn histograms(registry: &Registry, name: &str, help: &str, buckets: &[f64]) -> HistogramVec {
+    let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
+    register(registry, HistogramVec::new(opts, &["integration"]))
+}
+
+/// A registered gauge without labels.
+fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
+    register(registry, IntGauge::new(name, help))
+}
+
 /// A registered gauge family.
 fn gauges(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
     register(registry, IntGaugeVec::new(Opts::new(name, help), labels))
+}
+
+/// The evidence metrics: artifact schema mismatches and the gateway's own probe runs.
+fn evidence_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec, IntGaugeVec) {
+    (
+        counters(
+            registry,
+            "a2a_egress_artifact_schema_mismatches_total",
+            "Answers or stream events whose artifact data parts do not match the integration's artifact_schema.",
+            &["integration"],
+        ),
+        counters(
+            registry,
+            "a2a_egress_probe_runs_total",
+            "Probe runs the gateway made by itself, by trigger (review, scheduled).",
+            &["integration", "trigger"],
+        ),
+        gauges(
+            registry,
+            "a2a_egress_probe_failed_claims",
+            "Claims the integration's last probe run found false.",
+            &["integration"],
+        ),
+    )
+}
+
+/// The per-integration state gauges: status, usable, lock verdict.
+fn state_gauges(registry: &Registry) -> (IntGaugeVec, IntGaugeVec, IntGaugeVec) {
+    let status = gauges(
+        registry,
+        "a2a_egress_integration_status",
+        "1 for each integration's current status (pending, usable, unusable, blocked).",
+        &["integration", "status"],
+    );
+    let usable = gauges(
+        registry,
+        "a2a_egress_profile_usable",
+        "1 when the integration has a usable profile, else 0.",
+        &["integration"],
+    );
+    let verdict = gauges(
+        registry,
+        "a2a_egress_lock_verdict",
+        "1 for each integration's current verdict against its lockfile, 0 for the others.",
+        &["integration", "verdict"],
+    );
+    (status, usable, verdict)
+}
+
+/// `a2a_egress_build_info`, set to 1 once: the crate version and the A2A protocol version it
+/// speaks, constants of the build.
+fn build_info(registry: &Registry) -> IntGaugeVec {
+    let g = gauges(
+        registry,
+        "a2a_egress_build_info",
+        "Always 1; the labels name the running build and the A2A protocol version it speaks.",
+        &["version", "protocol"],
+    );
+    g.with_label_values(&[env!("CARGO_PKG_VERSION"), "1.0"])
+        .set(1);
+    g
 }
 
 /// Every metric of the gateway.
@@ -57,6 +147,18 @@ pub struct Metrics {
     pub stale_marks_dropped: IntCounter,
     /// `a2a_egress_upstream_duration_seconds{integration}`: time to the upstream's response header.
     pub upstream_duration: HistogramVec,
+    /// `a2a_egress_gateway_overhead_seconds{integration}`: the gateway's own time on a forwarded
+    /// call: from the request's start until the upstream's answer was in hand, minus the time
+    /// spent waiting on the upstream.
+    pub overhead: HistogramVec,
+    /// `a2a_egress_integration_status{integration, status}`: 1 for the integration's current
+    /// status (`pending`, `usable`, `unusable`, `blocked`), 0 for the others.
+    pub integration_status: IntGaugeVec,
+    /// `a2a_egress_probe_results_total{integration, check, result}`: safe probe results by kind
+    /// of claim ([`PROBE_CHECKS`]) and result ([`PROBE_RESULTS`]).
+    pub probe_results: IntCounterVec,
+    /// `a2a_egress_build_info{version, protocol}`: always 1; the labels say what is running.
+    pub build_info: IntGaugeVec,
     /// `a2a_egress_profile_usable{integration}`: 1 when the integration has a usable profile.
     pub profile_usable: IntGaugeVec,
     /// `a2a_egress_lock_verdict{integration, verdict}`: 1 for the integration's current verdict
@@ -79,6 +181,11 @@ pub struct Metrics {
     /// `a2a_egress_artifact_schema_mismatches_total{integration}`: answers (or stream events)
     /// whose artifacts' data parts do not match the integration's `artifact_schema`.
     pub artifact_mismatches: IntCounterVec,
+    /// `a2a_egress_probe_runs_total{integration, trigger}`: probe runs the gateway made by
+    /// itself (`review`, `scheduled`).
+    pub probe_runs: IntCounterVec,
+    /// `a2a_egress_probe_failed_claims{integration}`: claims the last probe run found false.
+    pub probe_failed: IntGaugeVec,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -97,6 +204,8 @@ impl Metrics {
     /// Creates the registry and registers every data-plane metric.
     pub fn new() -> Self {
         let registry = Registry::new();
+        let (artifact_mismatches, probe_runs, probe_failed) = evidence_metrics(&registry);
+        let (integration_status, profile_usable, lock_verdict) = state_gauges(&registry);
         Metrics {
             requests: counters(
                 &registry,
@@ -129,42 +238,37 @@ impl Metrics {
                     "Stale marks dropped because the control-plane channel was full.",
                 ),
             ),
-            upstream_duration: register(
+            upstream_duration: histograms(
                 &registry,
-                HistogramVec::new(
-                    HistogramOpts::new(
-                        "a2a_egress_upstream_duration_seconds",
-                        "Time from sending a request upstream to its response header.",
-                    )
-                    .buckets(LATENCY_BUCKETS.to_vec()),
-                    &["integration"],
-                ),
+                "a2a_egress_upstream_duration_seconds",
+                "Time from sending a request upstream to its response header.",
+                LATENCY_BUCKETS,
             ),
-            profile_usable: gauges(
+            overhead: histograms(
                 &registry,
-                "a2a_egress_profile_usable",
-                "1 when the integration has a usable profile, else 0.",
-                &["integration"],
+                "a2a_egress_gateway_overhead_seconds",
+                "Gateway time on a forwarded call, not counting the wait for the upstream.",
+                OVERHEAD_BUCKETS,
             ),
-            lock_verdict: gauges(
+            integration_status,
+            probe_results: counters(
                 &registry,
-                "a2a_egress_lock_verdict",
-                "1 for each integration's current verdict against its lockfile, 0 for the others.",
-                &["integration", "verdict"],
+                "a2a_egress_probe_results_total",
+                "Safe probe results by integration, kind of claim and result.",
+                &["integration", "check", "result"],
             ),
-            inflight: register(
+            build_info: build_info(&registry),
+            profile_usable,
+            lock_verdict,
+            inflight: gauge(
                 &registry,
-                IntGauge::new(
-                    "a2a_egress_inflight_requests",
-                    "Data-plane requests in progress.",
-                ),
+                "a2a_egress_inflight_requests",
+                "Data-plane requests in progress.",
             ),
-            downstream_connections: register(
+            downstream_connections: gauge(
                 &registry,
-                IntGauge::new(
-                    "a2a_egress_downstream_connections",
-                    "Open data-plane connections holding a connection slot.",
-                ),
+                "a2a_egress_downstream_connections",
+                "Open data-plane connections holding a connection slot.",
             ),
             overload_refusals: counters(
                 &registry,
@@ -184,12 +288,9 @@ impl Metrics {
                 "Admin requests refused: missing or wrong token, or a forced refresh too soon.",
                 &["reason"],
             ),
-            artifact_mismatches: counters(
-                &registry,
-                "a2a_egress_artifact_schema_mismatches_total",
-                "Answers or stream events whose artifact data parts do not match the integration's artifact_schema.",
-                &["integration"],
-            ),
+            artifact_mismatches,
+            probe_runs,
+            probe_failed,
             registry,
         }
     }
@@ -203,23 +304,44 @@ impl Metrics {
         String::from_utf8(buf).unwrap_or_default()
     }
 
-    /// Sets the usable and lock-verdict gauges of every integration from a snapshot.
-    pub fn observe_snapshot(&self, snapshot: &crate::state::Snapshot) {
+    /// Sets the usable, status and lock-verdict gauges of every integration from a snapshot, and
+    /// creates its stale-mark and probe series, so dashboards and alerts see zeros, not gaps.
+    pub fn observe_snapshot(&self, snapshot: &Snapshot) {
         for (name, s) in &snapshot.integrations {
+            let name = name.as_str();
             self.profile_usable
-                .with_label_values(&[name.as_str()])
+                .with_label_values(&[name])
                 .set(i64::from(s.usable().is_some()));
-            for v in crate::state::LockVerdict::ALL {
+            let status = s.status.as_str();
+            for st in STATUSES {
+                self.integration_status
+                    .with_label_values(&[name, st])
+                    .set(i64::from(status == st));
+            }
+            for v in LockVerdict::ALL {
                 self.lock_verdict
-                    .with_label_values(&[name.as_str(), v.as_str()])
+                    .with_label_values(&[name, v.as_str()])
                     .set(i64::from(s.lock.verdict == v));
+            }
+            for c in StaleCause::ALL {
+                self.stale_marks.with_label_values(&[name, c.as_str()]);
+            }
+            for check in PROBE_CHECKS {
+                for result in PROBE_RESULTS {
+                    self.probe_results.with_label_values(&[name, check, result]);
+                }
             }
             // The mismatch series exists (at 0) for every integration that names a schema.
             if s.integration.artifacts.is_some() {
                 self.artifact_mismatches
-                    .with_label_values(&[name.as_str()])
+                    .with_label_values(&[name])
                     .inc_by(0);
             }
+            // Probe series exist before the first run (no run yet: nothing failed).
+            for t in crate::state::ProbeTrigger::ALL {
+                self.probe_runs.with_label_values(&[name, t.as_str()]);
+            }
+            self.probe_failed.with_label_values(&[name]);
         }
     }
 }
@@ -238,6 +360,13 @@ mod tests {
             .with_label_values(&["echo"])
             .observe(0.01);
         let text = m.render();
+        assert!(
+            text.contains(&format!(
+                "a2a_egress_build_info{{protocol=\"1.0\",version=\"{}\"}} 1",
+                env!("CARGO_PKG_VERSION")
+            )),
+            "{text}"
+        );
         assert!(text.contains("a2a_egress_requests_total{integration=\"echo\",method=\"SendMessage\",outcome=\"ok\"} 1"), "{text}");
         for fam in m.registry.gather() {
             assert!(fam.name().starts_with("a2a_egress_"), "{}", fam.name());

@@ -37,6 +37,8 @@ use pingora::services::listening::Service;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+pub mod probes;
+
 use crate::config::{Config, Listen};
 use crate::control::fetch::CardFetcher;
 use crate::control::refresh::ControlHandle;
@@ -177,6 +179,7 @@ pub async fn run(
 
     let mut running = Running::default();
     let control = running.start_control(&config, &store, &metrics, stale_rx)?;
+    running.start_probes(&config, &store, &metrics, &control);
     running.start_admin(
         &config,
         listeners.admin,
@@ -189,6 +192,10 @@ pub async fn run(
             default_data_class: config.policy.default_data_class.clone(),
         },
     )?;
+    let signer = config
+        .card_signing
+        .as_ref()
+        .map(|c| Arc::new(crate::proxy::card_signer::CardSigner::new(c, &public_url)));
     let gateway = Gateway {
         store,
         metrics: metrics.clone(),
@@ -199,6 +206,8 @@ pub async fn run(
         control: Some(Arc::new(control)),
         limits: crate::proxy::limits::RequestLimits::new(&config.limits),
         client: crate::proxy::client::Client::new(),
+        signer,
+        access_log: config.log.access == crate::config::AccessLog::On,
     };
     let data_plane = DataPlane::start(gateway, &config, listeners.proxy, &metrics)?;
     tracing::info!(proxy = %proxy_addr, "serving");
@@ -234,6 +243,30 @@ struct Running {
 }
 
 impl Running {
+    /// The gateway's own probe runs (after a review verdict, on `[probes] every`), unless
+    /// `[probes] enabled = false`.
+    fn start_probes(
+        &mut self,
+        config: &Config,
+        store: &Arc<Store>,
+        metrics: &Metrics,
+        control: &ControlHandle,
+    ) {
+        if !config.probes.enabled {
+            return;
+        }
+        let runner = crate::probe::runner::Runner {
+            store: store.clone(),
+            metrics: metrics.clone(),
+            connect: Arc::new(probes::Connector {
+                control: control.clone(),
+                fetcher: Arc::new(CardFetcher::new()),
+            }),
+            settings: config.probes.clone(),
+        };
+        self.tasks.push(tokio::spawn(runner.run()));
+    }
+
     /// One refresh worker per integration (first load from last-known-good, then fetch), the
     /// stale-mark consumer, and config hot reload (file change and SIGHUP).
     fn start_control(

@@ -118,7 +118,6 @@ fuzz_target!(|data: &[u8]| {
     let mut state = IntegrationState::from_profile(
         Arc::new(integration),
         profile,
-        v.json(),
         Ok(Upstream::for_tests(&iface.url)),
     );
     for streaming_off in [false, true] {

@@ -113,6 +113,9 @@ impl IntoResponse for AdminError {
         let mut meta = Map::new();
         if let AdminError::InvalidNeed(e) = &self {
             meta.insert("kind".into(), e.kind().into());
+            if let NeedError::Invalid { field, .. } = e {
+                meta.insert("field".into(), (*field).into());
+            }
         }
         let body = status::google_rpc_status(
             code.as_u16(),

@@ -4,7 +4,9 @@
 //! - `GET /healthz`: 200 while the process serves.
 //! - `GET /readyz`: 200 once every integration has a verdict (usable, unusable or blocked) and the
 //!   gateway is not draining, else 503; the body lists each integration's status and its verdict
-//!   against its lockfile (`lock`: `verdict`, `findings`, `at`, `fallback`).
+//!   against its lockfile (`lock`: `verdict`, `findings`, `at`, `fallback`), its runtime
+//!   `evidence`, its last probe run (`probes`) and each claim of its profile with its source
+//!   (`claims`: declared, verified or contradicted, see [`crate::state::claims`]).
 //! - `GET /metrics`: Prometheus text exposition of the one [`Metrics`] registry.
 //! - `POST /v1/integrations/{name}/refresh` ([`refresh`], when the control plane runs): a forced
 //!   refresh, rate-limited per integration.
@@ -135,7 +137,8 @@ async fn readyz(State(s): State<AdminState>) -> Response {
             (
                 n.clone(),
                 json!({"status": st.status.as_str(), "reason": reason, "lock": st.lock,
-                    "evidence": st.evidence}),
+                    "evidence": st.evidence, "probes": st.probes.as_deref(),
+                    "claims": crate::state::claims(st)}),
             )
         })
         .collect();

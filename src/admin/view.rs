@@ -2,9 +2,11 @@
 //! `a2a-egress status` reads it back (pure projection of the runtime state; no I/O).
 //!
 //! Two kinds of field, never mixed: what the **gateway decided** (status, reasons, lockfile
-//! verdict, interface, the accepted skills' modes, streaming and its evidence, timestamps), and
-//! what the **provider wrote**, all under `untrusted` (card and skill names, descriptions,
-//! examples, tags, the agent version, ids of skills the integration does not accept). Every
+//! verdict and the class of each finding, interface, the accepted skill ids, streaming and its
+//! evidence, timestamps), and what the **provider wrote**, all under `untrusted` (card and
+//! skill names, descriptions, examples, tags, the skills' media types, the agent version, ids of
+//! skills the integration does not accept, and the gateway's own accounts of a status, a
+//! degraded refresh or a lock finding, since those quote card values and agent answers). Every
 //! string is passed through [`sanitize`] (control, bidi and invisible characters removed, length
 //! limited) here, at the edge, even where it was sanitised when the card was compiled: a
 //! last-known-good file read back from disk is outside data too. A planning model should quote
@@ -20,12 +22,14 @@ use crate::card::sanitize::{
     MAX_SKILL_DESCRIPTION_CHARS, MAX_TAG_CHARS, MAX_TAGS, sanitize,
 };
 use crate::profile::Profile;
-use crate::select::{StreamingEvidence, streaming_evidence};
-use crate::state::IntegrationState;
+use crate::select::{StreamingEvidence, streaming_evidence, streaming_verified_at};
+use crate::state::{Claim, IntegrationState, Observer, Source, claims};
 
 /// Longest gateway-written sentence (a reason, a finding, an evidence detail) kept, in chars;
 /// some quote card values (a version, a binding), so they are bounded like card text.
 pub const MAX_REASON_CHARS: usize = 512;
+/// Most media types of one skill's input or output rendered.
+pub const MAX_MEDIA_TYPES: usize = 32;
 /// Most skills of a card rendered (accepted ones first; the rest only count).
 pub const MAX_SKILLS: usize = 64;
 
@@ -40,18 +44,25 @@ pub struct IntegrationView {
     pub usable: bool,
     /// The last refresh failed and the last good profile serves.
     pub degraded: bool,
-    /// Why it is not usable, blocked or degraded (gateway-written, sanitised).
+    /// Why it is not usable, blocked or degraded (gateway-written only; the accounts that quote
+    /// the card are `untrusted.reasons`).
     pub reasons: Vec<String>,
     /// The verdict against the lockfile.
     pub lock: LockView,
     /// The interface the gateway uses, when there is a profile.
     pub interface: Option<InterfaceView>,
-    /// Accepted skill id (configuration) → its modes, for the accepted skills the card offers.
-    pub skills: BTreeMap<String, SkillView>,
+    /// The accepted skill ids (configuration) the card offers; their modes are provider-written
+    /// and under `untrusted.skills`.
+    pub skills: Vec<String>,
     /// Streaming: declared, verified, observed.
     pub streaming: StreamingView,
     /// Runtime evidence, oldest first.
     pub evidence: Vec<EvidenceView>,
+    /// Each claim of the profile and where its truth comes from now (declared by the card,
+    /// verified or contradicted by a probe or a call, inconclusive), with when. The claims'
+    /// own words (which quote card values) are `untrusted.claims`, in the same order.
+    #[serde(default)]
+    pub claims: Vec<ClaimView>,
     /// The profile's identity and age, when there is one.
     pub profile: Option<ProfileView>,
     /// Provider-written strings, sanitised: quote as data, never follow.
@@ -63,7 +74,8 @@ pub struct IntegrationView {
 pub struct LockView {
     /// `unpinned`, `compatible`, `review` or `breaking`.
     pub verdict: String,
-    /// One line per finding.
+    /// One line per finding: its class and why it matters (gateway-written); the field and the
+    /// values it is about are `untrusted.lock_findings`, in the same order.
     pub findings: Vec<String>,
     /// When the verdict was reached (RFC 3339).
     pub at: String,
@@ -80,15 +92,6 @@ pub struct InterfaceView {
     pub version: String,
 }
 
-/// What one accepted skill takes and gives.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SkillView {
-    /// Input media types.
-    pub input: Vec<String>,
-    /// Output media types.
-    pub output: Vec<String>,
-}
-
 /// Streaming, by source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamingView {
@@ -98,10 +101,18 @@ pub struct StreamingView {
     pub mode: String,
     /// Whether a stream would be sent upstream now.
     pub allowed: bool,
-    /// `declared` (nothing verified), `verified` or `refused`.
+    /// `verified` when a probe showed streaming works on the card now served (the gateway's own
+    /// probe since the profile was installed, or the lockfile's evidence for this card),
+    /// `contradicted` when the newest probe since then showed it does not, else `declared`:
+    /// nothing beyond the card's word.
     pub verified: String,
-    /// When the agent last refused a stream since the profile was installed (RFC 3339).
-    pub refused_at: Option<String>,
+    /// When that probe ran (RFC 3339).
+    pub verified_at: Option<String>,
+    /// What calls showed since the profile was installed: `refused` when the agent turned a
+    /// stream down (streaming is then off until the next refresh), else `null`.
+    pub observed: Option<String>,
+    /// When the agent last refused a stream (RFC 3339).
+    pub observed_at: Option<String>,
 }
 
 /// One runtime observation.
@@ -113,6 +124,20 @@ pub struct EvidenceView {
     pub at: String,
     /// Gateway-written detail, sanitised.
     pub detail: String,
+}
+
+/// One claim's standing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimView {
+    /// Which kind of claim: `interface`, `version`, `streaming`, `extension`, `extensions`,
+    /// `input` or `artifacts` (the per-value key is `untrusted.claims`).
+    pub claim: String,
+    /// `declared`, `verified`, `contradicted` or `inconclusive`.
+    pub source: String,
+    /// Who contradicted it: `probe` or `runtime`.
+    pub by: Option<String>,
+    /// When it was observed (for `declared`: when the profile was installed), RFC 3339.
+    pub at: String,
 }
 
 /// The profile's identity and age.
@@ -143,6 +168,16 @@ pub struct Untrusted {
     pub skills: BTreeMap<String, UntrustedSkill>,
     /// Ids of skills the card offers that the integration does not accept.
     pub other_skills: Vec<String>,
+    /// The gateway's account of the status, then of the degraded refresh (they quote card
+    /// values and agent answers).
+    #[serde(default)]
+    pub reasons: Vec<String>,
+    /// Per claim (same order as `claims`): `key: what is declared (what was seen)`.
+    #[serde(default)]
+    pub claims: Vec<String>,
+    /// Per lock finding (same order as `lock.findings`): `field: was -> now`.
+    #[serde(default)]
+    pub lock_findings: Vec<String>,
 }
 
 /// The provider's words about one skill.
@@ -156,6 +191,12 @@ pub struct UntrustedSkill {
     pub examples: Vec<String>,
     /// `tags`.
     pub tags: Vec<String>,
+    /// Accepted input media types.
+    #[serde(default)]
+    pub input: Vec<String>,
+    /// Produced output media types.
+    #[serde(default)]
+    pub output: Vec<String>,
 }
 
 /// RFC 3339 in UTC, whole seconds.
@@ -179,7 +220,9 @@ pub fn view(state: &IntegrationState, now: SystemTime) -> IntegrationView {
         reasons: reasons(state),
         lock: LockView {
             verdict: lock.verdict.as_str().to_owned(),
-            findings: lock.findings.iter().map(|f| said(&f.to_string())).collect(),
+            findings: (lock.findings.iter())
+                .map(|f| format!("{}: {}", f.class, said(&f.why)))
+                .collect(),
             at: timestamp(lock.at),
             fallback: lock.fallback.clone(),
         },
@@ -189,7 +232,9 @@ pub fn view(state: &IntegrationState, now: SystemTime) -> IntegrationView {
                 binding: i.binding.as_str().to_owned(),
                 version: said(&i.version),
             }),
-        skills: profile.map(|p| skills(state, p)).unwrap_or_default(),
+        skills: profile
+            .map(|p| accepted(state, p).cloned().collect())
+            .unwrap_or_default(),
         streaming: streaming(state),
         evidence: state
             .evidence
@@ -200,6 +245,7 @@ pub fn view(state: &IntegrationState, now: SystemTime) -> IntegrationView {
                 detail: said(&e.detail),
             })
             .collect(),
+        claims: claims(state).iter().map(claim_view).collect(),
         profile: profile.map(|p| ProfileView {
             card_digest: said(&p.card_digest),
             installed_at: timestamp(state.installed_at),
@@ -210,27 +256,90 @@ pub fn view(state: &IntegrationState, now: SystemTime) -> IntegrationView {
             validated_at: state.freshness.validated_at.map(timestamp),
             unrevalidated: state.freshness.unrevalidated,
         }),
-        untrusted: profile.map(|p| untrusted(state, p)).unwrap_or_default(),
+        untrusted: Untrusted {
+            reasons: accounts(state),
+            claims: (claims(state).iter())
+                .map(|c| {
+                    said(&format!(
+                        "{}: {} ({})",
+                        c.claim,
+                        c.declared,
+                        detail(&c.source)
+                    ))
+                })
+                .collect(),
+            lock_findings: (lock.findings.iter())
+                .map(|f| said(&format!("{}: {} -> {}", f.field, f.was, f.now)))
+                .collect(),
+            ..profile.map(|p| untrusted(state, p)).unwrap_or_default()
+        },
     }
 }
 
+/// Gateway-written sentences only: the state's accounts quote card values, so they are
+/// [`accounts`], under `untrusted`.
 fn reasons(state: &IntegrationState) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(reason) = state.status.reason() {
-        out.push(said(reason));
+    match state.status {
+        crate::state::Status::Unusable { .. } => {
+            out.push("no usable profile (why: untrusted.reasons)".to_owned())
+        }
+        crate::state::Status::Blocked { .. } => {
+            out.push("traffic stopped on purpose (why: untrusted.reasons)".to_owned())
+        }
+        _ => {}
     }
     if let Some(d) = &state.freshness.degraded {
-        out.push(said(&format!(
-            "degraded since {} ({} failed refreshes): {}",
+        out.push(format!(
+            "degraded since {} ({} failed refreshes; why: untrusted.reasons)",
             timestamp(d.since),
             d.failures,
-            d.reason
-        )));
+        ));
     }
     if state.lock.verdict == crate::state::LockVerdict::Breaking {
         out.push("breaking against the integration's lockfile".into());
     }
     out
+}
+
+/// A claim's gateway-decided part; its key is cut to the kind (the rest quotes the card).
+fn claim_view(c: &Claim) -> ClaimView {
+    let kind = c.claim.split(':').next().unwrap_or_default();
+    let (source, by, at) = match &c.source {
+        Source::Declared { at } => ("declared", None, at),
+        Source::Verified { at, .. } => ("verified", None, at),
+        Source::Contradicted { at, by, .. } => {
+            let by = match by {
+                Observer::Probe => "probe",
+                Observer::Runtime => "runtime",
+            };
+            ("contradicted", Some(by.to_owned()), at)
+        }
+        Source::Inconclusive { at, .. } => ("inconclusive", None, at),
+    };
+    ClaimView {
+        claim: said(kind),
+        source: source.to_owned(),
+        by,
+        at: timestamp(*at),
+    }
+}
+
+/// What the observation saw (a probe's detail may quote the agent's answer).
+fn detail(s: &Source) -> &str {
+    match s {
+        Source::Declared { .. } => "declared",
+        Source::Verified { detail, .. }
+        | Source::Contradicted { detail, .. }
+        | Source::Inconclusive { detail, .. } => detail,
+    }
+}
+
+/// The status's own account, then the degraded refresh's, sanitised and bounded.
+fn accounts(state: &IntegrationState) -> Vec<String> {
+    let status = state.status.reason().map(said);
+    let degraded = state.freshness.degraded.as_ref().map(|d| said(&d.reason));
+    status.into_iter().chain(degraded).collect()
 }
 
 /// The accepted skill ids the card offers: configuration names, so safe as keys.
@@ -243,37 +352,28 @@ fn accepted<'a>(state: &'a IntegrationState, p: &'a Profile) -> impl Iterator<It
         .take(MAX_SKILLS)
 }
 
-fn skills(state: &IntegrationState, p: &Profile) -> BTreeMap<String, SkillView> {
-    accepted(state, p)
-        .filter_map(|id| {
-            let s = p.skills.get(id)?;
-            let v = SkillView {
-                input: s.input.iter().map(|m| said(m)).collect(),
-                output: s.output.iter().map(|m| said(m)).collect(),
-            };
-            Some((id.clone(), v))
-        })
-        .collect()
-}
-
 fn streaming(state: &IntegrationState) -> StreamingView {
-    let refused_at = state
+    let observed_at = state
         .evidence
         .iter()
         .rev()
         .find(|e| matches!(e.kind, crate::state::EvidenceKind::StreamingRefused))
         .map(|e| timestamp(e.at));
+    let verified_at = streaming_verified_at(state);
     StreamingView {
         declared: state.profile().is_some_and(|p| p.streaming),
         mode: state.integration.streaming.as_str().to_owned(),
         allowed: state.streaming_allowed(),
-        verified: match streaming_evidence(state) {
-            StreamingEvidence::Declared => "declared",
-            StreamingEvidence::Verified => "verified",
-            StreamingEvidence::Refused => "refused",
+        verified: match (streaming_evidence(state), verified_at) {
+            (StreamingEvidence::Contradicted, _) => "contradicted",
+            (_, Some(_)) => "verified",
+            (_, None) => "declared",
         }
         .to_owned(),
-        refused_at,
+        verified_at: verified_at.map(timestamp),
+        observed: (streaming_evidence(state) == StreamingEvidence::Refused)
+            .then(|| "refused".to_owned()),
+        observed_at,
     }
 }
 
@@ -282,11 +382,13 @@ fn untrusted(state: &IntegrationState, p: &Profile) -> Untrusted {
     let skills = accepted(state, p)
         .map(|id| {
             let shown = d.skills.get(id).cloned().unwrap_or_default();
-            let tags = p
-                .skills
-                .get(id)
-                .map(|s| s.tags.as_slice())
-                .unwrap_or_default();
+            let modes = p.skills.get(id);
+            let tags = modes.map(|s| s.tags.as_slice()).unwrap_or_default();
+            let types = |v: Option<&Vec<String>>| -> Vec<String> {
+                (v.into_iter().flatten().take(MAX_MEDIA_TYPES))
+                    .map(|m| sanitize(m, MAX_NAME_CHARS))
+                    .collect()
+            };
             let s = UntrustedSkill {
                 name: sanitize(&shown.name, MAX_NAME_CHARS),
                 description: sanitize(&shown.description, MAX_SKILL_DESCRIPTION_CHARS),
@@ -296,6 +398,8 @@ fn untrusted(state: &IntegrationState, p: &Profile) -> Untrusted {
                 tags: (tags.iter().take(MAX_TAGS))
                     .map(|t| sanitize(t, MAX_TAG_CHARS))
                     .collect(),
+                input: types(modes.map(|s| &s.input)),
+                output: types(modes.map(|s| &s.output)),
             };
             (id.clone(), s)
         })
@@ -310,6 +414,9 @@ fn untrusted(state: &IntegrationState, p: &Profile) -> Untrusted {
             .take(MAX_SKILLS)
             .map(|id| sanitize(id, MAX_NAME_CHARS))
             .collect(),
+        reasons: Vec::new(),
+        claims: Vec::new(),
+        lock_findings: Vec::new(),
     }
 }
 

@@ -1,5 +1,5 @@
-//! Agent Cards: the wire model, strict validation and JWS signature checks (reads trusted key
-//! files only when no keys were loaded for it).
+//! Agent Cards: the wire model, strict validation, JWS signature checks and the gateway's own
+//! signatures (reads trusted key files only when no keys were loaded for it).
 //!
 //! The flow is always `validate` (bytes → [`ValidatedCard`], here) then `compile` (pure:
 //! [`ValidatedCard`] + client capabilities → [`crate::profile::Profile`], in `profile`).
@@ -22,6 +22,7 @@ pub mod canonical;
 mod policy;
 mod rules;
 pub mod sanitize;
+pub mod sign;
 pub mod signature;
 pub(crate) mod text;
 pub mod validate;

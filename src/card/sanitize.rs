@@ -1,6 +1,6 @@
 //! Sanitising provider-written text before it is shown to a planner or an operator (pure).
 //!
-//! Card strings are a prompt-injection channel (seed 000, "Treat card content as untrusted input").
+//! Card strings are a prompt-injection channel: card content is untrusted input.
 //! The rule, applied to every string in [`crate::profile::Display`] and to skill tags:
 //! 1. remove control characters (Unicode Cc other than whitespace) and invisible format
 //!    characters: bidi embeddings/overrides/isolates and marks, zero-width space/joiners, word joiner

@@ -392,64 +392,168 @@ fn normalise_origin(origin: &str) -> Option<String> {
     crate::types::normalize_origin(origin)
 }
 
+/// Why a JWK of a trust file cannot be a trusted verification key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JwkError {
+    /// The key is not a JSON object.
+    #[error("not a JSON object")]
+    NotAnObject,
+    /// No non-empty `kid`.
+    #[error("no `kid` (keys are selected by kid; every trusted key needs one)")]
+    NoKid,
+    /// No `kty`.
+    #[error("no `kty`")]
+    NoKty,
+    /// An `oct` key.
+    #[error("symmetric (`oct`) keys are not accepted: HMAC is not an allowed algorithm")]
+    Symmetric,
+    /// A private member (`d`, `p`, …) is present.
+    #[error("contains private key material (`{0}`); a trust file must hold public keys only")]
+    PrivateMaterial(&'static str),
+    /// `use` is not `sig` (the JSON value as written).
+    #[error("`use` is {0}, expected \"sig\"")]
+    Use(String),
+    /// `key_ops` does not allow `verify`.
+    #[error("`key_ops` does not include \"verify\"")]
+    KeyOps,
+    /// `alg` is not a string (the JSON value as written).
+    #[error("`alg` is {0}, expected a string")]
+    Alg(String),
+    /// A member the key type needs is missing.
+    #[error("{kty} key without `{name}`")]
+    Missing {
+        /// The key type.
+        kty: String,
+        /// The member.
+        name: &'static str,
+    },
+    /// A member is not base64url.
+    #[error("`{0}` is not base64url")]
+    NotBase64url(&'static str),
+    /// A curve other than the one supported for the key type.
+    #[error("{kty} curve {crv:?} is not supported (only {only})")]
+    Curve {
+        /// `EC` or `OKP`.
+        kty: &'static str,
+        /// The curve named.
+        crv: String,
+        /// The supported curve and its algorithm.
+        only: &'static str,
+    },
+    /// Key material of the wrong length.
+    #[error("{0}")]
+    KeyLength(&'static str),
+    /// An RSA modulus below the minimum.
+    #[error("RSA modulus has {bits} bits; at least {MIN_RSA_BITS} are required")]
+    RsaTooSmall {
+        /// The modulus' bits.
+        bits: usize,
+    },
+    /// A key type other than EC, RSA and OKP.
+    #[error("key type {0:?} is not supported")]
+    KeyType(String),
+    /// jsonwebtoken's JWK model refuses it.
+    #[error("not a valid JWK: {0}")]
+    Jwk(String),
+    /// jsonwebtoken cannot build a key from it.
+    #[error("unusable key: {0}")]
+    Unusable(String),
+}
+
+impl JwkError {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            JwkError::NotAnObject => "not_an_object",
+            JwkError::NoKid => "no_kid",
+            JwkError::NoKty => "no_kty",
+            JwkError::Symmetric => "symmetric",
+            JwkError::PrivateMaterial(_) => "private_material",
+            JwkError::Use(_) => "use",
+            JwkError::KeyOps => "key_ops",
+            JwkError::Alg(_) => "alg",
+            JwkError::Missing { .. } => "missing_member",
+            JwkError::NotBase64url(_) => "not_base64url",
+            JwkError::Curve { .. } => "curve",
+            JwkError::KeyLength(_) => "key_length",
+            JwkError::RsaTooSmall { .. } => "rsa_too_small",
+            JwkError::KeyType(_) => "key_type",
+            JwkError::Jwk(_) => "jwk",
+            JwkError::Unusable(_) => "unusable",
+        }
+    }
+}
+
+/// Why `raw` could not be a trusted verification key (the rules of [`TrustedKeys::add_jwks`]),
+/// for keys the gateway publishes itself.
+pub(crate) fn check_public_jwk(raw: &Value) -> Result<(), JwkError> {
+    parse_jwk(raw).map(|_| ())
+}
+
 /// Parses one JWK into a trusted verification key, or says why it cannot be one.
-fn parse_jwk(raw: &Value) -> Result<TrustedKey, String> {
-    let obj = raw.as_object().ok_or("not a JSON object")?;
+fn parse_jwk(raw: &Value) -> Result<TrustedKey, JwkError> {
+    let obj = raw.as_object().ok_or(JwkError::NotAnObject)?;
     let kid = match obj.get("kid") {
         Some(Value::String(k)) if !k.is_empty() => k.clone(),
-        _ => return Err("no `kid` (keys are selected by kid; every trusted key needs one)".into()),
+        _ => return Err(JwkError::NoKid),
     };
-    let kty = obj.get("kty").and_then(Value::as_str).ok_or("no `kty`")?;
+    let kty = obj
+        .get("kty")
+        .and_then(Value::as_str)
+        .ok_or(JwkError::NoKty)?;
     if kty == "oct" {
-        return Err(
-            "symmetric (`oct`) keys are not accepted: HMAC is not an allowed algorithm".into(),
-        );
+        return Err(JwkError::Symmetric);
     }
     if let Some(p) = ["d", "p", "q", "dp", "dq", "qi", "k"]
         .iter()
         .find(|p| obj.contains_key(**p))
     {
-        return Err(format!(
-            "contains private key material (`{p}`); a trust file must hold public keys only"
-        ));
+        return Err(JwkError::PrivateMaterial(p));
     }
     if let Some(u) = obj.get("use")
         && u != "sig"
     {
-        return Err(format!("`use` is {u}, expected \"sig\""));
+        return Err(JwkError::Use(u.to_string()));
     }
     if let Some(ops) = obj.get("key_ops") {
         let allows_verify = ops
             .as_array()
             .is_some_and(|a| a.iter().any(|o| o == "verify"));
         if !allows_verify {
-            return Err("`key_ops` does not include \"verify\"".into());
+            return Err(JwkError::KeyOps);
         }
     }
     let alg = match obj.get("alg") {
         None => None,
         Some(Value::String(a)) => Some(a.clone()),
-        Some(other) => return Err(format!("`alg` is {other}, expected a string")),
+        Some(other) => return Err(JwkError::Alg(other.to_string())),
     };
-    let field = |name: &str| -> Result<Vec<u8>, String> {
+    let field = |name: &'static str| -> Result<Vec<u8>, JwkError> {
         let s = obj
             .get(name)
             .and_then(Value::as_str)
-            .ok_or_else(|| format!("{kty} key without `{name}`"))?;
+            .ok_or_else(|| JwkError::Missing {
+                kty: kty.to_owned(),
+                name,
+            })?;
         URL_SAFE_NO_PAD
             .decode(s)
-            .map_err(|_| format!("`{name}` is not base64url"))
+            .map_err(|_| JwkError::NotBase64url(name))
     };
     let kind = match kty {
         "EC" => {
             let crv = obj.get("crv").and_then(Value::as_str).unwrap_or("");
             if crv != "P-256" {
-                return Err(format!(
-                    "EC curve {crv:?} is not supported (only P-256, for ES256)"
-                ));
+                return Err(JwkError::Curve {
+                    kty: "EC",
+                    crv: crv.to_owned(),
+                    only: "P-256, for ES256",
+                });
             }
             if field("x")?.len() != 32 || field("y")?.len() != 32 {
-                return Err("P-256 coordinates must be 32 bytes each".into());
+                return Err(JwkError::KeyLength(
+                    "P-256 coordinates must be 32 bytes each",
+                ));
             }
             KeyKind::EcP256
         }
@@ -462,25 +566,25 @@ fn parse_jwk(raw: &Value) -> Result<TrustedKey, String> {
                     .find(|b| **b != 0)
                     .map_or(0, |b| b.leading_zeros() as usize);
             if bits < MIN_RSA_BITS {
-                return Err(format!(
-                    "RSA modulus has {bits} bits; at least {MIN_RSA_BITS} are required"
-                ));
+                return Err(JwkError::RsaTooSmall { bits });
             }
             KeyKind::Rsa { bits }
         }
         "OKP" => {
             let crv = obj.get("crv").and_then(Value::as_str).unwrap_or("");
             if crv != "Ed25519" {
-                return Err(format!(
-                    "OKP curve {crv:?} is not supported (only Ed25519, for EdDSA)"
-                ));
+                return Err(JwkError::Curve {
+                    kty: "OKP",
+                    crv: crv.to_owned(),
+                    only: "Ed25519, for EdDSA",
+                });
             }
             if field("x")?.len() != 32 {
-                return Err("Ed25519 public key must be 32 bytes".into());
+                return Err(JwkError::KeyLength("Ed25519 public key must be 32 bytes"));
             }
             KeyKind::Ed25519
         }
-        other => return Err(format!("key type {other:?} is not supported")),
+        other => return Err(JwkError::KeyType(other.to_owned())),
     };
     // Parse through jsonwebtoken's own JWK model so the DecodingKey is built the way it expects.
     // Unknown members (e.g. x5c) are ignored by it; `alg` is checked by us, above and at use.
@@ -490,9 +594,9 @@ fn parse_jwk(raw: &Value) -> Result<TrustedKey, String> {
             clean.insert(k.clone(), v.clone());
         }
     }
-    let jwk: Jwk = serde_json::from_value(Value::Object(clean))
-        .map_err(|e| format!("not a valid JWK: {e}"))?;
-    let key = DecodingKey::from_jwk(&jwk).map_err(|e| format!("unusable key: {e}"))?;
+    let jwk: Jwk =
+        serde_json::from_value(Value::Object(clean)).map_err(|e| JwkError::Jwk(e.to_string()))?;
+    let key = DecodingKey::from_jwk(&jwk).map_err(|e| JwkError::Unusable(e.to_string()))?;
     Ok(TrustedKey {
         kid,
         kind,

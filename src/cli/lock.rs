@@ -186,13 +186,16 @@ pub fn run_lock(a: LockArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The probes' evidence for the lockfile's `verified` (claim → `probe ok <time>`); `None` after
-/// printing why when a claim failed (nothing is pinned against a card that misstates itself).
+/// A lockfile's `verified`: claim → `probe ok <time>`.
+type Verified = BTreeMap<String, String>;
+
+/// The probes' evidence for the lockfile's `verified`; `None` after printing why when a claim
+/// failed (nothing is pinned against a card that misstates itself).
 fn probe_evidence(
     config: &Config,
     state: &IntegrationState,
     name: &str,
-) -> anyhow::Result<Option<BTreeMap<String, String>>> {
+) -> anyhow::Result<Option<Verified>> {
     let results = super::probe::run_probes(config, state)?.unwrap_or_default();
     let mut verified = BTreeMap::new();
     let mut failed = false;

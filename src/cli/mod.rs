@@ -23,6 +23,7 @@ use crate::profile::ClientCaps;
 mod agent;
 mod diff;
 mod guard;
+mod keygen;
 mod lock;
 mod planner;
 mod probe;
@@ -93,6 +94,11 @@ enum Command {
     /// Exit 0 when no claim failed, 1 when one did or no profile could be built, 64 for a bad
     /// config or unknown integration.
     Probe(probe::ProbeArgs),
+    /// Writes a new private signing key (a JWK, mode 0600) for the gateway's effective cards and
+    /// prints its public JWK, for the orchestrators that verify the cards.
+    ///
+    /// Exit 0, 1 when the file exists (without --force) or cannot be written.
+    Keygen(keygen::KeygenArgs),
     /// Asks a running gateway which integration can take a need (`POST /v1/select` on its admin
     /// listener) and prints the answer JSON: the chosen integration and every candidate's reasons.
     ///
@@ -112,6 +118,10 @@ struct ServeArgs {
     /// Config file [default: config/gateway.toml].
     #[arg(long, short = 'c')]
     config: Option<PathBuf>,
+    /// Log line format on stderr [default: `[log] format`, else text]. The level is `RUST_LOG`
+    /// when set, else `[log] level`.
+    #[arg(long, value_enum)]
+    log_format: Option<crate::config::LogFormat>,
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +136,11 @@ struct CardArgs {
     origin: Option<String>,
 }
 
+/// The command line's definition (for checks that a deployment's arguments parse).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// Parses the command line, runs the command and maps its outcome to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -133,7 +148,7 @@ pub fn main() -> ExitCode {
         Command::Validate(a) => card_command(&a, false),
         Command::Compile(a) => card_command(&a, true),
         Command::Serve(a) => match serve::load(a.config) {
-            Ok(c) => serve::run(c).map(|()| ExitCode::SUCCESS),
+            Ok(c) => serve::run(c, a.log_format).map(|()| ExitCode::SUCCESS),
             Err(e) => {
                 eprintln!("{e}");
                 Ok(ExitCode::from(EXIT_USAGE))
@@ -144,6 +159,7 @@ pub fn main() -> ExitCode {
         Command::Lock(a) => lock::run_lock(a),
         Command::Check(a) => lock::run_check(a),
         Command::Probe(a) => probe::run(a),
+        Command::Keygen(a) => keygen::run(&a),
         Command::Select(a) => planner::run_select(a),
         Command::Status(a) => planner::run_status(a),
     };

@@ -53,11 +53,11 @@ pub struct StatusArgs {
 }
 
 /// The admin base URL, without a trailing slash.
-fn admin_url(a: &AdminArgs) -> Result<String, String> {
+fn admin_url(a: &AdminArgs) -> anyhow::Result<String> {
     if let Some(u) = &a.admin {
-        let parsed = url::Url::parse(u).map_err(|e| format!("--admin {u:?}: {e}"))?;
+        let parsed = url::Url::parse(u).map_err(|e| anyhow::anyhow!("--admin {u:?}: {e}"))?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(format!("--admin {u:?}: not an http(s) URL"));
+            anyhow::bail!("--admin {u:?}: not an http(s) URL");
         }
         return Ok(u.trim_end_matches('/').to_owned());
     }
@@ -68,7 +68,7 @@ fn admin_url(a: &AdminArgs) -> Result<String, String> {
     match path {
         Some(p) => crate::config::Config::load(&p)
             .map(|c| format!("http://{}", c.listen.admin))
-            .map_err(|e| e.to_string()),
+            .map_err(|e| anyhow::anyhow!("{e}")),
         None => Ok("http://127.0.0.1:7412".into()),
     }
 }
@@ -228,6 +228,8 @@ pub fn table(views: &[IntegrationView]) -> String {
             "no".into()
         } else if v.streaming.mode == "off" {
             "off".into()
+        } else if let Some(o) = &v.streaming.observed {
+            o.clone()
         } else {
             v.streaming.verified.clone()
         };
@@ -244,8 +246,10 @@ pub fn table(views: &[IntegrationView]) -> String {
             v.profile
                 .as_ref()
                 .map_or("-".into(), |p| age(p.age_seconds)),
-            v.reasons
-                .last()
+            // The status's own account (why unusable or blocked) first, then the degraded
+            // refresh's; both quote the card, so they come sanitised again.
+            (v.untrusted.reasons.first())
+                .or(v.reasons.first())
                 .map_or("-".into(), |r| sanitize(r, MAX_ERROR_COLUMN)),
         ]);
     }
@@ -297,17 +301,18 @@ mod tests {
     fn the_table_sanitises_what_came_over_the_wire() {
         let v: IntegrationView = serde_json::from_value(serde_json::json!({
             "integration": "fin\u{1b}[2Jance", "status": "usable", "usable": true,
-            "degraded": true, "reasons": ["first", "card fetch failed:\u{202e} evil\nline"],
+            "degraded": true, "reasons": ["card fetch failed:\u{202e} evil\nline", "second"],
             "lock": {"verdict": "review", "findings": [], "at": "2026-12-01T00:00:00Z",
                 "fallback": null},
-            "interface": null, "skills": {},
+            "interface": null, "skills": [],
             "streaming": {"declared": true, "mode": "preferred", "allowed": true,
-                "verified": "declared", "refused_at": null},
+                "verified": "declared", "verified_at": null, "observed": null,
+                "observed_at": null},
             "evidence": [], "profile": {"card_digest": "sha256:00",
                 "installed_at": "2026-12-01T00:00:00Z", "age_seconds": 125,
                 "validated_at": null, "unrevalidated": false},
             "untrusted": {"name": "", "description": "", "agent_version": "", "skills": {},
-                "other_skills": []}
+                "other_skills": [], "reasons": ["card fetch failed:\u{202e} evil\nline"]}
         }))
         .unwrap();
         let t = table(&[v]);

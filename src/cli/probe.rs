@@ -11,8 +11,9 @@ use anyhow::Context as _;
 
 use super::lock::{current, load};
 use crate::config::Config;
-use crate::control::fetch::{CardFetcher, FetchPolicy, Outgoing};
-use crate::probe::{self, Outcome, ProbeResult, Request, Response, Transport};
+use crate::control::fetch::CardFetcher;
+use crate::probe::{self, Outcome, ProbeResult};
+use crate::server::probes::Direct;
 use crate::state::IntegrationState;
 
 /// Arguments of `a2a-egress probe`.
@@ -25,45 +26,6 @@ pub struct ProbeArgs {
     config: Option<PathBuf>,
 }
 
-/// The gateway's own card client (approved origins, checked and pinned addresses, size cap, no
-/// redirects) with the integration's credential.
-struct Direct {
-    fetcher: CardFetcher,
-    policy: FetchPolicy,
-    authorization: Option<http::HeaderValue>,
-}
-
-#[async_trait::async_trait]
-impl Transport for Direct {
-    async fn send(&self, r: Request) -> Result<Response, String> {
-        let mut headers = r.headers;
-        if let Some(a) = &self.authorization {
-            headers.insert(http::header::AUTHORIZATION, a.clone());
-        }
-        let out = Outgoing {
-            method: r.method,
-            url: r.url,
-            headers,
-            body: r.body,
-            follow_redirects: false,
-        };
-        let got = self
-            .fetcher
-            .send(out, &self.policy)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(Response {
-            status: got.status.as_u16(),
-            content_type: got
-                .headers
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned),
-            body: got.body,
-        })
-    }
-}
-
 /// Runs the probes `state` allows; `None` when it has no interface to probe.
 pub(super) fn run_probes(
     config: &Config,
@@ -72,13 +34,7 @@ pub(super) fn run_probes(
     let Some((target, checks)) = probe::plan(state) else {
         return Ok(None);
     };
-    let policy = crate::control::refresh::fetch_policy(&state.integration, config)
-        .context("the integration's origins")?;
-    let transport = Direct {
-        fetcher: CardFetcher::new(),
-        policy,
-        authorization: state.upstream().and_then(|u| u.authorization.clone()),
-    };
+    let transport = Direct::new(CardFetcher::new(), config, state)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

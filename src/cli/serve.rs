@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::config::Config;
+use crate::config::{Config, DEFAULT_LOG_LEVEL, Log, LogFormat};
 use crate::server::{Listeners, public_url};
 
 /// The variable that sets the runtime's worker threads (tokio's own name for it). Unset, there
@@ -25,10 +25,26 @@ const WORKER_THREADS_VAR: &str = "TOKIO_WORKER_THREADS";
 /// get before the runtime stops.
 const RUNTIME_STOP: Duration = Duration::from_secs(1);
 
-fn init_tracing() {
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_env("A2A_EGRESS_LOG").unwrap_or_else(|_| {
-            tracing_subscriber::EnvFilter::new("info,pingora_core=warn,pingora_proxy=warn")
+/// Where log lines go, and how (`[log]`, `--log-format`, `RUST_LOG`).
+///
+/// The level is `RUST_LOG` when set, else `[log] level`; pingora's own crates stay at warn unless
+/// the directive names them. Colour codes only when stderr (where the lines go) is a terminal.
+fn init_tracing(log: &Log, format: Option<LogFormat>) {
+    use std::io::IsTerminal as _;
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let directive = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| log.level.clone());
+    let filter = tracing_subscriber::EnvFilter::builder()
+        .parse(with_quiet_pingora(&directive))
+        .unwrap_or_else(|e| {
+            eprintln!(
+                "RUST_LOG: {directive:?} is not a log filter ({e}); using {DEFAULT_LOG_LEVEL}"
+            );
+            tracing_subscriber::EnvFilter::new(with_quiet_pingora(DEFAULT_LOG_LEVEL))
         });
     // pingora's HTTP/1 client logs each request header it writes as raw bytes at TRACE, the
     // integration's `Authorization` included (its Debug of header maps redacts values marked
@@ -37,17 +53,33 @@ fn init_tracing() {
     let no_raw_headers = tracing_subscriber::filter::filter_fn(|m| {
         !(*m.level() == tracing::Level::TRACE && m.target().starts_with("pingora_core::protocols"))
     });
-    use tracing_subscriber::Layer as _;
-    use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
-    let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_filter(no_raw_headers)
-        // Outermost, so its level is the layer's hint: `log` records (pingora's) below it are
-        // dropped at the macro, not evaluated against every directive on each request.
-        .with_filter(filter);
+    let layer = match format.unwrap_or(log.format) {
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .with_writer(std::io::stderr)
+            .boxed(),
+    };
+    // The EnvFilter outermost, so its level is the layer's hint: `log` records (pingora's)
+    // below it are dropped at the macro, not evaluated against every directive on each request.
+    let layer = layer.with_filter(no_raw_headers).with_filter(filter);
     // try_init: a second call in one process (a test) keeps the first subscriber.
     let _ = tracing_subscriber::registry().with(layer).try_init();
+}
+
+/// `directive` with pingora's crates at warn unless it names them itself.
+fn with_quiet_pingora(directive: &str) -> String {
+    if directive.contains("pingora") {
+        directive.to_owned()
+    } else {
+        format!("{directive},pingora_core=warn,pingora_proxy=warn")
+    }
 }
 
 /// Resolves on the first SIGTERM or SIGINT. The handlers are installed before this returns, so a
@@ -78,9 +110,10 @@ fn announce(config: &Config, listeners: &Listeners) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the gateway until SIGTERM/SIGINT. Returns after a clean shutdown.
-pub fn run(config: Config) -> anyhow::Result<()> {
-    init_tracing();
+/// Runs the gateway until SIGTERM/SIGINT. Returns after a clean shutdown. `format` is
+/// `--log-format`, which wins over `[log] format`.
+pub fn run(config: Config, format: Option<LogFormat>) -> anyhow::Result<()> {
+    init_tracing(&config.log, format);
     check_worker_threads()?;
     // The data plane, the control plane and the admin listener share these workers.
     let runtime = tokio::runtime::Builder::new_multi_thread()

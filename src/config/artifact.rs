@@ -208,14 +208,25 @@ fn bounded(s: &str) -> String {
     out
 }
 
-/// `artifact_policy`'s value, or the problem line.
-pub(super) fn policy(raw: Option<&str>, at: &str) -> Result<ArtifactPolicy, String> {
+/// An `artifact_policy` that is neither `record` nor `enforce`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{at}.artifact_policy: {value:?} is not \"record\" or \"enforce\"")]
+pub struct UnknownPolicy {
+    /// Where in the config (`integrations[N]`).
+    pub at: String,
+    /// The value given.
+    pub value: String,
+}
+
+/// `artifact_policy`'s value.
+pub(super) fn policy(raw: Option<&str>, at: &str) -> Result<ArtifactPolicy, UnknownPolicy> {
     match raw {
         None | Some("record") => Ok(ArtifactPolicy::Record),
         Some("enforce") => Ok(ArtifactPolicy::Enforce),
-        Some(other) => Err(format!(
-            "{at}.artifact_policy: {other:?} is not \"record\" or \"enforce\""
-        )),
+        Some(other) => Err(UnknownPolicy {
+            at: at.to_owned(),
+            value: other.to_owned(),
+        }),
     }
 }
 
@@ -317,7 +328,7 @@ mod tests {
             ArtifactPolicy::Enforce
         );
         assert_eq!(
-            policy(Some("block"), "i").unwrap_err(),
+            policy(Some("block"), "i").unwrap_err().to_string(),
             "i.artifact_policy: \"block\" is not \"record\" or \"enforce\""
         );
     }

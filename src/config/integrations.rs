@@ -470,7 +470,7 @@ impl Check<'_> {
     /// The compiled `artifact_schema`, read relative to the config's folder.
     fn artifacts(&mut self, at: &str, r: &RawIntegration) -> Option<ArtifactSchema> {
         let policy = artifact::policy(r.artifact_policy.as_deref(), at)
-            .map_err(|p| self.problems.push(p))
+            .map_err(|p| self.problems.push(p.to_string()))
             .unwrap_or_default();
         let Some(file) = &r.artifact_schema else {
             if r.artifact_policy.is_some() {

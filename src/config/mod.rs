@@ -13,12 +13,16 @@ use crate::profile::ClientCaps;
 
 mod artifact;
 mod client;
+mod effective_card;
 mod integrations;
 mod listen;
+mod log;
+mod probes;
 mod refresh;
 mod secret;
 pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
 pub use client::{RawClient, RawTrustedKeys};
+pub use effective_card::{CardSigning, RawEffectiveCard, RawPublicKey, SignMode};
 pub use integrations::{
     Credential, DEFAULT_MAX_BODY_BYTES, Integration, LockPolicy, OnBreaking, Policy, ProbeSettings,
     RawCredential, RawIntegration, RawPolicy, RawProbe, SecretSource, StreamingMode,
@@ -28,6 +32,8 @@ pub use listen::{
     Admin, AdminToken, Limits, Listen, PrivateFileError, RawAdmin, RawLimits, RawListen,
     TokenError, is_loopback, read_private_file,
 };
+pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
+pub use probes::{ProbeSchedule, RawProbes};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 pub use secret::{SecretError, read_secret};
 
@@ -99,6 +105,15 @@ pub struct RawConfig {
     /// `[state]`: where last-known-good cards are kept.
     #[serde(default)]
     pub state: RawState,
+    /// `[effective_card]`: the gateway's own card signatures.
+    #[serde(default)]
+    pub effective_card: RawEffectiveCard,
+    /// `[probes]`: the gateway's own probe runs (schedule and rate limits).
+    #[serde(default)]
+    pub probes: RawProbes,
+    /// `[log]`: format, level and access log.
+    #[serde(default)]
+    pub log: RawLog,
 }
 
 /// A validated configuration.
@@ -122,8 +137,14 @@ pub struct Config {
     pub integrations: Vec<Integration>,
     /// Refresh scheduling (`[refresh]`).
     pub refresh: RefreshSettings,
+    /// The gateway's own probe runs (`[probes]`).
+    pub probes: ProbeSchedule,
     /// Last-known-good directory (`[state] dir`, resolved against the config folder); `None` = off.
     pub state_dir: Option<PathBuf>,
+    /// How the gateway signs its effective cards (`[effective_card]`); `None`: it does not.
+    pub card_signing: Option<CardSigning>,
+    /// Logging (`[log]`), read at start.
+    pub log: Log,
 }
 
 impl Config {
@@ -161,7 +182,10 @@ impl Config {
             &mut problems,
         );
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
+        let probes = ProbeSchedule::from_raw(&raw.probes, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
+        let card_signing = effective_card::effective_card(&raw.effective_card, base, &mut problems);
+        let log = log::log(&raw.log, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.to_owned(),
@@ -170,7 +194,9 @@ impl Config {
         }
         Ok(Config {
             refresh,
+            probes,
             state_dir,
+            log,
             listen,
             admin,
             limits,
@@ -179,6 +205,7 @@ impl Config {
             path: path.to_owned(),
             caps,
             card_policy,
+            card_signing,
         })
     }
 }

@@ -179,11 +179,21 @@ fn cut(s: &str) -> String {
     crate::card::sanitize::sanitize(s, MAX_AGENT_MESSAGE_CHARS)
 }
 
+/// A JSON-RPC answer: the result kept as the agent's bytes, so the card's validation sees exactly
+/// what the agent sent (a parsed value would have folded duplicate keys away).
+#[derive(serde::Deserialize)]
+struct RpcAnswer<'a> {
+    #[serde(borrow, default)]
+    result: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
 /// Parses a JSON-RPC answer (pure).
 fn parse_jsonrpc(status: u16, body: &[u8]) -> Result<ExtendedOutcome, ExtendedError> {
-    let v: serde_json::Value = serde_json::from_slice(body)
+    let v: RpcAnswer<'_> = serde_json::from_slice(body)
         .map_err(|e| ExtendedError::Malformed(format!("HTTP {status}, body is not JSON: {e}")))?;
-    if let Some(err) = v.get("error") {
+    if let Some(err) = &v.error {
         let code = err.get("code").and_then(|c| c.as_i64()).unwrap_or(0);
         return match code {
             -32004 => Ok(ExtendedOutcome::Fallback(Fallback::UnsupportedOperation)),
@@ -194,9 +204,9 @@ fn parse_jsonrpc(status: u16, body: &[u8]) -> Result<ExtendedOutcome, ExtendedEr
             }),
         };
     }
-    match v.get("result") {
-        Some(card @ serde_json::Value::Object(_)) => Ok(ExtendedOutcome::Card(Bytes::from(
-            serde_json::to_vec(card).expect("json"),
+    match v.result.map(|r| r.get()) {
+        Some(card) if card.starts_with('{') => Ok(ExtendedOutcome::Card(Bytes::copy_from_slice(
+            card.as_bytes(),
         ))),
         _ => Err(ExtendedError::Malformed(
             "neither a result object nor an error".into(),
@@ -361,6 +371,21 @@ mod tests {
             parse_jsonrpc(200, br#"{"result":[1]}"#),
             Err(ExtendedError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn a_jsonrpc_result_is_the_agents_bytes_so_validation_sees_duplicate_keys() {
+        let body = br#"{"jsonrpc":"2.0","id":"1","result":{"name":"x", "name":"evil"}}"#;
+        let Ok(ExtendedOutcome::Card(card)) = parse_jsonrpc(200, body) else {
+            panic!("a card")
+        };
+        assert_eq!(&card[..], br#"{"name":"x", "name":"evil"}"#);
+        let text = std::str::from_utf8(&card).unwrap();
+        assert_eq!(
+            crate::json::duplicate_keys(text, 8).unwrap().len(),
+            1,
+            "{text}"
+        );
     }
 
     #[test]

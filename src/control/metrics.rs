@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
-use prometheus::{IntCounter, IntCounterVec, IntGaugeVec, Opts};
+use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGaugeVec, Opts};
 
 use crate::control::reload::ReloadResult;
 use crate::control::schedule::RefreshResult;
@@ -35,6 +35,10 @@ pub struct ControlMetrics {
     pub worker_panics: IntCounterVec,
     /// `a2a_egress_state_write_failures_total`: last-known-good cards that could not be saved.
     pub state_write_failures: IntCounter,
+    /// `a2a_egress_refresh_interval_seconds{integration}`: the periodic refresh interval the last
+    /// successful fetch set (its `max-age` within `[refresh] min`/`max`, else `default`; before
+    /// jitter). Alerts compare the profile's age with it.
+    pub interval: GaugeVec,
     /// Source of `a2a_egress_profile_age_seconds{integration}`, computed at scrape time.
     pub ages: ProfileAges,
 }
@@ -98,6 +102,13 @@ impl ControlMetrics {
                 "a2a_egress_state_write_failures_total",
                 "Last-known-good cards that could not be written to the state directory.",
             )?,
+            interval: GaugeVec::new(
+                Opts::new(
+                    "a2a_egress_refresh_interval_seconds",
+                    "The integration's periodic refresh interval after its last successful fetch, before jitter.",
+                ),
+                &["integration"],
+            )?,
             ages: ProfileAges::new()?,
         };
         registry.register(Box::new(m.refreshes.clone()))?;
@@ -109,6 +120,7 @@ impl ControlMetrics {
         registry.register(Box::new(m.degraded.clone()))?;
         registry.register(Box::new(m.worker_panics.clone()))?;
         registry.register(Box::new(m.state_write_failures.clone()))?;
+        registry.register(Box::new(m.interval.clone()))?;
         registry.register(Box::new(m.ages.clone()))?;
         for r in ReloadResult::ALL {
             m.reloads.with_label_values(&[r.as_str()]);
@@ -138,6 +150,7 @@ impl ControlMetrics {
         let _ = self.stale_refreshes.remove_label_values(&[name]);
         let _ = self.worker_panics.remove_label_values(&[name]);
         let _ = self.degraded.remove_label_values(&[name]);
+        let _ = self.interval.remove_label_values(&[name]);
         self.ages.remove(name);
     }
 

@@ -62,6 +62,10 @@ pub enum RestartTable {
     Admin,
     /// `[limits]`: data-plane deadlines and caps.
     Limits,
+    /// `[effective_card]`: the signing key (or its file's contents), mode, previous keys, `jku`.
+    EffectiveCard,
+    /// `[log]`: format, level and access log.
+    Log,
 }
 
 /// The result of a config reload, as counted in `a2a_egress_config_reloads_total{result}`.
@@ -112,6 +116,12 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<RestartTable> {
     }
     if old.limits != new.limits {
         tables.push(RestartTable::Limits);
+    }
+    if old.card_signing != new.card_signing {
+        tables.push(RestartTable::EffectiveCard);
+    }
+    if old.log != new.log {
+        tables.push(RestartTable::Log);
     }
     tables
 }
@@ -339,4 +349,31 @@ pub fn spawn_reloader(
             let _ = handle.reload_from(&path);
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(extra: &str) -> Config {
+        let text = format!("[listen]\nproxy = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{extra}");
+        Config::parse(&text, std::path::Path::new("/etc/gw/gateway.toml")).expect("valid")
+    }
+
+    #[test]
+    fn a_changed_log_table_needs_a_restart_and_an_unchanged_one_does_not() {
+        let old = config("[log]\nformat = \"text\"\n");
+        assert!(needs_restart(&old, &config("[log]\nformat = \"text\"\n")).is_empty());
+        for changed in [
+            "[log]\nformat = \"json\"\n",
+            "[log]\nlevel = \"debug\"\n",
+            "[log]\naccess = \"off\"\n",
+        ] {
+            assert_eq!(
+                needs_restart(&old, &config(changed)),
+                [RestartTable::Log],
+                "{changed}"
+            );
+        }
+    }
 }

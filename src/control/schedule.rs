@@ -118,6 +118,7 @@ pub fn profile_changed(old: Option<&Profile>, new: &Profile) -> bool {
         || old.push != new.push
         || old.extended_card != new.extended_card
         || old.extensions != new.extensions
+        || old.required_extensions != new.required_extensions
         || old.skills != new.skills
 }
 
@@ -231,6 +232,7 @@ mod tests {
             reason: None,
             agent_version: "1".into(),
             card_digest: "sha256:aa".into(),
+            verified_by: None,
             interface: Some(Interface {
                 url: "http://127.0.0.1:1/".into(),
                 binding: Binding::JsonRpc,
@@ -242,6 +244,7 @@ mod tests {
             push: false,
             extended_card: false,
             extensions: vec![],
+            required_extensions: Vec::new(),
             skills: [(
                 "echo".to_string(),
                 SkillProfile {

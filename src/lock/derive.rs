@@ -1,7 +1,7 @@
 //! Building a lockfile from an integration manifest and its compiled profile (pure).
 //!
-//! The `requires` subset is the [`Manifest`] intersected with the profile (seed 003's integration
-//! manifest meets seed 000's lockfile): the accepted skills the card offers; per skill the media
+//! The `requires` subset is the [`Manifest`] intersected with the profile (the integration's
+//! manifest meets the lockfile): the accepted skills the card offers; per skill the media
 //! types the workflow sends that the skill accepts, the ones it reads back that the skill
 //! produces, and the scopes it holds that the skill's security uses; streaming when the
 //! integration requires it, or prefers it and the card offers it; the optional extensions it activates that the card offers. A profile

@@ -1,5 +1,5 @@
-//! Classifying a compiled profile as compatible, review or breaking: against a lockfile (seed 000's
-//! `check_against_lock`), or against the profile it replaces (pure).
+//! Classifying a compiled profile as compatible, review or breaking: against a lockfile
+//! ([`check_against_lock`]), or against the profile it replaces (pure).
 //!
 //! Only compiled profiles are compared, never raw JSON, so reordered keys compile to the same
 //! profile and change nothing, and provider-written text (names, descriptions, examples, tags)
@@ -137,8 +137,8 @@ fn finding(
     }
 }
 
-/// Classifies `profile` against what `lock` says the workflow needs (seed 000's rules and more).
-/// Without the integration's manifest, pinned streaming is taken as required, as in the seed.
+/// Classifies `profile` against what `lock` says the workflow needs.
+/// Without the integration's manifest, pinned streaming is taken as required.
 pub fn check_against_lock(profile: &Profile, lock: &Lock) -> Verdict {
     check_against_lock_for(profile, lock, true)
 }

@@ -1,4 +1,4 @@
-//! Capability lockfiles (seed 000 "The capability lockfile"): the subset of a compiled profile one
+//! Capability lockfiles: the subset of a compiled profile one
 //! workflow depends on, how every new profile is classified against it, and the file it lives in.
 //!
 //! - [`Lock`] is the domain value; [`wire`] is its JSON form (strict parse, stable pretty output).

@@ -1,5 +1,4 @@
-//! The lockfile's JSON form, in the shape of seed 000's example (pure: bytes in, [`Lock`] out, and
-//! back).
+//! The lockfile's JSON form (pure: bytes in, [`Lock`] out, and back).
 //!
 //! Parsing is strict, as for cards: one JSON document, no key twice in an object, no unknown or
 //! missing field, and every value checked ([`Lock`]'s rules); each problem names the field's

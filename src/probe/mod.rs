@@ -1,7 +1,10 @@
 //! Safe probes: small calls that each check one claim of an integration's profile against the
-//! agent's behaviour (seed 000 "Claims are not behaviour"). The plan, the requests and the
+//! agent's behaviour (a card's claims are not its behaviour). The plan, the requests and the
 //! judgement are pure; [`run`] does the calls through a [`Transport`] the caller provides (the
 //! gateway's own SSRF-checked client), never on the request path.
+//!
+//! When: on demand (`a2a-egress probe`, `lock`), and in the running gateway by [`runner`] after a
+//! `review` verdict and on the slow schedule [`schedule`] keeps.
 //!
 //! Only side-effect-free calls, unless the integration names a probe skill
 //! (`[integrations.probe] skill`): then, and only to that skill, trivial messages are sent too.
@@ -25,6 +28,8 @@ use crate::state::IntegrationState;
 use crate::types::media_type::media_type_accepted;
 
 mod call;
+pub mod runner;
+pub mod schedule;
 
 pub use call::{judge, request};
 
@@ -53,6 +58,18 @@ impl Check {
             Check::ExtensionEnforced(uri) => format!("extension:{uri}"),
             Check::Streaming => "streaming".into(),
             Check::MediaType(mt) => format!("input:{mt}"),
+        }
+    }
+
+    /// Bounded label of the kind of check (the claim without its URI or media type), one of
+    /// [`crate::metrics::PROBE_CHECKS`].
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Check::Interface => "interface",
+            Check::RefusesOtherVersion(_) => "version",
+            Check::ExtensionEnforced(_) => "extension",
+            Check::Streaming => "streaming",
+            Check::MediaType(_) => "input",
         }
     }
 
@@ -160,11 +177,28 @@ pub struct Response {
     pub body: Bytes,
 }
 
+/// Why a probe call got no answer (the check is then inconclusive).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{detail}")]
+pub struct TransportError {
+    /// Bounded label of the failure (the transport's own error kind).
+    pub kind: &'static str,
+    /// What happened, for the evidence line.
+    pub detail: String,
+}
+
+impl TransportError {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+}
+
 /// Sends probe requests (I/O lives in the implementation).
 #[async_trait::async_trait]
 pub trait Transport: Send + Sync {
-    /// Makes one call; `Err` is a transport failure, described.
-    async fn send(&self, request: Request) -> Result<Response, String>;
+    /// Makes one call; `Err` is a transport failure.
+    async fn send(&self, request: Request) -> Result<Response, TransportError>;
 }
 
 /// The probes a state allows (pure): the side-effect-free ones always, message probes only with
@@ -180,7 +214,7 @@ pub fn plan(state: &IntegrationState) -> Option<(Target, Vec<Check>)> {
         checks.push(Check::RefusesOtherVersion(other.to_owned()));
     }
     checks.extend(
-        state
+        profile
             .required_extensions
             .iter()
             .map(|u| Check::ExtensionEnforced(u.clone())),

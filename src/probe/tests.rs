@@ -11,7 +11,7 @@ use crate::state::Upstream;
 
 const REQ: &str = "https://example.com/ext/req/v1";
 
-fn state(extra: &str, binding: Binding, streaming: bool) -> IntegrationState {
+pub(super) fn state(extra: &str, binding: Binding, streaming: bool) -> IntegrationState {
     let text = format!(
         "[[integrations]]\nname = \"p\"\ncard = \"https://a.example/c\"\norigins = [\"https://a.example\"]\n\
          skills = [\"echo\", \"book\"]\ndata_classes = [\"internal\"]\n{extra}\n"
@@ -23,6 +23,7 @@ fn state(extra: &str, binding: Binding, streaming: bool) -> IntegrationState {
     iface.url = "https://a.example/a2a".into();
     p.streaming = streaming;
     p.extensions = vec![REQ.into()];
+    p.required_extensions = vec![REQ.into()];
     let skill = |input: &[&str]| SkillProfile {
         input: input.iter().map(|s| s.to_string()).collect(),
         output: vec!["text/plain".into()],
@@ -40,7 +41,6 @@ fn state(extra: &str, binding: Binding, streaming: bool) -> IntegrationState {
     IntegrationState::from_profile(
         Arc::new(c.integrations[0].clone()),
         p,
-        &json!({"capabilities": {"extensions": [{"uri": REQ, "required": true}]}}),
         Ok(Upstream::for_tests("https://a.example/a2a")),
     )
 }
@@ -240,9 +240,12 @@ struct Scripted(std::sync::Mutex<Vec<Request>>);
 
 #[async_trait::async_trait]
 impl Transport for Scripted {
-    async fn send(&self, r: Request) -> Result<Response, String> {
+    async fn send(&self, r: Request) -> Result<Response, TransportError> {
         self.0.lock().unwrap().push(r);
-        Err("connection refused".into())
+        Err(TransportError {
+            kind: "connect",
+            detail: "connection refused".into(),
+        })
     }
 }
 

@@ -8,8 +8,10 @@
 //!   ([`Unusable::NoSupportedInterface`], listing what the card offered);
 //! - **required extensions**: a `required` extension whose URI the client does not know → unusable
 //!   ([`Unusable::RequiredExtensions`], naming every such URI, sorted). When both rules fail, the
-//!   interface reason is reported (it is checked first, as in the seed);
-//! - **extensions**: declared by the card ∩ known to the client, sorted and deduplicated;
+//!   interface reason is reported (it is checked first);
+//! - **extensions**: declared by the card ∩ known to the client, sorted and deduplicated; the
+//!   `required` ones among them are kept apart ([`Profile::required_extensions`]), so nothing after
+//!   compilation reads the card's extension flags again;
 //! - **modes**: a skill's `inputModes`/`outputModes` *replace* the card defaults, never merge.
 //!   Present-but-empty is treated as absent (inherit), because ProtoJSON cannot tell an empty
 //!   repeated field from a missing one: an empty list is what a serializer emits for "unset";
@@ -28,8 +30,8 @@ use super::{
     Binding, BindingVersion, Display, Interface, Profile, SecurityAlternative, SkillDisplay,
     SkillProfile, Unusable,
 };
-use crate::card::ValidatedCard;
 use crate::card::sanitize::{self, sanitize};
+use crate::card::{SignatureStatus, ValidatedCard};
 
 /// Validated client capabilities (`[client]`): the input of [`compile`] besides the card.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +66,7 @@ impl Default for ClientCaps {
 pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
     let c = card.card();
     let (interface, offered) = interfaces(c, caps);
-    let (extensions, missing) = extensions(c, caps);
+    let (extensions, required_extensions, missing) = extensions(c, caps);
     let unusable = if interface.is_none() {
         Some(Unusable::NoSupportedInterface {
             offered: c
@@ -86,12 +88,17 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
         unusable,
         agent_version: c.version.clone(),
         card_digest: card.digest().to_owned(),
+        verified_by: match card.signature() {
+            SignatureStatus::Verified(v) => Some(v.kid.clone()),
+            SignatureStatus::Unsigned | SignatureStatus::Unverified { .. } => None,
+        },
         interface,
         offered,
         streaming: caps_flags.streaming.unwrap_or(false),
         push: caps_flags.push_notifications.unwrap_or(false),
         extended_card: caps_flags.extended_agent_card.unwrap_or(false),
         extensions,
+        required_extensions,
         skills,
         display: Display {
             name: sanitize(&c.name, sanitize::MAX_NAME_CHARS),
@@ -133,8 +140,9 @@ fn interfaces(c: &a2a::AgentCard, caps: &ClientCaps) -> (Option<Interface>, Vec<
     (interface, offered)
 }
 
-/// The extensions both sides know (sorted), and the required ones the client does not know.
-fn extensions(c: &a2a::AgentCard, caps: &ClientCaps) -> (Vec<String>, Vec<String>) {
+/// The extensions both sides know, the required ones among them, and the required ones the
+/// client does not know (each sorted and deduplicated).
+fn extensions(c: &a2a::AgentCard, caps: &ClientCaps) -> (Vec<String>, Vec<String>, Vec<String>) {
     let declared = c.capabilities.extensions.as_deref().unwrap_or_default();
     let knows = |uri: &str| caps.extensions.iter().any(|k| k == uri);
     let mut extensions: Vec<String> = declared
@@ -144,14 +152,17 @@ fn extensions(c: &a2a::AgentCard, caps: &ClientCaps) -> (Vec<String>, Vec<String
         .collect();
     extensions.sort();
     extensions.dedup();
-    let mut missing: Vec<String> = declared
-        .iter()
-        .filter(|e| e.required == Some(true) && !knows(&e.uri))
-        .map(|e| e.uri.clone())
-        .collect();
-    missing.sort();
-    missing.dedup();
-    (extensions, missing)
+    let required = |known: bool| {
+        let mut v: Vec<String> = declared
+            .iter()
+            .filter(|e| e.required == Some(true) && knows(&e.uri) == known)
+            .map(|e| e.uri.clone())
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    (extensions, required(true), required(false))
 }
 
 /// Each skill's effective modes, security and tags, and its sanitised display strings.

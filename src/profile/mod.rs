@@ -175,6 +175,11 @@ pub struct Profile {
     pub agent_version: String,
     /// `sha256:<hex>` of the RFC 8785 canonical form of the card (with `signatures` removed).
     pub card_digest: String,
+    /// The `kid` of the card's own signature when one verified with a key trusted for the card's
+    /// origin; `None` for an unsigned card or one whose signatures did not verify. The gateway
+    /// signs its effective card under `sign = "verified-only"` only when this is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_by: Option<String>,
     /// The chosen interface; `None` exactly when no interface is supported.
     pub interface: Option<Interface>,
     /// Every (binding, version) of `supportedInterfaces` the client implements, in card order,
@@ -190,6 +195,9 @@ pub struct Profile {
     pub extended_card: bool,
     /// Extensions both sides know (declared by the card and listed in the client config), sorted.
     pub extensions: Vec<String>,
+    /// The ones of `extensions` the card marks `required`, sorted: activated on every call.
+    #[serde(default)]
+    pub required_extensions: Vec<String>,
     /// Skill id → effective modes, security and tags.
     pub skills: BTreeMap<String, SkillProfile>,
     /// Untrusted strings, sanitised; never read by a decision.

@@ -3,15 +3,20 @@
 //!
 //! It is built from the profile, never from the agent's bytes: one interface, rewritten to the
 //! gateway so SDK clients send every call back through it; only the integration's accepted
-//! skills; only the activated extensions; capabilities as the gateway guarantees them; no
-//! signatures (the gateway does not hold the agent's key), no security requirements (the gateway
-//! supplies the credential), no provider URLs; every provider-written string sanitised and cut.
+//! skills; only the activated extensions; capabilities as the gateway guarantees them; none of
+//! the agent's signatures (any rewrite invalidates them; with `[effective_card] signing_key` the
+//! gateway adds its own, see [`super::card_signer`]), no security requirements (the gateway
+//! supplies the credential), no provider URLs; every provider-written string sanitised and cut
+//! by the one sanitiser ([`crate::card::sanitize`]).
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::card_signer::CardSigner;
+use crate::card::sanitize::sanitize;
 use crate::config::StreamingMode;
+use crate::profile::{SkillDisplay, SkillProfile};
 use crate::state::IntegrationState;
 
 /// `Cache-Control` of the effective card: short, so a profile change reaches callers quickly;
@@ -27,36 +32,50 @@ pub struct EffectiveCard {
     pub etag: String,
 }
 
-/// Sanitises a provider-written string for re-publication: control characters dropped,
-/// whitespace folded, at most `max` characters.
-pub fn sanitize(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    // Characters in `out`, counted as they are pushed: recounting `out` per input character
-    // made every call quadratic in `max`, on each request for the card.
-    let mut n = 0usize;
-    let mut last_space = false;
-    for c in s.chars() {
-        if c.is_whitespace() {
-            if !last_space && !out.is_empty() {
-                out.push(' ');
-                n += 1;
-            }
-            last_space = true;
-        } else if !c.is_control() {
-            out.push(c);
-            n += 1;
-            last_space = false;
-        }
-        if n >= max {
-            break;
-        }
-    }
-    out.trim_end().to_owned()
-}
+/// Longest name (card or skill) published, in characters.
+const NAME_CHARS: usize = 100;
+/// Longest description (card or skill) published, in characters.
+const DESCRIPTION_CHARS: usize = 1000;
+/// Longest tag published, in characters.
+const TAG_CHARS: usize = 50;
+/// Longest example published, in characters.
+const EXAMPLE_CHARS: usize = 300;
+/// Longest agent version published, in characters.
+const VERSION_CHARS: usize = 64;
 
 /// Builds the effective card for a usable integration; `None` when it has no usable profile.
 /// `public_url` is the gateway's base URL without a trailing slash.
 pub fn effective_card(state: &IntegrationState, public_url: &str) -> Option<EffectiveCard> {
+    card_json(state, public_url).map(|card| render(&card))
+}
+
+/// The effective card as served: signed by `signer` when it signs this integration's card
+/// (see [`CardSigner::applies`]), otherwise exactly [`effective_card`].
+pub fn served_card(
+    state: &IntegrationState,
+    public_url: &str,
+    signer: Option<&CardSigner>,
+) -> Option<EffectiveCard> {
+    let card = card_json(state, public_url)?;
+    let unsigned = render(&card);
+    match (signer, state.usable()) {
+        (Some(s), Some((profile, _))) if s.applies(profile) => {
+            Some(s.signed(&state.integration.name, &card, unsigned))
+        }
+        _ => Some(unsigned),
+    }
+}
+
+/// The bytes and weak ETag of a card.
+pub fn render(card: &Value) -> EffectiveCard {
+    let body = Bytes::from(card.to_string());
+    let digest = Sha256::digest(&body);
+    let etag = format!("W/\"{}\"", hex::encode(&digest[..16]));
+    EffectiveCard { body, etag }
+}
+
+/// The effective card's JSON (see the module doc).
+fn card_json(state: &IntegrationState, public_url: &str) -> Option<Value> {
     let (profile, _) = state.usable()?;
     let iface = profile.interface.as_ref()?;
     let i = &state.integration;
@@ -76,35 +95,7 @@ pub fn effective_card(state: &IntegrationState, public_url: &str) -> Option<Effe
         let Some(sp) = profile.skills.get(id) else {
             continue;
         };
-        let d = profile.display.skills.get(id);
-        let name = d
-            .map(|d| sanitize(&d.name, 100))
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| sanitize(id, 100));
-        let description = d
-            .map(|d| sanitize(&d.description, 1000))
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| name.clone());
-        let mut skill = json!({
-            "id": id,
-            "name": name,
-            "description": description,
-            "tags": sp.tags.iter().map(|t| sanitize(t, 50)).collect::<Vec<_>>(),
-            "inputModes": sp.input,
-            "outputModes": sp.output,
-        });
-        if let Some(d) = d
-            && !d.examples.is_empty()
-        {
-            skill["examples"] = json!(
-                d.examples
-                    .iter()
-                    .take(10)
-                    .map(|e| sanitize(e, 300))
-                    .collect::<Vec<_>>()
-            );
-        }
-        skills.push(skill);
+        skills.push(skill_json(id, sp, profile.display.skills.get(id)));
         for m in &sp.input {
             if !default_in.contains(m) {
                 default_in.push(m.clone());
@@ -133,21 +124,50 @@ pub fn effective_card(state: &IntegrationState, public_url: &str) -> Option<Effe
     if !extensions.is_empty() {
         capabilities["extensions"] = Value::Array(extensions);
     }
-    let name = sanitize(&profile.display.name, 100);
+    let name = sanitize(&profile.display.name, NAME_CHARS);
     let card = json!({
         "name": if name.is_empty() { i.name.clone() } else { name },
-        "description": sanitize(&profile.display.description, 1000),
-        "version": sanitize(&profile.agent_version, 64),
+        "description": sanitize(&profile.display.description, DESCRIPTION_CHARS),
+        "version": sanitize(&profile.agent_version, VERSION_CHARS),
         "supportedInterfaces": [interface],
         "capabilities": capabilities,
         "defaultInputModes": default_in,
         "defaultOutputModes": default_out,
         "skills": skills,
     });
-    let body = Bytes::from(card.to_string());
-    let digest = Sha256::digest(&body);
-    let etag = format!("W/\"{}\"", hex::encode(&digest[..16]));
-    Some(EffectiveCard { body, etag })
+    Some(card)
+}
+
+/// One accepted skill of the effective card: its sanitised strings, tags and media types.
+fn skill_json(id: &str, sp: &SkillProfile, d: Option<&SkillDisplay>) -> Value {
+    let name = d
+        .map(|d| sanitize(&d.name, NAME_CHARS))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| sanitize(id, NAME_CHARS));
+    let description = d
+        .map(|d| sanitize(&d.description, DESCRIPTION_CHARS))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| name.clone());
+    let mut skill = json!({
+        "id": id,
+        "name": name,
+        "description": description,
+        "tags": sp.tags.iter().map(|t| sanitize(t, TAG_CHARS)).collect::<Vec<_>>(),
+        "inputModes": sp.input,
+        "outputModes": sp.output,
+    });
+    if let Some(d) = d
+        && !d.examples.is_empty()
+    {
+        skill["examples"] = json!(
+            d.examples
+                .iter()
+                .take(10)
+                .map(|e| sanitize(e, EXAMPLE_CHARS))
+                .collect::<Vec<_>>()
+        );
+    }
+    skill
 }
 
 /// Whether an `If-None-Match` value matches `etag` (weak comparison, `*` matches anything).
@@ -167,6 +187,14 @@ mod tests {
     use std::sync::Arc;
 
     fn state(streaming_mode: StreamingMode, card_streaming: bool) -> IntegrationState {
+        state_with(streaming_mode, card_streaming, None)
+    }
+
+    fn state_with(
+        streaming_mode: StreamingMode,
+        card_streaming: bool,
+        verified_by: Option<&str>,
+    ) -> IntegrationState {
         let i = Integration {
             name: "echo".into(),
             card: "https://a.example/c".into(),
@@ -198,6 +226,7 @@ mod tests {
             reason: None,
             agent_version: "2.1".into(),
             card_digest: "x".into(),
+            verified_by: verified_by.map(str::to_owned),
             interface: Some(Interface {
                 url: "https://a.example/a2a".into(),
                 binding: Binding::JsonRpc,
@@ -209,6 +238,7 @@ mod tests {
             push: false,
             extended_card: true,
             extensions: vec!["urn:opt".into(), "urn:unused".into()],
+            required_extensions: Vec::new(),
             skills: [("echo".to_string(), sp.clone()), ("secret".to_string(), sp)].into(),
             display: Display {
                 name: "Echo\nAgent".into(),
@@ -227,7 +257,6 @@ mod tests {
         IntegrationState::from_profile(
             Arc::new(i),
             p,
-            &json!({}),
             Ok(Upstream::for_tests("https://a.example/a2a")),
         )
     }
@@ -259,6 +288,44 @@ mod tests {
         assert!(v.get("signatures").is_none());
         assert!(v.get("securitySchemes").is_none());
         assert!(c.etag.starts_with("W/\""));
+    }
+
+    #[test]
+    fn the_gateway_signs_by_mode_and_never_without_a_key() {
+        use crate::card::sign::SigningKey;
+        use crate::card::signature::SigAlg;
+        use crate::config::{CardSigning, SignMode};
+        let (key, _) = SigningKey::generate(SigAlg::EdDSA, Some("gw")).unwrap();
+        let signer = |mode| {
+            let c = CardSigning {
+                key_file: "k".into(),
+                key: Arc::new(key.clone()),
+                mode,
+                previous: vec![],
+                jku: None,
+            };
+            CardSigner::new(&c, "http://gw")
+        };
+        let (verified_only, always) = (signer(SignMode::VerifiedOnly), signer(SignMode::Always));
+        let unsigned_agent = state(StreamingMode::Preferred, true);
+        let signed_agent = state_with(StreamingMode::Preferred, true, Some("agent-key"));
+        let signatures = |c: EffectiveCard| {
+            let v: Value = serde_json::from_slice(&c.body).unwrap();
+            v.get("signatures").map(|s| s.as_array().unwrap().len())
+        };
+        let served = |s: &IntegrationState, signer: Option<&CardSigner>| {
+            signatures(served_card(s, "http://gw", signer).unwrap())
+        };
+        assert_eq!(served(&unsigned_agent, None), None);
+        assert_eq!(served(&signed_agent, None), None, "no key: unsigned");
+        assert_eq!(
+            served_card(&signed_agent, "http://gw", None),
+            effective_card(&signed_agent, "http://gw"),
+            "no key: exactly the unsigned card"
+        );
+        assert_eq!(served(&unsigned_agent, Some(&verified_only)), None);
+        assert_eq!(served(&signed_agent, Some(&verified_only)), Some(1));
+        assert_eq!(served(&unsigned_agent, Some(&always)), Some(1));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! pass a real stream through event by event, retry a refused one as `SendMessage`, refresh and
 //! retry after -32008/-32009, or hand the original error back unchanged. The request is shaped by
 //! the pure functions of `shape`, from the request's snapshot, and sent over pingora's own
-//! connector and pool ([`exchange`]) on the data plane's runtime.
+//! connector and pool (`exchange`) on the data plane's runtime.
 
 mod exchange;
 mod reply;
@@ -20,16 +20,18 @@ use pingora::Result;
 use pingora::http::RequestHeader;
 use pingora::proxy::Session;
 
-pub use exchange::Client;
+pub use super::call::Client;
 
 use self::exchange::Answer;
+pub use self::screen::EVIDENCE_GAP;
 use self::screen::Screen;
+use super::call::{Ctx, Gateway, Outcome, refused_stream_evidence, respond};
 use super::deny::Deny;
 use super::feedback::{agent_error, as_send_message, send_succeeded};
-use super::gateway::{Ctx, Gateway, Outcome, refused_stream_evidence, respond};
 use super::policy::{DowngradeCause, Plan, StreamPlan};
 use super::retry::{self, Next, Redo};
 use super::shape::upstream_headers;
+use super::trace::Trace;
 use super::upstream::TlsFault;
 use crate::config::StreamingMode;
 use crate::profile::Binding;
@@ -144,6 +146,16 @@ enum Sent<'c> {
     Whole(Answer),
 }
 
+impl Sent<'_> {
+    /// The answer's HTTP status.
+    fn status(&self) -> u16 {
+        match self {
+            Sent::Stream(r) | Sent::Large(r) => r.status(),
+            Sent::Whole(a) => a.status(),
+        }
+    }
+}
+
 /// Makes the call described by `call` through the gateway's own client and answers the caller.
 pub async fn call(
     gw: &Gateway,
@@ -249,6 +261,7 @@ impl<'a> Job<'a> {
                 .downgrades
                 .with_label_values(&[at.name(), cause.as_str()])
                 .inc();
+            self.ctx.downgrade = Some(cause);
             if let Some(d) = self.screen_whole(at, &a) {
                 return self.refuse(d).await;
             }
@@ -318,6 +331,7 @@ impl<'a> Job<'a> {
                     .downgrades
                     .with_label_values(&[name, DowngradeCause::Refused.as_str()])
                     .inc();
+                self.ctx.downgrade = Some(DowngradeCause::Refused);
                 tracing::warn!(
                     integration = name,
                     "agent refused a stream its card claims; answered via SendMessage, streaming off until refresh"
@@ -350,11 +364,7 @@ impl<'a> Job<'a> {
                 reply::pass_through(self.session, first).await?;
                 Ok(Outcome::AgentError)
             }
-            Next::Refused(d) => {
-                let reason = d.reason();
-                self.gw.deny(self.session, self.ctx, d).await?;
-                Ok(Outcome::Denied(reason))
-            }
+            Next::Refused(d) => self.refuse(d).await,
             Next::Retry {
                 snapshot,
                 state,
@@ -392,9 +402,9 @@ impl<'a> Job<'a> {
 
     /// Answers the caller with a refusal instead of the agent's answer.
     async fn refuse(&mut self, d: Deny) -> Result<Outcome> {
-        let reason = d.reason();
+        let outcome = Outcome::Denied(d.clone());
         self.gw.deny(self.session, self.ctx, d).await?;
-        Ok(Outcome::Denied(reason))
+        Ok(outcome)
     }
 
     /// Passes an SSE answer through, held to the artifact schema when there is one.
@@ -421,13 +431,20 @@ impl<'a> Job<'a> {
         }
     }
 
-    /// Sends one request of the attempt (see [`send`]).
+    /// Sends one request of the attempt (see [`send`]); the wait and the answer's status go
+    /// into the request's context (access line, overhead).
     async fn send(
-        &self,
+        &mut self,
         at: Attempt<'_>,
         out: Outgoing<'_>,
     ) -> std::result::Result<Sent<'a>, ClientError> {
-        send(self.gw, self.session.req_header(), at, out).await
+        let started = std::time::Instant::now();
+        let sent = send(self.gw, self.session.req_header(), &self.ctx.trace, at, out).await;
+        self.ctx.upstream_answered(started);
+        if let Ok(s) = &sent {
+            self.ctx.upstream_status = s.status();
+        }
+        sent
     }
 
     /// Reports an agent error that marks the profile stale; `true` when the answer is an error.
@@ -461,6 +478,7 @@ impl<'a> Job<'a> {
 async fn send<'g>(
     gw: &'g Gateway,
     caller: &RequestHeader,
+    trace: &Trace,
     at: Attempt<'_>,
     out: Outgoing<'_>,
 ) -> std::result::Result<Sent<'g>, ClientError> {
@@ -469,7 +487,14 @@ async fn send<'g>(
         .upstream()
         .map(|u| &**u)
         .ok_or(ClientError::NoUpstream)?;
-    let shaped = upstream_headers(&caller.headers, at.state, up, at.plan, out.body.len());
+    let shaped = upstream_headers(
+        &caller.headers,
+        at.state,
+        up,
+        at.plan,
+        out.body.len(),
+        trace,
+    );
     // Without a case map: every shaped name is a lowercase `HeaderName`, written as it is.
     let mut req = RequestHeader::build_no_case(
         caller.method.clone(),

@@ -388,12 +388,13 @@ fn short(path: &str) -> String {
     s
 }
 
-/// Makes a caller- or agent-supplied string safe to echo in a message: printable ASCII only, short.
+/// Longest caller- or agent-supplied string echoed in a message, in characters.
+const ECHO_CHARS: usize = 100;
+
+/// Makes a caller- or agent-supplied string safe to echo in a message, by the one sanitiser of
+/// foreign text ([`crate::card::sanitize`]), short.
 pub fn sanitize_echo(s: &str) -> String {
-    s.chars()
-        .filter(|c| c.is_ascii_graphic() || *c == ' ')
-        .take(100)
-        .collect()
+    crate::card::sanitize::sanitize(s, ECHO_CHARS)
 }
 
 #[cfg(test)]
@@ -553,7 +554,7 @@ mod tests {
 
     #[test]
     fn echo_is_sanitised() {
-        assert_eq!(sanitize_echo("a\u{1b}[31mb\nc"), "a[31mbc");
-        assert_eq!(sanitize_echo(&"x".repeat(500)).len(), 100);
+        assert_eq!(sanitize_echo("a\u{1b}[31mb\u{202e}\nc"), "a[31mb c");
+        assert_eq!(sanitize_echo(&"x".repeat(500)).chars().count(), 100);
     }
 }

@@ -6,232 +6,32 @@
 //!   refusals and the effective card, and make every call to the agent through [`super::client`]
 //!   (pingora's connector and pool), so pingora's own upstream path and pool are never used.
 //! - `fail_to_proxy`: an error no answer was written for becomes a protocol-shaped 502, never HTML.
-//! - `logging`: one log line and the request metric, with the same bounded reason.
+//! - `logging`: the request metrics and one access line (target `a2a_egress::access`), with the
+//!   same bounded reason; the request id is the caller's when valid ([`super::trace`]).
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Instant, SystemTime};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
-use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::http::RequestHeader;
 use pingora::prelude::HttpPeer;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::{Error, ErrorType, Result};
-use tokio::sync::OwnedSemaphorePermit;
 
 use super::body::{RequestFacts, RpcId, RpcRequest, parse_jsonrpc, parse_rest_body};
-use super::card::{CACHE_CONTROL, effective_card, if_none_match};
+use super::call::{Ctx, Gateway, Inflight, Outcome, respond};
+use super::card::{CACHE_CONTROL, if_none_match, served_card};
+use super::card_signer::{JWKS_CACHE_CONTROL, JWKS_CONTENT_TYPE};
 use super::deny::{Deny, Shape};
-use super::limits::{self, Cap, Phase, RequestLimits};
+use super::limits::{self, Cap, Phase};
 use super::policy::{self, DataClasses, Facts, StreamPlan};
 use super::route::{Method, Route, check_path, route};
+use super::trace::Trace;
 use super::upstream::tls_fault;
 use crate::config::DEFAULT_MAX_BODY_BYTES;
-use crate::metrics::Metrics;
-use crate::state::{
-    Evidence, EvidenceKind, IntegrationState, RefreshHook, Snapshot, StaleCause, StaleMark,
-    StaleSender, Store,
-};
-
-/// The data plane's shared state (per process, not per request).
-pub struct Gateway {
-    /// The profile store.
-    pub store: Arc<Store>,
-    /// Metrics.
-    pub metrics: Metrics,
-    /// Stale marks to the control plane.
-    pub stale: StaleSender,
-    /// The gateway's base URL for effective cards (no trailing slash).
-    pub public_url: String,
-    /// `[policy] default_data_class`.
-    pub default_data_class: String,
-    /// Set when shutdown starts: new calls are refused with GATEWAY_DRAINING.
-    pub draining: Arc<AtomicBool>,
-    /// The control plane, for the refresh-and-retry of -32008/-32009; `None` when the gateway
-    /// runs without one (then those errors only mark the profile stale).
-    pub control: Option<Arc<dyn RefreshHook>>,
-    /// The in-flight cap and the body deadline (`[limits]`).
-    pub limits: RequestLimits,
-    /// The gateway's own HTTP client (pingora's connector and pool) for the calls it makes
-    /// itself: message sends, streams, downgrades, retries and large bodies.
-    pub client: super::client::Client,
-}
-
-/// How a request ended, for the log line and the `outcome` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Forwarded and answered without an A2A error (or the effective card was served).
-    Ok,
-    /// Forwarded; the agent answered with an error, passed through unchanged.
-    AgentError,
-    /// Refused by the gateway before anything left.
-    Denied(&'static str),
-    /// A streaming call answered through SendMessage as one SSE event.
-    Downgraded,
-    /// The agent could not be reached or failed mid-answer.
-    UpstreamFailed,
-}
-
-impl Outcome {
-    /// Bounded label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::AgentError => "agent_error",
-            Outcome::Denied(_) => "denied",
-            Outcome::Downgraded => "downgraded",
-            Outcome::UpstreamFailed => "upstream_failed",
-        }
-    }
-}
-
-/// Decrements the in-flight gauge when the request's context is dropped, however it ends.
-pub struct Inflight(prometheus::IntGauge);
-
-impl Drop for Inflight {
-    fn drop(&mut self) {
-        self.0.dec();
-    }
-}
-
-/// Per-request state.
-pub struct Ctx {
-    /// The snapshot loaded in `early_request_filter`, used by every phase.
-    pub snapshot: Option<Arc<Snapshot>>,
-    /// Integration name, when the route names a configured one (bounded label).
-    pub integration: Option<String>,
-    /// The integration's state from `snapshot`.
-    pub state: Option<Arc<IntegrationState>>,
-    /// The operation.
-    pub method: Method,
-    /// The body to send upstream.
-    pub body: Bytes,
-    /// Error shape for this request.
-    pub shape: Shape,
-    /// How it ended.
-    pub outcome: Option<Outcome>,
-    /// Request start.
-    pub started: Instant,
-    /// The cap that refuses this request, if one was reached before it started.
-    pub overloaded: Option<Cap>,
-    _inflight: Inflight,
-    /// This request's slot of `[limits] max_inflight`, given back when the context drops.
-    _slot: Option<OwnedSemaphorePermit>,
-}
-
-impl Ctx {
-    fn label(&self) -> &str {
-        self.integration.as_deref().unwrap_or("")
-    }
-}
-
-/// Writes a whole response.
-pub async fn respond(
-    session: &mut Session,
-    status: u16,
-    headers: &[(&str, &str)],
-    body: Bytes,
-) -> Result<()> {
-    let mut h = ResponseHeader::build(status, Some(headers.len() + 1))?;
-    for (k, v) in headers {
-        h.insert_header(k.to_string(), v.to_string())?;
-    }
-    h.insert_header("content-length", body.len().to_string())?;
-    session
-        .write_response_header(Box::new(h), body.is_empty())
-        .await?;
-    if !body.is_empty() {
-        session.write_response_body(Some(body), true).await?;
-    }
-    Ok(())
-}
 
 impl Gateway {
-    /// Counts, logs and answers a refusal.
-    ///
-    /// Boxed: refusals are the rare path, and their future held inline would make every
-    /// request's future bigger (pingora moves that future into a box on every request).
-    pub(super) fn deny<'a>(
-        &'a self,
-        session: &'a mut Session,
-        ctx: &'a mut Ctx,
-        deny: Deny,
-    ) -> Pin<Box<dyn Future<Output = Result<bool>> + Send + 'a>> {
-        Box::pin(self.refuse(session, ctx, deny))
-    }
-
-    async fn refuse(&self, session: &mut Session, ctx: &mut Ctx, deny: Deny) -> Result<bool> {
-        let reason = deny.reason();
-        self.metrics
-            .policy_denials
-            .with_label_values(&[ctx.label(), reason])
-            .inc();
-        let r = deny.render(&ctx.shape, ctx.integration.as_deref());
-        if deny.closes_connection() {
-            // The rest of the body is never read: the connection cannot be reused.
-            session.set_keepalive(None);
-        }
-        ctx.outcome = Some(Outcome::Denied(reason));
-        let retry_after = deny.retry_after().map(|s| s.to_string());
-        let mut headers = vec![("content-type", r.content_type)];
-        if let Some(secs) = retry_after.as_deref() {
-            headers.push(("retry-after", secs));
-        }
-        respond(session, r.status, &headers, r.body).await?;
-        Ok(true)
-    }
-
-    /// Records an agent error that marks the profile stale: metric, log, evidence-free channel send.
-    pub fn mark_stale(&self, integration: &str, cause: StaleCause) {
-        self.note_stale(integration, cause);
-        let mark = StaleMark {
-            integration: integration.to_owned(),
-            cause,
-            at: SystemTime::now(),
-        };
-        if self.stale.try_send(mark).is_err() {
-            self.metrics.stale_marks_dropped.inc();
-        }
-    }
-
-    /// Counts and logs a stale mark without sending it (the retry hook refreshes instead).
-    pub fn note_stale(&self, integration: &str, cause: StaleCause) {
-        self.metrics
-            .stale_marks
-            .with_label_values(&[integration, cause.as_str()])
-            .inc();
-        tracing::warn!(
-            integration,
-            error = cause.as_str(),
-            "agent error marks the profile stale"
-        );
-    }
-
-    /// Turns streaming off for `name` until the next refresh, if the profile is still the one the
-    /// request used (a refresh in between wins), and records the evidence.
-    pub fn override_streaming_off(&self, state: &IntegrationState, evidence: Vec<Evidence>) {
-        let name = state.integration.name.clone();
-        let used = state.profile().cloned();
-        self.store.update_integration(&name, |cur| {
-            let same = match (cur.profile(), &used) {
-                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-                _ => false,
-            };
-            if !same {
-                return cur.clone();
-            }
-            let mut next = cur.clone();
-            next.overrides.streaming_off = true;
-            for e in &evidence {
-                next = next.with_evidence(e.clone());
-            }
-            next
-        });
-    }
-
     /// Reads the request body, refusing before reading past `limit`.
     async fn read_body(&self, session: &mut Session, limit: usize) -> Result<Option<Bytes>> {
         if let Some(len) = session
@@ -313,6 +113,34 @@ impl Gateway {
         }
     }
 
+    /// A route that names no integration: `GET /.well-known/jwks.json`, the public keys that
+    /// verify the effective cards' signatures (not a route when the gateway does not sign), or
+    /// nothing.
+    async fn serve_gateway_route(
+        &self,
+        session: &mut Session,
+        ctx: &mut Ctx,
+        r: &Route,
+    ) -> Result<bool> {
+        let (Route::Jwks, Some(signer)) = (r, &self.signer) else {
+            return self.deny(session, ctx, Deny::RouteNotFound).await;
+        };
+        ctx.method = Method::Jwks;
+        let head = match session.req_header().method.as_str() {
+            "GET" => false,
+            "HEAD" => true,
+            _ => return self.deny(session, ctx, Deny::MethodNotFound).await,
+        };
+        ctx.outcome = Some(Outcome::Ok);
+        let headers = [
+            ("cache-control", JWKS_CACHE_CONTROL),
+            ("content-type", JWKS_CONTENT_TYPE),
+        ];
+        let body = if head { Bytes::new() } else { signer.jwks() };
+        respond(session, 200, &headers, body).await?;
+        Ok(true)
+    }
+
     async fn serve_card(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         let state = ctx.state.clone().expect("card route has a state");
         if let Err(d) = policy::check_status(&state) {
@@ -321,7 +149,7 @@ impl Gateway {
         if !matches!(session.req_header().method.as_str(), "GET" | "HEAD") {
             return self.deny(session, ctx, Deny::MethodNotFound).await;
         }
-        let Some(card) = effective_card(&state, &self.public_url) else {
+        let Some(card) = served_card(&state, &self.public_url, self.signer.as_deref()) else {
             return self.deny(session, ctx, Deny::NoUsableProfile).await;
         };
         ctx.outcome = Some(Outcome::Ok);
@@ -392,7 +220,7 @@ fn parse_body(
                 })
                 .map_err(Deny::from)
         }
-        Route::Card { .. } | Route::NotFound => Ok(BodyFacts::default()),
+        Route::Card { .. } | Route::Jwks | Route::NotFound => Ok(BodyFacts::default()),
     })
 }
 
@@ -461,14 +289,24 @@ impl ProxyHttp for Gateway {
             shape: Shape::Rest,
             outcome: None,
             started: Instant::now(),
+            upstream_status: 0,
+            trace: Trace {
+                id: super::trace::RequestId::generate(),
+                traceparent: None,
+                tracestate: None,
+            },
+            upstream_time: Duration::ZERO,
+            upstream_done: None,
+            downgrade: None,
             overloaded: slot.is_none().then_some(Cap::Inflight),
             _inflight: Inflight(self.metrics.inflight.clone()),
             _slot: slot,
         }
     }
 
-    async fn early_request_filter(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<()> {
+    async fn early_request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<()> {
         ctx.snapshot = Some(self.store.load());
+        ctx.trace = Trace::of(&session.req_header().headers);
         // The header is read: its deadline stops, and a connection over the cap is refused.
         if let Some(cap) = limits::header_read() {
             ctx.overloaded = Some(cap);
@@ -491,7 +329,7 @@ impl ProxyHttp for Gateway {
             return self.deny(session, ctx, d).await;
         }
         let Some(name) = r.name() else {
-            return self.deny(session, ctx, Deny::RouteNotFound).await;
+            return self.serve_gateway_route(session, ctx, &r).await;
         };
         let state = snapshot.get(name).cloned();
         if let Some(state) = &state {
@@ -607,7 +445,7 @@ impl ProxyHttp for Gateway {
     }
 
     async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut Ctx) {
-        let outcome = ctx.outcome.unwrap_or(if e.is_some() {
+        let outcome = ctx.outcome.take().unwrap_or(if e.is_some() {
             Outcome::UpstreamFailed
         } else {
             Outcome::Ok
@@ -616,40 +454,46 @@ impl ProxyHttp for Gateway {
             .requests
             .with_label_values(&[ctx.label(), ctx.method.as_str(), outcome.as_str()])
             .inc();
-        let status = session
-            .response_written()
-            .map(|r| r.status.as_u16())
-            .unwrap_or(0);
-        let reason = match outcome {
-            Outcome::Denied(r) => r,
-            _ => "",
-        };
-        tracing::info!(
-            integration = ctx.label(),
-            method = ctx.method.as_str(),
-            outcome = outcome.as_str(),
-            reason,
-            status,
-            profile_version = ctx.snapshot.as_ref().map(|s| s.version).unwrap_or(0),
-            duration_ms = ctx.started.elapsed().as_millis() as u64,
-            "request"
-        );
+        if let Some(overhead) = ctx.overhead() {
+            self.metrics
+                .overhead
+                .with_label_values(&[ctx.label()])
+                .observe(overhead.as_secs_f64());
+        }
+        if self.access_log {
+            access_line(session, ctx, &outcome);
+        }
     }
 }
 
-/// Evidence records for a refused-then-retried stream.
-pub fn refused_stream_evidence() -> Vec<Evidence> {
-    let now = SystemTime::now();
-    vec![
-        Evidence {
-            at: now,
-            kind: EvidenceKind::StreamingRefused,
-            detail: "SendStreamingMessage answered with UnsupportedOperationError".into(),
-        },
-        Evidence {
-            at: now,
-            kind: EvidenceKind::StreamingDowngradeVerified,
-            detail: "the same request as SendMessage succeeded; streaming off until refresh".into(),
-        },
-    ]
+/// The one access line of a call: bounded values only (integration names from the config, enum
+/// labels, numbers, a checked request id), never a header value, a path or a body.
+fn access_line(session: &Session, ctx: &Ctx, outcome: &Outcome) {
+    let status = session
+        .response_written()
+        .map(|r| r.status.as_u16())
+        .unwrap_or(0);
+    let reason = match outcome {
+        Outcome::Denied(d) => d.reason(),
+        _ => "",
+    };
+    tracing::info!(
+        target: "a2a_egress::access",
+        request_id = ctx.trace.id.as_str(),
+        integration = ctx.label(),
+        method = ctx.method.as_str(),
+        outcome = outcome.as_str(),
+        reason,
+        downgrade = ctx.downgrade.map_or("", |c| c.as_str()),
+        status,
+        upstream_status = ctx.upstream_status,
+        total_us = micros(ctx.started.elapsed()),
+        upstream_us = micros(ctx.upstream_time),
+        profile_version = ctx.snapshot.as_ref().map(|s| s.version).unwrap_or(0),
+        "request"
+    );
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }

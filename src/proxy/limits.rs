@@ -172,6 +172,15 @@ pub struct Limited<A> {
 impl<A> Limited<A> {
     /// Wraps `app` with `limits`, counting in `metrics`.
     pub fn new(app: A, limits: Limits, metrics: Metrics) -> Limited<A> {
+        // Every series exists from the start, so a dashboard shows zeros rather than gaps.
+        for cap in [Cap::Connections, Cap::Inflight] {
+            metrics.overload_refusals.with_label_values(&[cap.as_str()]);
+        }
+        for phase in [Phase::Idle, Phase::Header, Phase::Body] {
+            metrics
+                .downstream_timeouts
+                .with_label_values(&[phase.as_str()]);
+        }
         Limited {
             app: Arc::new(app),
             slots: Arc::new(Semaphore::new(limits.max_connections)),

@@ -2,14 +2,21 @@
 //!
 //! Pure parts (unit-tested with fixtures): [`route`] (paths and methods), [`body`] (request
 //! bodies: facts and byte splices), [`policy`]
-//! (allow/deny and the forwarding plan), [`shape`] (upstream headers), [`card`] (the effective
-//! card), [`artifact`] (answers against the `artifact_schema`), [`deny`] (refusal rendering), [`events`] (SSE event splitting), [`feedback`] (agent errors, SSE framing). I/O parts:
-//! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`] (refresh-and-retry after -32008/-32009), [`upstream`]
+//! (allow/deny and the forwarding plan), [`shape`] (upstream headers), [`trace`] (request id and
+//! trace context), [`card`] (the effective card), [`card_signer`] (the gateway's signature on it and its JWK
+//! Set), [`artifact`] (answers against the
+//! `artifact_schema`), [`deny`] (refusal rendering), [`events`] (SSE event splitting), [`feedback`]
+//! (agent errors, SSE framing). I/O parts:
+//! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`]
+//! (refresh-and-retry after -32008/-32009), [`call`] (what those three share: the [`Gateway`], a
+//! request's context and outcome), [`upstream`]
 //! (the pingora peer of a prepared upstream, TLS fault names), [`limits`] (connection cap, idle and header deadlines).
 
 pub mod artifact;
 pub mod body;
+pub mod call;
 pub mod card;
+pub mod card_signer;
 pub mod client;
 pub mod deny;
 pub mod events;
@@ -20,6 +27,7 @@ pub mod policy;
 pub mod retry;
 pub mod route;
 pub mod shape;
+pub mod trace;
 pub mod upstream;
 
-pub use gateway::Gateway;
+pub use call::Gateway;

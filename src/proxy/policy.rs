@@ -15,6 +15,7 @@ use super::route::{Method, Route, media_type_accepted};
 use crate::config::StreamingMode;
 use crate::profile::Binding;
 use crate::state::{IntegrationState, Snapshot, Status, satisfies};
+use crate::types::ProtocolVersion;
 
 /// Why a streaming call is answered through `SendMessage`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,17 +95,6 @@ pub struct Plan {
     pub rewritten_body: Option<Bytes>,
     /// `A2A-Version` to send.
     pub version: String,
-}
-
-/// `Major.Minor` of a version header value (patch ignored, SPEC §3.6).
-fn major_minor(v: &str) -> Option<String> {
-    let mut it = v.trim().split('.');
-    let (a, b) = (it.next()?, it.next()?);
-    (a.bytes().all(|c| c.is_ascii_digit())
-        && b.bytes().all(|c| c.is_ascii_digit())
-        && !a.is_empty()
-        && !b.is_empty())
-    .then(|| format!("{a}.{b}"))
 }
 
 /// The data classes a request declares: every `A2A-Egress-Data-Class` line counts, and each line
@@ -304,8 +294,10 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         &integration.data_classes,
     )?;
 
+    // A2A specification, "Protocol Versioning": the patch of `A2A-Version` takes no part.
     if let Some(v) = f.a2a_version.map(str::trim).filter(|v| !v.is_empty())
-        && major_minor(v).as_deref() != Some(iface.version.as_str())
+        && ProtocolVersion::from_header(v).ok().map(|v| v.to_string())
+            != Some(iface.version.clone())
     {
         return Err(Deny::VersionNotSupported {
             offered: iface.version.clone(),
@@ -313,7 +305,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     }
 
     match method {
-        Method::Unknown | Method::Card => return Err(Deny::MethodNotFound),
+        Method::Unknown | Method::Card | Method::Jwks => return Err(Deny::MethodNotFound),
         m if m.is_push() && !profile.push => return Err(Deny::MethodNotAllowed(m)),
         // The effective card is the only card a caller sees: forwarding the agent's extended
         // card would hand out the agent's own URLs and skills outside the integration.
@@ -447,6 +439,7 @@ mod tests {
             reason: None,
             agent_version: "1".into(),
             card_digest: "sha256:0".into(),
+            verified_by: None,
             interface: Some(Interface {
                 url: url.into(),
                 binding,
@@ -458,6 +451,7 @@ mod tests {
             push: false,
             extended_card: false,
             extensions: vec![],
+            required_extensions: Vec::new(),
             skills: [
                 (
                     "echo".to_string(),
@@ -485,7 +479,7 @@ mod tests {
 
     fn state(i: Integration, p: Profile) -> IntegrationState {
         let url = p.interface.as_ref().unwrap().url.clone();
-        IntegrationState::from_profile(Arc::new(i), p, &json!({}), Ok(Upstream::for_tests(&url)))
+        IntegrationState::from_profile(Arc::new(i), p, Ok(Upstream::for_tests(&url)))
     }
 
     fn rpc(method: &str, params: Value) -> RpcRequest {
@@ -665,6 +659,22 @@ mod tests {
                 offered: "1.0".into()
             }
         );
+        // The one Major.Minor parser decides: surrounding space and a patch are fine, and a
+        // version spelt with leading zeros or followed by anything but a patch number is not 1.0.
+        for ok in [" 1.0 ", "1.0", "1.0.0", ""] {
+            f.a2a_version = Some(ok);
+            assert!(decide(&s, &f).is_ok(), "{ok:?}");
+        }
+        for bad in ["01.0", "1.00", "1.0.x", "1.0.", "1.0.01", "1", "1.0.0.0"] {
+            f.a2a_version = Some(bad);
+            assert_eq!(
+                decide(&s, &f).unwrap_err(),
+                Deny::VersionNotSupported {
+                    offered: "1.0".into()
+                },
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

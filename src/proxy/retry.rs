@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::call::Gateway;
 use super::deny::Deny;
-use super::gateway::Gateway;
 use super::policy::{self, Facts, Plan};
 use crate::state::{IntegrationState, RefreshAnswer, Snapshot, StaleCause};
 

@@ -107,6 +107,8 @@ pub enum Route {
         /// The route path, starting with `/` (e.g. `/message:send`, `/tasks/abc:cancel`).
         path: String,
     },
+    /// `GET /.well-known/jwks.json`: the gateway's own public signing keys.
+    Jwks,
     /// Anything else.
     NotFound,
 }
@@ -116,12 +118,15 @@ impl Route {
     pub fn name(&self) -> Option<&str> {
         match self {
             Route::Card { name } | Route::JsonRpc { name } | Route::Rest { name, .. } => Some(name),
-            Route::NotFound => None,
+            Route::Jwks | Route::NotFound => None,
         }
     }
 }
 
 const CARD_PATH: &str = "/.well-known/agent-card.json";
+
+/// Where the data plane publishes the gateway's JWK Set (RFC 8615 well-known location).
+pub const JWKS_PATH: &str = "/.well-known/jwks.json";
 
 /// First path segments of the HTTP+JSON routes (anything else in first position is a tenant).
 fn is_rest_root(seg: &str) -> bool {
@@ -133,6 +138,9 @@ fn is_rest_root(seg: &str) -> bool {
 
 /// Routes a request path (without query).
 pub fn route(path: &str) -> Route {
+    if path == JWKS_PATH {
+        return Route::Jwks;
+    }
     let Some(rest) = path.strip_prefix("/agents/") else {
         return Route::NotFound;
     };
@@ -210,6 +218,8 @@ pub enum Method {
     GetExtendedAgentCard,
     /// The effective card (served by the gateway).
     Card,
+    /// The gateway's JWK Set (served by the gateway).
+    Jwks,
     /// Not an A2A operation (or not identified yet).
     Unknown,
 }
@@ -230,6 +240,7 @@ impl Method {
             Method::DeletePushConfig => "DeleteTaskPushNotificationConfig",
             Method::GetExtendedAgentCard => "GetExtendedAgentCard",
             Method::Card => "agent-card",
+            Method::Jwks => "jwks",
             Method::Unknown => "unknown",
         }
     }
@@ -372,6 +383,8 @@ mod tests {
             }
         );
         assert_eq!(route("/other"), Route::NotFound);
+        assert_eq!(route("/.well-known/jwks.json"), Route::Jwks);
+        assert_eq!(route("/.well-known/jwks.json/"), Route::NotFound);
         assert_eq!(route("/agents/"), Route::NotFound);
     }
 

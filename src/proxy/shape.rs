@@ -8,6 +8,7 @@
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use super::policy::Plan;
+use super::trace::Trace;
 use crate::config::is_reserved_header;
 use crate::state::IntegrationState;
 use crate::state::Upstream;
@@ -16,30 +17,37 @@ use crate::state::Upstream;
 pub const GATEWAY_HEADER_PREFIX: &str = "a2a-egress-";
 
 /// Caller headers every integration forwards: content negotiation (not `Accept-Encoding`: the
-/// gateway asks for identity so it can read agent errors), W3C trace context and the user agent
-/// (which names the caller's software, nothing it could use to steer the agent).
+/// gateway asks for identity so it can read agent errors) and the user agent (which names the
+/// caller's software, nothing it could use to steer the agent). The trace context is the
+/// gateway's own ([`Trace`]): checked, then written.
 fn always_forwarded(n: &HeaderName) -> bool {
-    matches!(
-        n.as_str(),
-        "content-type" | "accept" | "user-agent" | "traceparent" | "tracestate"
-    )
+    matches!(n.as_str(), "content-type" | "accept" | "user-agent")
+}
+
+/// Headers the gateway writes from [`Trace`] rather than copying.
+fn is_trace_header(n: &HeaderName) -> bool {
+    matches!(n.as_str(), "x-request-id" | "traceparent" | "tracestate")
 }
 
 /// The headers of one upstream request, in order: allowlisted caller headers (the built-in list,
 /// the integration's `forward_headers`, and `Authorization` for a pass-through credential), then
 /// the gateway's own — `Host`, `Content-Length` (the exact length of the body that will be sent),
-/// `Accept-Encoding: identity`, `A2A-Version`, `A2A-Extensions` and the credential.
+/// `Accept-Encoding: identity`, `A2A-Version`, `A2A-Extensions`, the credential, `X-Request-Id`
+/// and the caller's `traceparent`/`tracestate` when valid.
 pub fn upstream_headers(
     caller: &HeaderMap,
     state: &IntegrationState,
     upstream: &Upstream,
     plan: &Plan,
     body_len: usize,
+    trace: &Trace,
 ) -> Vec<(HeaderName, HeaderValue)> {
-    let mut out: Vec<(HeaderName, HeaderValue)> = Vec::with_capacity(caller.len().min(16) + 6);
+    let mut out: Vec<(HeaderName, HeaderValue)> = Vec::with_capacity(caller.len().min(16) + 9);
     let extra = &state.integration.forward_headers;
     for (n, v) in caller {
-        let listed = always_forwarded(n) || extra.contains(n);
+        // The trace headers are written from the request's checked trace context below, even
+        // when `forward_headers` lists them, so a malformed one never leaves and none doubles.
+        let listed = (always_forwarded(n) || extra.contains(n)) && !is_trace_header(n);
         // `forward_headers` is validated against the reserved names; checked again here because
         // this is the one place that decides what leaves.
         if listed && !is_reserved_header(n.as_str()) {
@@ -73,6 +81,15 @@ pub fn upstream_headers(
     if let Some(auth) = &upstream.authorization {
         out.push((header::AUTHORIZATION, auth.clone()));
     }
+    if let Some(id) = trace.request_id_header() {
+        out.push((HeaderName::from_static("x-request-id"), id));
+    }
+    if let Some(tp) = &trace.traceparent {
+        out.push((HeaderName::from_static("traceparent"), tp.clone()));
+    }
+    if let Some(ts) = &trace.tracestate {
+        out.push((HeaderName::from_static("tracestate"), ts.clone()));
+    }
     out
 }
 
@@ -101,7 +118,10 @@ mod tests {
             credential: Credential::None,
             max_body_bytes: 10,
             ca_file: None,
-            forward_headers: vec![HeaderName::from_static("x-listed")],
+            forward_headers: vec![
+                HeaderName::from_static("x-listed"),
+                HeaderName::from_static("x-request-id"),
+            ],
             lock: Default::default(),
             artifacts: None,
         };
@@ -111,6 +131,7 @@ mod tests {
             reason: None,
             agent_version: "1".into(),
             card_digest: "x".into(),
+            verified_by: None,
             interface: Some(Interface {
                 url: "https://a.example:8443/a2a".into(),
                 binding: Binding::JsonRpc,
@@ -122,6 +143,7 @@ mod tests {
             push: false,
             extended_card: false,
             extensions: vec!["urn:a".into(), "urn:b".into()],
+            required_extensions: Vec::new(),
             skills: Default::default(),
             display: Display::default(),
         };
@@ -168,7 +190,8 @@ mod tests {
 
     fn shaped(h: &HeaderMap, up: &Upstream, body_len: usize) -> HeaderMap {
         let mut out = HeaderMap::new();
-        for (n, v) in upstream_headers(h, &state(&["urn:b"]), up, &plan(), body_len) {
+        let trace = Trace::of(h);
+        for (n, v) in upstream_headers(h, &state(&["urn:b"]), up, &plan(), body_len, &trace) {
             out.append(n, v);
         }
         out
@@ -196,8 +219,9 @@ mod tests {
             ("content-type", "application/json"),
             ("accept", "application/json"),
             ("accept", "text/event-stream"),
-            ("traceparent", "00-1-2-01"),
+            ("traceparent", TP),
             ("tracestate", "a=b"),
+            ("x-request-id", "caller-7"),
             ("user-agent", "caller/1"),
             ("x-listed", "yes"),
         ] {
@@ -214,8 +238,6 @@ mod tests {
             [
                 "content-type",
                 "accept",
-                "traceparent",
-                "tracestate",
                 "user-agent",
                 "x-listed",
                 "host",
@@ -224,8 +246,18 @@ mod tests {
                 "a2a-version",
                 "a2a-extensions",
                 "authorization",
+                "x-request-id",
+                "traceparent",
+                "tracestate",
             ]
         );
+        assert_eq!(out["x-request-id"], "caller-7");
+        assert_eq!(
+            out.get_all("x-request-id").iter().count(),
+            1,
+            "listed, yet written once"
+        );
+        assert_eq!(out["traceparent"], TP);
         assert_eq!(out.get_all("accept").iter().count(), 2);
         assert_eq!(out["authorization"], "Bearer gw");
         assert_eq!(out.get_all("authorization").iter().count(), 1);
@@ -236,12 +268,31 @@ mod tests {
         assert_eq!(out["accept-encoding"], "identity");
     }
 
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn an_invalid_trace_context_is_dropped_and_a_request_id_always_leaves() {
+        let mut h = HeaderMap::new();
+        h.insert("traceparent", HeaderValue::from_static("00-1-2-01"));
+        h.insert("tracestate", HeaderValue::from_static("a=b"));
+        h.insert("x-request-id", HeaderValue::from_static("two words"));
+        let up = Upstream::for_tests("https://a.example/a2a");
+        let out = shaped(&h, &up, 0);
+        assert!(!out.contains_key("traceparent") && !out.contains_key("tracestate"));
+        assert_eq!(out.get_all("x-request-id").iter().count(), 1);
+        let id = out["x-request-id"].to_str().unwrap();
+        assert!(
+            id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{id}"
+        );
+    }
+
     #[test]
     fn no_credential_drops_the_callers_and_pass_through_keeps_it() {
         let mut h = HeaderMap::new();
         h.insert("authorization", HeaderValue::from_static("Bearer caller"));
         let up = Upstream::for_tests("https://a.example/a2a");
-        let out = upstream_headers(&h, &state(&[]), &up, &plan(), 0);
+        let out = upstream_headers(&h, &state(&[]), &up, &plan(), 0, &Trace::of(&h));
         assert!(!out.iter().any(|(n, _)| n == header::AUTHORIZATION));
         assert!(
             !out.iter().any(|(n, _)| n == "a2a-extensions"),
@@ -270,7 +321,7 @@ mod tests {
         h.insert("a2a-egress-data-class", HeaderValue::from_static("secret"));
         h.insert("accept-encoding", HeaderValue::from_static("gzip"));
         let up = Upstream::for_tests("https://a.example/a2a");
-        let out = upstream_headers(&h, &st, &up, &plan(), 0);
+        let out = upstream_headers(&h, &st, &up, &plan(), 0, &Trace::of(&h));
         assert!(
             !out.iter()
                 .any(|(n, _)| n.as_str().starts_with(GATEWAY_HEADER_PREFIX))

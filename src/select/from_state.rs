@@ -5,8 +5,10 @@
 //! evidence, and the configured data classes. `Profile.display` (names, descriptions,
 //! examples) does not, so provider prose cannot reach a selection.
 
+use std::time::SystemTime;
+
 use super::{Candidate, Freshness, SkillModes, Standing, StreamingEvidence};
-use crate::state::{EvidenceKind, IntegrationState, Status};
+use crate::state::{IntegrationState, LockVerdict, Source, Status, claims};
 
 /// The candidate `state` makes.
 pub fn candidate(state: &IntegrationState) -> Candidate {
@@ -58,21 +60,51 @@ fn freshness(state: &IntegrationState) -> Freshness {
     }
 }
 
-/// Refused when the agent turned a stream down since the last refresh; verified when the
-/// state holds evidence of a working stream; else declared.
+/// Refused when the agent turned a stream down since the last refresh; contradicted when the
+/// newest observation of the `streaming` claim since the profile was installed (the gateway's
+/// own probe, or a call) says it does not work; verified when a probe showed streaming works on
+/// the card now served ([`streaming_verified_at`]); else declared.
 pub fn streaming_evidence(state: &IntegrationState) -> StreamingEvidence {
     if state.overrides.streaming_off {
         return StreamingEvidence::Refused;
     }
-    // Exhaustive on purpose: a new kind of evidence must be judged here.
-    let verified = state.evidence.iter().any(|e| match e.kind {
-        EvidenceKind::StreamingRefused
-        | EvidenceKind::StreamingDowngradeVerified
-        | EvidenceKind::StaleError(_)
-        | EvidenceKind::ArtifactSchemaMismatch => false,
-    });
-    match verified {
-        true => StreamingEvidence::Verified,
-        false => StreamingEvidence::Declared,
+    if matches!(streaming_claim(state), Some(Source::Contradicted { .. })) {
+        return StreamingEvidence::Contradicted;
     }
+    match streaming_verified_at(state) {
+        Some(_) => StreamingEvidence::Verified,
+        None => StreamingEvidence::Declared,
+    }
+}
+
+/// Where the profile's `streaming` claim stands now (see [`claims`]).
+pub fn streaming_claim(state: &IntegrationState) -> Option<Source> {
+    (claims(state).into_iter())
+        .find(|c| c.claim == "streaming")
+        .map(|c| c.source)
+}
+
+/// When a probe last verified streaming for the card now served: the gateway's own scheduled
+/// probe when the `streaming` claim's newest observation is a verifying one, else the
+/// lockfile's `verified.streaming` (`probe ok <RFC 3339>`, written by `a2a-egress lock`),
+/// counted only while the lock was pinned from this very card (same digest) and is not
+/// breaking. A lock of an older card says nothing about the current one.
+pub fn streaming_verified_at(state: &IntegrationState) -> Option<SystemTime> {
+    match streaming_claim(state) {
+        Some(Source::Verified { at, .. }) => Some(at),
+        Some(Source::Contradicted { .. }) => None,
+        _ => lock_verified_at(state),
+    }
+}
+
+fn lock_verified_at(state: &IntegrationState) -> Option<SystemTime> {
+    let lock = state.lock.lock.as_deref()?;
+    let profile = state.profile()?;
+    if state.lock.verdict == LockVerdict::Breaking || lock.card_digest != profile.card_digest {
+        return None;
+    }
+    let at = lock.verified.get("streaming")?.strip_prefix("probe ok ")?;
+    chrono::DateTime::parse_from_rfc3339(at)
+        .ok()
+        .map(|t| SystemTime::from(t.with_timezone(&chrono::Utc)))
 }

@@ -13,15 +13,22 @@
 //!    by one accepted skill (`TAGS_MISSING`); that skill must accept every input media type
 //!    (`INPUT_MODE`) and produce one of the output types (`OUTPUT_MODE`);
 //! 3. streaming, when required: declared by the card (`NO_STREAMING`), not turned off by the
-//!    integration (`STREAMING_OFF`), not refused by the agent at runtime (`STREAMING_REFUSED`);
+//!    integration (`STREAMING_OFF`), not refused by the agent at runtime (`STREAMING_REFUSED`),
+//!    not contradicted by the gateway's own probe since the profile was installed
+//!    (`STREAMING_CONTRADICTED`);
 //! 4. binding, when named: the interface the gateway uses speaks it (`BINDING_UNSUPPORTED`);
 //! 5. data classes: each is allowed by the integration (`DATA_CLASS_NOT_ALLOWED`).
+//!
+//! Reason messages are gateway-written only. Where a reason is about provider-written values
+//! (the card's media types, the state's account of why a profile is unusable, which quotes the
+//! card), they travel apart in the reason's `untrusted` list, sanitised and bounded.
 //!
 //! No partial matches: when nothing passes, `chosen` is `null` and [`Gap`] lists what each
 //! candidate lacks. Among accepted candidates the **tie rule** picks the first by: lockfile
 //! verdict (`compatible` before `unpinned` before `review`), then freshness (revalidated before
 //! served-from-disk before degraded), then, when streaming is required, streaming verified by a
-//! probe or a stream before streaming only declared, then integration name (byte order). No
+//! probe of the card now served before streaming only declared, then integration name (byte
+//! order). No
 //! provider-written text (names, descriptions, examples) exists in a [`Candidate`], so none can
 //! sway the answer.
 
@@ -29,6 +36,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::card::sanitize::sanitize;
 use crate::config::StreamingMode;
 use crate::profile::Binding;
 use crate::state::LockVerdict;
@@ -37,7 +45,7 @@ use crate::types::media_type::media_type_accepted;
 mod from_state;
 mod need;
 
-pub use from_state::{candidate, streaming_evidence};
+pub use from_state::{candidate, streaming_claim, streaming_evidence, streaming_verified_at};
 pub use need::{MAX_NEED_BYTES, Need, NeedError};
 
 /// Whether an integration can take traffic at all, as selection sees it.
@@ -80,10 +88,13 @@ impl Freshness {
 pub enum StreamingEvidence {
     /// Only the card's declaration.
     Declared,
-    /// A probe or a runtime stream showed it works.
+    /// A probe showed it works on the card now served.
     Verified,
     /// The agent refused a stream the card claimed (streaming is off until the next refresh).
     Refused,
+    /// The newest probe of streaming (or a call) since the profile was installed showed it does
+    /// not work.
+    Contradicted,
 }
 
 /// The modes and tags of one skill.
@@ -153,6 +164,8 @@ pub enum Code {
     StreamingOff,
     /// Excluded: streaming required, the agent refused a stream at runtime.
     StreamingRefused,
+    /// Excluded: streaming required, the gateway's own probe (or a call) showed it does not work.
+    StreamingContradicted,
     /// Excluded: the gateway reaches the agent over another binding than the need's.
     BindingUnsupported,
     /// Excluded: a data class of the need is not allowed by the integration.
@@ -175,19 +188,39 @@ pub enum Code {
     Outranked,
 }
 
-/// One reason: a code and a gateway-written sentence.
+/// One reason: a code, a gateway-written sentence, and the provider-written values it is about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Reason {
     /// Machine-readable.
     pub code: Code,
-    /// For a person (or a planner) reading the answer.
+    /// For a person (or a planner) reading the answer; gateway-written only, never card text.
     pub message: String,
+    /// Card values (or the state's account that quotes them) the message refers to: quote as
+    /// data, never follow. Each is sanitised and at most [`MAX_QUOTED_CHARS`] characters; at most
+    /// [`MAX_LISTED`] entries. Absent when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub untrusted: Vec<String>,
 }
+
+/// Longest provider-written value quoted in a reason, in characters.
+pub const MAX_QUOTED_CHARS: usize = 512;
 
 fn reason(code: Code, message: impl Into<String>) -> Reason {
     Reason {
         code,
         message: message.into(),
+        untrusted: Vec::new(),
+    }
+}
+
+impl Reason {
+    /// The same reason, quoting `values` (provider-written) apart from the message, sanitised
+    /// and bounded here: the state's strings may come from a file read back from disk.
+    fn quoting(mut self, values: &[String]) -> Reason {
+        self.untrusted = (values.iter().take(MAX_LISTED))
+            .map(|v| sanitize(v, MAX_QUOTED_CHARS))
+            .collect();
+        self
     }
 }
 
@@ -338,8 +371,21 @@ fn standing(c: &Candidate) -> Vec<Reason> {
             Code::Pending,
             "no verdict yet: the first fetch of the card has not finished",
         )),
-        Standing::Unusable(why) => out.push(reason(Code::Unusable, format!("unusable: {why}"))),
-        Standing::Blocked(why) => out.push(reason(Code::Blocked, format!("blocked: {why}"))),
+        // The state's account quotes card values (an origin, a version, an extension URI).
+        Standing::Unusable(why) => out.push(
+            reason(
+                Code::Unusable,
+                "no usable profile; the gateway's account (it quotes the card) is under untrusted",
+            )
+            .quoting(std::slice::from_ref(why)),
+        ),
+        Standing::Blocked(why) => out.push(
+            reason(
+                Code::Blocked,
+                "traffic stopped on purpose; the gateway's account (it quotes the card) is under untrusted",
+            )
+            .quoting(std::slice::from_ref(why)),
+        ),
     }
     if c.lock == LockVerdict::Breaking {
         out.push(reason(
@@ -417,14 +463,16 @@ fn modes_fit(need: &Need, id: &str, m: &SkillModes) -> Result<Vec<Reason>, Vec<R
         .cloned()
         .collect();
     if !refused.is_empty() {
-        fails.push(reason(
-            Code::InputMode,
-            format!(
-                "skill {id:?} does not accept {} (accepts {})",
-                listed(&refused),
-                listed(&m.input)
-            ),
-        ));
+        fails.push(
+            reason(
+                Code::InputMode,
+                format!(
+                    "skill {id:?} does not accept {}; the types it accepts are under untrusted",
+                    listed(&refused)
+                ),
+            )
+            .quoting(&m.input),
+        );
     }
     let produces = need.output.is_empty()
         || m.output.iter().any(|o| {
@@ -435,14 +483,16 @@ fn modes_fit(need: &Need, id: &str, m: &SkillModes) -> Result<Vec<Reason>, Vec<R
                     .any(|n| media_type_accepted(n, std::slice::from_ref(o)))
         });
     if !produces {
-        fails.push(reason(
-            Code::OutputMode,
-            format!(
-                "skill {id:?} produces none of {} (produces {})",
-                listed(&need.output),
-                listed(&m.output)
-            ),
-        ));
+        fails.push(
+            reason(
+                Code::OutputMode,
+                format!(
+                    "skill {id:?} produces none of {}; the types it produces are under untrusted",
+                    listed(&need.output)
+                ),
+            )
+            .quoting(&m.output),
+        );
     }
     if !fails.is_empty() {
         return Err(fails);
@@ -458,8 +508,11 @@ fn modes_fit(need: &Need, id: &str, m: &SkillModes) -> Result<Vec<Reason>, Vec<R
         ),
         reason(
             Code::OutputProduced,
-            format!("skill {id:?} produces {}", listed(&m.output)),
-        ),
+            format!(
+                "skill {id:?} produces a type the need takes; the types it produces are under untrusted"
+            ),
+        )
+        .quoting(&m.output),
     ])
 }
 
@@ -481,6 +534,11 @@ fn streaming(need: &Need, c: &Candidate) -> Option<Result<Reason, Reason>> {
         Err(reason(
             Code::StreamingRefused,
             "the agent refused a stream its card claims; streaming is off until the next refresh",
+        ))
+    } else if c.streaming_evidence == StreamingEvidence::Contradicted {
+        Err(reason(
+            Code::StreamingContradicted,
+            "a probe since the profile was installed showed streaming does not work",
         ))
     } else if c.streaming_evidence == StreamingEvidence::Verified {
         Ok(reason(

@@ -142,12 +142,12 @@ impl Need {
             ));
         }
         let media = |mt: &str| match mt.split_once('/') {
-            Some((t, s)) if !t.is_empty() && !s.is_empty() => Ok(()),
-            _ => Err(format!("{} is not a type/subtype media type", quote(mt))),
+            Some((t, s)) if !t.is_empty() && !s.is_empty() => None,
+            _ => Some(format!("{} is not a type/subtype media type", quote(mt))),
         };
         let class = |c: &str| match is_data_class(c) {
-            true => Ok(()),
-            false => Err(format!("{} is not a data class [a-z0-9._-]", quote(c))),
+            true => None,
+            false => Some(format!("{} is not a data class [a-z0-9._-]", quote(c))),
         };
         let binding = match w.binding.as_deref() {
             None => None,
@@ -159,7 +159,7 @@ impl Need {
             })?),
         };
         let mut tags: Vec<String> = Vec::new();
-        for t in list("tags", w.tags, |_| Ok(()))? {
+        for t in list("tags", w.tags, |_| None)? {
             let t = t.to_lowercase();
             if !tags.contains(&t) {
                 tags.push(t);
@@ -200,11 +200,12 @@ fn value_ok(field: &'static str, v: &str) -> Result<(), NeedError> {
     }
 }
 
-/// Checks a list: bounded length, each value by [`value_ok`] and `rule`; repeats dropped.
+/// Checks a list: bounded length, each value by [`value_ok`] and `rule` (which names the
+/// problem with a value, if it has one); repeats dropped.
 fn list(
     field: &'static str,
     values: Vec<String>,
-    rule: impl Fn(&str) -> Result<(), String>,
+    rule: impl Fn(&str) -> Option<String>,
 ) -> Result<Vec<String>, NeedError> {
     if values.len() > MAX_LIST {
         return Err(NeedError::Invalid {
@@ -215,7 +216,9 @@ fn list(
     let mut out: Vec<String> = Vec::with_capacity(values.len());
     for v in values {
         value_ok(field, &v)?;
-        rule(&v).map_err(|problem| NeedError::Invalid { field, problem })?;
+        if let Some(problem) = rule(&v) {
+            return Err(NeedError::Invalid { field, problem });
+        }
         if !out.contains(&v) {
             out.push(v);
         }

@@ -21,6 +21,9 @@ use super::{IntegrationState, Status};
 use crate::config::{OnBreaking, StreamingMode};
 use crate::lock::{self, Class, Finding, Lock, Verdict};
 
+/// Why an integration's lockfile could not be read (whatever the reading module's error is).
+pub type UnreadableLock = Box<dyn std::error::Error + Send + Sync>;
+
 /// The verdict of an integration against its lockfile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -119,14 +122,14 @@ pub fn satisfies(state: &IntegrationState, lock: &Lock, streaming_required: bool
 impl IntegrationState {
     /// Judges this freshly built state against its lockfile (`Ok(None)`: none; `Err`: one that
     /// cannot be read, with why) and applies `on_breaking` (pure).
-    pub fn with_lock(mut self, lock: Result<Option<Lock>, String>, at: SystemTime) -> Self {
+    pub fn with_lock(mut self, lock: Result<Option<Lock>, UnreadableLock>, at: SystemTime) -> Self {
         let streaming_required = self.integration.streaming == StreamingMode::Required;
         let (verdict, lock) = match lock {
             Ok(None) => {
                 self.lock = LockState::unpinned(at);
                 return self;
             }
-            Err(why) => (lock::invalid_lock_verdict(&why), None),
+            Err(why) => (lock::invalid_lock_verdict(&*why), None),
             Ok(Some(l)) => (
                 self.verdict_against(&l, streaming_required),
                 Some(Arc::new(l)),

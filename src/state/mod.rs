@@ -18,10 +18,14 @@ use crate::config::Integration;
 use crate::profile::{Binding, Profile};
 use crate::types::origin_of_url;
 
+mod evidence;
 mod lock_state;
 mod refresh_hook;
 pub mod upstream;
-pub use lock_state::{LockState, LockVerdict, satisfies};
+pub use evidence::{
+    Claim, Observer, ProbeRecord, ProbeRun, ProbeTrigger, ProbeVerdict, Source, claims,
+};
+pub use lock_state::{LockState, LockVerdict, UnreadableLock, satisfies};
 pub use refresh_hook::{RefreshAnswer, RefreshHook, RefreshUnavailable};
 pub use upstream::{NoUpstream, Roots, Upstream, UpstreamError};
 
@@ -218,9 +222,6 @@ pub struct IntegrationState {
     pub integration: Arc<Integration>,
     /// Usable (with its profile and upstream), unusable, blocked or pending.
     pub status: Status,
-    /// Extension URIs the card marks `required` (all known to the client when the profile is usable);
-    /// activated on every call together with the integration's optional ones.
-    pub required_extensions: Vec<String>,
     /// Runtime overrides.
     pub overrides: Overrides,
     /// Recent evidence, oldest first, at most [`MAX_EVIDENCE`].
@@ -231,6 +232,9 @@ pub struct IntegrationState {
     pub freshness: Freshness,
     /// The verdict against the integration's lockfile (`unpinned` without one).
     pub lock: LockState,
+    /// The last probe run the gateway made by itself (kept across refreshes; [`claims`] reads
+    /// only what it found since the current profile was installed).
+    pub probes: Option<Arc<ProbeRun>>,
 }
 
 /// How current an integration's profile is: set by `control::refresh`, shown on the admin API.
@@ -353,12 +357,12 @@ impl IntegrationState {
         IntegrationState {
             integration,
             status: Status::Pending,
-            required_extensions: Vec::new(),
             overrides: Overrides::default(),
             evidence: Vec::new(),
             installed_at: SystemTime::now(),
             freshness: Freshness::default(),
             lock: LockState::unpinned(SystemTime::now()),
+            probes: None,
         }
     }
 
@@ -378,12 +382,11 @@ impl IntegrationState {
     }
 
     /// Builds the state for a freshly compiled profile, checking it against the integration's
-    /// contract (pure). `card` is the validated card JSON (for the `required` flags of extensions);
-    /// `upstream` is the upstream prepared for the profile's interface, or why there is none.
+    /// contract (pure). `upstream` is the upstream prepared for the profile's interface, or why
+    /// there is none.
     pub fn from_profile(
         integration: Arc<Integration>,
         profile: Profile,
-        card: &serde_json::Value,
         upstream: Result<Upstream, NoUpstream>,
     ) -> Self {
         let profile = Arc::new(profile);
@@ -394,19 +397,15 @@ impl IntegrationState {
             Ok(u) => Arc::new(u),
             Err(reason) => return Self::unusable(integration, Some(profile), reason.reason),
         };
-        let required_extensions = required_extensions(card)
-            .into_iter()
-            .filter(|u| profile.extensions.contains(u))
-            .collect();
         IntegrationState {
             integration,
             status: Status::Usable { profile, upstream },
-            required_extensions,
             overrides: Overrides::default(),
             evidence: Vec::new(),
             installed_at: SystemTime::now(),
             freshness: Freshness::default(),
             lock: LockState::unpinned(SystemTime::now()),
+            probes: None,
         }
     }
 
@@ -462,7 +461,7 @@ impl IntegrationState {
             .extensions
             .iter()
             .filter(|e| {
-                self.required_extensions.contains(e) || self.integration.extensions.contains(e)
+                p.required_extensions.contains(e) || self.integration.extensions.contains(e)
             })
             .cloned()
             .collect();
@@ -491,21 +490,6 @@ impl IntegrationState {
         }
         s
     }
-}
-
-/// Extension URIs a card marks `required: true` (from `capabilities.extensions`).
-pub fn required_extensions(card: &serde_json::Value) -> Vec<String> {
-    let mut v: Vec<String> = card
-        .pointer("/capabilities/extensions")
-        .and_then(|e| e.as_array())
-        .into_iter()
-        .flatten()
-        .filter(|e| e.get("required").and_then(|r| r.as_bool()) == Some(true))
-        .filter_map(|e| e.get("uri").and_then(|u| u.as_str()).map(str::to_owned))
-        .collect();
-    v.sort();
-    v.dedup();
-    v
 }
 
 /// Checks a compiled profile against the integration contract.
@@ -684,6 +668,7 @@ mod tests {
             reason: None,
             agent_version: "1".into(),
             card_digest: "sha256:00".into(),
+            verified_by: None,
             interface: Some(Interface {
                 url: url.into(),
                 binding: Binding::JsonRpc,
@@ -695,6 +680,7 @@ mod tests {
             push: false,
             extended_card: false,
             extensions: vec!["urn:opt".into(), "urn:other".into(), "urn:req".into()],
+            required_extensions: Vec::new(),
             skills: [(
                 "echo".to_string(),
                 SkillProfile {
@@ -744,14 +730,9 @@ mod tests {
 
     #[test]
     fn activated_extensions_are_required_plus_configured_optional() {
-        let card = serde_json::json!({"capabilities": {"extensions": [
-            {"uri": "urn:req", "required": true}, {"uri": "urn:opt"}, {"uri": "urn:other", "required": false}]}});
-        let s = IntegrationState::from_profile(
-            Arc::new(integration()),
-            profile("https://a.example/a2a"),
-            &card,
-            Ok(upstream()),
-        );
+        let mut p = profile("https://a.example/a2a");
+        p.required_extensions = vec!["urn:req".into()];
+        let s = IntegrationState::from_profile(Arc::new(integration()), p, Ok(upstream()));
         assert!(s.status.is_usable());
         assert_eq!(s.activated_extensions(), vec!["urn:opt", "urn:req"]);
     }
@@ -761,7 +742,6 @@ mod tests {
         let s = IntegrationState::from_profile(
             Arc::new(integration()),
             profile("https://a.example/a2a"),
-            &serde_json::json!({}),
             Err(NoUpstream {
                 kind: "credential_env_unset",
                 reason: "credential env ECHO_TOKEN is not set".into(),
@@ -778,7 +758,6 @@ mod tests {
         let s = IntegrationState::from_profile(
             Arc::new(integration()),
             profile("https://a.example/a2a"),
-            &serde_json::json!({}),
             Ok(upstream()),
         );
         assert!(s.streaming_allowed());
@@ -790,7 +769,6 @@ mod tests {
         let s = IntegrationState::from_profile(
             Arc::new(cfg_off),
             profile("https://a.example/a2a"),
-            &serde_json::json!({}),
             Ok(upstream()),
         );
         assert!(!s.streaming_allowed());

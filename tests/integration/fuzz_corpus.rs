@@ -205,7 +205,6 @@ fn effective_card_corpus_projects_to_valid_cards() {
         let state = IntegrationState::from_profile(
             Arc::new(i),
             profile,
-            v.json(),
             Ok(Upstream::for_tests(&iface.url)),
         );
         if let Some(c) = effective_card(&state, "http://127.0.0.1:7411") {

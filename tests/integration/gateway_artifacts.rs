@@ -234,3 +234,37 @@ async fn an_artifact_too_large_to_check_is_refused_when_enforced_and_counted_whe
         assert_eq!(mismatches(&gw).await, 1.0, "{policy}");
     }
 }
+
+#[tokio::test]
+async fn a_schema_that_does_not_compile_is_refused_at_reload_and_the_old_one_stays() {
+    let agent = agent();
+    let gw = gateway(&agent, "enforce").await;
+    std::fs::write(gw.dir.path().join("quote.json"), r#"{"type": 12}"#).unwrap();
+    // The config is re-read when its own text changes.
+    let path = gw.config_path();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{text}\n# schema edited\n")).unwrap();
+    let mut ready: Value;
+    crate::assert_eventually!(
+        {
+            ready = gw.readyz().await;
+            ready["control"]["config_refused"].is_string()
+        },
+        every = std::time::Duration::from_millis(50),
+        "the bad schema was not refused: {ready}"
+    );
+    let refused = ready["control"]["config_refused"].as_str().unwrap();
+    assert!(
+        refused.contains("artifact_schema")
+            && refused.contains("quote.json is not a usable JSON Schema"),
+        "{refused}"
+    );
+    // The schema compiled at start still holds the answers.
+    let (_, v) = gw
+        .rpc("q", &send("bad", "SendMessage", json!({"cost": 1})), &[])
+        .await;
+    assert_eq!(
+        v["error"]["data"][0]["reason"], "ARTIFACT_SCHEMA_MISMATCH",
+        "{v}"
+    );
+}

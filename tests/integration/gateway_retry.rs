@@ -1,4 +1,4 @@
-//! Refresh-and-retry after errors raised before the agent did any work (issue 5 item 3), through
+//! Refresh-and-retry after errors raised before the agent did any work, through
 //! the running gateway in front of the official Python SDK agent, asserted from the agent's side:
 //! - the agent starts requiring an extension the gateway knows: the first call gets -32008
 //!   upstream, the gateway refreshes, the new profile activates the extension, and exactly one

@@ -15,8 +15,8 @@ use crate::common::gateway::{InProcess, config_head};
 use crate::common::{RefAgent, SdkAgent};
 
 const TOKEN: &str = "planner-admin-token-0123456789";
-/// What the reference agent's sample registry says about the skill the gateway accepts.
-const REF_SKILL: &str = "id = \"stream-report\"";
+/// What the reference agent's sample registry says about the skills the gateway accepts.
+const REF_SKILLS: [&str; 2] = ["id = \"stream-report\"", "id = \"echo\""];
 
 /// The seed's need: a report skill, streamed, over JSON-RPC.
 fn seed_need() -> Value {
@@ -29,14 +29,15 @@ fn tag_need() -> Value {
     json!({"tags": ["report"], "streaming": true})
 }
 
-fn integration(name: &str, card_url: &str, skill: &str) -> String {
+/// One `[[integrations]]` table; `skills` is the TOML array's inside (`"a", "b"`).
+fn integration(name: &str, card_url: &str, skills: &str) -> String {
     let origin = url::Url::parse(card_url)
         .unwrap()
         .origin()
         .ascii_serialization();
     format!(
         "\n[[integrations]]\nname = \"{name}\"\ncard = \"{card_url}\"\norigins = [\"{origin}\"]\n\
-         skills = [\"{skill}\"]\ndata_classes = [\"internal\"]\n"
+         skills = [{skills}]\ndata_classes = [\"internal\"]\n"
     )
 }
 
@@ -70,7 +71,10 @@ fn peers() -> Peers {
     let d = SdkAgent::start(&skill);
     let tmp = tempfile::tempdir().unwrap();
     let text = RefAgent::sample_registry_text();
-    assert!(text.contains(REF_SKILL), "sample registry changed shape");
+    assert!(
+        REF_SKILLS.iter().all(|s| text.contains(s)),
+        "sample registry changed shape"
+    );
     let registry = RefAgent::write_registry(tmp.path(), "registry.toml", &text);
     let reference = RefAgent::start_with_args(
         &registry,
@@ -96,11 +100,20 @@ async fn gateway(p: &Peers) -> InProcess {
     let config = config_head(&[])
         + "[refresh]\nmin = \"1h\"\n"
         + "[admin]\ntoken_file = \"admin.token\"\nrefresh_min_interval = \"0s\"\n"
-        + &integration("sdk-a", &p.a.card_url, "report")
-        + &integration("sdk-b", &p.b.card_url, "report")
-        + &integration("sdk-c", &p.c.card_url, "report")
-        + &integration("sdk-d", &p.d.card_url, "report")
-        + &integration("ref", &p.reference.card_url, "stream-report");
+        + &integration("sdk-a", &p.a.card_url, "\"report\"")
+        + &integration("sdk-b", &p.b.card_url, "\"report\"")
+        + &integration("sdk-c", &p.c.card_url, "\"report\"")
+        + &integration("sdk-d", &p.d.card_url, "\"report\"")
+        + &integration("ref", &p.reference.card_url, "\"stream-report\", \"echo\"")
+        + "[integrations.probe]\nskill = \"echo\"\ntext = \"planner probe\"\n";
+    // Pinned with the real `a2a-egress lock`: its probes verify streaming on this card.
+    std::fs::write(dir.path().join("gateway.toml"), &config).unwrap();
+    let out = cli(&["lock", "ref", "--config", "gateway.toml"], dir.path());
+    assert!(
+        out.status.success(),
+        "lock ref: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     InProcess::start_in(dir, &config).await
 }
 
@@ -170,12 +183,27 @@ async fn select_and_the_planner_view_follow_live_agents() {
     let cli_dir = tempfile::tempdir().unwrap();
     cli_select_and_status(&gw, cli_dir.path(), "sdk-c");
 
-    // The reference agent drops the accepted skill: after one refresh it is unusable, and the
+    // The reference agent drops the accepted skills: after one refresh it is unusable, and the
     // tag need that only it met is now an explicit gap.
-    assert_eq!(select(&gw, &tag_need()).await["chosen"], "ref");
-    let text = std::fs::read_to_string(&p.registry)
+    let before = select(&gw, &tag_need()).await;
+    assert_eq!(before["chosen"], "ref", "{before}");
+    assert_eq!(
+        candidate(&before, "ref")["skill"],
+        "stream-report",
+        "{before}"
+    );
+    let streaming = candidate(&before, "ref")["reasons"]
+        .as_array()
         .unwrap()
-        .replace(REF_SKILL, "id = \"stream-report-v2\"");
+        .iter()
+        .find(|r| r["code"] == "STREAMING_SUPPORTED")
+        .map(|r| r["message"].to_string())
+        .unwrap_or_default();
+    assert!(streaming.contains("verified"), "{before}");
+    let mut text = std::fs::read_to_string(&p.registry).unwrap();
+    for skill in REF_SKILLS {
+        text = text.replace(skill, &format!("{}-v2\"", skill.trim_end_matches('"')));
+    }
     std::fs::write(&p.registry, text).unwrap();
     p.reference.sighup();
     p.reference
@@ -184,8 +212,9 @@ async fn select_and_the_planner_view_follow_live_agents() {
     refresh(&gw, "ref").await;
     let gap = select(&gw, &tag_need()).await;
     assert_eq!(gap["chosen"], Value::Null, "{gap}");
-    assert_eq!(codes(&gap, "ref"), ["UNUSABLE"], "{gap}");
-    let msg = candidate(&gap, "ref")["reasons"][0]["message"]
+    assert_eq!(codes(&gap, "ref"), ["UNUSABLE", "LOCK_BREAKING"], "{gap}");
+    // The state's account quotes the card: it comes apart from the message, as quoted data.
+    let msg = candidate(&gap, "ref")["reasons"][0]["untrusted"][0]
         .as_str()
         .unwrap();
     assert!(msg.contains("stream-report"), "{msg}");
@@ -197,7 +226,7 @@ async fn select_and_the_planner_view_follow_live_agents() {
         (Some("unusable"), Some(false))
     );
     assert!(
-        view["reasons"][0]
+        view["untrusted"]["reasons"][0]
             .as_str()
             .unwrap()
             .contains("stream-report"),
@@ -281,7 +310,12 @@ async fn planner_view(gw: &InProcess) {
     let (_, b) = get(gw, "/v1/integrations/sdk-b").await;
     assert_eq!(b["status"], "usable", "{b}");
     assert_eq!(b["interface"]["binding"], "HTTP+JSON", "{b}");
-    assert_eq!(b["skills"]["report"]["input"], json!(["text/plain"]), "{b}");
+    assert_eq!(b["skills"], json!(["report"]), "{b}");
+    assert_eq!(
+        b["untrusted"]["skills"]["report"]["input"],
+        json!(["text/plain"]),
+        "{b}"
+    );
     assert_eq!(b["streaming"]["declared"], true, "{b}");
     assert_eq!(b["streaming"]["verified"], "declared", "{b}");
     assert_eq!(b["lock"]["verdict"], "unpinned", "{b}");
@@ -301,6 +335,15 @@ async fn planner_view(gw: &InProcess) {
     let (_, a) = get(gw, "/v1/integrations/sdk-a").await;
     assert_eq!(a["streaming"]["declared"], false, "{a}");
     let (_, r) = get(gw, "/v1/integrations/ref").await;
+    assert_eq!(r["lock"]["verdict"], "compatible", "{r}");
+    assert_eq!(r["streaming"]["verified"], "verified", "{r}");
+    assert!(
+        r["streaming"]["verified_at"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z'),
+        "{r}"
+    );
     assert!(
         r["untrusted"]["other_skills"].as_array().unwrap().len() >= 2,
         "{r}"
@@ -375,6 +418,16 @@ async fn errors_and_token(gw: &InProcess) {
         assert_eq!(got["error"]["details"][0]["domain"], "a2a-egress", "{got}");
         assert_eq!(got["error"]["details"][0]["reason"], reason, "{got}");
     }
+    // A bad value names its field, for a planner to fix its need without reading prose.
+    let bad = r#"{"skill":"report","binding":"GRPC"}"#.to_string();
+    let (code, got) = post(bad, "application/json", true).await;
+    assert_eq!(code, 400, "{got}");
+    let meta = &got["error"]["details"][0]["metadata"];
+    assert_eq!(
+        (&meta["field"], &meta["kind"]),
+        (&json!("binding"), &json!("invalid_field")),
+        "{got}"
+    );
 }
 
 /// `a2a-egress select` prints the answer and exits 0 when one is chosen, 3 on a gap, 65 for a

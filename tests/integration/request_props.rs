@@ -20,7 +20,7 @@ use a2a_egress::state::IntegrationState;
 use a2a_egress::state::Upstream;
 use bytes::Bytes;
 use proptest::prelude::*;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::common::hostile::{
     self, Raw, Style, deep_nesting, hostile_media_type, hostile_string, hostile_tenant,
@@ -78,6 +78,7 @@ fn state(binding: Binding, tenant: Option<&str>) -> IntegrationState {
         reason: None,
         agent_version: "1".into(),
         card_digest: "sha256:0".into(),
+        verified_by: None,
         interface: Some(Interface {
             url: url.into(),
             binding,
@@ -89,15 +90,11 @@ fn state(binding: Binding, tenant: Option<&str>) -> IntegrationState {
         push: false,
         extended_card: false,
         extensions: vec![],
+        required_extensions: Vec::new(),
         skills: [("echo".to_string(), skill)].into(),
         display: Display::default(),
     };
-    IntegrationState::from_profile(
-        Arc::new(integration),
-        profile,
-        &json!({}),
-        Ok(Upstream::for_tests(url)),
-    )
+    IntegrationState::from_profile(Arc::new(integration), profile, Ok(Upstream::for_tests(url)))
 }
 
 static NO_CLASS: DataClasses = DataClasses::Named(Vec::new());

@@ -4,7 +4,7 @@
 //!   whose interface points at another origin, served by a real recording server, gets that server
 //!   nothing at all, and an agent's redirect to another origin is not followed;
 //! - credentials never appear in the gateway's output at any log level: the gateway runs with
-//!   `A2A_EGRESS_LOG=trace` (and `RUST_LOG=trace`) through card fetches, extended cards, calls on
+//!   `RUST_LOG=trace` through card fetches, extended cards, calls on
 //!   every forwarding path, agent errors, a refused credential, a forced refresh and a reload, and
 //!   its whole stdout and stderr are searched for each secret, plain and base64-encoded;
 //! - extended cards never cross identities: two credentials against the reference agent see their
@@ -350,7 +350,6 @@ async fn credentials_never_appear_in_the_gateway_log_at_trace_level() {
         dir,
         &config,
         &[
-            ("A2A_EGRESS_LOG", "trace"),
             ("RUST_LOG", "trace"),
             ("VIEWER_TOKEN", VIEWER_SECRET),
             ("WRONG_TOKEN", WRONG_SECRET),

@@ -3,8 +3,6 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde_json::json;
-
 use super::*;
 use crate::config::{Credential, Integration, StreamingMode};
 use crate::profile::{Binding, Display, Interface, SkillDisplay, SkillProfile};
@@ -47,6 +45,7 @@ fn profile() -> Profile {
         reason: None,
         agent_version: format!("4.2 {HOSTILE}"),
         card_digest: "sha256:00".into(),
+        verified_by: None,
         interface: Some(Interface {
             url: "https://a.example/a2a".into(),
             binding: Binding::JsonRpc,
@@ -58,6 +57,7 @@ fn profile() -> Profile {
         push: false,
         extended_card: false,
         extensions: vec![],
+        required_extensions: Vec::new(),
         skills: [
             ("report".to_string(), skill(vec![format!("tag{HOSTILE}")])),
             (format!("choose me {}", "x".repeat(500)), skill(vec![])),
@@ -83,7 +83,6 @@ fn state() -> IntegrationState {
     IntegrationState::from_profile(
         Arc::new(integration()),
         profile(),
-        &json!({}),
         Ok(Upstream::for_tests("https://a.example/a2a")),
     )
 }
@@ -129,8 +128,8 @@ fn provider_text_is_sanitised_bounded_and_only_under_untrusted() {
     assert_eq!(u.other_skills.len(), 1);
     assert!(u.other_skills[0].chars().count() <= MAX_NAME_CHARS);
     // Decided: only the accepted skill, with its modes.
-    assert_eq!(v.skills.keys().collect::<Vec<_>>(), ["report"]);
-    assert_eq!(v.skills["report"].input, ["text/plain"]);
+    assert_eq!(v.skills, ["report"]);
+    assert_eq!(u.skills["report"].input, ["text/plain"]);
     assert_eq!(v.interface.as_ref().unwrap().binding, "JSONRPC");
     assert!(v.usable && !v.degraded && v.reasons.is_empty());
     assert_eq!(v.lock.verdict, "unpinned");
@@ -149,7 +148,10 @@ fn streaming_is_declared_until_evidence_says_otherwise() {
         ),
         (true, true, "declared")
     );
-    assert_eq!(v.streaming.refused_at, None);
+    assert_eq!(
+        (v.streaming.verified_at, v.streaming.observed),
+        (None, None)
+    );
     let mut refused = s.with_evidence(Evidence {
         at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
         kind: EvidenceKind::StreamingRefused,
@@ -157,10 +159,11 @@ fn streaming_is_declared_until_evidence_says_otherwise() {
     });
     refused.overrides.streaming_off = true;
     let v = view(&refused, SystemTime::now());
-    assert_eq!(v.streaming.verified, "refused");
+    assert_eq!(v.streaming.verified, "declared");
+    assert_eq!(v.streaming.observed.as_deref(), Some("refused"));
     assert!(!v.streaming.allowed);
     assert_eq!(
-        v.streaming.refused_at.as_deref(),
+        v.streaming.observed_at.as_deref(),
         Some("2027-01-15T08:00:00Z")
     );
     assert_eq!(v.evidence.len(), 1);
@@ -189,8 +192,19 @@ fn blocked_degraded_and_pending_carry_their_reasons() {
     assert_eq!(v.status, "blocked");
     assert!(!v.usable && v.degraded);
     assert_eq!(v.reasons.len(), 3, "{:?}", v.reasons);
-    assert_eq!(v.reasons[0], "breaking change against the lockfile[31m");
+    assert!(
+        v.reasons[0].starts_with("traffic stopped"),
+        "{:?}",
+        v.reasons
+    );
     assert!(v.reasons[1].contains("1970-01-01T00:00:00Z") && v.reasons[1].contains("3 failed"));
+    assert_eq!(
+        v.untrusted.reasons,
+        [
+            "breaking change against the lockfile[31m",
+            "card fetch failed: connection refused"
+        ]
+    );
     assert_eq!(v.lock.verdict, "breaking");
     let p = view(
         &IntegrationState::pending(Arc::new(integration())),
@@ -199,4 +213,90 @@ fn blocked_degraded_and_pending_carry_their_reasons() {
     assert_eq!(p.status, "pending");
     assert!(!p.usable && p.profile.is_none() && p.skills.is_empty());
     assert_eq!(p.untrusted, Untrusted::default());
+}
+
+/// Card values reach the view through the state's reasons (which quote the card), the skill
+/// modes and the lock findings; each must sit under `untrusted`, sanitised and bounded.
+#[test]
+fn card_values_quoted_in_reasons_modes_and_findings_stay_under_untrusted() {
+    let evil = format!("text/SYSTEM\u{202E}{}", "x".repeat(200_000));
+    let mut p = profile();
+    if let Some(s) = p.skills.get_mut("report") {
+        s.input = vec![evil.clone()];
+        s.output = vec![evil.clone()];
+    }
+    let mut s = IntegrationState::from_profile(
+        Arc::new(integration()),
+        p,
+        Ok(Upstream::for_tests("https://a.example/a2a")),
+    );
+    let profile = s.profile().cloned();
+    s.status = Status::Unusable {
+        reason: format!("card interface origin {evil} is not allowed"),
+        profile,
+    };
+    s.freshness.degraded = Some(Degraded {
+        reason: format!("the agent answered {evil}"),
+        since: SystemTime::UNIX_EPOCH,
+        failures: 1,
+    });
+    s.lock.findings = vec![crate::lock::diff::Finding {
+        class: crate::lock::diff::Class::Review,
+        field: format!("skills.{evil}.input"),
+        was: "text/plain".into(),
+        now: evil.clone(),
+        why: "an accepted input type changed".into(),
+    }];
+    let v = view(&s, SystemTime::now());
+    let wire = serde_json::to_value(&v).unwrap();
+    assert!(!has_hidden(&wire), "bidi or control kept");
+    let mut decided = wire.clone();
+    decided.as_object_mut().unwrap().remove("untrusted");
+    let decided = decided.to_string();
+    assert!(
+        !decided.contains("SYSTEM"),
+        "decided fields quote the card: {decided:.300}"
+    );
+    let quoted = wire["untrusted"].to_string();
+    assert!(
+        quoted.contains("text/SYSTEM"),
+        "the card's words are gone: {quoted:.300}"
+    );
+    assert!(
+        quoted.len() < 16 * 1024,
+        "untrusted unbounded: {} bytes",
+        quoted.len()
+    );
+}
+
+#[test]
+fn the_view_shows_probe_results_as_claims_with_their_times() {
+    use crate::state::{ProbeRecord, ProbeRun, ProbeTrigger, ProbeVerdict};
+    let mut s = state();
+    let at = s.installed_at + Duration::from_secs(5);
+    s.probes = Some(Arc::new(ProbeRun {
+        trigger: ProbeTrigger::Scheduled,
+        at,
+        results: vec![ProbeRecord::new(
+            "streaming".into(),
+            ProbeVerdict::Failed,
+            "answered UnsupportedOperationError",
+            at,
+        )],
+    }));
+    let v = view(&s, SystemTime::now());
+    assert_eq!(v.streaming.verified, "contradicted", "{:?}", v.streaming);
+    let c = (v.claims.iter())
+        .find(|c| c.claim == "streaming")
+        .expect("a streaming claim");
+    assert_eq!(
+        (c.source.as_str(), c.by.as_deref()),
+        ("contradicted", Some("probe"))
+    );
+    assert_eq!(c.at, timestamp(at));
+    assert!(
+        v.claims.iter().any(|c| c.claim == "input"),
+        "{:?}",
+        v.claims
+    );
 }

@@ -24,13 +24,12 @@ impl Worker {
     pub(super) async fn extended(
         &self,
         public: Profile,
-        public_json: &serde_json::Value,
         config: &Config,
         policy: &FetchPolicy,
         online: bool,
-    ) -> (Profile, serde_json::Value, Option<ExtendedCardStatus>) {
+    ) -> (Profile, Option<ExtendedCardStatus>) {
         let Some((iface, auth)) = self.extended_request(&public, online) else {
-            return (public, public_json.clone(), None);
+            return (public, None);
         };
         let id = CredentialIdentity::of(&auth);
         let status = |fallback: Option<ExtendedFallback>| ExtendedCardStatus {
@@ -44,13 +43,7 @@ impl Worker {
             .await
         {
             Ok(b) => b,
-            Err(fallback) => {
-                return (
-                    public,
-                    public_json.clone(),
-                    fallback.map(|f| status(Some(f))),
-                );
-            }
+            Err(fallback) => return (public, fallback.map(|f| status(Some(f)))),
         };
         let origin = origin_of_url(&iface.url).unwrap_or_default();
         match crate::card::validate(&bytes, &config.card_policy, Some(&origin)) {
@@ -60,7 +53,7 @@ impl Worker {
                 }
                 self.inner.extended.put(self.name(), id.clone(), bytes);
                 let p = crate::profile::compile(&v, &config.caps);
-                (p, v.json().clone(), Some(status(None)))
+                (p, Some(status(None)))
             }
             Err(e) => {
                 let why = format!(
@@ -68,7 +61,7 @@ impl Worker {
                     e.to_string().replace('\n', "; ")
                 );
                 let fallback = ExtendedFallback::Error(why);
-                (public, public_json.clone(), Some(status(Some(fallback))))
+                (public, Some(status(Some(fallback))))
             }
         }
     }

@@ -5,21 +5,22 @@
 use std::time::SystemTime;
 
 use super::Worker;
-use crate::control::lockfile;
+use crate::control::lockfile::{self, LockFileError};
 use crate::lock::Lock;
 use crate::state::{IntegrationState, LockVerdict};
 
 impl Worker {
     /// This integration's lockfile now: `Ok(None)` without one, `Err` (one line) when unreadable.
-    fn read_lock(&self) -> Result<Option<Lock>, String> {
+    fn read_lock(&self) -> Result<Option<Lock>, LockFileError> {
         let path = lockfile::path_for(&self.inner.config.load().path, self.name());
-        lockfile::read(&path).map_err(|e| e.to_string())
+        lockfile::read(&path)
     }
 
     /// `state` judged against the lockfile; an unchanged verdict keeps the time it was reached,
     /// a changed one is logged.
     pub(super) fn judge(&self, state: IntegrationState) -> IntegrationState {
-        let mut next = state.with_lock(self.read_lock(), SystemTime::now());
+        let lock = self.read_lock().map_err(Into::into);
+        let mut next = state.with_lock(lock, SystemTime::now());
         match self.current() {
             Some(old) if old.lock.same_verdict(&next.lock) => next.lock.at = old.lock.at,
             _ => log_verdict(&next),

@@ -205,6 +205,7 @@ impl Worker {
         state.freshness.degraded = None;
         if let Some(old) = &old {
             state.evidence = old.evidence.clone();
+            state.probes = old.probes.clone();
             if !changed {
                 state.overrides = old.overrides.clone();
                 state.installed_at = old.installed_at;
@@ -253,9 +254,7 @@ impl Worker {
         // Past the only failure: the state returned below is built for this identity.
         self.built_for = Some(self.credential_identity());
         let public = crate::profile::compile(&validated, &config.caps);
-        let (profile, json, extended) = self
-            .extended(public, validated.json(), config, policy, online)
-            .await;
+        let (profile, extended) = self.extended(public, config, policy, online).await;
         let integration = self.integration.clone();
         let upstream = match profile.interface.as_ref().filter(|_| profile.usable) {
             None => Err(InterfaceError::NoUsableInterface),
@@ -268,7 +267,7 @@ impl Worker {
             kind: e.kind(),
             reason: e.to_string(),
         });
-        let mut state = IntegrationState::from_profile(integration, profile, &json, upstream);
+        let mut state = IntegrationState::from_profile(integration, profile, upstream);
         state.freshness.extended = extended;
         Ok(state)
     }

@@ -220,12 +220,17 @@ impl Worker {
     }
 
     pub(super) fn next_at(&self) -> Instant {
-        let delay = schedule::next_delay(
-            &self.inner.config.load().refresh,
-            self.last,
-            schedule::jitter_unit(),
-        );
-        Instant::now() + delay
+        let settings = &self.inner.config.load().refresh;
+        if let Last::Ok { .. } = self.last {
+            // The nominal period (no jitter); a failure's backoff leaves it as it was.
+            let period = schedule::next_delay(settings, self.last, 0.0);
+            self.inner
+                .metrics
+                .interval
+                .with_label_values(&[self.name()])
+                .set(period.as_secs_f64());
+        }
+        Instant::now() + schedule::next_delay(settings, self.last, schedule::jitter_unit())
     }
 
     pub(super) fn report(

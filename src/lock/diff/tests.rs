@@ -11,7 +11,7 @@ const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
 const DIGEST_NOTE: &str = "compatible: card_digest: sha256:aaaaaaaaaaaa… -> sha256:bbbbbbbbbbbb… (the card changed; nothing the workflow needs did)";
 const COST: &str = "https://example.com/ext/cost-estimate/v1";
 
-/// The travel planner's pricing integration (seed 000's worked example).
+/// The travel planner's pricing integration (the worked example of `tests/fixtures/lock`).
 pub(crate) fn manifest() -> Manifest {
     Manifest {
         agent: "https://pricing.partner.example/.well-known/agent-card.json".into(),
@@ -62,6 +62,7 @@ pub(crate) fn pricing_profile() -> Profile {
         reason: None,
         agent_version: "3.2.0".into(),
         card_digest: A.into(),
+        verified_by: None,
         interface: Some(Interface {
             url: "https://pricing.partner.example/a2a/jsonrpc".into(),
             binding: Binding::JsonRpc,
@@ -73,6 +74,7 @@ pub(crate) fn pricing_profile() -> Profile {
         push: false,
         extended_card: false,
         extensions: vec![COST.into()],
+        required_extensions: Vec::new(),
         skills: [
             (
                 "itinerary-pricing".to_string(),

@@ -6,13 +6,13 @@
 //! the data plane's runtime with pingora's TLS stack; every call takes its peer from [`peer`].
 
 use bytes::{Bytes, BytesMut};
-use pingora::connectors::http::Connector;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::HttpPeer;
 use pingora::protocols::http::client::HttpSession;
 use pingora::{ErrorType, RetryType};
 
 use super::ClientError;
+use crate::proxy::call::Client;
 use crate::proxy::upstream::{peer, tls_fault};
 use crate::state::Upstream;
 
@@ -23,29 +23,7 @@ const MAX_CONNECTIONS_PER_REQUEST: usize = 3;
 /// Informational (1xx) answers skipped before the real response header.
 const MAX_INFORMATIONAL: usize = 8;
 
-/// The gateway's own HTTP client: one pingora connector, and so one connection pool, for every
-/// call the gateway makes itself. Shared by all requests (it lives on the [`Gateway`]).
-///
-/// [`Gateway`]: crate::proxy::Gateway
-pub struct Client {
-    connector: Connector,
-}
-
-impl Default for Client {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Client {
-    /// A client with pingora's default connector options (platform roots, pool of 128 idle
-    /// connections).
-    pub fn new() -> Client {
-        Client {
-            connector: Connector::new(None),
-        }
-    }
-
     /// Sends `req` with `body` to `up` and reads the response header.
     pub(super) async fn send(
         &self,

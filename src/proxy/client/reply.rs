@@ -7,8 +7,8 @@ use pingora::proxy::Session;
 use pingora::{Error, ErrorType, Result};
 
 use super::exchange::{Answer, Response};
+use crate::proxy::call::Outcome;
 use crate::proxy::feedback::sse_event;
-use crate::proxy::gateway::Outcome;
 
 /// Response headers never copied from the agent (framing is the gateway's, hop-by-hop never leaves).
 const NOT_COPIED: [&str; 8] = [

@@ -15,7 +15,7 @@
 //! line are written at most once per [`EVIDENCE_GAP`] per integration, so a flood of bad answers
 //! does not turn into a flood of snapshot swaps.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use bytes::{Bytes, BytesMut};
 use pingora::proxy::Session;
@@ -26,17 +26,16 @@ use super::reply::{copied, sse_header};
 use crate::config::{ArtifactPolicy, ArtifactSchema};
 use crate::profile::Binding;
 use crate::proxy::artifact::{Violation, check_answer};
+use crate::proxy::call::{Gateway, Outcome};
 use crate::proxy::deny::{Deny, Shape};
 use crate::proxy::events::{Splitter, data_of};
 use crate::proxy::feedback::sse_event;
-use crate::proxy::gateway::{Gateway, Outcome};
 use crate::state::{Evidence, EvidenceKind, IntegrationState};
 
 /// Largest stream event held to be checked, and largest large answer checked (bytes).
 pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
-/// Least time between two evidence records (and log lines) of mismatches for one integration.
-pub const EVIDENCE_GAP: Duration = Duration::from_secs(1);
+pub use crate::proxy::call::EVIDENCE_GAP;
 
 /// The schema an attempt's answers are held to, and where mismatches are reported.
 pub(super) struct Screen<'a> {
@@ -198,7 +197,7 @@ async fn end_with_error(
 ) -> Result<Outcome> {
     let event = error_event(v, shape, integration);
     session.write_response_body(Some(event), true).await?;
-    Ok(Outcome::Denied(refusal(v).reason()))
+    Ok(Outcome::Denied(refusal(v)))
 }
 
 /// Passes a large non-SSE answer through as it arrives (recorded only), checking it at its end.

@@ -58,7 +58,7 @@ fn snapshot(on_breaking: &str, main_output: &str, spare_output: &str) -> Snapsho
         let integration = Arc::new(c.integrations[i].clone());
         let p = profile(port, output);
         let url = p.interface.as_ref().unwrap().url.clone();
-        IntegrationState::from_profile(integration, p, &json!({}), Ok(Upstream::for_tests(&url)))
+        IntegrationState::from_profile(integration, p, Ok(Upstream::for_tests(&url)))
     };
     let pinned = crate::lock::pin(
         &crate::control::lockfile::manifest_of(&c.integrations[0]),

@@ -23,12 +23,7 @@ fn integration(extra: &str) -> Arc<crate::config::Integration> {
 }
 
 fn state(extra: &str, profile: Profile) -> IntegrationState {
-    IntegrationState::from_profile(
-        integration(extra),
-        profile,
-        &serde_json::json!({}),
-        Ok(Upstream::for_tests(URL)),
-    )
+    IntegrationState::from_profile(integration(extra), profile, Ok(Upstream::for_tests(URL)))
 }
 
 fn lock_of(extra: &str) -> Lock {
@@ -136,7 +131,6 @@ fn an_unusable_profile_is_breaking_and_stays_unusable() {
     let s = IntegrationState::from_profile(
         integration(""),
         pricing_profile(),
-        &serde_json::json!({}),
         Err(NoUpstream {
             kind: "credential_env_unset",
             reason: "credential env X is not set".into(),

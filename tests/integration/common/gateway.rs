@@ -176,7 +176,7 @@ impl GatewayProc {
         let mut cmd = Command::new(super::gateway_bin());
         cmd.arg("serve").arg("--config").arg(&path);
         // Before `env`, so a test can ask for another log level.
-        cmd.env("A2A_EGRESS_LOG", "info");
+        cmd.env("RUST_LOG", "info");
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -260,7 +260,7 @@ impl InProcess {
             done: Some(done),
         };
         g.endpoints
-            .wait_ready(|| "(in-process gateway; set A2A_EGRESS_LOG for its log)".into())
+            .wait_ready(|| "(in-process gateway; set RUST_LOG for its log)".into())
             .await;
         g
     }
@@ -328,9 +328,9 @@ fn serve(
 }
 
 /// Logs of in-process gateways go to the test's captured output (shown when a test fails), at
-/// `A2A_EGRESS_LOG` (default `warn`). Installed once per test binary.
+/// `RUST_LOG` (default `warn`). Installed once per test binary.
 fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("A2A_EGRESS_LOG")
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -1,4 +1,4 @@
-//! The bundled reference agent (`a2a-egress agent`, seed 004) as a Rust handle for integration
+//! The bundled reference agent (`a2a-egress agent`) as a Rust handle for integration
 //! tests: starts the real binary on 127.0.0.1:0 and kills it on drop (process and loopback I/O).
 //!
 //! ```ignore

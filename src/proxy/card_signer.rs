@@ -1,0 +1,192 @@
+//! The gateway's signature on its effective cards, and the JWK Set that verifies it (no I/O).
+//!
+//! A card is signed once per distinct content, not per request: the signed card is kept per
+//! integration beside the unsigned card's ETag it was made from, and made again only when that
+//! changes (a new profile, an override, a config change that alters the projection). Both
+//! algorithms are deterministic (RFC 6979 nonces for ES256, Ed25519 by construction), so the same
+//! card signed again, after a restart for instance, has the same bytes and the same ETag; the
+//! ETag changes exactly when the card or its signature does.
+//!
+//! `jku` defaults to `/.well-known/jwks.json` under the data plane's public URL (`[listen]
+//! public_url`, else the bound address): the base the orchestrator already reaches the effective
+//! card at, so the key is published wherever the card is.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::card::{EffectiveCard, render};
+use super::route::JWKS_PATH;
+use crate::card::sign::{self, SigningKey};
+use crate::config::{CardSigning, SignMode};
+use crate::profile::Profile;
+
+/// `Cache-Control` of the JWK Set: keys change only with a restart, and a rotation keeps the
+/// previous key published, so a few minutes of caching loses nothing.
+pub const JWKS_CACHE_CONTROL: &str = "public, max-age=300";
+
+/// Media type of a JWK Set (RFC 7517 §8.5).
+pub const JWKS_CONTENT_TYPE: &str = "application/jwk-set+json";
+
+/// Signs effective cards with the configured key and serves its JWK Set.
+pub struct CardSigner {
+    key: Arc<SigningKey>,
+    mode: SignMode,
+    jku: String,
+    jwks: Bytes,
+    /// Integration name → (the unsigned card's ETag, the signed card made from it).
+    signed: Mutex<HashMap<String, (String, EffectiveCard)>>,
+}
+
+impl std::fmt::Debug for CardSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CardSigner")
+            .field("kid", &self.key.kid())
+            .field("mode", &self.mode)
+            .field("jku", &self.jku)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CardSigner {
+    /// The signer for `[effective_card]`; `public_url` is the data plane's base URL (no trailing
+    /// slash), used for the default `jku`.
+    pub fn new(config: &CardSigning, public_url: &str) -> CardSigner {
+        let jku = config
+            .jku
+            .clone()
+            .unwrap_or_else(|| format!("{public_url}{JWKS_PATH}"));
+        let jwks = Bytes::from(sign::jwks(&config.published_keys()).to_string());
+        CardSigner {
+            key: config.key.clone(),
+            mode: config.mode,
+            jku,
+            jwks,
+            signed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The JWK Set body (public keys only: the current key, then the previous ones).
+    pub fn jwks(&self) -> Bytes {
+        self.jwks.clone()
+    }
+
+    /// The `jku` every signature names.
+    pub fn jku(&self) -> &str {
+        &self.jku
+    }
+
+    /// Whether the effective card projected from `profile` is signed: always with
+    /// `sign = "always"`; with `verified-only`, only when the agent's own card signature verified.
+    pub fn applies(&self, profile: &Profile) -> bool {
+        match self.mode {
+            SignMode::Always => true,
+            SignMode::VerifiedOnly => profile.verified_by.is_some(),
+        }
+    }
+
+    /// `card` (whose rendering is `unsigned`) with the gateway's signature, from the cache when
+    /// this integration's card has not changed since it was last signed. A card that cannot be
+    /// signed is served unsigned, with a warning.
+    pub fn signed(&self, name: &str, card: &Value, unsigned: EffectiveCard) -> EffectiveCard {
+        if let Some((etag, signed)) = self.lock().get(name)
+            && *etag == unsigned.etag
+        {
+            return signed.clone();
+        }
+        let signed = match sign::sign(card, &self.key, &self.jku) {
+            Ok(v) => render(&v),
+            Err(e) => {
+                tracing::warn!(integration = %name, kind = e.kind(), error = %e, "effective card served unsigned: signing failed");
+                return unsigned;
+            }
+        };
+        tracing::info!(integration = %name, kid = %self.key.kid(), etag = %signed.etag, "effective card signed");
+        self.lock()
+            .insert(name.to_owned(), (unsigned.etag, signed.clone()));
+        signed
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, EffectiveCard)>> {
+        // The map is only ever replaced entry by entry, so a panic elsewhere cannot leave it
+        // half-updated.
+        self.signed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::card::signature::{self, SigAlg, TrustedKeys};
+    use crate::config::CardSigning;
+    use std::path::PathBuf;
+
+    fn signer(mode: SignMode, jku: Option<&str>) -> (CardSigner, SigningKey) {
+        let (key, _) = SigningKey::generate(SigAlg::ES256, Some("gw")).unwrap();
+        let (old, _) = SigningKey::generate(SigAlg::EdDSA, Some("gw-old")).unwrap();
+        let config = CardSigning {
+            key_file: PathBuf::from("k"),
+            key: Arc::new(key.clone()),
+            mode,
+            previous: vec![old.public_jwk()],
+            jku: jku.map(str::to_owned),
+        };
+        (CardSigner::new(&config, "http://127.0.0.1:7411"), key)
+    }
+
+    #[test]
+    fn signs_once_per_distinct_card() {
+        let (s, key) = signer(SignMode::Always, None);
+        assert_eq!(s.jku(), "http://127.0.0.1:7411/.well-known/jwks.json");
+        let card = serde_json::json!({"name": "a", "description": "d"});
+        let first = s.signed("a", &card, render(&card));
+        assert_ne!(
+            first,
+            render(&card),
+            "the signature changes the body and the ETag"
+        );
+        let again = s.signed("a", &card, render(&card));
+        assert_eq!(again, first);
+
+        let changed = serde_json::json!({"name": "a", "description": "e"});
+        let second = s.signed("a", &changed, render(&changed));
+        assert_ne!(second.etag, first.etag);
+        let v: Value = serde_json::from_slice(&second.body).unwrap();
+        let mut keys = TrustedKeys::default();
+        keys.add_jwks(
+            "http://127.0.0.1:7411",
+            &String::from_utf8_lossy(&s.jwks()),
+            "jwks",
+        )
+        .unwrap();
+        assert_eq!(
+            signature::verify(&v, &keys, "http://127.0.0.1:7411")
+                .unwrap()
+                .kid,
+            key.kid()
+        );
+    }
+
+    #[test]
+    fn the_jwks_holds_public_keys_only_current_first() {
+        let (s, _) = signer(SignMode::VerifiedOnly, Some("https://gw.example/k"));
+        assert_eq!(s.jku(), "https://gw.example/k");
+        let v: Value = serde_json::from_slice(&s.jwks()).unwrap();
+        let kids: Vec<_> = v["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kid"].as_str().unwrap())
+            .collect();
+        assert_eq!(kids, ["gw", "gw-old"]);
+        assert!(
+            v["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|k| k.get("d").is_none())
+        );
+    }
+}

@@ -1,0 +1,280 @@
+//! The request id and W3C trace context of one call (pure, no I/O): taken from the caller when
+//! valid, else generated, then logged on the access line and sent upstream.
+//!
+//! The caller's `X-Request-Id` is kept when it is 1 to [`MAX_REQUEST_ID`] bytes of
+//! `[A-Za-z0-9._:-]` (so it is safe in a log line and a header); otherwise a valid `traceparent`'s
+//! trace id is the request id; otherwise one is generated. `traceparent` (W3C Trace Context,
+//! "traceparent Header") is passed upstream only when it parses, with `tracestate` beside it when
+//! that is bounded and printable; an invalid one is dropped rather than forwarded.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use http::header::{HeaderMap, HeaderValue};
+
+/// Longest caller `X-Request-Id` kept (longer ones are replaced by a generated id).
+pub const MAX_REQUEST_ID: usize = 64;
+
+/// Longest `tracestate` passed on (the W3C limit: 32 members of at most 256 bytes is more; 512
+/// bytes is what the specification asks a vendor to propagate at least).
+const MAX_TRACESTATE: usize = 512;
+
+/// A request id: at most [`MAX_REQUEST_ID`] bytes of `[A-Za-z0-9._:-]`, stored inline so a request
+/// allocates nothing for it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct RequestId {
+    buf: [u8; MAX_REQUEST_ID],
+    len: u8,
+}
+
+impl RequestId {
+    /// `s` when it is a valid request id.
+    pub fn parse(s: &[u8]) -> Option<RequestId> {
+        if s.is_empty() || s.len() > MAX_REQUEST_ID || !s.iter().all(|b| id_byte(*b)) {
+            return None;
+        }
+        let mut buf = [0u8; MAX_REQUEST_ID];
+        buf.get_mut(..s.len())?.copy_from_slice(s);
+        Some(RequestId {
+            buf,
+            len: u8::try_from(s.len()).ok()?,
+        })
+    }
+
+    /// A new id, unique within this process and (with overwhelming likelihood) across restarts:
+    /// 16 hex digits fixed at start (start time and process id), 16 of a counter.
+    pub fn generate() -> RequestId {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        static PREFIX: OnceLock<u64> = OnceLock::new();
+        let prefix = *PREFIX.get_or_init(|| {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            nanos ^ (u64::from(std::process::id()) << 40)
+        });
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let mut buf = [0u8; MAX_REQUEST_ID];
+        hex_into(&mut buf[..16], prefix);
+        hex_into(&mut buf[16..32], n);
+        RequestId { buf, len: 32 }
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        let bytes = self.buf.get(..usize::from(self.len)).unwrap_or_default();
+        // Only id bytes (ASCII) are ever stored.
+        std::str::from_utf8(bytes).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+fn id_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-')
+}
+
+/// Writes `v` as lowercase hex into `out` (16 bytes).
+fn hex_into(out: &mut [u8], v: u64) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, slot) in out.iter_mut().enumerate().take(16) {
+        let nibble = (v >> (60 - 4 * i)) & 0xf;
+        *slot = HEX.get(nibble as usize).copied().unwrap_or(b'0');
+    }
+}
+
+/// One call's trace context.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    /// The request id: logged, and sent upstream as `X-Request-Id`.
+    pub id: RequestId,
+    /// The caller's `traceparent`, when valid.
+    pub traceparent: Option<HeaderValue>,
+    /// The caller's `tracestate`, when `traceparent` is valid and it is bounded and printable.
+    pub tracestate: Option<HeaderValue>,
+}
+
+impl Trace {
+    /// The trace context of a request with headers `h`.
+    pub fn of(h: &HeaderMap) -> Trace {
+        let traceparent = h
+            .get("traceparent")
+            .filter(|v| valid_traceparent(v.as_bytes()))
+            .cloned();
+        let tracestate = traceparent.as_ref().and_then(|_| {
+            h.get("tracestate")
+                .filter(|v| {
+                    let b = v.as_bytes();
+                    b.len() <= MAX_TRACESTATE && b.iter().all(|c| (0x20..0x7f).contains(c))
+                })
+                .cloned()
+        });
+        let id = h
+            .get("x-request-id")
+            .and_then(|v| RequestId::parse(v.as_bytes()))
+            .or_else(|| {
+                let tp = traceparent.as_ref()?.as_bytes();
+                RequestId::parse(tp.get(3..35)?)
+            })
+            .unwrap_or_else(RequestId::generate);
+        Trace {
+            id,
+            traceparent,
+            tracestate,
+        }
+    }
+
+    /// The `X-Request-Id` header value sent upstream.
+    pub fn request_id_header(&self) -> Option<HeaderValue> {
+        HeaderValue::from_str(self.id.as_str()).ok()
+    }
+}
+
+/// W3C `traceparent`: `version-traceid-parentid-flags`, lowercase hex of 2, 32, 16 and 2 digits;
+/// version `ff` is invalid, and neither id may be all zeros. A later version may append fields
+/// after another `-`; version `00` may not.
+pub fn valid_traceparent(v: &[u8]) -> bool {
+    let hex = |s: &[u8]| !s.is_empty() && s.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let nonzero = |s: &[u8]| s.iter().any(|b| *b != b'0');
+    let (Some(version), Some(trace), Some(parent), Some(flags)) =
+        (v.get(0..2), v.get(3..35), v.get(36..52), v.get(53..55))
+    else {
+        return false;
+    };
+    let dashes = [2, 35, 52].iter().all(|i| v.get(*i) == Some(&b'-'));
+    let tail_ok = match v.get(55) {
+        None => true,
+        Some(b'-') => version != b"00",
+        Some(_) => false,
+    };
+    dashes
+        && tail_ok
+        && hex(version)
+        && version != b"ff"
+        && hex(trace)
+        && nonzero(trace)
+        && hex(parent)
+        && nonzero(parent)
+        && hex(flags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    fn headers(pairs: &[(&str, &[u8])]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_bytes(v).unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn a_valid_caller_request_id_is_kept() {
+        let t = Trace::of(&headers(&[("x-request-id", b"req-42_a.b:c")]));
+        assert_eq!(t.id.as_str(), "req-42_a.b:c");
+        assert!(t.traceparent.is_none());
+        let max = "a".repeat(MAX_REQUEST_ID);
+        assert_eq!(
+            Trace::of(&headers(&[("x-request-id", max.as_bytes())]))
+                .id
+                .as_str(),
+            max
+        );
+    }
+
+    #[test]
+    fn hostile_request_ids_are_replaced_by_a_generated_one() {
+        let long = "a".repeat(MAX_REQUEST_ID + 1);
+        let bad: [&[u8]; 7] = [
+            b"",
+            long.as_bytes(),
+            b"has space",
+            b"new\nline",
+            b"quote\"s",
+            "caf\u{e9}".as_bytes(),
+            b"{\"json\":1}",
+        ];
+        for v in bad {
+            let mut h = HeaderMap::new();
+            if let Ok(v) = HeaderValue::from_bytes(v) {
+                h.insert("x-request-id", v);
+            }
+            let id = Trace::of(&h).id;
+            assert_eq!(id.as_str().len(), 32, "{v:?} -> {id:?}");
+            assert!(id.as_str().bytes().all(|b| b.is_ascii_hexdigit()), "{id:?}");
+        }
+    }
+
+    #[test]
+    fn generated_ids_differ() {
+        let a = RequestId::generate();
+        let b = RequestId::generate();
+        assert_ne!(a, b);
+        assert_eq!(a.as_str().get(..16), b.as_str().get(..16));
+    }
+
+    #[test]
+    fn a_valid_traceparent_is_passed_and_names_the_request() {
+        let t = Trace::of(&headers(&[
+            ("traceparent", TP.as_bytes()),
+            ("tracestate", b"k=v"),
+        ]));
+        assert_eq!(t.traceparent.as_ref().unwrap(), TP);
+        assert_eq!(t.tracestate.as_ref().unwrap(), "k=v");
+        assert_eq!(t.id.as_str(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        // An explicit request id wins; the traceparent still goes upstream.
+        let t = Trace::of(&headers(&[
+            ("traceparent", TP.as_bytes()),
+            ("x-request-id", b"mine"),
+        ]));
+        assert_eq!(t.id.as_str(), "mine");
+        assert!(t.traceparent.is_some());
+    }
+
+    #[test]
+    fn invalid_traceparents_are_dropped_with_their_tracestate() {
+        for bad in [
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+            "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "garbage",
+        ] {
+            let t = Trace::of(&headers(&[
+                ("traceparent", bad.as_bytes()),
+                ("tracestate", b"k=v"),
+            ]));
+            assert!(t.traceparent.is_none() && t.tracestate.is_none(), "{bad}");
+            assert_eq!(t.id.as_str().len(), 32, "{bad}");
+        }
+        // A later version may carry more fields.
+        assert!(valid_traceparent(
+            b"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-more"
+        ));
+    }
+
+    #[test]
+    fn an_oversized_or_unprintable_tracestate_is_dropped() {
+        let long = "k=".to_owned() + &"v".repeat(MAX_TRACESTATE);
+        for bad in [long.as_bytes(), b"k=\tv".as_slice(), b"k=\xffv".as_slice()] {
+            let t = Trace::of(&headers(&[
+                ("traceparent", TP.as_bytes()),
+                ("tracestate", bad),
+            ]));
+            assert!(t.traceparent.is_some() && t.tracestate.is_none());
+        }
+    }
+}

@@ -1,0 +1,483 @@
+//! `deploy/` checked against the gateway it deploys: every file parses (YAML, JSON, the
+//! Dockerfile, the systemd unit; a file of a kind this module does not know fails the test, so
+//! nothing in `deploy/` goes unchecked); the Dockerfile's, the Kubernetes container's and the
+//! systemd unit's command lines parse with the real CLI definition; the Kubernetes ConfigMap's
+//! `gateway.toml` is a valid config whose admin port the probes use; and the Prometheus alert
+//! rules and the Grafana dashboard name only metrics that a live gateway's `/metrics` exports
+//! (the scrape comes from [`crate::observability::exported_families`]).
+//!
+//! Docker itself is not needed: the image is not built here.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::repo_root;
+
+fn deploy_dir() -> PathBuf {
+    repo_root().join("deploy")
+}
+
+/// Every file under `deploy/`, recursively, sorted.
+fn deploy_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("reading deploy/") {
+            let p = e.expect("a directory entry").path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&deploy_dir(), &mut out);
+    out.sort();
+    out
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every YAML document of `text`, as JSON values.
+fn yaml_docs(path: &Path, text: &str) -> Vec<Value> {
+    use serde::Deserialize as _;
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| {
+            Value::deserialize(d)
+                .unwrap_or_else(|e| panic!("{}: invalid YAML: {e}", path.display()))
+        })
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// A Dockerfile's instructions (continuation lines joined), as (INSTRUCTION, arguments).
+fn docker_instructions(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if cur.is_empty() && (t.is_empty() || t.starts_with('#')) {
+            continue;
+        }
+        if let Some(head) = t.strip_suffix('\\') {
+            cur.push_str(head);
+            cur.push(' ');
+            continue;
+        }
+        cur.push_str(t);
+        let (op, args) = cur.split_once(' ').unwrap_or((&cur, ""));
+        out.push((op.to_ascii_uppercase(), args.trim().to_owned()));
+        cur.clear();
+    }
+    assert!(
+        cur.is_empty(),
+        "the Dockerfile ends inside a continued line"
+    );
+    out
+}
+
+/// A systemd unit's `key=value` lines by section (comments and blank lines skipped).
+fn unit_entries(path: &Path, text: &str) -> Vec<(String, String, String)> {
+    let mut section = String::new();
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') || t.starts_with(';') {
+            continue;
+        }
+        if let Some(s) = t.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+            section = s.to_owned();
+            continue;
+        }
+        let (k, v) = t
+            .split_once('=')
+            .unwrap_or_else(|| panic!("{}:{}: not key=value: {t}", path.display(), n + 1));
+        assert!(
+            !section.is_empty(),
+            "{}:{}: key outside a section",
+            path.display(),
+            n + 1
+        );
+        out.push((section.clone(), k.trim().to_owned(), v.trim().to_owned()));
+    }
+    out
+}
+
+/// Parses `args` (without the program name) with the real command line; panics naming `what`.
+fn assert_cli_accepts(what: &str, args: &[String]) {
+    let argv = std::iter::once("a2a-egress".to_owned()).chain(args.iter().cloned());
+    let m = a2a_egress::cli::command()
+        .try_get_matches_from(argv)
+        .unwrap_or_else(|e| {
+            panic!("{what}: {args:?} is not a valid a2a-egress command line:\n{e}")
+        });
+    assert_eq!(m.subcommand_name(), Some("serve"), "{what}: {args:?}");
+}
+
+#[test]
+fn every_file_in_deploy_parses() {
+    let files = deploy_files();
+    assert!(files.len() >= 6, "{files:?}");
+    for f in &files {
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let text = read(f);
+        match f.extension().and_then(|e| e.to_str()) {
+            Some("yaml" | "yml") => assert!(!yaml_docs(f, &text).is_empty(), "{name}: no document"),
+            Some("json") => {
+                let _: Value = serde_json::from_str(&text)
+                    .unwrap_or_else(|e| panic!("{}: invalid JSON: {e}", f.display()));
+            }
+            Some("service") => assert!(!unit_entries(f, &text).is_empty(), "{name}"),
+            Some("dockerignore") => assert!(text.lines().all(|l| !l.trim().starts_with('/'))),
+            None if name == "Dockerfile" => {
+                const KNOWN: &[&str] = &[
+                    "FROM",
+                    "RUN",
+                    "COPY",
+                    "WORKDIR",
+                    "USER",
+                    "VOLUME",
+                    "EXPOSE",
+                    "ENTRYPOINT",
+                    "CMD",
+                    "ENV",
+                    "ARG",
+                    "LABEL",
+                    "HEALTHCHECK",
+                    "STOPSIGNAL",
+                ];
+                for (op, _) in docker_instructions(&text) {
+                    assert!(
+                        KNOWN.contains(&op.as_str()),
+                        "Dockerfile: unknown instruction {op}"
+                    );
+                }
+            }
+            _ => panic!(
+                "{}: a kind of file this test does not check; teach deploy_kit.rs to parse it",
+                f.display()
+            ),
+        }
+    }
+}
+
+/// The JSON array of an `ENTRYPOINT`/`CMD` (exec form; the shell form is refused: it would run
+/// the gateway under `sh -c`, which the runtime image does not have).
+fn exec_form(op: &str, args: &str) -> Vec<String> {
+    serde_json::from_str(args)
+        .unwrap_or_else(|e| panic!("{op} must be in exec form (a JSON array): {args} ({e})"))
+}
+
+#[test]
+fn dockerfile_runs_the_cli_as_a_non_root_user_with_config_and_state_volumes() {
+    let ins = docker_instructions(&read(&deploy_dir().join("Dockerfile")));
+    let froms: Vec<usize> = (0..ins.len()).filter(|i| ins[*i].0 == "FROM").collect();
+    assert!(froms.len() >= 2, "a multi-stage build: {ins:?}");
+    let builder = &ins[..*froms.last().unwrap()];
+    let runtime = &ins[*froms.last().unwrap()..];
+    assert!(
+        builder
+            .iter()
+            .any(|(op, a)| op == "RUN" && a.contains("cmake")),
+        "the builder installs cmake"
+    );
+    assert!(
+        builder
+            .iter()
+            .any(|(op, a)| op == "RUN" && a.contains("cargo build --release --locked")),
+        "the builder builds with the lockfile"
+    );
+    let last = |op: &str| {
+        runtime
+            .iter()
+            .rev()
+            .find(|(o, _)| o == op)
+            .map(|(_, a)| a.clone())
+            .unwrap_or_else(|| panic!("the runtime stage has no {op}"))
+    };
+    let user = last("USER");
+    let uid = user.split(':').next().unwrap_or_default();
+    assert!(
+        !matches!(uid, "0" | "root" | ""),
+        "runs as root: USER {user}"
+    );
+    let entrypoint = exec_form("ENTRYPOINT", &last("ENTRYPOINT"));
+    assert!(
+        entrypoint
+            .first()
+            .is_some_and(|p| p.ends_with("/a2a-egress")),
+        "{entrypoint:?}"
+    );
+    let cmd = exec_form("CMD", &last("CMD"));
+    let args: Vec<String> = entrypoint.iter().skip(1).chain(&cmd).cloned().collect();
+    assert_cli_accepts("Dockerfile ENTRYPOINT + CMD", &args);
+    let volumes = exec_form("VOLUME", &last("VOLUME"));
+    let config = args
+        .iter()
+        .skip_while(|a| *a != "--config")
+        .nth(1)
+        .expect("CMD names --config");
+    assert!(
+        volumes.iter().any(|v| Path::new(config).starts_with(v)),
+        "the config {config} is on a volume {volumes:?}"
+    );
+    assert!(
+        volumes.iter().any(|v| v.contains("/var/lib/")),
+        "a state volume: {volumes:?}"
+    );
+    // The binary the ENTRYPOINT names is the one the build copies in.
+    assert!(
+        runtime
+            .iter()
+            .any(|(op, a)| op == "COPY" && a.ends_with(entrypoint[0].as_str())),
+        "{runtime:?}"
+    );
+}
+
+#[test]
+fn systemd_unit_is_hardened_and_its_command_line_parses() {
+    let path = deploy_dir().join("a2a-egress.service");
+    let entries = unit_entries(&path, &read(&path));
+    let get = |k: &str| {
+        entries
+            .iter()
+            .filter(|(s, key, _)| s == "Service" && key == k)
+            .map(|(_, _, v)| v.as_str())
+            .collect::<Vec<_>>()
+    };
+    let exec = get("ExecStart");
+    assert_eq!(exec.len(), 1, "{exec:?}");
+    let mut words = exec[0].split_whitespace().map(str::to_owned);
+    assert!(
+        words.next().is_some_and(|p| p.ends_with("/a2a-egress")),
+        "{exec:?}"
+    );
+    assert_cli_accepts("ExecStart", &words.collect::<Vec<_>>());
+    for (k, v) in [
+        ("NoNewPrivileges", "yes"),
+        ("ProtectSystem", "strict"),
+        ("ProtectHome", "yes"),
+        ("PrivateTmp", "yes"),
+        ("PrivateDevices", "yes"),
+        ("DynamicUser", "yes"),
+        ("CapabilityBoundingSet", ""),
+        ("RestrictSUIDSGID", "yes"),
+        ("MemoryDenyWriteExecute", "yes"),
+        ("LockPersonality", "yes"),
+    ] {
+        assert_eq!(get(k), [v], "{k}");
+    }
+    assert!(get("SystemCallFilter").contains(&"@system-service"));
+}
+
+/// The documents of the Kubernetes example, by kind.
+fn kube_docs() -> Vec<Value> {
+    let path = deploy_dir().join("kubernetes/sidecar.yaml");
+    yaml_docs(&path, &read(&path))
+}
+
+fn of_kind<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in the Kubernetes example"))
+}
+
+#[test]
+fn kubernetes_example_runs_a_hardened_sidecar_probed_on_the_admin_listener() {
+    let docs = kube_docs();
+    let config_map = of_kind(&docs, "ConfigMap");
+    let toml = config_map["data"]["gateway.toml"]
+        .as_str()
+        .expect("the ConfigMap holds gateway.toml");
+    // The admin token is written into the pod at run time; a private stand-in takes its place.
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("admin.token");
+    std::fs::write(&token, "a-test-admin-token-of-enough-length").unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let toml = toml.replace("/run/a2a-egress/admin.token", token.to_str().unwrap());
+    let config = a2a_egress::config::Config::parse(&toml, &dir.path().join("gateway.toml"))
+        .unwrap_or_else(|e| panic!("the ConfigMap's gateway.toml is refused: {e}"));
+
+    let pod = &of_kind(&docs, "Deployment")["spec"]["template"]["spec"];
+    let all: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .flat_map(|k| pod[*k].as_array().into_iter().flatten())
+        .collect();
+    let gateway = all
+        .iter()
+        .find(|c| c["args"].get(0) == Some(&Value::from("serve")))
+        .expect("a container running `a2a-egress serve`");
+    let orchestrator = pod["containers"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == "orchestrator"))
+        .expect("an orchestrator container beside it");
+    assert!(
+        orchestrator.to_string().contains("http://127.0.0.1:"),
+        "the orchestrator reaches the gateway on loopback"
+    );
+    let args: Vec<String> = gateway["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    assert_cli_accepts("the sidecar's args", &args);
+
+    // Probes on the admin listener's port (by name or number).
+    let admin_port = config.listen.admin.port();
+    let port_of = |p: &Value| -> u16 {
+        match p {
+            Value::Number(n) => n.as_u64().unwrap() as u16,
+            Value::String(name) => gateway["ports"]
+                .as_array()
+                .and_then(|ps| ps.iter().find(|q| q["name"] == *name.as_str()))
+                .and_then(|q| q["containerPort"].as_u64())
+                .unwrap_or_else(|| panic!("no container port named {name}"))
+                as u16,
+            other => panic!("probe port {other}"),
+        }
+    };
+    for (probe, path) in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")] {
+        let get = &gateway[probe]["httpGet"];
+        assert_eq!(get["path"], path, "{probe}");
+        assert_eq!(
+            port_of(&get["port"]),
+            admin_port,
+            "{probe} is on the admin listener"
+        );
+    }
+
+    // Hardened: not root, no privilege escalation, no capabilities, read-only root filesystem.
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_ne!(pod["securityContext"]["runAsUser"], 0);
+    for c in &all {
+        let sc = &c["securityContext"];
+        assert_eq!(sc["allowPrivilegeEscalation"], false, "{}", c["name"]);
+        assert_eq!(sc["readOnlyRootFilesystem"], true, "{}", c["name"]);
+        assert!(
+            sc["capabilities"]["drop"]
+                .as_array()
+                .is_some_and(|d| d.contains(&"ALL".into())),
+            "{}",
+            c["name"]
+        );
+    }
+
+    // The config comes from the ConfigMap; each credential variable from the Secret.
+    let config_volume = pod["volumes"]
+        .as_array()
+        .and_then(|vs| {
+            vs.iter()
+                .find(|v| v["configMap"]["name"] == config_map["metadata"]["name"])
+        })
+        .expect("a volume from the ConfigMap");
+    let mounted = gateway["volumeMounts"]
+        .as_array()
+        .and_then(|ms| ms.iter().find(|m| m["name"] == config_volume["name"]))
+        .expect("the ConfigMap volume is mounted in the gateway");
+    assert!(
+        args.iter()
+            .any(|a| a.starts_with(mounted["mountPath"].as_str().unwrap()))
+    );
+    let secret = of_kind(&docs, "Secret")["metadata"]["name"].clone();
+    for i in &config.integrations {
+        if let a2a_egress::config::Credential::Bearer(a2a_egress::config::SecretSource::Env(var)) =
+            &i.credential
+        {
+            let env = gateway["env"]
+                .as_array()
+                .and_then(|es| es.iter().find(|e| e["name"] == var.as_str()))
+                .unwrap_or_else(|| panic!("{var} is not set in the gateway container"));
+            assert_eq!(env["valueFrom"]["secretKeyRef"]["name"], secret, "{var}");
+        }
+    }
+}
+
+/// The `a2a_egress_*` names a text mentions (PromQL in rules and panels).
+fn metric_names(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("a2a_egress_") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        out.insert(tail[..end].to_owned());
+        rest = &tail[end..];
+    }
+    out
+}
+
+/// Whether `name` is exported: a family, or a histogram family's `_bucket`/`_sum`/`_count`.
+fn exported(families: &BTreeSet<String>, name: &str) -> bool {
+    families.contains(name)
+        || ["_bucket", "_sum", "_count"].iter().any(|s| {
+            name.strip_suffix(s)
+                .is_some_and(|base| families.contains(base))
+        })
+}
+
+#[tokio::test]
+async fn alert_rules_and_dashboard_name_only_metrics_a_live_gateway_exports() {
+    let families = crate::observability::exported_families().await;
+
+    let rules_path = deploy_dir().join("prometheus/alerts.yaml");
+    let rules = yaml_docs(&rules_path, &read(&rules_path));
+    let mut alerts = BTreeSet::new();
+    let mut used = BTreeSet::new();
+    for group in rules[0]["groups"].as_array().expect("rule groups") {
+        for rule in group["rules"].as_array().expect("rules") {
+            let name = rule["alert"].as_str().expect("an alert name");
+            let expr = rule["expr"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{name}: no expr"));
+            assert!(rule["labels"]["severity"].is_string(), "{name}: severity");
+            assert!(
+                rule["annotations"]["summary"].is_string(),
+                "{name}: summary"
+            );
+            let names = metric_names(expr);
+            assert!(!names.is_empty(), "{name}: no a2a_egress metric in {expr}");
+            used.extend(names);
+            alerts.insert(name.to_owned());
+        }
+    }
+    for want in [
+        "A2AEgressIntegrationBlocked",
+        "A2AEgressLockVerdictBreaking",
+        "A2AEgressLockVerdictReview",
+        "A2AEgressProfileStale",
+        "A2AEgressDowngradeRate",
+        "A2AEgressRefreshFailures",
+        "A2AEgressConfigReloadRefused",
+    ] {
+        assert!(alerts.contains(want), "alert {want} missing: {alerts:?}");
+    }
+
+    let dash: Value = serde_json::from_str(&read(&deploy_dir().join("grafana/a2a-egress.json")))
+        .expect("dashboard JSON");
+    let panels = dash["panels"].as_array().expect("panels");
+    assert!(!panels.is_empty());
+    for p in panels {
+        let targets = p["targets"].as_array().expect("targets");
+        assert!(!targets.is_empty(), "{}", p["title"]);
+        for t in targets {
+            let expr = t["expr"].as_str().expect("a PromQL expr");
+            assert!(!metric_names(expr).is_empty(), "{}: {expr}", p["title"]);
+            used.extend(metric_names(expr));
+        }
+    }
+    for t in dash["templating"]["list"].as_array().into_iter().flatten() {
+        used.extend(metric_names(&t["query"].to_string()));
+    }
+
+    let missing: Vec<&String> = used.iter().filter(|n| !exported(&families, n)).collect();
+    assert!(
+        missing.is_empty(),
+        "deploy/ names metrics the gateway does not export: {missing:?}\nexported: {families:?}"
+    );
+}
