@@ -35,7 +35,7 @@ pub use listen::{
 pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
 pub use probes::{ProbeSchedule, RawProbes};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
-pub use secret::{SecretError, read_secret};
+pub use secret::{SecretError, bearer_authorization, read_secret};
 
 /// Errors loading or validating a configuration file.
 #[derive(Debug, thiserror::Error)]

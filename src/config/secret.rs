@@ -1,9 +1,11 @@
-//! Reading an integration's credential from its source, an environment variable or a file
-//! (I/O: the environment and the file system; nothing else).
+//! Reading an integration's credential from its source, an environment variable or a file, and
+//! the header it is sent in (I/O: the environment and the file system; nothing else).
 
 use std::path::PathBuf;
 
-use super::SecretSource;
+use http::HeaderValue;
+
+use super::{Credential, SecretSource};
 
 /// Why a secret could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +24,9 @@ pub enum SecretError {
     /// The secret is empty once trailing whitespace is trimmed.
     #[error("credential is empty")]
     Empty,
+    /// The secret cannot be sent in a header.
+    #[error("credential contains characters not allowed in a header")]
+    NotAHeader,
 }
 
 impl SecretError {
@@ -31,6 +36,7 @@ impl SecretError {
             SecretError::EnvUnset(_) => "credential_env_unset",
             SecretError::Unreadable { .. } => "credential_file_unreadable",
             SecretError::Empty => "credential_empty",
+            SecretError::NotAHeader => "credential_not_a_header",
         }
     }
 }
@@ -53,4 +59,18 @@ pub fn read_secret(source: &SecretSource) -> Result<String, SecretError> {
         return Err(SecretError::Empty);
     }
     Ok(s)
+}
+
+/// The `Authorization` value of `credential`: `Bearer <secret>`, marked sensitive, for a bearer
+/// credential; `None` for none and pass-through. The one builder of the header, so an agent's
+/// card fetches and its calls carry the same credential.
+pub fn bearer_authorization(credential: &Credential) -> Result<Option<HeaderValue>, SecretError> {
+    let Credential::Bearer(src) = credential else {
+        return Ok(None);
+    };
+    let token = read_secret(src)?;
+    let mut v =
+        HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| SecretError::NotAHeader)?;
+    v.set_sensitive(true);
+    Ok(Some(v))
 }

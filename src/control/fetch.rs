@@ -15,8 +15,8 @@
 //! 5. the body is read chunk by chunk and the fetch aborts as soon as it exceeds the cap;
 //! 6. connect and total timeouts bound the whole exchange, redirects included.
 //!
-//! The TLS configuration (system roots plus the integration's `ca_file`) is built once per distinct
-//! trust configuration and shared; the reqwest `Client` itself is built per fetch because the pinned
+//! The TLS configuration (the roots `state::trust` decides: the platform's plus the integration's
+//! `ca_file`, the same ones its calls are verified against) is built once per trust set and shared; the reqwest `Client` itself is built per fetch because the pinned
 //! addresses are part of it. Card fetches happen at refresh periods (seconds to hours), so losing
 //! connection reuse costs nothing that matters, and a shared client could not pin per-fetch addresses.
 
@@ -29,6 +29,9 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 
 pub use crate::control::addr::{AddrClass, ApprovedOrigin, classify};
+#[cfg(doc)]
+use crate::state::trust::TrustRoots;
+use crate::state::trust::trust_roots;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version sent as `A2A-Version` on every card fetch (the official JS SDK with 0.3
@@ -366,8 +369,8 @@ pub(crate) struct Incoming {
 /// Fetches documents under a [`FetchPolicy`]. Cheap to clone; share one per process.
 #[derive(Clone, Default)]
 pub struct CardFetcher {
-    /// TLS configurations by `ca_file` (None = system roots only), built once each.
-    tls: Arc<Mutex<HashMap<Option<PathBuf>, rustls::ClientConfig>>>,
+    /// TLS configurations by trust set ([`TrustRoots::id`]), built once each.
+    tls: Arc<Mutex<HashMap<u64, rustls::ClientConfig>>>,
 }
 
 impl std::fmt::Debug for CardFetcher {
@@ -500,7 +503,7 @@ impl CardFetcher {
             if let Some(b) = &req.body {
                 rb = rb.body(b.clone());
             }
-            let mut resp = rb.send().await.map_err(|e| transport(&url, &e))?;
+            let mut resp = rb.send().await.map_err(|e| transport(&url, &e, policy))?;
             let status = resp.status();
             if status.is_redirection() && status != reqwest::StatusCode::NOT_MODIFIED {
                 if !req.follow_redirects {
@@ -539,7 +542,11 @@ impl CardFetcher {
                 return Err(FetchError::TooLarge { limit });
             }
             let mut body = BytesMut::new();
-            while let Some(chunk) = resp.chunk().await.map_err(|e| transport(&url, &e))? {
+            while let Some(chunk) = resp
+                .chunk()
+                .await
+                .map_err(|e| transport(&url, &e, policy))?
+            {
                 if body.len() + chunk.len() > limit {
                     return Err(FetchError::TooLarge { limit });
                 }
@@ -577,53 +584,29 @@ impl CardFetcher {
         })
     }
 
+    /// The TLS configuration for an integration's `ca_file`: the roots [`trust_roots`] decides,
+    /// the same ones its calls are verified against.
     fn tls_config(&self, ca_file: Option<&Path>) -> Result<rustls::ClientConfig, FetchError> {
-        let key = ca_file.map(Path::to_path_buf);
+        let roots = trust_roots(ca_file).map_err(|e| FetchError::CaFile {
+            path: e.path().to_owned(),
+            reason: e.detail().to_owned(),
+        })?;
         let mut cache = self.tls.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = cache.get(&key) {
+        if let Some(c) = cache.get(&roots.id) {
             return Ok(c.clone());
         }
-        let config = build_tls(ca_file)?;
-        cache.insert(key, config.clone());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| FetchError::CaFile {
+                path: ca_file.map(Path::to_path_buf).unwrap_or_default(),
+                reason: e.to_string(),
+            })?
+            .with_root_certificates(roots.store())
+            .with_no_client_auth();
+        cache.insert(roots.id, config.clone());
         Ok(config)
     }
-}
-
-fn build_tls(ca_file: Option<&Path>) -> Result<rustls::ClientConfig, FetchError> {
-    use rustls::pki_types::{CertificateDer, pem::PemObject};
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut extra = Vec::new();
-    if let Some(path) = ca_file {
-        let ca_err = |reason: String| FetchError::CaFile {
-            path: path.to_owned(),
-            reason,
-        };
-        let pem = std::fs::read(path).map_err(|e| ca_err(e.to_string()))?;
-        for cert in CertificateDer::pem_slice_iter(&pem) {
-            extra.push(cert.map_err(|e| ca_err(e.to_string()))?);
-        }
-        if extra.is_empty() {
-            return Err(ca_err("no PEM certificate in file".into()));
-        }
-    }
-    let verifier =
-        rustls_platform_verifier::Verifier::new_with_extra_roots(extra, provider.clone()).map_err(
-            |e| FetchError::CaFile {
-                path: ca_file.map(Path::to_path_buf).unwrap_or_default(),
-                reason: format!("cannot build the certificate verifier: {e}"),
-            },
-        )?;
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| FetchError::CaFile {
-            path: ca_file.map(Path::to_path_buf).unwrap_or_default(),
-            reason: e.to_string(),
-        })?
-        .dangerous()
-        // Not dangerous: this is the platform verifier (system roots + the integration's extra roots).
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth();
-    Ok(config)
 }
 
 /// Checks that `url` may be reached under `policy`: approved origin, allowed scheme, one DNS lookup,
@@ -724,7 +707,14 @@ fn validators_of(h: &reqwest::header::HeaderMap) -> Validators {
     }
 }
 
-fn transport(url: &url::Url, e: &reqwest::Error) -> FetchError {
+fn transport(url: &url::Url, e: &reqwest::Error, policy: &FetchPolicy) -> FetchError {
+    // reqwest's own timer is the total timeout too (the connect timeout aside); when both fire
+    // in one poll, the exchange's error comes first and must say what the outer timer says.
+    if e.is_timeout() && !e.is_connect() {
+        return FetchError::Timeout {
+            after: policy.total_timeout,
+        };
+    }
     FetchError::Transport {
         url: url.to_string(),
         reason: error_chain(e),

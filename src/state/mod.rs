@@ -21,6 +21,7 @@ use crate::types::origin_of_url;
 mod evidence;
 mod lock_state;
 mod refresh_hook;
+pub mod trust;
 pub mod upstream;
 pub use evidence::{
     Claim, Observer, ProbeRecord, ProbeRun, ProbeTrigger, ProbeVerdict, Source, claims,

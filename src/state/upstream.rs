@@ -7,12 +7,12 @@
 //! pingora's connector takes, so the data plane builds its peer from them without further work.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use http::HeaderValue;
 
-use crate::config::{Credential, Integration, SecretError, read_secret};
+use super::trust::{TrustError, trust_roots};
+use crate::config::{Credential, Integration, SecretError, bearer_authorization};
 
 /// Root certificates for one upstream (pingora's per-peer CA list).
 pub struct Roots {
@@ -57,25 +57,9 @@ pub enum UpstreamError {
     /// The credential cannot be read.
     #[error(transparent)]
     Secret(#[from] SecretError),
-    /// The credential cannot be a header value.
-    #[error("credential contains characters not allowed in a header")]
-    CredentialHeader,
-    /// `ca_file` cannot be read.
-    #[error("ca_file {} cannot be read: {source}", path.display())]
-    CaFileUnreadable {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// `ca_file` is not a PEM list of certificates.
-    #[error("ca_file {}: {detail}", path.display())]
-    CaFileInvalid {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        detail: String,
-    },
+    /// `ca_file` cannot extend the roots.
+    #[error(transparent)]
+    Trust(#[from] TrustError),
 }
 
 impl UpstreamError {
@@ -87,9 +71,7 @@ impl UpstreamError {
             UpstreamError::NoHostOrPort => "interface_no_host",
             UpstreamError::Resolve { .. } => "interface_unresolvable",
             UpstreamError::Secret(e) => e.kind(),
-            UpstreamError::CredentialHeader => "credential_not_a_header",
-            UpstreamError::CaFileUnreadable { .. } => "ca_file_unreadable",
-            UpstreamError::CaFileInvalid { .. } => "ca_file_invalid",
+            UpstreamError::Trust(e) => e.kind(),
         }
     }
 }
@@ -190,16 +172,7 @@ impl Upstream {
             .map_err(|e| resolve(e.to_string()))?
             .next()
             .ok_or_else(|| resolve("no address".into()))?;
-        let authorization = match &integration.credential {
-            Credential::Bearer(src) => {
-                let token = read_secret(src)?;
-                let mut v = HeaderValue::from_str(&format!("Bearer {token}"))
-                    .map_err(|_| UpstreamError::CredentialHeader)?;
-                v.set_sensitive(true);
-                Some(v)
-            }
-            Credential::None | Credential::PassThrough => None,
-        };
+        let authorization = bearer_authorization(&integration.credential)?;
         Ok(Upstream {
             authority: authority_of(&url).unwrap_or_default(),
             sni: bare.to_owned(),
@@ -230,77 +203,39 @@ impl Upstream {
     }
 }
 
-/// Root lists already built, by CA file and content digest: loading and parsing the platform
-/// roots costs far more than the rest of a profile install (hundreds of milliseconds in a debug
-/// build), and the control plane installs a new upstream on every profile change. A rotated
-/// `ca_file` has a new digest, so it is picked up; platform roots are read once per process.
-type RootsKey = (PathBuf, [u8; 32]);
-type RootsCache = std::collections::HashMap<RootsKey, Arc<pingora::protocols::tls::CaType>>;
-static ROOTS: std::sync::LazyLock<std::sync::Mutex<RootsCache>> =
-    std::sync::LazyLock::new(Default::default);
+/// pingora's per-peer root lists, by trust set: building one parses every certificate, and the
+/// control plane installs a new upstream on every profile change.
+static PINGORA_ROOTS: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<u64, Arc<pingora::protocols::tls::CaType>>>,
+> = std::sync::LazyLock::new(Default::default);
 
-/// The upstream's roots: `None` without `ca_file` (pingora's connector then uses the platform
-/// roots), else the platform roots plus the file's certificates.
+/// The upstream's roots, as [`trust_roots`] decides them for the integration: `None` without
+/// `ca_file` (pingora's connector holds the platform's roots already), else the whole list.
 fn roots(integration: &Integration) -> Result<Option<Roots>, UpstreamError> {
-    use sha2::Digest;
-    let Some(path) = &integration.ca_file else {
+    let trust = trust_roots(integration.ca_file.as_deref())?;
+    if !trust.extra {
         return Ok(None);
-    };
-    let pem = std::fs::read(path).map_err(|source| UpstreamError::CaFileUnreadable {
-        path: path.clone(),
-        source,
-    })?;
-    let digest: [u8; 32] = sha2::Sha256::digest(&pem).into();
-    let [a, b, c, d, e, f, g, h, ..] = digest;
-    let id = u64::from_be_bytes([a, b, c, d, e, f, g, h]);
-    let key = (path.clone(), digest);
-    let mut cache = ROOTS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(list) = cache.get(&key) {
-        return Ok(Some(Roots {
-            pingora: list.clone(),
-            id,
-        }));
     }
-    let list = root_list(path, &pem)?;
-    cache.insert(key, list.clone());
-    Ok(Some(Roots { pingora: list, id }))
-}
-
-fn root_list(
-    path: &std::path::Path,
-    pem: &[u8],
-) -> Result<Arc<pingora::protocols::tls::CaType>, UpstreamError> {
-    use rustls::pki_types::{CertificateDer, pem::PemObject};
-    let invalid = |detail: String| UpstreamError::CaFileInvalid {
-        path: path.to_owned(),
-        detail,
-    };
-    let mut ders: Vec<CertificateDer<'static>> = Vec::new();
-    let mut store = rustls::RootCertStore::empty();
-    for c in pingora::tls::load_native_certs().unwrap_or_default() {
-        if store.add(c.clone()).is_ok() {
-            ders.push(c);
-        }
-    }
-    let mut extra = 0;
-    for c in CertificateDer::pem_slice_iter(pem) {
-        let c = c.map_err(|e| invalid(e.to_string()))?;
-        store.add(c.clone()).map_err(|e| invalid(e.to_string()))?;
-        ders.push(c);
-        extra += 1;
-    }
-    if extra == 0 {
-        return Err(invalid("holds no certificate".into()));
-    }
-    // pingora replaces its default roots with a per-peer list, so the list carries the platform
-    // roots too: ca_file adds roots, it does not narrow trust.
-    let wrapped: Vec<pingora::utils::tls::WrappedX509> = ders
-        .iter()
-        .map(|d| {
-            pingora::utils::tls::WrappedX509::new(d.as_ref().to_vec(), |raw| {
-                pingora::utils::tls::parse_x509(raw)
-            })
+    let mut cache = PINGORA_ROOTS.lock().unwrap_or_else(|p| p.into_inner());
+    let list = cache
+        .entry(trust.id)
+        .or_insert_with(|| {
+            // pingora replaces its default roots with a per-peer list, so the list carries the
+            // platform roots too: ca_file adds roots, it does not narrow trust.
+            let wrapped: Vec<pingora::utils::tls::WrappedX509> = trust
+                .certs
+                .iter()
+                .map(|d| {
+                    pingora::utils::tls::WrappedX509::new(d.as_ref().to_vec(), |raw| {
+                        pingora::utils::tls::parse_x509(raw)
+                    })
+                })
+                .collect();
+            Arc::from(wrapped.into_boxed_slice())
         })
-        .collect();
-    Ok(Arc::from(wrapped.into_boxed_slice()))
+        .clone();
+    Ok(Some(Roots {
+        pingora: list,
+        id: trust.id,
+    }))
 }

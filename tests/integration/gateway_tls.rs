@@ -104,13 +104,82 @@ fn split_integration(
     tls: std::net::SocketAddr,
     ca: &TestPki,
 ) -> String {
+    split_integration_trusting(name, agent, tls, Some(ca))
+}
+
+/// As [`split_integration`], with `ca_file` only when `ca` is given.
+fn split_integration_trusting(
+    name: &str,
+    agent: &SdkAgent,
+    tls: std::net::SocketAddr,
+    ca: Option<&TestPki>,
+) -> String {
+    let ca_file = ca.map_or(String::new(), |ca| {
+        format!("ca_file = \"{}\"\n", ca.ca_path.display())
+    });
     format!(
         "\n[[integrations]]\nname = \"{name}\"\ncard = \"{}\"\norigins = [\"{}\", \"https://{tls}\"]\n\
-         skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\nca_file = \"{}\"\n",
-        agent.card_url,
-        agent.base_url,
-        ca.ca_path.display()
+         skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\n{ca_file}",
+        agent.card_url, agent.base_url,
     )
+}
+
+/// One decision of which roots verify an agent, for its card fetches and its calls: with the
+/// integration's `ca_file` the card fetch and calls on both forwarding paths reach the HTTPS
+/// agent; without it the card fetch is refused (the integration is unusable) and, when the card
+/// comes over plain HTTP, every call is refused with UPSTREAM_CERTIFICATE_UNKNOWN.
+#[tokio::test]
+async fn the_card_fetch_and_the_calls_trust_the_same_roots() {
+    let pki = TestPki::new(&["127.0.0.1", "localhost"]);
+    let (cert, key) = (
+        pki.cert_path.display().to_string(),
+        pki.key_path.display().to_string(),
+    );
+    let tls = SdkAgent::start(&["--tls-cert", &cert, "--tls-key", &key]);
+    let tls_base = format!("https://{}", tls.addr);
+    // Serves its card over plain HTTP, naming the TLS agent's interfaces.
+    let plain = SdkAgent::start(&["--interface-base", &tls_base]);
+    let ca = format!("ca_file = \"{}\"", pki.ca_path.display());
+    let config = config_head(&[])
+        + &integration("card_trusted", &tls.card_url, &ca)
+        + &integration("card_untrusted", &tls.card_url, "")
+        + &split_integration_trusting("calls_trusted", &plain, tls.addr, Some(&pki))
+        + &split_integration_trusting("calls_untrusted", &plain, tls.addr, None);
+    let gw = InProcess::start(&config).await;
+    let ready = gw.readyz().await;
+    for usable in ["card_trusted", "calls_trusted", "calls_untrusted"] {
+        assert_eq!(ready["integrations"][usable]["status"], "usable", "{ready}");
+    }
+    assert_eq!(
+        ready["integrations"]["card_untrusted"]["status"], "unusable",
+        "{ready}"
+    );
+    let reason = ready["integrations"]["card_untrusted"]["reason"].to_string();
+    assert!(
+        reason.contains("certificate") || reason.contains("UnknownIssuer"),
+        "{reason}"
+    );
+
+    let calls = [
+        send_request("s", "SendMessage", "hi"),
+        serde_json::json!({"jsonrpc": "2.0", "id": "g", "method": "GetTask", "params": {"id": "x"}}),
+    ];
+    for call in &calls {
+        for name in ["card_trusted", "calls_trusted"] {
+            let (status, _, body) = gw.rpc_raw(name, call, &[]).await;
+            let what = format!("{name} {}: HTTP {status} {body}", call["method"]);
+            assert_eq!(status, 200, "{what}");
+            assert!(!body.contains("a2a-egress"), "the agent answered: {what}");
+        }
+        let (status, _, body) = gw.rpc_raw("calls_untrusted", call, &[]).await;
+        let what = format!("calls_untrusted {}: HTTP {status} {body}", call["method"]);
+        assert_eq!(status, 502, "{what}");
+        let v: serde_json::Value = serde_json::from_str(&body).expect(&what);
+        assert_eq!(
+            v["error"]["data"][0]["reason"], "UPSTREAM_CERTIFICATE_UNKNOWN",
+            "{what}"
+        );
+    }
 }
 
 /// A certificate the gateway must refuse (unknown CA, wrong name, expired) is a 502 in the

@@ -8,8 +8,7 @@ use bytes::Bytes;
 use http::HeaderValue;
 
 use super::{Worker, lock};
-use crate::config::{Config, Credential};
-use crate::config::{SecretError, read_secret};
+use crate::config::{Config, SecretError};
 use crate::control::extended::{CredentialIdentity, ExtendedOutcome};
 use crate::control::fetch::{FetchPolicy, Validators};
 use crate::control::state::SavedCard;
@@ -129,19 +128,10 @@ impl Worker {
         }
     }
 
-    /// `Authorization: Bearer <secret>` of the integration's bearer credential; `Ok(None)` without
-    /// one, or when the secret is not a header value.
+    /// `Authorization: Bearer <secret>` of the integration's bearer credential, built as its
+    /// calls build it; `Ok(None)` without one.
     fn bearer_authorization(&self) -> Result<Option<HeaderValue>, SecretError> {
-        let Credential::Bearer(src) = &self.integration.credential else {
-            return Ok(None);
-        };
-        let secret = read_secret(src)?;
-        Ok(HeaderValue::from_str(&format!("Bearer {secret}"))
-            .ok()
-            .map(|mut auth| {
-                auth.set_sensitive(true);
-                auth
-            }))
+        crate::config::bearer_authorization(&self.integration.credential)
     }
 
     /// The identity of the integration's bearer credential, when it has one that can be read.
