@@ -697,6 +697,69 @@ def scale(procs, out, bin_path, fixed, seconds, sizes):
     return rows
 
 
+def instructions_per_request(procs, out, kind, argv, url, body, n):
+    """User-space instructions per request of one proxy under callgrind (noise-free on a shared
+    machine): instrumentation is switched on after a warm-up, `n` requests are sent by oha, and
+    the dumped total is divided by `n`."""
+    cg_out = os.path.join(out, f"callgrind-{kind}")
+    os.makedirs(cg_out, exist_ok=True)
+    vg = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+          f"--callgrind-out-file={cg_out}/callgrind.out.%p"]
+    p, line = argv(vg)
+    bf = os.path.join(cg_out, "body.json")
+    with open(bf, "w") as f:
+        f.write(body)
+    target = url(line)
+
+    def load(count):
+        subprocess.run(["taskset", "-c", CPU_LOAD, "oha", "-n", str(count), "-c", "4", "--no-tui",
+                        "--output-format", "json", "-m", "POST", "-D", bf,
+                        "-H", "content-type: application/json", "-H", "a2a-version: 1.0", target],
+                       capture_output=True, text=True, timeout=600)
+    load(200)
+    subprocess.run(["callgrind_control", "-i", "on", str(p.pid)], capture_output=True, timeout=60)
+    load(n)
+    subprocess.run(["callgrind_control", "-i", "off", str(p.pid)], capture_output=True, timeout=60)
+    subprocess.run(["callgrind_control", "-d", str(p.pid)], capture_output=True, timeout=60)
+    procs.stop(p, timeout=60)
+    total = 0
+    for name in os.listdir(cg_out):
+        if name.startswith("callgrind.out."):
+            for ln in open(os.path.join(cg_out, name), errors="replace"):
+                if ln.startswith("totals:") or ln.startswith("summary:"):
+                    total = max(total, int(ln.split()[1]))
+    return total / n if total else None
+
+
+def instructions(procs, out, bin_path, bare_path, fixed, n):
+    """Instructions per 1 KB SendMessage: bare pingora, a2a-egress with its access log on and off."""
+    body = message_body(1024)
+    rows = {}
+    port = free_port()
+
+    def bare(vg):
+        return procs.start("cg-bare", ["env"] + vg + [bare_path, f"127.0.0.1:{port}",
+                                                      f"127.0.0.1:{fixed}"], CPU_PROXY,
+                           first_line=True)
+    rows["bare pingora"] = instructions_per_request(
+        procs, out, "bare", bare, lambda _: f"http://127.0.0.1:{port}/a2a/jsonrpc", body, n)
+    for log in (True, False):
+        cfg = with_log(gateway_conf(out, "gateway-cg", fixed, "127.0.0.1:9"), bin_path, log)
+
+        def gw(vg, cfg=cfg, log=log):
+            p, line = procs.start(f"cg-gw-{log}", ["env"] + vg + [bin_path, "serve", "--config", cfg],
+                                  CPU_PROXY, env=gateway_env(log, bin_path), first_line=True)
+            wait_ready(line["admin"], timeout=300,
+                       want=lambda d: d.get("integrations", {}).get("fixed", {}).get("status")
+                       == "usable")
+            return p, line
+        key = "a2a-egress, access log " + ("on" if log else "off")
+        rows[key] = instructions_per_request(
+            procs, out, f"gw-{log}", gw, lambda line: f"http://{line['proxy']}/agents/fixed",
+            body, n)
+    return rows
+
+
 def criterion_rows(target_dir):
     """Mean times of the criterion benches `scripts/bench.sh` ran, from their estimates."""
     base = os.path.join(target_dir, "criterion")
@@ -857,6 +920,18 @@ def write_results(path, ctx):
         w(f"| {name} | {fmt(r['ttfe_ms'], 2)} | {fmt(r['events'])} | {fmt(r['span_ms'], 1)} | "
           f"{' '.join(str(g) for g in r['gaps'])} |")
     w("")
+    if ctx.get("instructions"):
+        ins = ctx["instructions"]
+        base = ins.get("bare pingora")
+        w("## Instructions per request (callgrind, user space; 1 KB SendMessage, tenant injected)")
+        w("")
+        w("Counted by valgrind, so unaffected by the machine's load: the noise-free ratio.")
+        w("")
+        w("| target | instructions/request | × bare pingora |")
+        w("|---|---|---|")
+        for name, n in ins.items():
+            w(f"| {name} | {fmt(n)} | {ratio(n, base)} |")
+        w("")
     w("## Scale: integrations configured (all on the fixed-reply nginx; requests to the last one)")
     w("")
     w("| integrations | start-up to ready s | idle RSS MB | reload (+1 integration) s | "
@@ -909,6 +984,11 @@ def targets_table(S, ctx):
         if nl and nl["cpu_us"]:
             r2 = nl["cpu_us"] / bare["cpu_us"]
             rows.append(("… with the access log off", "≤ 1.10×", f"{r2:.2f}×", r2 <= 1.10))
+    ins = ctx.get("instructions") or {}
+    if ins.get("bare pingora") and ins.get("a2a-egress, access log on"):
+        r = ins["a2a-egress, access log on"] / ins["bare pingora"]
+        rows.append(("full-path instructions/req vs bare pingora (callgrind)", "≤ 1.10×",
+                     f"{r:.2f}×", r <= 1.10))
     if gw and nginx and nginx["rps"]:
         r = gw["rps"] / nginx["rps"]
         rows.append(("throughput vs nginx without access log (1 KB)", "≥ 0.5× (stretch 0.6×)",
@@ -1016,6 +1096,11 @@ def main():
         ctx["sse"] = run_sse(st, body, hdrs, 3 if args.quick else 10)
         ctx["threads"] = {"a2a-egress": threads(gw[0]), "bare pingora": threads(P["bare-fixed"]),
                           "nginx proxy": threads(P["nginx-proxy"])}
+        ctx["instructions"] = {}
+        if shutil.which("valgrind") and shutil.which("callgrind_control"):
+            print("==> instructions per request (callgrind)", flush=True)
+            ctx["instructions"] = instructions(procs, args.out, args.bin, args.bare, fixed,
+                                               500 if args.quick else 1000)
         print(f"==> scale: {scale_sizes} integrations", flush=True)
         ctx["scale"] = scale(procs, args.out, args.bin, fixed, args.seconds, scale_sizes)
     finally:

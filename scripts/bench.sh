@@ -5,8 +5,9 @@
 #   bash scripts/bench.sh --quick    # one short round of everything (about 3 minutes), for development
 #
 # On a fresh Debian machine it installs what it lacks: nginx-light (stub_status, for counting
-# upstream connections) and wrk from the distribution, oha (fixed-rate latency with
-# coordinated-omission correction) with `cargo install --locked`, cmake (pingora's build); then it
+# upstream connections), wrk and valgrind (callgrind: instructions per request) from the
+# distribution, oha (fixed-rate latency with coordinated-omission correction) with
+# `cargo install --locked`, cmake (pingora's build); then it
 # builds the release binaries (a2a-egress and benches/bare_pingora.rs), runs the criterion
 # micro-benchmarks briefly, and runs benches/bench.py: every proxy under test pinned to CPU 0,
 # load generators and upstreams to CPU 1, every load run bounded in time. It writes
@@ -41,6 +42,8 @@ command -v taskset >/dev/null || apt_install util-linux
 command -v ss >/dev/null || apt_install iproute2
 command -v pgrep >/dev/null || apt_install procps
 command -v python3 >/dev/null || apt_install python3
+# callgrind: instructions per request, a figure the machine's load does not move.
+command -v valgrind >/dev/null || apt_install valgrind
 if ! command -v oha >/dev/null; then
     say "installing oha (cargo install oha --locked)"
     cargo install oha --locked --quiet
