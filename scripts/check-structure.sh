@@ -25,10 +25,6 @@ limit = int(sys.argv[1])
 
 # (file, function): who will split it.
 ALLOWED = {
-    ("src/proxy/policy.rs", "decide"): "request hardening (proxy::policy)",
-    ("src/card/rules.rs", "card"): "card hardening",
-    ("src/card/signature.rs", "parse_jwk"): "card hardening",
-    ("src/card/signature.rs", "check_one"): "card hardening",
     ("src/lock/diff/tests.rs", "every_rule_against_the_lock"): "lockfile work (one table-driven test)",
     ("src/lock/diff/tests.rs", "every_rule_between_two_profiles_without_a_lock"): "lockfile work",
 }

@@ -83,32 +83,8 @@ impl Checker<'_> {
                 "securityRequirements",
             ],
         );
-        let has_interfaces =
-            matches!(m.get("supportedInterfaces"), Some(Value::Array(a)) if !a.is_empty());
-        let markers: Vec<String> = [
-            "url",
-            "preferredTransport",
-            "additionalInterfaces",
-            "protocolVersion",
-        ]
-        .into_iter()
-        .filter(|k| m.contains_key(*k))
-        .map(|k| match (k, m.get(k)) {
-            ("protocolVersion", Some(Value::String(s))) => format!("protocolVersion {}", quote(s)),
-            _ => k.to_string(),
-        })
-        .collect();
-        if !has_interfaces && !markers.is_empty() {
-            self.errors.push(CardError::Version03 { markers });
+        if self.version_03(m) {
             return;
-        }
-        for k in markers {
-            self.warnings.push(CardWarning {
-                path: k.split(' ').next().unwrap_or_default().to_string(),
-                message:
-                    "0.3 field ignored (the card has supportedInterfaces, so it is read as 1.0)"
-                        .into(),
-            });
         }
 
         self.req_str(m, "name", &root, Kind::Name);
@@ -134,6 +110,56 @@ impl Checker<'_> {
             None => self.missing(m, "capabilities", &root),
             Some(v) => self.capabilities(v, &root.key("capabilities")),
         }
+        let schemes = self.security_schemes(m, &root);
+        self.security_requirements(m, &root, schemes);
+        for key in ["defaultInputModes", "defaultOutputModes"] {
+            if let Some(arr) = self.req_array(m, key, &root) {
+                self.str_items(arr, &root.key(key), Kind::MediaType);
+            }
+        }
+        self.skills(m, &root, schemes);
+        self.signatures(m, &root);
+    }
+
+    /// A 0.3 card (0.3 fields and no `supportedInterfaces`) is refused whole; 0.3 fields beside
+    /// `supportedInterfaces` are warned about and ignored. Whether the card was refused.
+    fn version_03(&mut self, m: &Map<String, Value>) -> bool {
+        let has_interfaces =
+            matches!(m.get("supportedInterfaces"), Some(Value::Array(a)) if !a.is_empty());
+        let markers: Vec<String> = [
+            "url",
+            "preferredTransport",
+            "additionalInterfaces",
+            "protocolVersion",
+        ]
+        .into_iter()
+        .filter(|k| m.contains_key(*k))
+        .map(|k| match (k, m.get(k)) {
+            ("protocolVersion", Some(Value::String(s))) => format!("protocolVersion {}", quote(s)),
+            _ => k.to_string(),
+        })
+        .collect();
+        if !has_interfaces && !markers.is_empty() {
+            self.errors.push(CardError::Version03 { markers });
+            return true;
+        }
+        for k in markers {
+            self.warnings.push(CardWarning {
+                path: k.split(' ').next().unwrap_or_default().to_string(),
+                message:
+                    "0.3 field ignored (the card has supportedInterfaces, so it is read as 1.0)"
+                        .into(),
+            });
+        }
+        false
+    }
+
+    /// `securitySchemes`, each checked; the map, when it is one.
+    fn security_schemes<'v>(
+        &mut self,
+        m: &'v Map<String, Value>,
+        root: &Path<'_>,
+    ) -> Option<&'v Map<String, Value>> {
         let mut schemes: Option<&Map<String, Value>> = None;
         if let Some(v) = get(m, "securitySchemes") {
             let p = root.key("securitySchemes");
@@ -146,13 +172,17 @@ impl Checker<'_> {
                 }
             }
         }
-        self.security_requirements(m, &root, schemes);
-        for key in ["defaultInputModes", "defaultOutputModes"] {
-            if let Some(arr) = self.req_array(m, key, &root) {
-                self.str_items(arr, &root.key(key), Kind::MediaType);
-            }
-        }
-        if let Some(arr) = self.req_array(m, "skills", &root) {
+        schemes
+    }
+
+    /// `skills`, each checked, ids unique.
+    fn skills(
+        &mut self,
+        m: &Map<String, Value>,
+        root: &Path<'_>,
+        schemes: Option<&Map<String, Value>>,
+    ) {
+        if let Some(arr) = self.req_array(m, "skills", root) {
             let p = root.key("skills");
             let mut seen: HashMap<&str, usize> = HashMap::with_capacity(arr.len());
             for (i, s) in arr.iter().enumerate() {
@@ -169,6 +199,10 @@ impl Checker<'_> {
                 }
             }
         }
+    }
+
+    /// `signatures`: each a JWS in the flattened JSON form.
+    fn signatures(&mut self, m: &Map<String, Value>, root: &Path<'_>) {
         if let Some(v) = get(m, "signatures") {
             let p = root.key("signatures");
             if let Some(arr) = self.array(v, &p) {

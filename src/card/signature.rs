@@ -504,88 +504,13 @@ fn parse_jwk(raw: &Value) -> Result<TrustedKey, JwkError> {
     if kty == "oct" {
         return Err(JwkError::Symmetric);
     }
-    if let Some(p) = ["d", "p", "q", "dp", "dq", "qi", "k"]
-        .iter()
-        .find(|p| obj.contains_key(**p))
-    {
-        return Err(JwkError::PrivateMaterial(p));
-    }
-    if let Some(u) = obj.get("use")
-        && u != "sig"
-    {
-        return Err(JwkError::Use(u.to_string()));
-    }
-    if let Some(ops) = obj.get("key_ops") {
-        let allows_verify = ops
-            .as_array()
-            .is_some_and(|a| a.iter().any(|o| o == "verify"));
-        if !allows_verify {
-            return Err(JwkError::KeyOps);
-        }
-    }
+    check_public_verify_key(obj)?;
     let alg = match obj.get("alg") {
         None => None,
         Some(Value::String(a)) => Some(a.clone()),
         Some(other) => return Err(JwkError::Alg(other.to_string())),
     };
-    let field = |name: &'static str| -> Result<Vec<u8>, JwkError> {
-        let s = obj
-            .get(name)
-            .and_then(Value::as_str)
-            .ok_or_else(|| JwkError::Missing {
-                kty: kty.to_owned(),
-                name,
-            })?;
-        URL_SAFE_NO_PAD
-            .decode(s)
-            .map_err(|_| JwkError::NotBase64url(name))
-    };
-    let kind = match kty {
-        "EC" => {
-            let crv = obj.get("crv").and_then(Value::as_str).unwrap_or("");
-            if crv != "P-256" {
-                return Err(JwkError::Curve {
-                    kty: "EC",
-                    crv: crv.to_owned(),
-                    only: "P-256, for ES256",
-                });
-            }
-            if field("x")?.len() != 32 || field("y")?.len() != 32 {
-                return Err(JwkError::KeyLength(
-                    "P-256 coordinates must be 32 bytes each",
-                ));
-            }
-            KeyKind::EcP256
-        }
-        "RSA" => {
-            let n = field("n")?;
-            field("e")?;
-            let significant = n.iter().skip_while(|b| **b == 0).count();
-            let bits = significant * 8
-                - n.iter()
-                    .find(|b| **b != 0)
-                    .map_or(0, |b| b.leading_zeros() as usize);
-            if bits < MIN_RSA_BITS {
-                return Err(JwkError::RsaTooSmall { bits });
-            }
-            KeyKind::Rsa { bits }
-        }
-        "OKP" => {
-            let crv = obj.get("crv").and_then(Value::as_str).unwrap_or("");
-            if crv != "Ed25519" {
-                return Err(JwkError::Curve {
-                    kty: "OKP",
-                    crv: crv.to_owned(),
-                    only: "Ed25519, for EdDSA",
-                });
-            }
-            if field("x")?.len() != 32 {
-                return Err(JwkError::KeyLength("Ed25519 public key must be 32 bytes"));
-            }
-            KeyKind::Ed25519
-        }
-        other => return Err(JwkError::KeyType(other.to_owned())),
-    };
+    let kind = key_kind(obj, kty)?;
     // Parse through jsonwebtoken's own JWK model so the DecodingKey is built the way it expects.
     // Unknown members (e.g. x5c) are ignored by it; `alg` is checked by us, above and at use.
     let mut clean = Map::new();
@@ -603,6 +528,89 @@ fn parse_jwk(raw: &Value) -> Result<TrustedKey, JwkError> {
         alg,
         key,
     })
+}
+
+/// No private member, and `use` / `key_ops`, when present, allow verifying signatures.
+fn check_public_verify_key(obj: &Map<String, Value>) -> Result<(), JwkError> {
+    if let Some(p) = ["d", "p", "q", "dp", "dq", "qi", "k"]
+        .into_iter()
+        .find(|p| obj.contains_key(*p))
+    {
+        return Err(JwkError::PrivateMaterial(p));
+    }
+    if let Some(u) = obj.get("use")
+        && u != "sig"
+    {
+        return Err(JwkError::Use(u.to_string()));
+    }
+    if let Some(ops) = obj.get("key_ops") {
+        let allows_verify = ops
+            .as_array()
+            .is_some_and(|a| a.iter().any(|o| o == "verify"));
+        if !allows_verify {
+            return Err(JwkError::KeyOps);
+        }
+    }
+    Ok(())
+}
+
+/// The key's type and size, from its `kty` and public members.
+fn key_kind(obj: &Map<String, Value>, kty: &str) -> Result<KeyKind, JwkError> {
+    let field = |name: &'static str| -> Result<Vec<u8>, JwkError> {
+        let s = obj
+            .get(name)
+            .and_then(Value::as_str)
+            .ok_or_else(|| JwkError::Missing {
+                kty: kty.to_owned(),
+                name,
+            })?;
+        URL_SAFE_NO_PAD
+            .decode(s)
+            .map_err(|_| JwkError::NotBase64url(name))
+    };
+    let curve = |kty: &'static str, want: &str, only: &'static str| {
+        let crv = obj.get("crv").and_then(Value::as_str).unwrap_or("");
+        match crv == want {
+            true => Ok(()),
+            false => Err(JwkError::Curve {
+                kty,
+                crv: crv.to_owned(),
+                only,
+            }),
+        }
+    };
+    match kty {
+        "EC" => {
+            curve("EC", "P-256", "P-256, for ES256")?;
+            if field("x")?.len() != 32 || field("y")?.len() != 32 {
+                return Err(JwkError::KeyLength(
+                    "P-256 coordinates must be 32 bytes each",
+                ));
+            }
+            Ok(KeyKind::EcP256)
+        }
+        "RSA" => {
+            let n = field("n")?;
+            field("e")?;
+            let significant = n.iter().skip_while(|b| **b == 0).count();
+            let bits = significant * 8
+                - n.iter()
+                    .find(|b| **b != 0)
+                    .map_or(0, |b| b.leading_zeros() as usize);
+            if bits < MIN_RSA_BITS {
+                return Err(JwkError::RsaTooSmall { bits });
+            }
+            Ok(KeyKind::Rsa { bits })
+        }
+        "OKP" => {
+            curve("OKP", "Ed25519", "Ed25519, for EdDSA")?;
+            if field("x")?.len() != 32 {
+                return Err(JwkError::KeyLength("Ed25519 public key must be 32 bytes"));
+            }
+            Ok(KeyKind::Ed25519)
+        }
+        other => Err(JwkError::KeyType(other.to_owned())),
+    }
 }
 
 /// Verifies the card's `signatures` against the keys trusted for `origin` (the origin the card
@@ -657,28 +665,13 @@ pub fn verify(card: &Value, keys: &TrustedKeys, origin: &str) -> Result<Verified
     Err(SignatureError::NoValidSignature { rejections })
 }
 
-/// Checks one `AgentCardSignature`; returns the key id, algorithm and matching payload form.
-fn check_one(
-    sig: &Value,
-    trusted: &[TrustedKey],
-    origin: &str,
-    payloads: &[(PayloadForm, &str)],
-) -> Result<(String, SigAlg, PayloadForm), Rule> {
-    let sig = sig.as_object().ok_or(Rule::NotAnObject)?;
-    let protected_b64 = sig
-        .get("protected")
-        .and_then(Value::as_str)
-        .ok_or(Rule::MissingProtected)?;
-    let signature = sig
-        .get("signature")
-        .and_then(Value::as_str)
-        .ok_or(Rule::MissingSignature)?;
-    let protected_json = URL_SAFE_NO_PAD
-        .decode(protected_b64)
-        .map_err(|_| Rule::ProtectedNotBase64)?;
-    let protected: Map<String, Value> =
-        serde_json::from_slice(&protected_json).map_err(|_| Rule::ProtectedNotObject)?;
-    match sig.get("header") {
+/// Checks a signature's JOSE header (the unprotected `header` and the protected parameters):
+/// returns its algorithm and key id.
+fn check_header(
+    unprotected: Option<&Value>,
+    protected: &Map<String, Value>,
+) -> Result<(SigAlg, String), Rule> {
+    match unprotected {
         None | Some(Value::Null) => {}
         Some(Value::Object(unprotected)) => {
             if unprotected.contains_key("crit") {
@@ -690,7 +683,6 @@ fn check_one(
         }
         Some(_) => return Err(Rule::HeaderNotObject),
     }
-
     let alg_name = protected
         .get("alg")
         .and_then(Value::as_str)
@@ -717,11 +709,34 @@ fn check_one(
         }
     }
     match protected.get("b64") {
-        None | Some(Value::Bool(true)) => {}
-        Some(Value::Bool(false)) => return Err(Rule::UnencodedPayload),
-        Some(_) => return Err(Rule::MalformedB64),
+        None | Some(Value::Bool(true)) => Ok((alg, kid)),
+        Some(Value::Bool(false)) => Err(Rule::UnencodedPayload),
+        Some(_) => Err(Rule::MalformedB64),
     }
+}
 
+/// Checks one `AgentCardSignature`; returns the key id, algorithm and matching payload form.
+fn check_one(
+    sig: &Value,
+    trusted: &[TrustedKey],
+    origin: &str,
+    payloads: &[(PayloadForm, &str)],
+) -> Result<(String, SigAlg, PayloadForm), Rule> {
+    let sig = sig.as_object().ok_or(Rule::NotAnObject)?;
+    let protected_b64 = sig
+        .get("protected")
+        .and_then(Value::as_str)
+        .ok_or(Rule::MissingProtected)?;
+    let signature = sig
+        .get("signature")
+        .and_then(Value::as_str)
+        .ok_or(Rule::MissingSignature)?;
+    let protected_json = URL_SAFE_NO_PAD
+        .decode(protected_b64)
+        .map_err(|_| Rule::ProtectedNotBase64)?;
+    let protected: Map<String, Value> =
+        serde_json::from_slice(&protected_json).map_err(|_| Rule::ProtectedNotObject)?;
+    let (alg, kid) = check_header(sig.get("header"), &protected)?;
     let key = trusted
         .iter()
         .find(|k| k.kid == kid)

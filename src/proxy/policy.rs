@@ -13,7 +13,7 @@ use super::body::{RequestFacts, RpcRequest};
 use super::deny::{Deny, sanitize_echo};
 use super::route::{Method, Route, media_type_accepted};
 use crate::config::StreamingMode;
-use crate::profile::Binding;
+use crate::profile::{Binding, Profile};
 use crate::state::{IntegrationState, Snapshot, Status, satisfies};
 use crate::types::ProtocolVersion;
 
@@ -251,139 +251,38 @@ fn enc_segment(s: &str) -> String {
         .replace('+', "%20")
 }
 
-/// Decides a JSON-RPC or HTTP+JSON request.
+/// Decides a JSON-RPC or HTTP+JSON request: status, binding and operation, lockfile block, data
+/// class, version, method, tenant, media types, streaming, then the upstream paths.
 pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     let Some((profile, upstream)) = state.serving() else {
         return Err(check_status(state).err().unwrap_or(Deny::NoUsableProfile));
     };
     let iface = profile.interface.as_ref().ok_or(Deny::NoUsableProfile)?;
     let integration = &state.integration;
-
-    // Binding: the effective card offers exactly one interface.
-    let (method, caller_tenant, rest_path) = match (f.route, iface.binding) {
-        (Route::JsonRpc { .. }, Binding::JsonRpc) => {
-            if f.http_method != "POST" {
-                return Err(Deny::InvalidRequest("JSON-RPC requests use POST"));
-            }
-            let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
-            (rpc.method, rpc.params.tenant.clone(), None)
-        }
-        (Route::Rest { tenant, path, .. }, Binding::HttpJson) => {
-            let body_tenant = f.rest_body.and_then(|b| b.tenant.clone());
-            if let (Some(p), Some(b)) = (tenant, &body_tenant)
-                && p != b
-            {
-                return Err(Deny::TenantMismatch);
-            }
-            (
-                Method::from_rest(f.http_method, path),
-                tenant.clone().or(body_tenant),
-                Some(path.as_str()),
-            )
-        }
-        _ => return Err(Deny::BindingNotOffered),
-    };
+    let (method, caller_tenant, rest_path) = operation(f, iface.binding)?;
     // Blocked by a breaking change against the lockfile: running tasks only.
     if matches!(state.status, Status::Blocked { .. }) && !continues_task(method) {
         return Err(Deny::IntegrationBlocked);
     }
-
     check_data_classes(
         f.data_class,
         f.default_data_class,
         &integration.data_classes,
     )?;
-
-    // A2A specification, "Protocol Versioning": the patch of `A2A-Version` takes no part.
-    if let Some(v) = f.a2a_version.map(str::trim).filter(|v| !v.is_empty())
-        && ProtocolVersion::from_header(v).ok().map(|v| v.to_string())
-            != Some(iface.version.clone())
-    {
-        return Err(Deny::VersionNotSupported {
-            offered: iface.version.clone(),
-        });
-    }
-
-    match method {
-        Method::Unknown | Method::Card | Method::Jwks => return Err(Deny::MethodNotFound),
-        m if m.is_push() && !profile.push => return Err(Deny::MethodNotAllowed(m)),
-        // The effective card is the only card a caller sees: forwarding the agent's extended
-        // card would hand out the agent's own URLs and skills outside the integration.
-        Method::GetExtendedAgentCard => return Err(Deny::MethodNotAllowed(method)),
-        Method::SubscribeToTask if !state.streaming_allowed() => {
-            return Err(Deny::MethodNotAllowed(method));
-        }
-        _ => {}
-    }
-
+    check_version(f.a2a_version, &iface.version)?;
+    check_method(state, profile, method)?;
     let tenant = integration.tenant.clone().or_else(|| iface.tenant.clone());
     if let Some(c) = &caller_tenant
         && Some(c) != tenant.as_ref()
     {
         return Err(Deny::TenantMismatch);
     }
-
     if method.sends_message() {
-        let facts = match f.rpc {
-            Some(rpc) => Some(&rpc.params),
-            None => f.rest_body,
-        };
-        let Some(parts) = facts.and_then(|p| p.parts.as_ref()) else {
-            return Err(Deny::InvalidParams("message.parts is required"));
-        };
-        let modes: Vec<String> = integration
-            .skills
-            .iter()
-            .filter_map(|s| profile.skills.get(s))
-            .flat_map(|s| s.input.iter().cloned())
-            .collect();
-        if let Some(mt) = parts.iter().find(|mt| !media_type_accepted(mt, &modes)) {
-            return Err(Deny::ContentTypeNotSupported {
-                media_type: sanitize_echo(mt),
-            });
-        }
+        check_parts(state, profile, f)?;
     }
-
-    let stream = match method {
-        Method::SendStreamingMessage if state.streaming_allowed() => StreamPlan::Stream,
-        Method::SendStreamingMessage if integration.streaming == StreamingMode::Required => {
-            return Err(Deny::StreamingRequired);
-        }
-        Method::SendStreamingMessage => StreamPlan::Downgrade(if !profile.streaming {
-            DowngradeCause::DeclaredOff
-        } else if integration.streaming == StreamingMode::Off {
-            DowngradeCause::ConfigOff
-        } else {
-            DowngradeCause::Override
-        }),
-        _ => StreamPlan::Unary,
-    };
-
-    let base = &upstream.base_path;
-    let (upstream_path, send_path, rewritten_body) = match rest_path {
-        None => {
-            let p = if base.is_empty() {
-                "/".to_owned()
-            } else {
-                base.clone()
-            };
-            let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
-            (p.clone(), p, rpc.forward_body(tenant.as_deref()))
-        }
-        Some(path) => {
-            let prefix = match &tenant {
-                Some(t) => format!("{base}/{}", enc_segment(t)),
-                None => base.clone(),
-            };
-            let q = f.query.map(|q| format!("?{q}")).unwrap_or_default();
-            (
-                format!("{prefix}{path}{q}"),
-                format!("{prefix}/message:send{q}"),
-                None,
-            )
-        }
-    };
-
+    let stream = stream_plan(state, profile, method)?;
+    let (upstream_path, send_path, rewritten_body) =
+        paths(&upstream.base_path, f, rest_path, tenant.as_deref())?;
     Ok(Plan {
         method,
         binding: iface.binding,
@@ -393,6 +292,151 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         send_path,
         rewritten_body,
         version: iface.version.clone(),
+    })
+}
+
+/// The operation, the tenant the caller named and (HTTP+JSON) the path below the interface, for
+/// the one binding the effective card offers.
+fn operation<'f>(
+    f: &Facts<'f>,
+    binding: Binding,
+) -> Result<(Method, Option<String>, Option<&'f str>), Deny> {
+    match (f.route, binding) {
+        (Route::JsonRpc { .. }, Binding::JsonRpc) => {
+            if f.http_method != "POST" {
+                return Err(Deny::InvalidRequest("JSON-RPC requests use POST"));
+            }
+            let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
+            Ok((rpc.method, rpc.params.tenant.clone(), None))
+        }
+        (Route::Rest { tenant, path, .. }, Binding::HttpJson) => {
+            let body_tenant = f.rest_body.and_then(|b| b.tenant.clone());
+            if let (Some(p), Some(b)) = (tenant, &body_tenant)
+                && p != b
+            {
+                return Err(Deny::TenantMismatch);
+            }
+            Ok((
+                Method::from_rest(f.http_method, path),
+                tenant.clone().or(body_tenant),
+                Some(path.as_str()),
+            ))
+        }
+        _ => Err(Deny::BindingNotOffered),
+    }
+}
+
+/// A2A specification, "Protocol Versioning": the caller's `A2A-Version`, when it sends one, must
+/// be the interface's; its patch takes no part.
+fn check_version(header: Option<&str>, offered: &str) -> Result<(), Deny> {
+    match header.map(str::trim).filter(|v| !v.is_empty()) {
+        Some(v)
+            if ProtocolVersion::from_header(v)
+                .ok()
+                .map(|v| v.to_string())
+                .as_deref()
+                != Some(offered) =>
+        {
+            Err(Deny::VersionNotSupported {
+                offered: offered.to_owned(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether the profile lets `method` through at all.
+fn check_method(state: &IntegrationState, profile: &Profile, method: Method) -> Result<(), Deny> {
+    match method {
+        Method::Unknown | Method::Card | Method::Jwks => Err(Deny::MethodNotFound),
+        m if m.is_push() && !profile.push => Err(Deny::MethodNotAllowed(m)),
+        // The effective card is the only card a caller sees: forwarding the agent's extended
+        // card would hand out the agent's own URLs and skills outside the integration.
+        Method::GetExtendedAgentCard => Err(Deny::MethodNotAllowed(method)),
+        Method::SubscribeToTask if !state.streaming_allowed() => {
+            Err(Deny::MethodNotAllowed(method))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A message's parts: present, and each media type one the accepted skills take.
+fn check_parts(state: &IntegrationState, profile: &Profile, f: &Facts<'_>) -> Result<(), Deny> {
+    let facts = match f.rpc {
+        Some(rpc) => Some(&rpc.params),
+        None => f.rest_body,
+    };
+    let Some(parts) = facts.and_then(|p| p.parts.as_ref()) else {
+        return Err(Deny::InvalidParams("message.parts is required"));
+    };
+    let modes: Vec<String> = state
+        .integration
+        .skills
+        .iter()
+        .filter_map(|s| profile.skills.get(s))
+        .flat_map(|s| s.input.iter().cloned())
+        .collect();
+    match parts.iter().find(|mt| !media_type_accepted(mt, &modes)) {
+        Some(mt) => Err(Deny::ContentTypeNotSupported {
+            media_type: sanitize_echo(mt),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Streamed, downgraded (and why) or unary.
+fn stream_plan(
+    state: &IntegrationState,
+    profile: &Profile,
+    method: Method,
+) -> Result<StreamPlan, Deny> {
+    let mode = state.integration.streaming;
+    Ok(match method {
+        Method::SendStreamingMessage if state.streaming_allowed() => StreamPlan::Stream,
+        Method::SendStreamingMessage if mode == StreamingMode::Required => {
+            return Err(Deny::StreamingRequired);
+        }
+        Method::SendStreamingMessage => StreamPlan::Downgrade(if !profile.streaming {
+            DowngradeCause::DeclaredOff
+        } else if mode == StreamingMode::Off {
+            DowngradeCause::ConfigOff
+        } else {
+            DowngradeCause::Override
+        }),
+        _ => StreamPlan::Unary,
+    })
+}
+
+/// The upstream path of the call, the path a downgrade sends to, and the body rewritten with
+/// the tenant when it must be injected (JSON-RPC).
+fn paths(
+    base: &str,
+    f: &Facts<'_>,
+    rest_path: Option<&str>,
+    tenant: Option<&str>,
+) -> Result<(String, String, Option<Bytes>), Deny> {
+    Ok(match rest_path {
+        None => {
+            let p = if base.is_empty() {
+                "/".to_owned()
+            } else {
+                base.to_owned()
+            };
+            let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
+            (p.clone(), p, rpc.forward_body(tenant))
+        }
+        Some(path) => {
+            let prefix = match tenant {
+                Some(t) => format!("{base}/{}", enc_segment(t)),
+                None => base.to_owned(),
+            };
+            let q = f.query.map(|q| format!("?{q}")).unwrap_or_default();
+            (
+                format!("{prefix}{path}{q}"),
+                format!("{prefix}/message:send{q}"),
+                None,
+            )
+        }
     })
 }
 

@@ -244,6 +244,10 @@ async fn select_and_the_planner_view_follow_live_agents() {
         "OUTRANKED",
         "{answer}"
     );
+    assert!(
+        codes(&answer, "sdk-c").contains(&"PROFILE_DEGRADED".to_owned()),
+        "{answer}"
+    );
     let (_, view) = get(&gw, "/v1/integrations/sdk-c").await;
     assert_eq!(view["degraded"], true, "{view}");
     assert!(
@@ -287,6 +291,9 @@ async fn seed_answer(gw: &InProcess) {
         "SKILL_OFFERED",
         "STREAMING_SUPPORTED",
         "BINDING_SUPPORTED",
+        // The chosen one says what it carries: no lockfile, streaming only declared.
+        "LOCK_UNPINNED",
+        "STREAMING_UNVERIFIED",
         "CHOSEN",
     ] {
         assert!(c.iter().any(|x| x == code), "{code}: {answer}");
