@@ -6,6 +6,10 @@
 //! paths or agent-supplied strings, so cardinality is bounded by the config.
 //! Other components register their own metrics on [`Metrics::registry`] with the same naming rules.
 
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use prometheus::core::{Collector, MetricVec, MetricVecBuilder};
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
     Registry, TextEncoder,
@@ -186,6 +190,9 @@ pub struct Metrics {
     pub probe_runs: IntCounterVec,
     /// `a2a_egress_probe_failed_claims{integration}`: claims the last probe run found false.
     pub probe_failed: IntGaugeVec,
+    /// The integrations of the last snapshot observed: one missing from the next one left the
+    /// config, and its series go (else a `blocked` gauge of a removed integration alerts forever).
+    known: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -292,7 +299,34 @@ impl Metrics {
             probe_runs,
             probe_failed,
             registry,
+            known: Arc::default(),
         }
+    }
+
+    /// Drops every data-plane series labelled with integration `name` (it left the config).
+    pub fn remove_integration(&self, name: &str) {
+        drop_series(&self.requests, name);
+        drop_series(&self.policy_denials, name);
+        drop_series(&self.downgrades, name);
+        drop_series(&self.stale_marks, name);
+        drop_series(&self.upstream_duration, name);
+        drop_series(&self.overhead, name);
+        drop_series(&self.integration_status, name);
+        drop_series(&self.probe_results, name);
+        drop_series(&self.profile_usable, name);
+        drop_series(&self.lock_verdict, name);
+        drop_series(&self.artifact_mismatches, name);
+        drop_series(&self.probe_runs, name);
+        drop_series(&self.probe_failed, name);
+    }
+
+    /// Names known before `snapshot` and missing from it; `snapshot`'s become the known ones.
+    fn departed(&self, snapshot: &Snapshot) -> Vec<String> {
+        let now: BTreeSet<String> = snapshot.integrations.keys().cloned().collect();
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        let gone = known.difference(&now).cloned().collect();
+        *known = now;
+        gone
     }
 
     /// The Prometheus text exposition of every registered metric.
@@ -306,7 +340,11 @@ impl Metrics {
 
     /// Sets the usable, status and lock-verdict gauges of every integration from a snapshot, and
     /// creates its stale-mark and probe series, so dashboards and alerts see zeros, not gaps.
+    /// Integrations the previous snapshot had and this one lacks lose their series.
     pub fn observe_snapshot(&self, snapshot: &Snapshot) {
+        for gone in self.departed(snapshot) {
+            self.remove_integration(&gone);
+        }
         for (name, s) in &snapshot.integrations {
             let name = name.as_str();
             self.profile_usable
@@ -346,6 +384,20 @@ impl Metrics {
     }
 }
 
+/// Removes every series of `vec` whose `integration` label is `name`, whatever its other labels.
+fn drop_series<T: MetricVecBuilder>(vec: &MetricVec<T>, name: &str) {
+    for family in vec.collect() {
+        for m in family.get_metric() {
+            let labels: HashMap<&str, &str> = (m.get_label().iter())
+                .map(|l| (l.name(), l.value()))
+                .collect();
+            if labels.get("integration") == Some(&name) {
+                let _ = vec.remove(&labels);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,5 +423,49 @@ mod tests {
         for fam in m.registry.gather() {
             assert!(fam.name().starts_with("a2a_egress_"), "{}", fam.name());
         }
+    }
+
+    fn snapshot(names: &[&str]) -> Snapshot {
+        let text: String = (names.iter())
+            .map(|n| {
+                format!(
+                    "[[integrations]]\nname = \"{n}\"\ncard = \"https://a.example/c\"\n\
+                     origins = [\"https://a.example\"]\nskills = [\"echo\"]\n\
+                     data_classes = [\"internal\"]\n"
+                )
+            })
+            .collect();
+        let c = crate::config::Config::parse(&text, std::path::Path::new("g.toml")).unwrap();
+        Snapshot::pending(&c.integrations)
+    }
+
+    #[test]
+    fn an_integration_that_left_the_config_leaves_no_series_behind() {
+        let m = Metrics::new();
+        m.observe_snapshot(&snapshot(&["gone", "kept"]));
+        for n in ["gone", "kept"] {
+            m.requests
+                .with_label_values(&[n, "SendMessage", "ok"])
+                .inc();
+            m.policy_denials
+                .with_label_values(&[n, "POLICY_DENIED"])
+                .inc();
+            m.downgrades.with_label_values(&[n, "agent_refused"]).inc();
+            m.upstream_duration.with_label_values(&[n]).observe(0.1);
+            m.overhead.with_label_values(&[n]).observe(0.1);
+            m.artifact_mismatches.with_label_values(&[n]).inc();
+        }
+        assert!(m.render().contains("integration=\"gone\""));
+        m.observe_snapshot(&snapshot(&["kept"]));
+        let text = m.render();
+        let left: Vec<&str> = (text.lines())
+            .filter(|l| l.contains("integration=\"gone\""))
+            .collect();
+        assert!(
+            left.is_empty(),
+            "series of a removed integration: {left:#?}"
+        );
+        assert!(text.contains("a2a_egress_integration_status{integration=\"kept\""));
+        assert!(text.contains("a2a_egress_requests_total{integration=\"kept\""));
     }
 }

@@ -23,6 +23,12 @@
 //! (the card's media types, the state's account of why a profile is unusable, which quotes the
 //! card), they travel apart in the reason's `untrusted` list, sanitised and bounded.
 //!
+//! When several accepted skills fit a tags-only need, the first by id (byte order) serves it.
+//!
+//! An accepted candidate's reasons also name the risks the tie rule weighs (`PROFILE_DEGRADED`,
+//! `PROFILE_UNREVALIDATED`, `LOCK_REVIEW`, `LOCK_UNPINNED`, `STREAMING_UNVERIFIED`), so the
+//! chosen one says what it carries, not only the candidates it outranked.
+//!
 //! No partial matches: when nothing passes, `chosen` is `null` and [`Gap`] lists what each
 //! candidate lacks. Among accepted candidates the **tie rule** picks the first by: lockfile
 //! verdict (`compatible` before `unpinned` before `review`), then freshness (revalidated before
@@ -182,6 +188,16 @@ pub enum Code {
     BindingSupported,
     /// Accepted: every data class is allowed.
     DataClassesAllowed,
+    /// Accepted, with a risk: the last refresh failed and the last good profile serves.
+    ProfileDegraded,
+    /// Accepted, with a risk: served from the last-known-good file, no fetch confirmed it yet.
+    ProfileUnrevalidated,
+    /// Accepted, with a risk: the profile changed in a way the lockfile says someone should review.
+    LockReview,
+    /// Accepted, with a risk: no lockfile pins what the workflow needs.
+    LockUnpinned,
+    /// Accepted, with a risk: streaming is needed and only the card declares it.
+    StreamingUnverified,
     /// Accepted and chosen: first by the tie rule.
     Chosen,
     /// Accepted, not chosen: ranked after another by the tie rule.
@@ -355,12 +371,50 @@ fn judge(need: &Need, classes: &[String], c: &Candidate) -> Verdict {
         }
     }
     let accepted = fails.is_empty();
+    if accepted {
+        passes.extend(risks(need, c));
+    }
     Verdict {
         integration: c.name.clone(),
         accepted,
         skill: skill.filter(|_| accepted),
         reasons: if accepted { passes } else { fails },
     }
+}
+
+/// What an accepted candidate carries that the tie rule weighs: said on its own reasons, so the
+/// chosen one does not look cleaner than it is.
+fn risks(need: &Need, c: &Candidate) -> Vec<Reason> {
+    let mut out = Vec::new();
+    match c.freshness {
+        Freshness::Fresh => {}
+        Freshness::Unrevalidated => out.push(reason(
+            Code::ProfileUnrevalidated,
+            "served from the last-known-good file; no fetch has confirmed the card since start",
+        )),
+        Freshness::Degraded => out.push(reason(
+            Code::ProfileDegraded,
+            "the last refresh failed; the last good profile serves",
+        )),
+    }
+    match c.lock {
+        LockVerdict::Review => out.push(reason(
+            Code::LockReview,
+            "the card changed in a way the lockfile says someone should review",
+        )),
+        LockVerdict::Unpinned => out.push(reason(
+            Code::LockUnpinned,
+            "no lockfile pins what the workflow needs from this integration",
+        )),
+        LockVerdict::Compatible | LockVerdict::Breaking => {}
+    }
+    if need.streaming && c.streaming_evidence != StreamingEvidence::Verified {
+        out.push(reason(
+            Code::StreamingUnverified,
+            "streaming is only declared by the card; no probe of this card verified it",
+        ));
+    }
+    out
 }
 
 fn standing(c: &Candidate) -> Vec<Reason> {
@@ -421,10 +475,14 @@ fn skill_fit(need: &Need, c: &Candidate) -> Result<(String, Vec<Reason>), Vec<Re
             .filter(|s| c.skills.contains_key(*s))
             .collect(),
     };
-    let tagged: Vec<&String> = matching
+    // Skills are tried in id (byte) order, so the skill chosen never depends on the order the
+    // configuration happens to list them in.
+    let mut tagged: Vec<&String> = matching
         .into_iter()
         .filter(|id| c.skills.get(*id).is_some_and(|m| has_tags(m, &need.tags)))
         .collect();
+    tagged.sort();
+    tagged.dedup();
     if tagged.is_empty() {
         return Err(vec![reason(
             Code::TagsMissing,

@@ -88,6 +88,8 @@ fn the_seed_example_answers_c_with_every_reason() {
             Code::StreamingSupported,
             Code::BindingSupported,
             Code::DataClassesAllowed,
+            Code::LockUnpinned,
+            Code::StreamingUnverified,
             Code::Chosen
         ]
     );
@@ -631,4 +633,64 @@ fn a_probe_that_contradicts_streaming_excludes_and_one_that_verifies_it_ranks_fi
     let verified = candidate(&probed("b", ProbeVerdict::Ok));
     let answer = select(&n, &[declared, verified], "internal");
     assert_eq!(answer.chosen.as_deref(), Some("b"), "{answer:?}");
+}
+
+#[test]
+fn the_skill_chosen_does_not_depend_on_config_order() {
+    let n = need(json!({"tags": ["finance"], "input": ["text/plain"], "output": []}));
+    let with_order = |order: [&str; 2]| {
+        let mut c = cand("a");
+        c.accepted_skills = order.iter().map(|s| s.to_string()).collect();
+        c.skills = order
+            .iter()
+            .map(|s| {
+                (
+                    s.to_string(),
+                    modes(&["text/plain"], &["text/plain"], &["finance"]),
+                )
+            })
+            .collect();
+        select(&n, &[c], "internal").candidates[0].skill.clone()
+    };
+    assert_eq!(with_order(["s1", "s2"]).as_deref(), Some("s1"));
+    assert_eq!(
+        with_order(["s2", "s1"]).as_deref(),
+        Some("s1"),
+        "config order chose"
+    );
+}
+
+#[test]
+fn an_accepted_candidate_names_the_risks_it_carries() {
+    let mut c = cand("a");
+    c.freshness = Freshness::Degraded;
+    c.lock = LockVerdict::Review;
+    let answer = select(&report_need(), &[c], "internal");
+    assert_eq!(answer.chosen.as_deref(), Some("a"));
+    let got = codes(&answer, "a");
+    for risk in [
+        Code::ProfileDegraded,
+        Code::LockReview,
+        Code::StreamingUnverified,
+    ] {
+        assert!(got.contains(&risk), "{risk:?} missing from {got:?}");
+    }
+    let mut c = cand("b");
+    c.freshness = Freshness::Unrevalidated;
+    let got = codes(&select(&report_need(), &[c], "internal"), "b");
+    assert!(got.contains(&Code::ProfileUnrevalidated), "{got:?}");
+    // A fresh, compatible, verified candidate carries none.
+    let mut c = cand("c");
+    c.lock = LockVerdict::Compatible;
+    c.streaming_evidence = StreamingEvidence::Verified;
+    let got = codes(&select(&report_need(), &[c], "internal"), "c");
+    for risk in [
+        Code::ProfileDegraded,
+        Code::ProfileUnrevalidated,
+        Code::LockReview,
+        Code::LockUnpinned,
+        Code::StreamingUnverified,
+    ] {
+        assert!(!got.contains(&risk), "{got:?}");
+    }
 }
