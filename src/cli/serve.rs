@@ -16,8 +16,11 @@ use anyhow::Context as _;
 use crate::config::{Config, DEFAULT_LOG_LEVEL, Log, LogFormat};
 use crate::server::{Listeners, public_url};
 
-/// Runtime worker threads: the data plane, the control plane and the admin listener share them.
-const WORKER_THREADS: usize = 4;
+/// The variable that sets the runtime's worker threads (tokio's own name for it). Unset, there
+/// is one per CPU the process may run on (its affinity mask and CPU quota), so a gateway pinned
+/// to one core runs one worker: more workers than cores only add wake-ups and cross-thread hops
+/// (measured in benches/RESULTS.md).
+const WORKER_THREADS_VAR: &str = "TOKIO_WORKER_THREADS";
 /// How long tasks still running after the core returned (connections past the close deadline)
 /// get before the runtime stops.
 const RUNTIME_STOP: Duration = Duration::from_secs(1);
@@ -63,7 +66,9 @@ fn init_tracing(log: &Log, format: Option<LogFormat>) {
             .with_writer(std::io::stderr)
             .boxed(),
     };
-    let layer = layer.with_filter(filter).with_filter(no_raw_headers);
+    // The EnvFilter outermost, so its level is the layer's hint: `log` records (pingora's)
+    // below it are dropped at the macro, not evaluated against every directive on each request.
+    let layer = layer.with_filter(no_raw_headers).with_filter(filter);
     // try_init: a second call in one process (a test) keeps the first subscriber.
     let _ = tracing_subscriber::registry().with(layer).try_init();
 }
@@ -109,8 +114,9 @@ fn announce(config: &Config, listeners: &Listeners) -> anyhow::Result<()> {
 /// `--log-format`, which wins over `[log] format`.
 pub fn run(config: Config, format: Option<LogFormat>) -> anyhow::Result<()> {
     init_tracing(&config.log, format);
+    check_worker_threads()?;
+    // The data plane, the control plane and the admin listener share these workers.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(WORKER_THREADS)
         .thread_name("a2a-egress")
         .enable_all()
         .build()
@@ -124,6 +130,15 @@ pub fn run(config: Config, format: Option<LogFormat>) -> anyhow::Result<()> {
     });
     runtime.shutdown_timeout(RUNTIME_STOP);
     served
+}
+
+/// Refuses a `TOKIO_WORKER_THREADS` that is not a positive number (tokio would panic on it).
+fn check_worker_threads() -> anyhow::Result<()> {
+    match std::env::var(WORKER_THREADS_VAR) {
+        Err(std::env::VarError::NotPresent) => Ok(()),
+        Ok(v) if v.trim().parse::<usize>().is_ok_and(|n| n > 0) && v.trim() == v => Ok(()),
+        _ => anyhow::bail!("{WORKER_THREADS_VAR} must be a positive whole number"),
+    }
 }
 
 /// Loads the config for `serve` (default file when not given).

@@ -4,11 +4,13 @@
 //! take on them (refuse, mark stale, turn streaming off). Kept apart so the three use it and not
 //! each other (I/O: writes responses, sends stale marks).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use pingora::Result;
 use pingora::connectors::http::Connector;
 use pingora::http::ResponseHeader;
@@ -17,7 +19,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::deny::{Deny, Shape};
 use super::limits::{Cap, RequestLimits};
-use super::policy::{DowngradeCause, Plan};
+use super::policy::DowngradeCause;
 use super::route::Method;
 use super::trace::Trace;
 use crate::metrics::Metrics;
@@ -129,8 +131,6 @@ pub struct Ctx {
     pub state: Option<Arc<IntegrationState>>,
     /// The operation.
     pub method: Method,
-    /// The forwarding plan (unary pingora path).
-    pub plan: Option<Plan>,
     /// The body to send upstream.
     pub body: Bytes,
     /// Error shape for this request.
@@ -139,10 +139,6 @@ pub struct Ctx {
     pub outcome: Option<Outcome>,
     /// Request start.
     pub started: Instant,
-    /// When the upstream request was sent (unary path).
-    pub upstream_started: Option<Instant>,
-    /// Response bytes captured for A2A error detection.
-    pub capture: Option<BytesMut>,
     /// Upstream response status (0: no answer).
     pub upstream_status: u16,
     /// The request id and trace context sent upstream and logged.
@@ -207,12 +203,19 @@ pub async fn respond(
 
 impl Gateway {
     /// Counts, logs and answers a refusal.
-    pub(super) async fn deny(
-        &self,
-        session: &mut Session,
-        ctx: &mut Ctx,
+    ///
+    /// Boxed: refusals are the rare path, and their future held inline would make every
+    /// request's future bigger (pingora moves that future into a box on every request).
+    pub(super) fn deny<'a>(
+        &'a self,
+        session: &'a mut Session,
+        ctx: &'a mut Ctx,
         deny: Deny,
-    ) -> Result<bool> {
+    ) -> Pin<Box<dyn Future<Output = Result<bool>> + Send + 'a>> {
+        Box::pin(self.refuse(session, ctx, deny))
+    }
+
+    async fn refuse(&self, session: &mut Session, ctx: &mut Ctx, deny: Deny) -> Result<bool> {
         let reason = deny.reason();
         self.metrics
             .policy_denials

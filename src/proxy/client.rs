@@ -1,5 +1,6 @@
-//! Calls made through the gateway's own HTTP client instead of pingora's proxy loop (I/O):
-//! message sends, streaming calls, downgrades, and bodies too big for pingora's replay buffer.
+//! Every call the gateway makes to an agent (I/O): unary calls, message sends, streaming calls,
+//! downgrades and retries, through one client instead of pingora's proxy loop, so there is one
+//! HTTP stack and one connection pool on the hot path.
 //!
 //! Why not pingora's retry: a refused stream is only recognisable from its first answer — an
 //! HTTP 200 JSON body with -32004 instead of `text/event-stream` — and pingora cannot re-send a
@@ -7,8 +8,8 @@
 //! a response). Here the gateway sees the first answer before the caller sees anything, so it can
 //! pass a real stream through event by event, retry a refused one as `SendMessage`, refresh and
 //! retry after -32008/-32009, or hand the original error back unchanged. The request is shaped by
-//! the same pure functions as the pingora path, from the same snapshot, and sent over pingora's
-//! own connector and pool (`exchange`) on the data plane's runtime.
+//! the pure functions of `shape`, from the request's snapshot, and sent over pingora's own
+//! connector and pool (`exchange`) on the data plane's runtime.
 
 mod exchange;
 mod reply;
@@ -36,7 +37,7 @@ use crate::config::StreamingMode;
 use crate::profile::Binding;
 use crate::state::{IntegrationState, StaleCause};
 
-/// Largest unary answer held back to look for an A2A error (as pingora's path copies).
+/// Largest unary answer held back to look for an A2A error (errors are small).
 const MAX_HELD_ERROR: u64 = 64 * 1024;
 
 /// Largest non-stream answer read into memory (a SendMessage result or an error).
@@ -107,6 +108,9 @@ pub struct Call<'a> {
     pub plan: &'a Plan,
     /// What the retry after -32008/-32009 needs to decide the request again.
     pub redo: &'a Redo<'a>,
+    /// Whether -32008/-32009 may be answered by one refresh-and-retry (message sends, with a
+    /// control plane); otherwise the agent's error goes back unchanged and marks the profile stale.
+    pub may_retry: bool,
 }
 
 /// One attempt: the state and plan it is shaped from, and whether a refresh-and-retry after
@@ -162,7 +166,7 @@ pub async fn call(
     let at = Attempt {
         state: call.state,
         plan: call.plan,
-        may_retry: true,
+        may_retry: call.may_retry,
     };
     attempt(gw, session, ctx, call.redo, at).await
 }
@@ -228,7 +232,7 @@ impl<'a> Job<'a> {
         if let Some(d) = self.screen_whole(at, &a) {
             return self.refuse(d).await;
         }
-        reply::pass_through(self.session, &a).await?;
+        reply::pass_through(self.session, a).await?;
         Ok(if err {
             Outcome::AgentError
         } else {
@@ -268,7 +272,7 @@ impl<'a> Job<'a> {
             return self.retry_once(at, cause, a).await;
         }
         self.feed_back(at, &a);
-        reply::pass_through(self.session, &a).await?;
+        reply::pass_through(self.session, a).await?;
         Ok(Outcome::AgentError)
     }
 
@@ -292,7 +296,7 @@ impl<'a> Job<'a> {
             .is_some_and(|e| e.is_unsupported_operation());
         if !refused {
             self.feed_back(at, &first);
-            reply::pass_through(self.session, &first).await?;
+            reply::pass_through(self.session, first).await?;
             return Ok(Outcome::AgentError);
         }
         self.refused_stream(at, first).await
@@ -310,7 +314,7 @@ impl<'a> Job<'a> {
             self.gw.store.update_integration(name, |cur| {
                 cur.with_evidence(refused_stream_evidence().remove(0))
             });
-            reply::pass_through(self.session, &first).await?;
+            reply::pass_through(self.session, first).await?;
             return Ok(Outcome::AgentError);
         }
         let out = Outgoing {
@@ -340,7 +344,7 @@ impl<'a> Job<'a> {
             }
             _ => {
                 // The retry failed too: the caller gets the agent's first answer, unchanged.
-                reply::pass_through(self.session, &first).await?;
+                reply::pass_through(self.session, first).await?;
                 Ok(Outcome::AgentError)
             }
         }
@@ -357,7 +361,7 @@ impl<'a> Job<'a> {
     ) -> Result<Outcome> {
         match retry::after_error(self.gw, at.state, at.plan, cause, self.redo).await {
             Next::Original => {
-                reply::pass_through(self.session, &first).await?;
+                reply::pass_through(self.session, first).await?;
                 Ok(Outcome::AgentError)
             }
             Next::Refused(d) => self.refuse(d).await,
@@ -483,8 +487,6 @@ async fn send<'g>(
         .upstream()
         .map(|u| &**u)
         .ok_or(ClientError::NoUpstream)?;
-    let mut req = RequestHeader::build(caller.method.clone(), out.path.as_bytes(), None)
-        .map_err(ClientError::Request)?;
     let shaped = upstream_headers(
         &caller.headers,
         at.state,
@@ -493,6 +495,13 @@ async fn send<'g>(
         out.body.len(),
         trace,
     );
+    // Without a case map: every shaped name is a lowercase `HeaderName`, written as it is.
+    let mut req = RequestHeader::build_no_case(
+        caller.method.clone(),
+        out.path.as_bytes(),
+        Some(shaped.len()),
+    )
+    .map_err(ClientError::Request)?;
     for (n, v) in shaped {
         req.append_header(n, v).map_err(ClientError::Request)?;
     }
@@ -507,7 +516,7 @@ async fn send<'g>(
         return Ok(Sent::Stream(resp));
     }
     // A unary answer is held only while it can still be an error worth acting on (errors are
-    // small); a big result goes to the caller as it arrives, as on pingora's path.
+    // small); a big result goes to the caller as it arrives.
     if out.pass_large && resp.content_length().is_some_and(|n| n > MAX_HELD_ERROR) {
         return Ok(Sent::Large(resp));
     }

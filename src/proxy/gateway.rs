@@ -3,11 +3,9 @@
 //! Phases (pingora-proxy `proxy_trait.rs`):
 //! - `early_request_filter`: load the snapshot **once**; every later phase and any retry use it.
 //! - `request_filter`: route, read the body (bounded), decide (pure [`policy::decide`]); answer
-//!   refusals, the effective card, and every streaming call (through [`super::client`]) here.
-//! - `upstream_peer` / `upstream_request_filter` / `request_body_filter`: unary calls go through
-//!   pingora with the shaped header and the held body.
-//! - `response_filter` / `response_body_filter`: agent errors feed stale marks; bytes unchanged.
-//! - `fail_to_proxy`: an unreachable agent becomes a protocol-shaped 502, never HTML.
+//!   refusals and the effective card, and make every call to the agent through [`super::client`]
+//!   (pingora's connector and pool), so pingora's own upstream path and pool are never used.
+//! - `fail_to_proxy`: an error no answer was written for becomes a protocol-shaped 502, never HTML.
 //! - `logging`: the request metrics and one access line (target `a2a_egress::access`), with the
 //!   same bounded reason; the request id is the caller's when valid ([`super::trace`]).
 
@@ -16,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
-use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::http::RequestHeader;
 use pingora::prelude::HttpPeer;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::{Error, ErrorType, Result};
@@ -26,17 +24,12 @@ use super::call::{Ctx, Gateway, Inflight, Outcome, respond};
 use super::card::{CACHE_CONTROL, if_none_match, served_card};
 use super::card_signer::{JWKS_CACHE_CONTROL, JWKS_CONTENT_TYPE};
 use super::deny::{Deny, Shape};
-use super::feedback::agent_error;
 use super::limits::{self, Cap, Phase};
 use super::policy::{self, DataClasses, Facts, StreamPlan};
 use super::route::{Method, Route, check_path, route};
-use super::shape::upstream_headers;
 use super::trace::Trace;
-use super::upstream::{peer, tls_fault};
+use super::upstream::tls_fault;
 use crate::config::DEFAULT_MAX_BODY_BYTES;
-
-/// Most response bytes inspected for an A2A error (errors are small; bigger answers are results).
-const MAX_ERROR_CAPTURE: usize = 64 * 1024;
 
 impl Gateway {
     /// Reads the request body, refusing before reading past `limit`.
@@ -65,16 +58,25 @@ impl Gateway {
                 .write_continue_response()
                 .await?;
         }
-        // pingora resends this buffer upstream (up to 64 KiB) once the body has been consumed here.
-        session.as_downstream_mut().enable_retry_buffering();
+        // A body that arrives in one piece (the usual case) is kept as it came, without a copy.
+        let mut whole: Option<Bytes> = None;
         let mut buf = BytesMut::new();
         while let Some(chunk) = session.read_request_body().await? {
-            if buf.len() + chunk.len() > limit {
+            let held = whole.as_ref().map_or(buf.len(), Bytes::len);
+            if held + chunk.len() > limit {
                 return Ok(None);
             }
-            buf.extend_from_slice(&chunk);
+            match whole.take() {
+                None if buf.is_empty() => whole = Some(chunk),
+                first => {
+                    if let Some(first) = first {
+                        buf.extend_from_slice(&first);
+                    }
+                    buf.extend_from_slice(&chunk);
+                }
+            }
         }
-        Ok(Some(buf.freeze()))
+        Ok(Some(whole.unwrap_or_else(|| buf.freeze())))
     }
 
     /// What refuses a request before it is even routed: shutdown, or a cap reached when it began
@@ -283,13 +285,10 @@ impl ProxyHttp for Gateway {
             integration: None,
             state: None,
             method: Method::Unknown,
-            plan: None,
             body: Bytes::new(),
             shape: Shape::Rest,
             outcome: None,
             started: Instant::now(),
-            upstream_started: None,
-            capture: None,
             upstream_status: 0,
             trace: Trace {
                 id: super::trace::RequestId::generate(),
@@ -342,7 +341,8 @@ impl ProxyHttp for Gateway {
             if state.is_none() {
                 return self.deny(session, ctx, Deny::UnknownIntegration).await;
             }
-            return self.serve_card(session, ctx).await;
+            // Boxed, as refusals are: most requests are calls, not card reads.
+            return Box::pin(self.serve_card(session, ctx)).await;
         }
         // The body is read (bounded) before any refusal so a JSON-RPC error keeps the caller's id.
         let limit = state
@@ -384,157 +384,36 @@ impl ProxyHttp for Gateway {
         // Forward the caller's bytes unless the tenant must be spliced in (a rewrite costs about
         // a third more CPU per request).
         ctx.body = plan.rewritten_body.clone().unwrap_or_else(|| body.clone());
-        // A message send that the agent may refuse with -32008/-32009 before doing any work is
-        // made through the gateway's own client, which sees the answer before the caller does
-        // and can refresh, re-shape and retry once (see `super::retry`). Every other unary call
-        // stays on pingora's path, unless the integration's artifact schema must see its answer
-        // (pingora forwards answers without holding them; the client checks them).
-        let retryable = self.control.is_some() && plan.method == Method::SendMessage;
+        // Every call leaves through the gateway's own client: one HTTP stack and one connection
+        // pool (pingora's connector, on this runtime) for unary calls, message sends, streams,
+        // downgrades and retries alike. Message sends and streams that the agent refuses with
+        // -32008/-32009 before doing any work, and calls whose answer the artifact schema must
+        // see, may be refreshed, re-shaped and retried once (see `super::retry`); other calls
+        // (task reads, cancels, push configs) answer the agent's error unchanged and mark the
+        // profile stale.
         let screened =
             state.integration.artifacts.is_some() && plan.method.answers_with_artifacts();
-        let needs_client = retryable
-            || screened
-            || plan.stream != StreamPlan::Unary
-            || session.as_downstream().retry_buffer_truncated();
-        if needs_client {
-            let redo = super::retry::Redo {
-                facts: &facts,
-                original_body: &body,
-            };
-            let call = super::client::Call {
-                state: &state,
-                plan: &plan,
-                redo: &redo,
-            };
-            let outcome = super::client::call(self, session, ctx, call).await?;
-            ctx.outcome = Some(outcome);
-            return Ok(true);
-        }
-        ctx.plan = Some(plan);
-        Ok(false)
-    }
-
-    async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
-        let up = ctx
-            .state
-            .as_ref()
-            .and_then(|s| s.upstream().cloned())
-            .ok_or_else(|| Error::explain(ErrorType::InternalError, "no upstream for request"))?;
-        ctx.upstream_started = Some(Instant::now());
-        // The same peer (address, TLS roots and verification, timeouts) as the gateway's client.
-        Ok(Box::new(peer(&up)))
-    }
-
-    async fn upstream_request_filter(
-        &self,
-        _session: &mut Session,
-        upstream_request: &mut RequestHeader,
-        ctx: &mut Ctx,
-    ) -> Result<()> {
-        let (Some(state), Some(plan)) = (ctx.state.as_ref(), ctx.plan.as_ref()) else {
-            return Error::e_explain(ErrorType::InternalError, "request without a plan");
+        let redo = super::retry::Redo {
+            facts: &facts,
+            original_body: &body,
         };
-        let up = state
-            .upstream()
-            .ok_or_else(|| Error::explain(ErrorType::InternalError, "no upstream"))?;
-        let uri: http::Uri = plan
-            .upstream_path
-            .parse()
-            .map_err(|_| Error::explain(ErrorType::InternalError, "bad upstream path"))?;
-        upstream_request.set_uri(uri);
-        // Pingora starts from a copy of the caller's header: every caller header goes, and only
-        // the shaped set (the same as the gateway's own client sends) is written back.
-        let shaped = upstream_headers(
-            &upstream_request.headers,
-            state,
-            up,
-            plan,
-            ctx.body.len(),
-            &ctx.trace,
-        );
-        let names: Vec<http::HeaderName> = upstream_request.headers.keys().cloned().collect();
-        for n in &names {
-            upstream_request.remove_header(n);
-        }
-        for (n, v) in shaped {
-            upstream_request.append_header(n, v)?;
-        }
-        Ok(())
-    }
-
-    async fn request_body_filter(
-        &self,
-        _session: &mut Session,
-        body: &mut Option<Bytes>,
-        end_of_stream: bool,
-        ctx: &mut Ctx,
-    ) -> Result<()> {
-        // The whole body was read in request_filter; send the held (possibly rewritten) bytes
-        // once, whatever pingora replays from its buffer.
-        *body = if end_of_stream && !ctx.body.is_empty() {
-            Some(ctx.body.clone())
-        } else {
-            None
+        let call = super::client::Call {
+            state: &state,
+            plan: &plan,
+            redo: &redo,
+            may_retry: plan.method.sends_message() || plan.stream != StreamPlan::Unary || screened,
         };
-        Ok(())
+        let outcome = super::client::call(self, session, ctx, call).await?;
+        ctx.outcome = Some(outcome);
+        Ok(true)
     }
 
-    async fn response_filter(
-        &self,
-        _session: &mut Session,
-        resp: &mut ResponseHeader,
-        ctx: &mut Ctx,
-    ) -> Result<()> {
-        if let Some(t) = ctx.upstream_started {
-            self.metrics
-                .upstream_duration
-                .with_label_values(&[ctx.label()])
-                .observe(t.elapsed().as_secs_f64());
-            ctx.upstream_answered(t);
-        }
-        ctx.upstream_status = resp.status.as_u16();
-        let ct = resp
-            .headers
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        // SSE bodies are never held; JSON answers are copied (not changed) for error detection.
-        if !ct.starts_with("text/event-stream") && ctx.plan.is_some() {
-            ctx.capture = Some(BytesMut::new());
-        }
-        Ok(())
-    }
-
-    fn response_body_filter(
-        &self,
-        _session: &mut Session,
-        body: &mut Option<Bytes>,
-        end_of_stream: bool,
-        ctx: &mut Ctx,
-    ) -> Result<Option<Duration>> {
-        if let (Some(cap), Some(b)) = (ctx.capture.as_mut(), body.as_ref()) {
-            if cap.len() + b.len() <= MAX_ERROR_CAPTURE {
-                cap.extend_from_slice(b);
-            } else {
-                ctx.capture = None;
-            }
-        }
-        if end_of_stream && let Some(cap) = ctx.capture.take() {
-            let binding = ctx.plan.as_ref().map(|p| p.binding);
-            let err = binding.and_then(|b| agent_error(b, ctx.upstream_status, &cap));
-            ctx.outcome = Some(if err.is_some() || ctx.upstream_status >= 400 {
-                Outcome::AgentError
-            } else {
-                Outcome::Ok
-            });
-            if let (Some(cause), Some(name)) = (
-                err.and_then(|e| e.stale_cause()),
-                ctx.integration.as_deref(),
-            ) {
-                self.mark_stale(name, cause);
-            }
-        }
-        Ok(None)
+    async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
+        // Never reached: `request_filter` answers every request itself (through the client).
+        Error::e_explain(
+            ErrorType::InternalError,
+            "pingora's upstream path is not used",
+        )
     }
 
     async fn fail_to_proxy(&self, session: &mut Session, e: &Error, ctx: &mut Ctx) -> FailToProxy {

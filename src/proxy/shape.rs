@@ -1,5 +1,5 @@
 //! Request header shaping from the profile: the complete header set of every upstream request,
-//! the same for the pingora path and the gateway's own client (pure, no I/O).
+//! the one set every call sends (pure, no I/O).
 //!
 //! Caller headers are forwarded from an allowlist, never by removing known-bad ones: a header an
 //! agent (or a proxy in front of it) may trust — `Cookie`, `Forwarded`, `X-Forwarded-*`,

@@ -1,8 +1,8 @@
-//! How the data plane connects to a prepared [`Upstream`]: the one pingora peer both forwarding
-//! paths use, and the names of the TLS faults a failed handshake can have (pure).
+//! How the data plane connects to a prepared [`Upstream`]: the one pingora peer every call
+//! uses, and the names of the TLS faults a failed handshake can have (pure).
 //!
-//! Pingora's proxy loop (unary calls) and the gateway's own client ([`super::client`]) both
-//! connect through [`peer`], so they trust, verify and time out the same way. Calls never go
+//! Every call is made by the gateway's own client ([`super::client`]) through [`peer`], so every
+//! call trusts, verifies and times out the same way. Calls never go
 //! through a proxy named by the environment (`HTTP_PROXY` and the like): pingora's connector does
 //! not read them, and the address the control plane checked is the one connected to.
 
@@ -13,7 +13,7 @@ use pingora::protocols::ALPN;
 
 use crate::state::Upstream;
 
-/// Longest silence tolerated between two reads from an agent (both upstream paths).
+/// Longest silence tolerated between two reads from an agent.
 pub const IDLE_READ_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// TCP connect timeout; with TLS the handshake has until [`TOTAL_CONNECT_TIMEOUT`].
@@ -24,7 +24,7 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long an idle pooled connection to an agent is kept.
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The peer both forwarding paths connect to: the pinned address, TLS with the upstream's
+/// The peer every call connects to: the pinned address, TLS with the upstream's
 /// roots and full certificate and host name verification, HTTP/1.1, and the gateway's
 /// timeouts. Pure: no DNS (the address is already resolved).
 pub fn peer(up: &Upstream) -> HttpPeer {

@@ -481,3 +481,34 @@ async fn alert_rules_and_dashboard_name_only_metrics_a_live_gateway_exports() {
         "deploy/ names metrics the gateway does not export: {missing:?}\nexported: {families:?}"
     );
 }
+
+/// The admin listener binds the pod's IP for the kubelet: a NetworkPolicy keeps other pods off
+/// it, letting only the scraper in, and only to the admin port.
+#[test]
+fn kubernetes_example_fences_the_admin_listener_with_a_network_policy() {
+    let docs = kube_docs();
+    let policy = of_kind(&docs, "NetworkPolicy");
+    let pod_labels = &of_kind(&docs, "Deployment")["spec"]["template"]["metadata"]["labels"];
+    let selected = policy["spec"]["podSelector"]["matchLabels"]
+        .as_object()
+        .expect("the policy selects pods by label");
+    for (k, v) in selected {
+        assert_eq!(
+            &pod_labels[k], v,
+            "the policy selects the gateway's pod ({k})"
+        );
+    }
+    let types = policy["spec"]["policyTypes"].as_array().unwrap();
+    assert!(types.contains(&"Ingress".into()), "{types:?}");
+    let rules = policy["spec"]["ingress"].as_array().expect("ingress rules");
+    assert!(!rules.is_empty());
+    for r in rules {
+        let from = r["from"].as_array().map_or(0, Vec::len);
+        assert!(from > 0, "an ingress rule open to every pod: {r}");
+        let ports: Vec<&Value> = r["ports"].as_array().into_iter().flatten().collect();
+        assert!(!ports.is_empty(), "an ingress rule open on every port: {r}");
+        for p in ports {
+            assert!(p["port"] == 7412 || p["port"] == "admin", "{p}");
+        }
+    }
+}

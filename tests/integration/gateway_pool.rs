@@ -70,3 +70,49 @@ async fn sends_and_streams_reuse_one_upstream_connection() {
         "ten calls in a row, one upstream connection"
     );
 }
+
+/// Unary calls that are not message sends (here GetTask) and message sends share one pool: the
+/// gateway has one HTTP stack to its agents, not pingora's proxy pool beside its own client's.
+#[tokio::test]
+async fn unary_calls_and_sends_share_one_upstream_connection() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let relay_url = format!("http://{}", listener.local_addr().unwrap());
+    let agent = SdkAgent::start(&["--interface-base", &relay_url]);
+    let connections = relay(listener, agent.addr);
+    let config = config_head(&[])
+        + &format!(
+            "\n[[integrations]]\nname = \"pooled\"\ncard = \"{}\"\norigins = [\"{}\", \"{relay_url}\"]\n\
+             skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\n",
+            agent.card_url, agent.base_url
+        );
+    let gw = InProcess::start(&config).await;
+
+    for i in 0..3 {
+        let (status, body) = gw
+            .rpc(
+                "pooled",
+                &send_request(&format!("s{i}"), "SendMessage", "hi"),
+                &[],
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let get = serde_json::json!({"jsonrpc": "2.0", "id": format!("g{i}"),
+            "method": "GetTask", "params": {"id": "no-such-task"}});
+        let (status, body) = gw.rpc("pooled", &get, &[]).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body.get("error").is_some(),
+            "an unknown task is an error: {body}"
+        );
+    }
+    assert_eq!(
+        agent.seen_calls().await.len(),
+        6,
+        "every call went through the relay to the agent"
+    );
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        1,
+        "GetTask and SendMessage alternating, one upstream connection"
+    );
+}

@@ -264,6 +264,33 @@ async fn official_sdk_verifiers_accept_the_gateway_card_and_refuse_one_changed_b
     }
 }
 
+/// An agent whose card description and only tag are invisible or blank (the upstream card is
+/// valid; the sanitised values are empty): the gateway's signed card has no empty value, so the
+/// gateway's own `validate`, which refuses empty required values, accepts it.
+#[tokio::test]
+async fn a_card_with_blank_description_and_tags_is_signed_in_the_form_served() {
+    let agent = SdkAgent::start(&[
+        "--skill",
+        "echo:text/plain",
+        "--description",
+        "\u{200b}",
+        "--tag",
+        " ",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path(), "gw.jwk.json", "ES256", "gw");
+    let cfg = config(&agent, "signing_key = \"gw.jwk.json\"\nsign = \"always\"");
+    let gw = InProcess::start_in(dir, &cfg).await;
+    let c = card(&gw).await;
+    assert_eq!(c["signatures"].as_array().map(Vec::len), Some(1), "{c:#}");
+    let (_, _, jwks) = get(&gw, JWKS).await;
+    let (ok, out) = validate(gw.dir.path(), &c, &gw.public_url, &jwks);
+    assert!(ok, "{out}");
+    assert!(!out.contains("empty values dropped"), "{out}");
+    assert_eq!(c["description"], c["name"], "{c:#}");
+    assert_eq!(c["skills"][0]["tags"], json!(["echo"]), "{c:#}");
+}
+
 #[tokio::test]
 async fn without_a_key_or_with_an_unverified_upstream_the_card_is_unsigned() {
     let agent = SdkAgent::start(&["--skill", "echo:text/plain"]);

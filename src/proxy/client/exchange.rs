@@ -3,8 +3,7 @@
 //! chunk or whole. A connection whose answer was read to the end goes back to the pool.
 //!
 //! The connector is pingora's own (`pingora::connectors::http::Connector`), so these calls run on
-//! the data plane's runtime, with the same TLS stack, peer options and verification as pingora's
-//! proxy loop (both take their peer from [`peer`]).
+//! the data plane's runtime with pingora's TLS stack; every call takes its peer from [`peer`].
 
 use bytes::{Bytes, BytesMut};
 use pingora::http::{RequestHeader, ResponseHeader};

@@ -11,23 +11,25 @@ use crate::proxy::call::Outcome;
 use crate::proxy::feedback::sse_event;
 
 /// Response headers never copied from the agent (framing is the gateway's, hop-by-hop never leaves).
+const NOT_COPIED: [&str; 8] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+    "transfer-encoding",
+    "content-length",
+];
+
 fn copyable(name: &str) -> bool {
-    !matches!(
-        name,
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "te"
-            | "trailer"
-            | "upgrade"
-            | "transfer-encoding"
-            | "content-length"
-    )
+    !NOT_COPIED.contains(&name)
 }
 
 /// A response header with `from`'s status and its copyable headers.
 pub(super) fn copied(from: &ResponseHeader, status: u16, extra: usize) -> Result<ResponseHeader> {
-    let mut h = ResponseHeader::build(status, Some(from.headers.len() + extra))?;
+    // Without a case map: names are lowercase `HeaderName`s, written as they are.
+    let mut h = ResponseHeader::build_no_case(status, Some(from.headers.len() + extra))?;
     for (n, v) in &from.headers {
         if copyable(n.as_str()) {
             h.append_header(n.clone(), v.clone())?;
@@ -36,17 +38,28 @@ pub(super) fn copied(from: &ResponseHeader, status: u16, extra: usize) -> Result
     Ok(h)
 }
 
+/// The agent's own header, made into the one [`copied`] would build for a body of `len` bytes:
+/// the same status and copyable headers, the gateway's HTTP version and framing. Edited in place
+/// rather than rebuilt, since most answers pass through whole.
+fn reframed(mut head: Box<ResponseHeader>, len: usize) -> Result<Box<ResponseHeader>> {
+    for name in NOT_COPIED {
+        head.remove_header(name);
+    }
+    head.set_version(http::Version::HTTP_11);
+    head.set_reason_phrase(None)?;
+    head.insert_header("content-length", len.to_string())?;
+    Ok(head)
+}
+
 /// Passes a whole answer to the caller unchanged (status, headers, bytes).
-pub(super) async fn pass_through(session: &mut Session, a: &Answer) -> Result<()> {
-    let mut h = copied(&a.head, a.status(), 1)?;
-    h.insert_header("content-length", a.body.len().to_string())?;
+pub(super) async fn pass_through(session: &mut Session, a: Answer) -> Result<()> {
+    let Answer { head, body } = a;
+    let empty = body.is_empty();
     session
-        .write_response_header(Box::new(h), a.body.is_empty())
+        .write_response_header(reframed(head, body.len())?, empty)
         .await?;
-    if !a.body.is_empty() {
-        session
-            .write_response_body(Some(a.body.clone()), true)
-            .await?;
+    if !empty {
+        session.write_response_body(Some(body), true).await?;
     }
     Ok(())
 }
@@ -110,4 +123,60 @@ pub(super) async fn one_event(session: &mut Session, a: &Answer) -> Result<()> {
     session
         .write_response_body(Some(sse_event(&a.body)), true)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent_header() -> Box<ResponseHeader> {
+        let mut h = ResponseHeader::build(201, None).unwrap();
+        h.set_version(http::Version::HTTP_10);
+        h.set_reason_phrase(Some("Made It")).unwrap();
+        for (n, v) in [
+            ("Content-Type", "application/json"),
+            ("Connection", "keep-alive"),
+            ("Keep-Alive", "timeout=5"),
+            ("Transfer-Encoding", "chunked"),
+            ("Content-Length", "999"),
+            ("X-Agent", "a"),
+            ("X-Agent", "b"),
+            ("Upgrade", "h2c"),
+        ] {
+            h.append_header(n, v).unwrap();
+        }
+        Box::new(h)
+    }
+
+    fn lines(h: &ResponseHeader) -> Vec<(String, String)> {
+        let mut v: Vec<_> = h
+            .headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().unwrap().to_owned()))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn reframed_is_what_copied_builds() {
+        let from = agent_header();
+        let mut built = copied(&from, from.status.as_u16(), 1).unwrap();
+        built.insert_header("content-length", "12").unwrap();
+        let edited = reframed(from, 12).unwrap();
+        assert_eq!(edited.status, built.status);
+        assert_eq!(edited.version, http::Version::HTTP_11);
+        assert_eq!(edited.get_reason_phrase(), built.get_reason_phrase());
+        assert_eq!(lines(&edited), lines(&built));
+        assert_eq!(
+            lines(&edited),
+            [
+                ("content-length", "12"),
+                ("content-type", "application/json"),
+                ("x-agent", "a"),
+                ("x-agent", "b"),
+            ]
+            .map(|(n, v)| (n.to_owned(), v.to_owned()))
+        );
+    }
 }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The benchmark of a2a-egress beside nginx and a bare pingora proxy, in one sitting.
+#
+#   bash scripts/bench.sh            # the whole run (about 15 minutes on 2 cores)
+#   bash scripts/bench.sh --quick    # one short round of everything (about 3 minutes), for development
+#
+# On a fresh Debian machine it installs what it lacks: nginx-light (stub_status, for counting
+# upstream connections), wrk and valgrind (callgrind: instructions per request) from the
+# distribution, oha (fixed-rate latency with coordinated-omission correction) with
+# `cargo install --locked`, cmake (pingora's build); then it
+# builds the release binaries (a2a-egress and benches/bare_pingora.rs), runs the criterion
+# micro-benchmarks briefly, and runs benches/bench.py: every proxy under test pinned to CPU 0,
+# load generators and upstreams to CPU 1, every load run bounded in time. It writes
+# benches/RESULTS.md (ratios, raw figures, machine, versions, date, load average) and keeps the
+# raw logs under $CARGO_TARGET_DIR/bench (default target/bench). Needs 2 CPUs at least.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$PWD"
+QUICK=""
+for a in "$@"; do
+    case "$a" in
+        --quick) QUICK="--quick" ;;
+        *) echo "usage: scripts/bench.sh [--quick]" >&2; exit 64 ;;
+    esac
+done
+
+say() { printf '==> %s\n' "$*"; }
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+APT_UPDATED=""
+apt_install() {
+    say "installing $* with apt-get (needs root)"
+    [ -n "$APT_UPDATED" ] || { as_root apt-get update -qq; APT_UPDATED=1; }
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@"
+}
+
+[ "$(nproc)" -ge 2 ] || { echo "bench.sh pins the proxy and the load to two different CPUs: needs 2" >&2; exit 1; }
+export PATH="$HOME/.cargo/bin:/usr/sbin:/sbin:$PATH"
+command -v cmake >/dev/null || apt_install cmake
+command -v nginx >/dev/null || apt_install nginx-light
+command -v wrk >/dev/null || apt_install wrk
+command -v taskset >/dev/null || apt_install util-linux
+command -v ss >/dev/null || apt_install iproute2
+command -v pgrep >/dev/null || apt_install procps
+command -v python3 >/dev/null || apt_install python3
+# callgrind: instructions per request, a figure the machine's load does not move.
+command -v valgrind >/dev/null || apt_install valgrind
+if ! command -v oha >/dev/null; then
+    say "installing oha (cargo install oha --locked)"
+    cargo install oha --locked --quiet
+fi
+
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+say "building release binaries (a2a-egress, benches/bare_pingora.rs)"
+cargo build --release --locked --quiet --bin a2a-egress --example bare-pingora
+
+# Criterion micro-benchmarks, briefly (their figures go into RESULTS.md).
+say "criterion micro-benchmarks (compile, policy)"
+rm -rf "$TARGET/criterion"
+if [ -n "$QUICK" ]; then CRIT=(--warm-up-time 0.5 --measurement-time 1); else CRIT=(--warm-up-time 1 --measurement-time 3); fi
+cargo bench --locked --quiet --bench compile --bench policy -- "${CRIT[@]}" >"$TARGET/criterion-run.log" 2>&1 \
+    || { tail -n 30 "$TARGET/criterion-run.log" >&2; exit 1; }
+
+OUT="$TARGET/bench"
+rm -rf "$OUT"
+mkdir -p "$OUT"
+say "load benchmark (raw logs in $OUT)"
+python3 benches/bench.py $QUICK --bin "$TARGET/release/a2a-egress" \
+    --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
+    --results "$ROOT/benches/RESULTS.md" --target-dir "$TARGET"
+say "results: $ROOT/benches/RESULTS.md"
