@@ -135,6 +135,7 @@ mod tests {
             agent_version: "1".into(),
             card_digest: "x".into(),
             verified_by: None,
+            signature_failed: false,
             interface: Some(Interface {
                 url: "https://a.example:8443/a2a".into(),
                 binding: Binding::JsonRpc,
