@@ -230,6 +230,7 @@ mod tests {
             agent_version: "1".into(),
             card_digest: "sha256:aa".into(),
             verified_by: None,
+            signature_failed: false,
             interface: Some(Interface {
                 url: "http://127.0.0.1:1/".into(),
                 binding: Binding::JsonRpc,

@@ -86,10 +86,17 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
         verdict: unusable.map_or(Verdict::Usable, Verdict::Unusable),
         agent_version: c.version.clone(),
         card_digest: card.digest().to_owned(),
+        // A signature that leaves meaningful empty values uncovered does not vouch for the card
+        // the gateway compiles (as received), so it does not count as verified.
         verified_by: match card.signature() {
-            SignatureStatus::Verified(v) => Some(v.kid.clone()),
-            SignatureStatus::Unsigned | SignatureStatus::Unverified { .. } => None,
+            SignatureStatus::Verified(v) if card.uncovered_empties().is_empty() => {
+                Some(v.kid.clone())
+            }
+            SignatureStatus::Verified(_)
+            | SignatureStatus::Unsigned
+            | SignatureStatus::Unverified { .. } => None,
         },
+        signature_failed: matches!(card.signature(), SignatureStatus::Unverified { .. }),
         interface,
         offered,
         streaming: caps_flags.streaming.unwrap_or(false),

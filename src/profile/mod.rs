@@ -234,10 +234,16 @@ pub struct Profile {
     /// `sha256:<hex>` of the RFC 8785 canonical form of the card (with `signatures` removed).
     pub card_digest: String,
     /// The `kid` of the card's own signature when one verified with a key trusted for the card's
-    /// origin; `None` for an unsigned card or one whose signatures did not verify. The gateway
-    /// signs its effective card under `sign = "verified-only"` only when this is set.
+    /// origin and covers every value that changes the card's meaning; `None` for an unsigned card,
+    /// one whose signatures did not verify, or one whose signature leaves such empty values
+    /// uncovered. The gateway signs its effective card under `sign = "verified-only"` only when
+    /// this is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_by: Option<String>,
+    /// The card carried signatures and none verified: the gateway then signs its effective card
+    /// under no `sign` mode (its signature would vouch for a card whose own author's did not).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub signature_failed: bool,
     /// The chosen interface; `None` exactly when no interface is supported.
     pub interface: Option<Interface>,
     /// Every (binding, version) of `supportedInterfaces` the client implements, in card order,

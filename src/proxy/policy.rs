@@ -482,6 +482,7 @@ mod tests {
             agent_version: "1".into(),
             card_digest: "sha256:0".into(),
             verified_by: None,
+            signature_failed: false,
             interface: Some(Interface {
                 url: url.into(),
                 binding,

@@ -335,6 +335,7 @@ fn profile(name: &str, display: Display) -> Profile {
         agent_version: "1".into(),
         card_digest: "sha256:00".into(),
         verified_by: None,
+        signature_failed: false,
         interface: Some(Interface {
             url: format!("https://{name}.example/a2a"),
             binding: Binding::JsonRpc,

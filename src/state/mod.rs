@@ -667,6 +667,7 @@ mod tests {
             agent_version: "1".into(),
             card_digest: "sha256:00".into(),
             verified_by: None,
+            signature_failed: false,
             interface: Some(Interface {
                 url: url.into(),
                 binding: Binding::JsonRpc,

@@ -77,6 +77,7 @@ fn state(binding: Binding, tenant: Option<&str>) -> IntegrationState {
         agent_version: "1".into(),
         card_digest: "sha256:0".into(),
         verified_by: None,
+        signature_failed: false,
         interface: Some(Interface {
             url: url.into(),
             binding,

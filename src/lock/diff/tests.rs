@@ -61,6 +61,7 @@ pub(crate) fn pricing_profile() -> Profile {
         agent_version: "3.2.0".into(),
         card_digest: A.into(),
         verified_by: None,
+        signature_failed: false,
         interface: Some(Interface {
             url: "https://pricing.partner.example/a2a/jsonrpc".into(),
             binding: Binding::JsonRpc,
