@@ -270,9 +270,7 @@ mod tests {
             tags: vec!["t\u{7}ag".into()],
         };
         let p = Profile {
-            usable: true,
-            unusable: None,
-            reason: None,
+            verdict: crate::profile::Verdict::Usable,
             agent_version: "2.1".into(),
             card_digest: "x".into(),
             verified_by: verified_by.map(str::to_owned),

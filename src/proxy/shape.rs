@@ -129,9 +129,7 @@ mod tests {
             artifacts: None,
         };
         let p = Profile {
-            usable: true,
-            unusable: None,
-            reason: None,
+            verdict: crate::profile::Verdict::Usable,
             agent_version: "1".into(),
             card_digest: "x".into(),
             verified_by: None,

@@ -495,11 +495,10 @@ impl IntegrationState {
 
 /// Checks a compiled profile against the integration contract.
 pub fn check_contract(integration: &Integration, profile: &Profile) -> Result<(), ContractError> {
-    if !profile.usable {
+    if !profile.is_usable() {
         return Err(ContractError::ProfileUnusable(
             profile
-                .reason
-                .clone()
+                .reason()
                 .unwrap_or_else(|| "profile not usable".into()),
         ));
     }
@@ -664,9 +663,7 @@ mod tests {
 
     pub(crate) fn profile(url: &str) -> Profile {
         Profile {
-            usable: true,
-            unusable: None,
-            reason: None,
+            verdict: crate::profile::Verdict::Usable,
             agent_version: "1".into(),
             card_digest: "sha256:00".into(),
             verified_by: None,

@@ -40,9 +40,7 @@ fn profile() -> Profile {
         tags,
     };
     Profile {
-        usable: true,
-        unusable: None,
-        reason: None,
+        verdict: crate::profile::Verdict::Usable,
         agent_version: format!("4.2 {HOSTILE}"),
         card_digest: "sha256:00".into(),
         verified_by: None,
