@@ -202,6 +202,7 @@ pub enum EvidenceKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Evidence {
     /// When it was observed.
+    #[serde(serialize_with = "crate::types::rfc3339::serialize")]
     pub at: SystemTime,
     /// What was observed.
     pub kind: EvidenceKind,
@@ -244,6 +245,7 @@ pub struct Freshness {
     /// Served from the last-known-good file on disk; no fetch has confirmed it since start.
     pub unrevalidated: bool,
     /// When a fetch (200 or 304) last confirmed the card.
+    #[serde(serialize_with = "crate::types::rfc3339::option::serialize")]
     pub validated_at: Option<SystemTime>,
     /// The last refresh failed; the profile is the last good one.
     pub degraded: Option<Degraded>,
@@ -257,6 +259,7 @@ pub struct Degraded {
     /// Why the last refresh failed (gateway-written; never a metric label).
     pub reason: String,
     /// When the first of the consecutive failures happened.
+    #[serde(serialize_with = "crate::types::rfc3339::serialize")]
     pub since: SystemTime,
     /// Consecutive failures.
     pub failures: u32,
@@ -272,6 +275,7 @@ pub struct ExtendedCardStatus {
     /// Why the public card is used instead.
     pub fallback: Option<ExtendedFallback>,
     /// When it was decided.
+    #[serde(serialize_with = "crate::types::rfc3339::serialize")]
     pub at: SystemTime,
 }
 
