@@ -196,6 +196,16 @@ pub async fn run(
         .card_signing
         .as_ref()
         .map(|c| Arc::new(crate::proxy::card_signer::CardSigner::new(c, &public_url)));
+    if let (Some(signer), Some(c)) = (&signer, &config.card_signing) {
+        let risks = crate::proxy::card_signer::jku_risks(
+            signer.jku(),
+            c.jku.is_some(),
+            config.listen.public_url.is_some(),
+        );
+        for risk in risks {
+            tracing::warn!(jku = %signer.jku(), reason = risk.reason(), "{}", risk.advice());
+        }
+    }
     let gateway = Gateway {
         store,
         metrics: metrics.clone(),

@@ -2,10 +2,12 @@
 //! token_file`) and the forced-refresh rate limit they share (axum middleware; no I/O besides the
 //! request).
 //!
-//! Reading (`GET`, `HEAD`: health, readiness, metrics, the planner views) stays open; every other
-//! method needs `Authorization: Bearer <token>` when a token is configured (`POST /v1/select`
-//! included: it changes nothing, but the rule is by method so that no path is an exception), which config
-//! validation requires whenever the admin listener is not on loopback. The token is compared in
+//! Reading the probe and scrape routes (`GET`/`HEAD` of `/healthz`, `/readyz`, `/metrics`) stays
+//! open, so a kubelet and a Prometheus without credentials keep working; every other request —
+//! the planner views and `POST /v1/select` included, since they show what the gateway reaches
+//! and why — needs `Authorization: Bearer <token>` when a token is configured, which config
+//! validation requires whenever the admin listener is not on loopback. `/metrics` carries only
+//! integration names and enum labels; `/readyz` the gateway's own account of each integration. The token is compared in
 //! constant time (see [`AdminToken`]); a refusal is `401` with `WWW-Authenticate: Bearer` (RFC
 //! 6750 section 3) and a `google.rpc.Status` body whose ErrorInfo reason is `UNAUTHENTICATED`.
 
@@ -78,14 +80,26 @@ fn bearer(value: &[u8]) -> Option<&[u8]> {
     (!token.is_empty()).then_some(token)
 }
 
-/// Decides a request against the configured token (pure).
-fn verdict(token: Option<&AdminToken>, method: &Method, headers: &HeaderMap) -> Verdict {
+/// Decides a request for `path` against the configured token (pure): reads of the probe and
+/// scrape routes pass, everything else needs the token.
+fn verdict_at(
+    token: Option<&AdminToken>,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+) -> Verdict {
+    let open = matches!(path, "/healthz" | "/readyz" | "/metrics");
+    if open && matches!(*method, Method::GET | Method::HEAD) {
+        return Verdict::Allowed;
+    }
+    verdict(token, headers)
+}
+
+/// Decides a request against the configured token (pure), whatever its path or method.
+fn verdict(token: Option<&AdminToken>, headers: &HeaderMap) -> Verdict {
     let Some(token) = token else {
         return Verdict::Allowed;
     };
-    if matches!(*method, Method::GET | Method::HEAD) {
-        return Verdict::Allowed;
-    }
     let mut values = headers.get_all(header::AUTHORIZATION).iter();
     // Two Authorization lines are ambiguous: refuse rather than pick one.
     let (Some(v), None) = (values.next(), values.next()) else {
@@ -104,7 +118,12 @@ pub async fn require_token(
     req: Request<Body>,
     next: Next,
 ) -> Response {
-    let v = verdict(access.token.as_ref(), req.method(), req.headers());
+    let v = verdict_at(
+        access.token.as_ref(),
+        req.method(),
+        req.uri().path(),
+        req.headers(),
+    );
     if v == Verdict::Allowed {
         return next.run(req).await;
     }
@@ -143,7 +162,7 @@ mod tests {
     }
 
     #[test]
-    fn only_reads_pass_without_the_token() {
+    fn probe_reads_pass_without_the_token() {
         let token = AdminToken::new("0123456789abcdef");
         let with = |v: &[&str]| {
             let mut h = HeaderMap::new();
@@ -153,9 +172,12 @@ mod tests {
             h
         };
         let none = HeaderMap::new();
-        assert_eq!(verdict(Some(&token), &Method::GET, &none), Verdict::Allowed);
         assert_eq!(
-            verdict(Some(&token), &Method::HEAD, &none),
+            verdict_at(Some(&token), &Method::GET, "/metrics", &none),
+            Verdict::Allowed
+        );
+        assert_eq!(
+            verdict_at(Some(&token), &Method::HEAD, "/readyz", &none),
             Verdict::Allowed
         );
         for m in [
@@ -165,26 +187,69 @@ mod tests {
             Method::PATCH,
             Method::OPTIONS,
         ] {
-            assert_eq!(verdict(Some(&token), &m, &none), Verdict::Missing, "{m}");
+            assert_eq!(
+                verdict_at(Some(&token), &m, "/v1/select", &none),
+                Verdict::Missing,
+                "{m}"
+            );
         }
         let good = "Bearer 0123456789abcdef";
         assert_eq!(
-            verdict(Some(&token), &Method::POST, &with(&[good])),
+            verdict_at(Some(&token), &Method::POST, "/v1/select", &with(&[good])),
             Verdict::Allowed
         );
         assert_eq!(
-            verdict(
+            verdict_at(
                 Some(&token),
                 &Method::POST,
+                "/v1/select",
                 &with(&["Bearer 0123456789abcde"])
             ),
             Verdict::Wrong
         );
         assert_eq!(
-            verdict(Some(&token), &Method::POST, &with(&[good, good])),
+            verdict_at(
+                Some(&token),
+                &Method::POST,
+                "/v1/select",
+                &with(&[good, good])
+            ),
             Verdict::Missing,
             "two Authorization lines are refused"
         );
-        assert_eq!(verdict(None, &Method::POST, &none), Verdict::Allowed);
+        assert_eq!(
+            verdict_at(None, &Method::POST, "/v1/select", &none),
+            Verdict::Allowed
+        );
+    }
+
+    #[test]
+    fn the_planner_reads_need_the_token_probes_and_metrics_do_not() {
+        let token = AdminToken::new("0123456789abcdef");
+        let none = HeaderMap::new();
+        let mut good = HeaderMap::new();
+        good.insert(
+            header::AUTHORIZATION,
+            "Bearer 0123456789abcdef".parse().unwrap(),
+        );
+        for path in [
+            "/v1/integrations",
+            "/v1/integrations/a",
+            "/v1/select",
+            "/v1/nope",
+        ] {
+            for m in [Method::GET, Method::HEAD] {
+                let v = verdict_at(Some(&token), &m, path, &none);
+                assert_eq!(v, Verdict::Missing, "{m} {path}");
+                let v = verdict_at(Some(&token), &m, path, &good);
+                assert_eq!(v, Verdict::Allowed, "{m} {path}");
+            }
+        }
+        for path in ["/healthz", "/readyz", "/metrics"] {
+            let v = verdict_at(Some(&token), &Method::GET, path, &none);
+            assert_eq!(v, Verdict::Allowed, "{path}");
+        }
+        let v = verdict_at(None, &Method::GET, "/v1/integrations", &none);
+        assert_eq!(v, Verdict::Allowed);
     }
 }

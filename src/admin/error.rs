@@ -56,6 +56,18 @@ pub enum AdminError {
     /// A `POST /v1/select` body that is not `application/json`.
     #[error("a need is sent as application/json")]
     NeedMediaType,
+    /// A `POST /v1/select` body that could not be read (the connection broke, a bad chunk).
+    #[error("the request body could not be read")]
+    BodyUnreadable,
+    /// No admin route has this path.
+    #[error("no admin route has this path")]
+    UnknownRoute,
+    /// The route exists but does not take this method.
+    #[error("this admin route does not take this method")]
+    MethodNotAllowed,
+    /// A path segment that is not valid percent-encoded UTF-8.
+    #[error("the path does not decode to UTF-8")]
+    InvalidPath,
 }
 
 /// Whole seconds, rounded up and at least 1: `Retry-After` cannot say less.
@@ -74,6 +86,10 @@ impl AdminError {
             AdminError::InvalidNeed(NeedError::TooLarge) => NEED_TOO_LARGE,
             AdminError::InvalidNeed(_) => INVALID_NEED,
             AdminError::NeedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            AdminError::BodyUnreadable => "BODY_UNREADABLE",
+            AdminError::UnknownRoute => "UNKNOWN_ROUTE",
+            AdminError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            AdminError::InvalidPath => "INVALID_PATH",
         }
     }
 
@@ -89,6 +105,11 @@ impl AdminError {
             }
             AdminError::InvalidNeed(_) => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
             AdminError::NeedMediaType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "INVALID_ARGUMENT"),
+            AdminError::BodyUnreadable | AdminError::InvalidPath => {
+                (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT")
+            }
+            AdminError::UnknownRoute => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            AdminError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "UNIMPLEMENTED"),
             // Removed while waiting, or the worker is restarting after a panic: try again later.
             AdminError::Control(_) => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
         }
@@ -102,7 +123,11 @@ impl AdminError {
             AdminError::Unauthenticated { .. }
             | AdminError::UnknownIntegration(_)
             | AdminError::InvalidNeed(_)
-            | AdminError::NeedMediaType => None,
+            | AdminError::NeedMediaType
+            | AdminError::BodyUnreadable
+            | AdminError::UnknownRoute
+            | AdminError::MethodNotAllowed
+            | AdminError::InvalidPath => None,
         }
     }
 }
@@ -222,6 +247,15 @@ mod tests {
                 "UNSUPPORTED_MEDIA_TYPE",
                 None,
             ),
+            (AdminError::BodyUnreadable, 400, "BODY_UNREADABLE", None),
+            (AdminError::UnknownRoute, 404, "UNKNOWN_ROUTE", None),
+            (
+                AdminError::MethodNotAllowed,
+                405,
+                "METHOD_NOT_ALLOWED",
+                None,
+            ),
+            (AdminError::InvalidPath, 400, "INVALID_PATH", None),
         ];
         for (e, code, reason, retry) in cases {
             let (got, after, b) = body(e);

@@ -75,6 +75,10 @@ pub fn router(state: AdminState) -> Router {
         Some(c) => r.merge(refresh::router(c, access.refresh.clone())),
         None => r,
     };
+    // After every merge, so each route answers an unknown path or method protocol-shaped too.
+    let r = r
+        .fallback(|| async { error::AdminError::UnknownRoute })
+        .method_not_allowed_fallback(|| async { error::AdminError::MethodNotAllowed });
     // Last, so it wraps every route, merged ones included.
     r.layer(axum::middleware::from_fn_with_state(
         access,

@@ -6,8 +6,10 @@
 //!   the configuration does not have.
 //! - `POST /v1/select`: a [`Need`] (`application/json`, at most [`MAX_NEED_BYTES`]) →
 //!   [`crate::select::Answer`], over one snapshot. `400` for a body that is not a need, `413`
-//!   over the cap, `415` for another media type. Like every non-`GET` admin route it needs the
-//!   admin token when one is configured (the rule is by method, so no route is exempt by path).
+//!   over the cap, `415` for another media type, `400` `BODY_UNREADABLE` when the body could
+//!   not be read. Like the views, it needs the admin token when one is configured.
+//! - A path that does not decode is `400` `INVALID_PATH`; the admin router answers an unknown
+//!   path `404` `UNKNOWN_ROUTE` and another method `405` `METHOD_NOT_ALLOWED`.
 //!
 //! Every error is a `google.rpc.Status` through [`AdminError`].
 
@@ -15,8 +17,9 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use axum::Json;
-use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, FailedToBufferBody, PathRejection};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, header};
 use axum::routing::{get, post};
 use serde_json::json;
@@ -40,7 +43,11 @@ pub fn router(state: PlannerState) -> axum::Router {
     axum::Router::new()
         .route("/v1/integrations", get(list))
         .route("/v1/integrations/{name}", get(one))
-        .route("/v1/select", post(choose))
+        // One byte over the cap is enough to know it is too large; nothing more is buffered.
+        .route(
+            "/v1/select",
+            post(choose).layer(DefaultBodyLimit::max(MAX_NEED_BYTES + 1)),
+        )
         .with_state(state)
 }
 
@@ -53,8 +60,9 @@ async fn list(State(s): State<PlannerState>) -> Json<serde_json::Value> {
 
 async fn one(
     State(s): State<PlannerState>,
-    Path(name): Path<String>,
+    name: Result<Path<String>, PathRejection>,
 ) -> Result<Json<IntegrationView>, AdminError> {
+    let Path(name) = name.map_err(|_| AdminError::InvalidPath)?;
     let snap = s.store.load();
     match snap.get(&name) {
         Some(st) => Ok(Json(view(st, SystemTime::now()))),
@@ -65,15 +73,19 @@ async fn one(
 async fn choose(
     State(s): State<PlannerState>,
     headers: HeaderMap,
-    body: Body,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Answer>, AdminError> {
     if !json_or_absent(&headers) {
         return Err(AdminError::NeedMediaType);
     }
-    // One byte over the cap is enough to know it is too large; nothing more is buffered.
-    let bytes = axum::body::to_bytes(body, MAX_NEED_BYTES + 1)
-        .await
-        .map_err(|_| NeedError::TooLarge)?;
+    // Over the cap is a need too large; any other read failure (a broken connection, a bad
+    // chunk) says nothing about the need's size.
+    let bytes = body.map_err(|e| match e {
+        BytesRejection::FailedToBufferBody(FailedToBufferBody::LengthLimitError(_)) => {
+            AdminError::InvalidNeed(NeedError::TooLarge)
+        }
+        _ => AdminError::BodyUnreadable,
+    })?;
     let need = Need::parse(&bytes)?;
     let snap = s.store.load();
     let candidates: Vec<_> = snap.integrations.values().map(|st| candidate(st)).collect();

@@ -6,9 +6,12 @@
 //! # What is signed
 //! The payload is RFC 8785 (JCS) of the card without `signatures`, after dropping empty strings,
 //! lists and objects ([`super::signature::strip_empty`]): the form both official SDKs verify. For
-//! a card without empty values (the effective card avoids them) it is byte for byte the form the
-//! specification's worked example signs, so every verifier — this gateway's, the Python SDK's,
-//! the JS SDK's — rebuilds the same bytes. The protected header is `{"alg", "kid", "jku", "typ":
+//! a card without empty values it is byte for byte the form the specification's worked example
+//! signs, so every verifier — this gateway's, the Python SDK's, the JS SDK's — rebuilds the same
+//! bytes. The effective card never carries an empty value (its projection replaces a required
+//! value that sanitises to nothing and leaves out an empty optional one), so for the cards the
+//! gateway serves the two forms coincide; a card with empty values signed here would verify
+//! only in the dropped form. The protected header is `{"alg", "kid", "jku", "typ":
 //! "JOSE"}` (`typ` as the specification recommends); there is no unprotected header.
 //!
 //! # Keys

@@ -30,6 +30,10 @@ pub struct AdminArgs {
     /// Config file to read `[listen] admin` from [default: config/gateway.toml if it exists].
     #[arg(long, short = 'c')]
     config: Option<PathBuf>,
+    /// File holding the admin bearer token (needed when `[admin] token_file` is set: the planner
+    /// routes then need it).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
 }
 
 /// Arguments of `a2a-egress select`.
@@ -38,9 +42,6 @@ pub struct SelectArgs {
     /// The need (JSON): a file path, or `-` for stdin.
     #[arg(long)]
     need: String,
-    /// File holding the admin bearer token (needed when `[admin] token_file` is set: `POST`).
-    #[arg(long)]
-    token_file: Option<PathBuf>,
     #[command(flatten)]
     admin: AdminArgs,
 }
@@ -121,7 +122,7 @@ pub fn run_select(a: SelectArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let need = read_need(&a.need)?;
-    let token = a.token_file.as_deref().map(read_token).transpose()?;
+    let token = a.admin.token_file.as_deref().map(read_token).transpose()?;
     let (status, body) = runtime()?.block_on(async {
         let mut req = client()?
             .post(format!("{base}/v1/select"))
@@ -178,9 +179,13 @@ pub fn run_status(a: StatusArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(EXIT_USAGE));
         }
     };
+    let token = a.admin.token_file.as_deref().map(read_token).transpose()?;
     let body = runtime()?.block_on(async {
-        let resp = client()?
-            .get(format!("{base}/v1/integrations"))
+        let mut req = client()?.get(format!("{base}/v1/integrations"));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let resp = req
             .send()
             .await
             .with_context(|| format!("GET {base}/v1/integrations"))?;

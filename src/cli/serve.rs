@@ -48,13 +48,13 @@ fn init_tracing(log: &Log, format: Option<LogFormat>) {
             );
             tracing_subscriber::EnvFilter::new(with_quiet_pingora(DEFAULT_LOG_LEVEL))
         });
-    // pingora's HTTP/1 client logs each request header it writes as raw bytes at TRACE, the
-    // integration's `Authorization` included (its Debug of header maps redacts values marked
-    // sensitive; raw bytes cannot be). Those events are dropped whatever the filter asks for, so no
-    // log level shows a credential.
-    let no_raw_headers = tracing_subscriber::filter::filter_fn(|m| {
-        !(*m.level() == tracing::Level::TRACE && m.target().starts_with("pingora_core::protocols"))
-    });
+    // pingora's HTTP/1 client logs each request header it writes as raw bytes at TRACE, and
+    // pingora_proxy the whole upstream request header and every body chunk at DEBUG, the
+    // integration's `Authorization` and message bodies included (its Debug of header maps redacts
+    // values marked sensitive; raw bytes cannot be). Those events are dropped whatever the filter
+    // asks for, so no log level shows a credential or a body.
+    let no_raw_headers =
+        tracing_subscriber::filter::filter_fn(|m| !carries_raw_traffic(*m.level(), m.target()));
     let layer = match format.unwrap_or(log.format) {
         LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
@@ -73,6 +73,14 @@ fn init_tracing(log: &Log, format: Option<LogFormat>) {
     let layer = layer.with_filter(no_raw_headers).with_filter(filter);
     // try_init: a second call in one process (a test) keeps the first subscriber.
     let _ = tracing_subscriber::registry().with(layer).try_init();
+}
+
+/// Whether an event of pingora's at `level` from `target` may carry raw request bytes: the
+/// HTTP/1 client's header writes at TRACE, and pingora_proxy's upstream request header and body
+/// chunks at DEBUG (and anything finer).
+fn carries_raw_traffic(level: tracing::Level, target: &str) -> bool {
+    (level == tracing::Level::TRACE && target.starts_with("pingora_core::protocols"))
+        || (level >= tracing::Level::DEBUG && target.starts_with("pingora_proxy"))
 }
 
 /// `directive` with pingora's crates at warn unless it names them itself.
@@ -152,4 +160,24 @@ fn worker_threads() -> anyhow::Result<usize> {
 pub fn load(path: Option<PathBuf>) -> anyhow::Result<Config> {
     let path = path.unwrap_or_else(|| PathBuf::from(super::DEFAULT_CONFIG));
     Config::load(&path).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pingora_events_that_carry_raw_requests_are_dropped_at_any_filter() {
+        use tracing::Level;
+        // pingora_proxy logs the whole upstream request header and each body chunk at DEBUG.
+        for (level, target) in [
+            (Level::TRACE, "pingora_core::protocols::http::v1::client"),
+            (Level::DEBUG, "pingora_proxy::proxy_h1"),
+            (Level::TRACE, "pingora_proxy::proxy_h1"),
+        ] {
+            assert!(carries_raw_traffic(level, target), "{level} {target}");
+        }
+        assert!(!carries_raw_traffic(Level::WARN, "pingora_proxy::proxy_h1"));
+        assert!(!carries_raw_traffic(Level::DEBUG, "a2a_egress::proxy"));
+    }
 }

@@ -13,7 +13,7 @@ use super::RawClient;
 use super::artifact::{self, ArtifactSchema};
 use crate::profile::Binding;
 use crate::types::data_class::is_data_class;
-use crate::types::{ProtocolVersion, normalize_origin, origin_of_url};
+use crate::types::{ProtocolVersion, normalize_origin, origin_of_url, parse_duration};
 
 /// Default cap on a request body sent to an agent, in bytes (1 MiB).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -207,6 +207,9 @@ pub struct RawProbe {
     /// The text of probe messages (default `"a2a-egress probe"`).
     #[serde(default)]
     pub text: Option<String>,
+    /// This integration's period of scheduled probe runs (default `[probes] every`).
+    #[serde(default)]
+    pub every: Option<String>,
 }
 
 /// The validated `[integrations.probe]`.
@@ -216,6 +219,8 @@ pub struct ProbeSettings {
     pub skill: String,
     /// The text of probe messages.
     pub text: String,
+    /// This integration's period of scheduled probe runs, when it has its own.
+    pub every: Option<std::time::Duration>,
 }
 
 /// What a breaking change against the lockfile does to new delegations.
@@ -677,9 +682,21 @@ fn lock_policy(r: &RawIntegration, at: &str, problems: &mut Vec<String>) -> Lock
                 "{at}.probe.text: must be 1..=256 characters without control characters"
             ));
         }
+        let every = p.every.as_deref().and_then(|t| match parse_duration(t) {
+            Ok(d) if d >= std::time::Duration::from_secs(60) => Some(d),
+            Ok(_) => {
+                problems.push(format!("{at}.probe.every: must be at least 1m"));
+                None
+            }
+            Err(e) => {
+                problems.push(format!("{at}.probe.every: {e}"));
+                None
+            }
+        });
         ProbeSettings {
             skill: p.skill.clone(),
             text,
+            every,
         }
     });
     LockPolicy {
@@ -974,6 +991,30 @@ mod lock_keys {
                 "integrations[0] (a).probe.text: must be 1..=256 characters without control characters"
             ]
         );
+        let c = Config::parse(
+            &two("[integrations.probe]\nskill = \"s\"\nevery = \"2h\""),
+            Path::new("g.toml"),
+        )
+        .unwrap();
+        let p = c.integrations[0].lock.probe.as_ref().unwrap();
+        assert_eq!(p.every, Some(std::time::Duration::from_secs(7200)));
+        for (every, problem) in [
+            (
+                "10s",
+                "integrations[0] (a).probe.every: must be at least 1m",
+            ),
+            ("soon", "integrations[0] (a).probe.every: "),
+        ] {
+            let Err(ConfigError::Invalid { problems, .. }) = Config::parse(
+                &two(&format!(
+                    "[integrations.probe]\nskill = \"s\"\nevery = \"{every}\""
+                )),
+                Path::new("g.toml"),
+            ) else {
+                panic!("{every}: expected an invalid config")
+            };
+            assert!(problems[0].starts_with(problem), "{problems:?}");
+        }
         let e = Config::parse(
             &two("[integrations.probe]\nskill = \"s\"\ntenant = \"t\""),
             Path::new("g.toml"),

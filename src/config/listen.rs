@@ -285,23 +285,35 @@ pub enum PrivateFileError {
         source: std::io::Error,
     },
     /// The path is a directory, a device or a socket.
-    #[error("{} is not a regular file", path.display())]
+    #[error("{} is not a regular file", shown(path, target.as_deref()))]
     NotAFile {
         /// The path.
         path: PathBuf,
+        /// What it links to, when it is a symbolic link.
+        target: Option<PathBuf>,
     },
     /// Group or others may access it.
     #[error(
         "{} is accessible by group or others (mode {mode:03o}); make it private to the \
          gateway's user (chmod 600)",
-        path.display()
+        shown(path, target.as_deref())
     )]
     NotPrivate {
-        /// The file.
+        /// The file as configured.
         path: PathBuf,
+        /// What it links to, when it is a symbolic link: the file whose mode this is.
+        target: Option<PathBuf>,
         /// Its permission bits.
         mode: u32,
     },
+}
+
+/// `path`, and the file it links to when that differs.
+fn shown(path: &Path, target: Option<&Path>) -> String {
+    match target {
+        Some(t) if t != path => format!("{} (a link to {})", path.display(), t.display()),
+        _ => path.display().to_string(),
+    }
 }
 
 impl PrivateFileError {
@@ -348,26 +360,47 @@ impl TokenError {
 
 /// Reads a secret file, refusing one that group or others may access (as OpenSSH does for
 /// private keys): a secret readable by every local user protects nothing.
+///
+/// The mode is read from the open handle and the text from that same handle, so the file judged
+/// is the file read even if the path is swapped meanwhile. A path that is not a regular file is
+/// refused before it is opened (opening a FIFO would block). Errors about a symbolic link name
+/// its target too, the file whose mode is meant.
 pub fn read_private_file(path: &Path) -> Result<String, PrivateFileError> {
+    use std::io::Read as _;
     use std::os::unix::fs::PermissionsExt as _;
     let unreadable = |source| PrivateFileError::Unreadable {
         path: path.to_owned(),
         source,
     };
-    let meta = std::fs::metadata(path).map_err(unreadable)?;
+    let target = || {
+        std::fs::symlink_metadata(path)
+            .is_ok_and(|m| m.file_type().is_symlink())
+            .then(|| std::fs::canonicalize(path).ok())
+            .flatten()
+    };
+    let not_a_file = || PrivateFileError::NotAFile {
+        path: path.to_owned(),
+        target: target(),
+    };
+    if !std::fs::metadata(path).map_err(unreadable)?.is_file() {
+        return Err(not_a_file());
+    }
+    let mut file = std::fs::File::open(path).map_err(unreadable)?;
+    let meta = file.metadata().map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(PrivateFileError::NotAFile {
-            path: path.to_owned(),
-        });
+        return Err(not_a_file());
     }
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         return Err(PrivateFileError::NotPrivate {
             path: path.to_owned(),
+            target: target(),
             mode,
         });
     }
-    std::fs::read_to_string(path).map_err(unreadable)
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(unreadable)?;
+    Ok(text)
 }
 
 fn token(file: &Path) -> Result<AdminToken, TokenError> {
@@ -531,6 +564,29 @@ mod tests {
             let text = format!("[listen]\nproxy = \"{addr}\"\n");
             Config::parse(&text, Path::new("g.toml")).unwrap_or_else(|e| panic!("{addr}: {e}"));
         }
+    }
+
+    #[test]
+    fn a_private_file_behind_a_link_is_judged_and_named_by_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        write_token(dir.path(), "shared", "0123456789abcdef", 0o644);
+        write_token(dir.path(), "private", "0123456789abcdef", 0o600);
+        std::os::unix::fs::symlink(dir.path().join("shared"), dir.path().join("to-shared"))
+            .unwrap();
+        std::os::unix::fs::symlink(dir.path().join("private"), dir.path().join("to-private"))
+            .unwrap();
+        let err = super::read_private_file(&dir.path().join("to-shared")).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(err.kind(), "not_private");
+        assert!(
+            text.contains(&dir.path().join("to-shared").display().to_string())
+                && text.contains(&dir.path().join("shared").display().to_string()),
+            "{text}"
+        );
+        assert_eq!(
+            super::read_private_file(&dir.path().join("to-private")).unwrap(),
+            "0123456789abcdef"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
-use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGaugeVec, Opts};
+use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts};
 
 use crate::control::reload::ReloadResult;
 use crate::control::schedule::RefreshResult;
@@ -28,6 +28,10 @@ pub struct ControlMetrics {
     pub stale_refreshes: IntCounterVec,
     /// `a2a_egress_config_reloads_total{result}`: config reloads (`ok`, `refused`).
     pub reloads: IntCounterVec,
+    /// `a2a_egress_config_refused`: 1 while the config file on disk is refused (the previous
+    /// config keeps serving), 0 once a file is applied. A counter of refusals moves once per
+    /// change of the file, so an alert on it clears while the bad file is still there.
+    pub config_refused: IntGauge,
     /// `a2a_egress_profile_degraded{integration}`: 1 while the last refresh failed.
     pub degraded: IntGaugeVec,
     /// `a2a_egress_worker_panics_total{integration}`: panics caught in an integration's refresh
@@ -37,7 +41,7 @@ pub struct ControlMetrics {
     pub state_write_failures: IntCounter,
     /// `a2a_egress_refresh_interval_seconds{integration}`: the periodic refresh interval the last
     /// successful fetch set (its `max-age` within `[refresh] min`/`max`, else `default`; before
-    /// jitter). Alerts compare the profile's age with it.
+    /// jitter), and `[refresh] default` from the worker's start until a fetch succeeds. Alerts compare the profile's age with it.
     pub interval: GaugeVec,
     /// Source of `a2a_egress_profile_age_seconds{integration}`, computed at scrape time.
     pub ages: ProfileAges,
@@ -86,6 +90,10 @@ impl ControlMetrics {
                 "Configuration reloads by result (ok, refused).",
                 &["result"],
             )?,
+            config_refused: IntGauge::new(
+                "a2a_egress_config_refused",
+                "1 while the configuration file on disk is refused and the previous one serves.",
+            )?,
             degraded: IntGaugeVec::new(
                 Opts::new(
                     "a2a_egress_profile_degraded",
@@ -117,6 +125,7 @@ impl ControlMetrics {
         registry.register(Box::new(m.stale_debounced.clone()))?;
         registry.register(Box::new(m.stale_refreshes.clone()))?;
         registry.register(Box::new(m.reloads.clone()))?;
+        registry.register(Box::new(m.config_refused.clone()))?;
         registry.register(Box::new(m.degraded.clone()))?;
         registry.register(Box::new(m.worker_panics.clone()))?;
         registry.register(Box::new(m.state_write_failures.clone()))?;
@@ -129,7 +138,15 @@ impl ControlMetrics {
     }
 
     /// Pre-creates an integration's series so dashboards see zeros, not gaps.
-    pub fn init_integration(&self, name: &str) {
+    /// The refresh interval starts at `default_interval` (`[refresh] default`) so an alert on the
+    /// profile's age has a period to compare with even when no fetch has succeeded since start
+    /// (an agent down while the last-good card serves); a restarted worker keeps the value the
+    /// last fetch set.
+    pub fn init_integration(&self, name: &str, default_interval: std::time::Duration) {
+        let interval = self.interval.with_label_values(&[name]);
+        if interval.get() == 0.0 {
+            interval.set(default_interval.as_secs_f64());
+        }
         for r in RefreshResult::ALL {
             self.refreshes.with_label_values(&[name, r.as_str()]);
         }
@@ -217,5 +234,30 @@ impl Collector for ProfileAges {
                 .set(i64::try_from(age).unwrap_or(i64::MAX));
         }
         gauges.collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_started_worker_has_a_refresh_interval_before_its_first_successful_fetch() {
+        let m = ControlMetrics::register(&prometheus::Registry::new()).expect("registers");
+        m.init_integration("a", Duration::from_secs(300));
+        let interval = || m.interval.with_label_values(&["a"]).get();
+        assert_eq!(
+            interval(),
+            300.0,
+            "the configured default, until a fetch says otherwise"
+        );
+        m.interval.with_label_values(&["a"]).set(60.0);
+        m.init_integration("a", Duration::from_secs(300));
+        assert_eq!(
+            interval(),
+            60.0,
+            "a restarted worker keeps what the last fetch set"
+        );
     }
 }

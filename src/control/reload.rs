@@ -150,6 +150,7 @@ impl ControlHandle {
             self.recompile_all();
         }
         *lock(&self.inner.reload_refused) = None;
+        self.metrics().config_refused.set(0);
         self.metrics()
             .reloads
             .with_label_values(&[ReloadResult::Ok.as_str()])
@@ -238,6 +239,7 @@ impl ControlHandle {
                     .with_label_values(&[ReloadResult::Refused.as_str()])
                     .inc();
                 *lock(&self.inner.reload_refused) = Some(e.to_string());
+                self.metrics().config_refused.set(1);
                 Err(e)
             }
         }

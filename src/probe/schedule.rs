@@ -41,6 +41,8 @@ struct Entry {
     last_run: Option<Instant>,
     /// Runs so far (varies the jitter).
     runs: u64,
+    /// This integration's period (`[integrations.probe] every`, else `[probes] every`).
+    every: Duration,
 }
 
 /// The probe schedule of every integration.
@@ -68,14 +70,22 @@ impl Scheduler {
         self.entries
             .retain(|name, _| snapshot.integrations.contains_key(name));
         for (name, state) in &snapshot.integrations {
-            let every = self.settings.every;
+            let every = state
+                .integration
+                .lock
+                .probe
+                .as_ref()
+                .and_then(|p| p.every)
+                .unwrap_or(self.settings.every);
             let e = self.entries.entry(name.clone()).or_insert_with(|| Entry {
                 due: now + every.mul_f64(unit(name, u64::MAX) / 10.0),
                 review: false,
                 review_seen: None,
                 last_run: None,
                 runs: 0,
+                every,
             });
+            e.every = every;
             if state.lock.verdict == LockVerdict::Review && e.review_seen != Some(state.lock.at) {
                 e.review_seen = Some(state.lock.at);
                 e.review = true;
@@ -114,16 +124,15 @@ impl Scheduler {
     }
 
     /// Records that `name` was probed (or found nothing to probe) at `now`: its review is done
-    /// and its next scheduled run is `every` later, jittered by up to a tenth either way.
+    /// and its next scheduled run is its period later, jittered by up to a tenth either way.
     pub fn ran(&mut self, name: &str, now: Instant) {
         self.last_run = Some(now);
-        let every = self.settings.every;
         if let Some(e) = self.entries.get_mut(name) {
             e.review = false;
             e.last_run = Some(now);
             e.runs += 1;
             let jitter = (unit(name, e.runs) - 0.5) / 5.0;
-            e.due = now + every.mul_f64(1.0 + jitter);
+            e.due = now + e.every.mul_f64(1.0 + jitter);
         }
     }
 }
@@ -158,11 +167,15 @@ mod tests {
     }
 
     fn snapshot(names: &[(&str, LockVerdict, u64)]) -> Snapshot {
+        snapshot_with(names, "")
+    }
+
+    fn snapshot_with(names: &[(&str, LockVerdict, u64)], extra: &str) -> Snapshot {
         let integrations = names
             .iter()
             .map(|(n, verdict, at)| {
                 let text = format!(
-                    "[[integrations]]\nname = \"{n}\"\ncard = \"https://a.example/c\"\norigins = [\"https://a.example\"]\nskills = [\"s\"]\ndata_classes = [\"p\"]\n"
+                    "[[integrations]]\nname = \"{n}\"\ncard = \"https://a.example/c\"\norigins = [\"https://a.example\"]\nskills = [\"s\"]\ndata_classes = [\"p\"]\n{extra}\n"
                 );
                 let c = crate::config::Config::parse(&text, std::path::Path::new("g.toml")).unwrap();
                 let mut s = IntegrationState::pending(Arc::new(c.integrations[0].clone()));
@@ -250,6 +263,28 @@ mod tests {
         // c's first scheduled run is within a tenth of the period; a and b ran just now.
         let soon = t0 + settings().every / 10 + Duration::from_secs(60);
         assert_eq!(s.next(soon), run("c", ProbeTrigger::Scheduled));
+    }
+
+    #[test]
+    fn an_integration_may_set_its_own_period() {
+        let t0 = Instant::now();
+        let mut s = Scheduler::new(settings());
+        let hour = Duration::from_secs(3600);
+        let snap = snapshot_with(
+            &[("a", LockVerdict::Unpinned, 0)],
+            "[integrations.probe]\nskill = \"s\"\nevery = \"1h\"",
+        );
+        s.observe(&snap, t0);
+        let Next::At(first) = s.next(t0) else {
+            panic!()
+        };
+        assert!(first - t0 <= hour / 10, "{:?}", first - t0);
+        s.ran("a", first);
+        let Next::At(second) = s.next(first) else {
+            panic!()
+        };
+        let gap = (second - first).as_secs_f64() / hour.as_secs_f64();
+        assert!((0.9..=1.1).contains(&gap), "{gap}");
     }
 
     #[test]

@@ -42,6 +42,8 @@ const TAG_CHARS: usize = 50;
 const EXAMPLE_CHARS: usize = 300;
 /// Longest agent version published, in characters.
 const VERSION_CHARS: usize = 64;
+/// The `version` published for an agent whose own version sanitises to nothing.
+const UNKNOWN_VERSION: &str = "unknown";
 
 /// Builds the effective card for a usable integration; `None` when it has no usable profile.
 /// `public_url` is the gateway's base URL without a trailing slash.
@@ -85,7 +87,12 @@ fn card_json(state: &IntegrationState, public_url: &str) -> Option<Value> {
         "protocolBinding": iface.binding.as_str(),
         "protocolVersion": iface.version,
     });
-    if let Some(t) = i.tenant.as_ref().or(iface.tenant.as_ref()) {
+    if let Some(t) = i
+        .tenant
+        .as_ref()
+        .or(iface.tenant.as_ref())
+        .filter(|t| !t.is_empty())
+    {
         interface["tenant"] = Value::String(t.clone());
     }
     let mut skills = Vec::new();
@@ -124,11 +131,23 @@ fn card_json(state: &IntegrationState, public_url: &str) -> Option<Value> {
     if !extensions.is_empty() {
         capabilities["extensions"] = Value::Array(extensions);
     }
-    let name = sanitize(&profile.display.name, NAME_CHARS);
+    // No value of the card is ever empty (a sanitised string can be, when the agent wrote only
+    // blanks or invisible characters): the bytes the gateway signs are then the card as served,
+    // not only the form with empty values dropped that the official SDKs verify.
+    let name = non_empty(sanitize(&profile.display.name, NAME_CHARS), || {
+        sanitize(&i.name, NAME_CHARS)
+    });
+    let description = non_empty(
+        sanitize(&profile.display.description, DESCRIPTION_CHARS),
+        || name.clone(),
+    );
+    let version = non_empty(sanitize(&profile.agent_version, VERSION_CHARS), || {
+        UNKNOWN_VERSION.to_owned()
+    });
     let card = json!({
-        "name": if name.is_empty() { i.name.clone() } else { name },
-        "description": sanitize(&profile.display.description, DESCRIPTION_CHARS),
-        "version": sanitize(&profile.agent_version, VERSION_CHARS),
+        "name": name,
+        "description": description,
+        "version": version,
         "supportedInterfaces": [interface],
         "capabilities": capabilities,
         "defaultInputModes": default_in,
@@ -138,34 +157,55 @@ fn card_json(state: &IntegrationState, public_url: &str) -> Option<Value> {
     Some(card)
 }
 
-/// One accepted skill of the effective card: its sanitised strings, tags and media types.
+/// `value`, or `fallback()` when it is empty.
+fn non_empty(value: String, fallback: impl FnOnce() -> String) -> String {
+    if value.is_empty() { fallback() } else { value }
+}
+
+/// The sanitised, non-empty ones of `values`, at most `max`.
+fn sanitized(values: &[String], chars: usize, max: usize) -> Vec<String> {
+    values
+        .iter()
+        .map(|v| sanitize(v, chars))
+        .filter(|v| !v.is_empty())
+        .take(max)
+        .collect()
+}
+
+/// One accepted skill of the effective card: its sanitised strings, tags and media types; no
+/// value empty (a required `tags` left empty becomes the skill's id, like the name).
 fn skill_json(id: &str, sp: &SkillProfile, d: Option<&SkillDisplay>) -> Value {
-    let name = d
-        .map(|d| sanitize(&d.name, NAME_CHARS))
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| sanitize(id, NAME_CHARS));
-    let description = d
-        .map(|d| sanitize(&d.description, DESCRIPTION_CHARS))
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| name.clone());
+    let name = non_empty(
+        d.map(|d| sanitize(&d.name, NAME_CHARS)).unwrap_or_default(),
+        || non_empty(sanitize(id, NAME_CHARS), || id.to_owned()),
+    );
+    let description = non_empty(
+        d.map(|d| sanitize(&d.description, DESCRIPTION_CHARS))
+            .unwrap_or_default(),
+        || name.clone(),
+    );
+    let mut tags = sanitized(&sp.tags, TAG_CHARS, usize::MAX);
+    if tags.is_empty() {
+        tags.push(non_empty(sanitize(id, TAG_CHARS), || id.to_owned()));
+    }
     let mut skill = json!({
         "id": id,
         "name": name,
         "description": description,
-        "tags": sp.tags.iter().map(|t| sanitize(t, TAG_CHARS)).collect::<Vec<_>>(),
-        "inputModes": sp.input,
-        "outputModes": sp.output,
+        "tags": tags,
     });
-    if let Some(d) = d
-        && !d.examples.is_empty()
-    {
-        skill["examples"] = json!(
-            d.examples
-                .iter()
-                .take(10)
-                .map(|e| sanitize(e, EXAMPLE_CHARS))
-                .collect::<Vec<_>>()
-        );
+    // Optional lists: absent rather than empty.
+    if !sp.input.is_empty() {
+        skill["inputModes"] = json!(sp.input);
+    }
+    if !sp.output.is_empty() {
+        skill["outputModes"] = json!(sp.output);
+    }
+    let examples = d
+        .map(|d| sanitized(&d.examples, EXAMPLE_CHARS, 10))
+        .unwrap_or_default();
+    if !examples.is_empty() {
+        skill["examples"] = json!(examples);
     }
     skill
 }
@@ -195,6 +235,15 @@ mod tests {
         card_streaming: bool,
         verified_by: Option<&str>,
     ) -> IntegrationState {
+        state_edited(streaming_mode, card_streaming, verified_by, |_| {})
+    }
+
+    fn state_edited(
+        streaming_mode: StreamingMode,
+        card_streaming: bool,
+        verified_by: Option<&str>,
+        edit: impl FnOnce(&mut Profile),
+    ) -> IntegrationState {
         let i = Integration {
             name: "echo".into(),
             card: "https://a.example/c".into(),
@@ -221,12 +270,11 @@ mod tests {
             tags: vec!["t\u{7}ag".into()],
         };
         let p = Profile {
-            usable: true,
-            unusable: None,
-            reason: None,
+            verdict: crate::profile::Verdict::Usable,
             agent_version: "2.1".into(),
             card_digest: "x".into(),
             verified_by: verified_by.map(str::to_owned),
+            signature_failed: false,
             interface: Some(Interface {
                 url: "https://a.example/a2a".into(),
                 binding: Binding::JsonRpc,
@@ -254,6 +302,8 @@ mod tests {
                 .into(),
             },
         };
+        let mut p = p;
+        edit(&mut p);
         IntegrationState::from_profile(
             Arc::new(i),
             p,
@@ -326,6 +376,77 @@ mod tests {
         assert_eq!(served(&unsigned_agent, Some(&verified_only)), None);
         assert_eq!(served(&signed_agent, Some(&verified_only)), Some(1));
         assert_eq!(served(&unsigned_agent, Some(&always)), Some(1));
+        // A present upstream signature that failed: unsigned even with `always`.
+        let failed = state_edited(StreamingMode::Preferred, true, None, |p| {
+            p.signature_failed = true;
+        });
+        assert_eq!(
+            served(&failed, Some(&always)),
+            None,
+            "failed upstream signature"
+        );
+        assert_eq!(served(&failed, Some(&verified_only)), None);
+    }
+
+    /// Display strings an agent controls that the sanitiser may reduce to nothing.
+    fn hostile() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(String::new()),
+            Just(" ".to_owned()),
+            Just("\u{200b}".to_owned()),
+            Just("\u{202e}\u{feff}\n\t".to_owned()),
+            Just("\u{0}\u{7}".to_owned()),
+            "[ \u{200b}\u{2060}\u{e0041}\t\na-z]{0,8}",
+        ]
+    }
+
+    proptest::proptest! {
+        /// Every value of the effective card survives `strip_empty`, so the gateway's signature
+        /// covers the card as served (the form of the specification's worked example), not only
+        /// the form with empty values dropped.
+        #[test]
+        fn the_effective_card_never_carries_an_empty_value(
+            name in hostile(), description in hostile(), version in hostile(),
+            skill_name in hostile(), skill_description in hostile(),
+            tags in proptest::collection::vec(hostile(), 0..3),
+            examples in proptest::collection::vec(hostile(), 0..3),
+        ) {
+            use crate::card::sign::SigningKey;
+            use crate::card::signature::{self, PayloadForm, SigAlg, TrustedKeys, strip_empty};
+            use crate::config::{CardSigning, SignMode};
+            let s = state_edited(StreamingMode::Preferred, true, Some("agent"), |p| {
+                p.display.name = name;
+                p.display.description = description;
+                p.agent_version = version;
+                if let Some(sp) = p.skills.get_mut("echo") {
+                    sp.tags = tags;
+                }
+                p.display.skills.insert("echo".into(), SkillDisplay {
+                    name: skill_name,
+                    description: skill_description,
+                    examples,
+                });
+            });
+            let card = effective_card(&s, "http://gw").unwrap();
+            let v: Value = serde_json::from_slice(&card.body).unwrap();
+            proptest::prop_assert_eq!(strip_empty(&v), Some(v.clone()));
+
+            let (key, _) = SigningKey::generate(SigAlg::ES256, Some("gw")).unwrap();
+            let signer = CardSigner::new(&CardSigning {
+                key_file: "k".into(),
+                key: Arc::new(key),
+                mode: SignMode::VerifiedOnly,
+                previous: vec![],
+                jku: None,
+            }, "http://gw");
+            let signed: Value =
+                serde_json::from_slice(&served_card(&s, "http://gw", Some(&signer)).unwrap().body).unwrap();
+            let mut keys = TrustedKeys::default();
+            keys.add_jwks("http://gw", &String::from_utf8_lossy(&signer.jwks()), "jwks").unwrap();
+            let verified = signature::verify(&signed, &keys, "http://gw").unwrap();
+            proptest::prop_assert_eq!(verified.form, PayloadForm::AsReceived);
+        }
     }
 
     #[test]

@@ -30,6 +30,53 @@ pub const JWKS_CACHE_CONTROL: &str = "public, max-age=300";
 /// Media type of a JWK Set (RFC 7517 §8.5).
 pub const JWKS_CONTENT_TYPE: &str = "application/jwk-set+json";
 
+/// Why the `jku` the gateway's signatures name may mislead an orchestrator that fetches keys
+/// from it rather than holding the distributed public key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JkuRisk {
+    /// Not https: anyone on the path can answer the fetch with their own key set.
+    NotHttps,
+    /// `[listen] public_url` is unset and `jku` defaulted: it names the bound address (perhaps
+    /// `0.0.0.0`), which is not where orchestrators reach the gateway.
+    PublicUrlUnset,
+}
+
+impl JkuRisk {
+    /// Bounded label for logs.
+    pub fn reason(self) -> &'static str {
+        match self {
+            JkuRisk::NotHttps => "jku_not_https",
+            JkuRisk::PublicUrlUnset => "public_url_unset",
+        }
+    }
+
+    /// What the operator should do.
+    pub fn advice(self) -> &'static str {
+        match self {
+            JkuRisk::NotHttps => {
+                "the jku of the gateway's card signatures is not https; orchestrators should trust the distributed public key, or set [listen] public_url or [effective_card] jku to an https URL"
+            }
+            JkuRisk::PublicUrlUnset => {
+                "[listen] public_url is unset, so the jku of the gateway's card signatures names the bound address; set public_url to the address orchestrators use"
+            }
+        }
+    }
+}
+
+/// The risks of `jku` (the one the signatures name); `jku_configured` is whether `[effective_card]
+/// jku` set it, `public_url_configured` whether `[listen] public_url` is set. Pure.
+pub fn jku_risks(jku: &str, jku_configured: bool, public_url_configured: bool) -> Vec<JkuRisk> {
+    let mut risks = Vec::new();
+    let https = url::Url::parse(jku).is_ok_and(|u| u.scheme() == "https");
+    if !https {
+        risks.push(JkuRisk::NotHttps);
+    }
+    if !jku_configured && !public_url_configured {
+        risks.push(JkuRisk::PublicUrlUnset);
+    }
+    risks
+}
+
 /// Signs effective cards with the configured key and serves its JWK Set.
 pub struct CardSigner {
     key: Arc<SigningKey>,
@@ -78,11 +125,13 @@ impl CardSigner {
         &self.jku
     }
 
-    /// Whether the effective card projected from `profile` is signed: always with
-    /// `sign = "always"`; with `verified-only`, only when the agent's own card signature verified.
+    /// Whether the effective card projected from `profile` is signed: with `sign = "always"`,
+    /// unless the agent's card carried signatures that failed (the gateway's signature then means
+    /// only "the gateway served this projection", and must not paper over a failed one); with
+    /// `verified-only`, only when the agent's own card signature verified.
     pub fn applies(&self, profile: &Profile) -> bool {
         match self.mode {
-            SignMode::Always => true,
+            SignMode::Always => !profile.signature_failed,
             SignMode::VerifiedOnly => profile.verified_by.is_some(),
         }
     }
@@ -119,6 +168,23 @@ impl CardSigner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_jku_that_is_not_https_or_names_the_bound_address_is_a_risk() {
+        use JkuRisk::*;
+        let jwks = "/.well-known/jwks.json";
+        assert_eq!(
+            jku_risks(&format!("http://0.0.0.0:7411{jwks}"), false, false),
+            [NotHttps, PublicUrlUnset]
+        );
+        assert_eq!(
+            jku_risks(&format!("http://gw.internal{jwks}"), false, true),
+            [NotHttps]
+        );
+        assert_eq!(jku_risks("https://gw.example/k", true, false), []);
+        assert_eq!(jku_risks(&format!("https://gw{jwks}"), false, true), []);
+        assert_eq!(jku_risks("not a url", true, true), [NotHttps]);
+    }
     use crate::card::signature::{self, SigAlg, TrustedKeys};
     use crate::config::CardSigning;
     use std::path::PathBuf;

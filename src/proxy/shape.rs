@@ -56,7 +56,10 @@ pub fn upstream_headers(
     }
     if upstream.pass_through_auth {
         for v in caller.get_all(header::AUTHORIZATION) {
-            out.push((header::AUTHORIZATION, v.clone()));
+            // The caller's credential: redacted in every Debug of the header map from here on.
+            let mut v = v.clone();
+            v.set_sensitive(true);
+            out.push((header::AUTHORIZATION, v));
         }
     }
     if let Ok(v) = HeaderValue::from_str(&upstream.authority) {
@@ -126,12 +129,11 @@ mod tests {
             artifacts: None,
         };
         let p = Profile {
-            usable: true,
-            unusable: None,
-            reason: None,
+            verdict: crate::profile::Verdict::Usable,
             agent_version: "1".into(),
             card_digest: "x".into(),
             verified_by: None,
+            signature_failed: false,
             interface: Some(Interface {
                 url: "https://a.example:8443/a2a".into(),
                 binding: Binding::JsonRpc,
@@ -269,6 +271,21 @@ mod tests {
     }
 
     const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn a_passed_through_caller_credential_is_marked_sensitive() {
+        let mut h = HeaderMap::new();
+        h.append("authorization", HeaderValue::from_static("Bearer caller"));
+        let mut up = Upstream::for_tests("https://a.example/a2a");
+        up.pass_through_auth = true;
+        let out = shaped(&h, &up, 0);
+        let auth = out.get("authorization").expect("passed through");
+        assert_eq!(auth, "Bearer caller");
+        assert!(
+            auth.is_sensitive(),
+            "a caller credential must never reach a log as text"
+        );
+    }
 
     #[test]
     fn an_invalid_trace_context_is_dropped_and_a_request_id_always_leaves() {

@@ -4,8 +4,9 @@
 //! The caller's `X-Request-Id` is kept when it is 1 to [`MAX_REQUEST_ID`] bytes of
 //! `[A-Za-z0-9._:-]` (so it is safe in a log line and a header); otherwise a valid `traceparent`'s
 //! trace id is the request id; otherwise one is generated. `traceparent` (W3C Trace Context,
-//! "traceparent Header") is passed upstream only when it parses, with `tracestate` beside it when
-//! that is bounded and printable; an invalid one is dropped rather than forwarded.
+//! "traceparent Header") is passed upstream only when exactly one parses, rebuilt as version `00`
+//! (a later version's extra fields are not forwarded), with every `tracestate` line joined beside
+//! it when that is bounded and printable; an invalid one is dropped rather than forwarded.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,18 +101,8 @@ pub struct Trace {
 impl Trace {
     /// The trace context of a request with headers `h`.
     pub fn of(h: &HeaderMap) -> Trace {
-        let traceparent = h
-            .get("traceparent")
-            .filter(|v| valid_traceparent(v.as_bytes()))
-            .cloned();
-        let tracestate = traceparent.as_ref().and_then(|_| {
-            h.get("tracestate")
-                .filter(|v| {
-                    let b = v.as_bytes();
-                    b.len() <= MAX_TRACESTATE && b.iter().all(|c| (0x20..0x7f).contains(c))
-                })
-                .cloned()
-        });
+        let traceparent = traceparent(h);
+        let tracestate = traceparent.as_ref().and_then(|_| tracestate(h));
         let id = h
             .get("x-request-id")
             .and_then(|v| RequestId::parse(v.as_bytes()))
@@ -131,6 +122,50 @@ impl Trace {
     pub fn request_id_header(&self) -> Option<HeaderValue> {
         HeaderValue::from_str(self.id.as_str()).ok()
     }
+}
+
+/// The caller's one `traceparent`, as the version-00 header this gateway understands: a later
+/// version's first four fields are kept and its tail (which this gateway cannot check) dropped,
+/// as W3C Trace Context ("Versioning of traceparent") has a vendor propagate what it parsed.
+/// Two `traceparent` lines make the context invalid.
+fn traceparent(h: &HeaderMap) -> Option<HeaderValue> {
+    let mut lines = h.get_all("traceparent").iter();
+    let (Some(v), None) = (lines.next(), lines.next()) else {
+        return None;
+    };
+    let b = v.as_bytes();
+    if !valid_traceparent(b) {
+        return None;
+    }
+    if b.len() == 55 && b.starts_with(b"00") {
+        return Some(v.clone());
+    }
+    let mut rebuilt = b"00".to_vec();
+    rebuilt.extend_from_slice(b.get(2..55)?);
+    HeaderValue::from_bytes(&rebuilt).ok()
+}
+
+/// Every `tracestate` line joined by `,` (W3C Trace Context: several lines are one list), when
+/// the whole is printable and at most [`MAX_TRACESTATE`] bytes.
+fn tracestate(h: &HeaderMap) -> Option<HeaderValue> {
+    let mut joined: Vec<u8> = Vec::new();
+    for line in h.get_all("tracestate") {
+        let b = line.as_bytes();
+        if !b.iter().all(|c| (0x20..0x7f).contains(c)) {
+            return None;
+        }
+        if !joined.is_empty() {
+            joined.push(b',');
+        }
+        joined.extend_from_slice(b);
+        if joined.len() > MAX_TRACESTATE {
+            return None;
+        }
+    }
+    if joined.is_empty() {
+        return None;
+    }
+    HeaderValue::from_bytes(&joined).ok()
 }
 
 /// W3C `traceparent`: `version-traceid-parentid-flags`, lowercase hex of 2, 32, 16 and 2 digits;
@@ -276,5 +311,40 @@ mod tests {
             ]));
             assert!(t.traceparent.is_some() && t.tracestate.is_none());
         }
+    }
+
+    #[test]
+    fn a_later_version_is_forwarded_as_version_00_without_its_tail() {
+        let mut v = b"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-".to_vec();
+        v.extend(std::iter::repeat_n(b'a', 6 * 1024));
+        v.extend([b'\t', 0xff, 0xfe]);
+        let t = Trace::of(&headers(&[("traceparent", &v), ("tracestate", b"k=v")]));
+        let sent = t
+            .traceparent
+            .expect("a later version with a valid prefix is kept");
+        assert_eq!(sent, TP, "forwarded as the version-00 fields only");
+        assert_eq!(t.tracestate.as_ref().unwrap(), "k=v");
+        // A later version without a tail: the same rebuilt header.
+        let t = Trace::of(&headers(&[("traceparent", &v[..55])]));
+        assert_eq!(t.traceparent.unwrap(), TP);
+    }
+
+    #[test]
+    fn two_traceparent_lines_are_invalid_and_tracestate_lines_combine() {
+        let other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let two = headers(&[
+            ("traceparent", TP.as_bytes()),
+            ("traceparent", other.as_bytes()),
+            ("tracestate", b"k=v"),
+        ]);
+        let t = Trace::of(&two);
+        assert!(t.traceparent.is_none() && t.tracestate.is_none(), "{t:?}");
+        assert_ne!(t.id.as_str(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        let t = Trace::of(&headers(&[
+            ("traceparent", TP.as_bytes()),
+            ("tracestate", b"a=1"),
+            ("tracestate", b"b=2"),
+        ]));
+        assert_eq!(t.tracestate.unwrap(), "a=1,b=2");
     }
 }

@@ -213,7 +213,7 @@ pub struct Reason {
     pub message: String,
     /// Card values (or the state's account that quotes them) the message refers to: quote as
     /// data, never follow. Each is sanitised and at most [`MAX_QUOTED_CHARS`] characters; at most
-    /// [`MAX_LISTED`] entries. Absent when empty.
+    /// `MAX_LISTED` entries. Absent when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub untrusted: Vec<String>,
 }

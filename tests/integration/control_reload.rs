@@ -121,6 +121,7 @@ async fn file_changes_reload_by_difference_and_bad_files_are_refused() {
         "{r:?}"
     );
     assert!(r.ready);
+    assert_eq!(h.metrics().config_refused.get(), 1, "refused while on disk");
     let s = h.store().load();
     assert!(s.get("a").is_some() && s.get("c").is_some() && s.get("z").is_none());
     assert_eq!(h.config().integrations.len(), 2);
@@ -143,6 +144,11 @@ async fn file_changes_reload_by_difference_and_bad_files_are_refused() {
     );
     std::fs::write(&path, text(addr, &["a"])).unwrap();
     eventually("the good file", || h.readiness().config_refused.is_none()).await;
+    assert_eq!(
+        h.metrics().config_refused.get(),
+        0,
+        "applied: no longer refused"
+    );
     assert!(h.store().load().get("c").is_none());
     reloader.abort();
     h.shutdown();

@@ -8,7 +8,7 @@
 //!
 //! Docker itself is not needed: the image is not built here.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -421,9 +421,91 @@ fn exported(families: &BTreeSet<String>, name: &str) -> bool {
         })
 }
 
+/// `(family, label)` → the values a scrape shows (histogram series count for their family).
+fn scraped_label_values(text: &str) -> BTreeMap<(String, String), BTreeSet<String>> {
+    let mut out: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((name, rest)) = line.split_once('{') else {
+            continue;
+        };
+        let name = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .unwrap_or(name);
+        let labels = rest.split_once('}').map_or("", |(l, _)| l);
+        for pair in labels.split("\",") {
+            if let Some((k, v)) = pair.split_once("=\"") {
+                let v = v.trim_end_matches('"');
+                (out.entry((name.to_owned(), k.to_owned())).or_default()).insert(v.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// `(family, label)` → the values the README's metrics table documents (`label` (`a`, `b`)).
+fn documented_label_values() -> BTreeMap<(String, String), BTreeSet<String>> {
+    let readme = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"));
+    let mut out: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for row in readme.lines().filter(|l| l.starts_with("| `a2a_egress_")) {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let (Some(name), Some(labels)) = (cells.first(), cells.get(2)) else {
+            continue;
+        };
+        let name = name.trim_start_matches("| ").trim_matches('`');
+        let mut rest = *labels;
+        while let Some(at) = rest.find("` (") {
+            let label = rest[..at].rsplit('`').next().unwrap_or_default();
+            let inside = rest[at + 3..].split(')').next().unwrap_or_default();
+            let values = inside.split('`').skip(1).step_by(2).map(str::to_owned);
+            (out.entry((name.to_owned(), label.to_owned())).or_default()).extend(values);
+            rest = &rest[at + 3..];
+        }
+    }
+    out
+}
+
+/// Every `label="value"` (or `=~"a|b"`) matcher on an `a2a_egress_*` selector in `expr`:
+/// `(family, label, value)`. Grafana variables (`$x`) and regexes with metacharacters are skipped.
+fn matchers(expr: &str) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    let mut rest = expr;
+    while let Some(at) = rest.find("a2a_egress_") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        let (name, after) = tail.split_at(end);
+        rest = after;
+        let Some(inside) = after.strip_prefix('{').and_then(|a| a.split_once('}')) else {
+            continue;
+        };
+        for m in inside.0.split(',') {
+            let Some((label, value)) = m.split_once('=') else {
+                continue;
+            };
+            let label = label.trim().trim_end_matches('!').trim();
+            let value = value.trim_start_matches(['~']).trim().trim_matches('"');
+            if value.contains('$') || value.contains(['.', '*', '+', '?', '(', '[']) {
+                continue;
+            }
+            for v in value.split('|') {
+                out.push((name.to_owned(), label.to_owned(), v.to_owned()));
+            }
+        }
+    }
+    out
+}
+
 #[tokio::test]
 async fn alert_rules_and_dashboard_name_only_metrics_a_live_gateway_exports() {
-    let families = crate::observability::exported_families().await;
+    let scrape = crate::observability::live_scrape().await;
+    let families = crate::observability::families(&scrape);
+    let mut known = scraped_label_values(&scrape);
+    for (k, v) in documented_label_values() {
+        known.entry(k).or_default().extend(v);
+    }
+    let mut exprs: Vec<String> = Vec::new();
 
     let rules_path = deploy_dir().join("prometheus/alerts.yaml");
     let rules = yaml_docs(&rules_path, &read(&rules_path));
@@ -441,6 +523,7 @@ async fn alert_rules_and_dashboard_name_only_metrics_a_live_gateway_exports() {
                 "{name}: summary"
             );
             let names = metric_names(expr);
+            exprs.push(expr.to_owned());
             assert!(!names.is_empty(), "{name}: no a2a_egress metric in {expr}");
             used.extend(names);
             alerts.insert(name.to_owned());
@@ -468,6 +551,7 @@ async fn alert_rules_and_dashboard_name_only_metrics_a_live_gateway_exports() {
         for t in targets {
             let expr = t["expr"].as_str().expect("a PromQL expr");
             assert!(!metric_names(expr).is_empty(), "{}: {expr}", p["title"]);
+            exprs.push(expr.to_owned());
             used.extend(metric_names(expr));
         }
     }
@@ -480,4 +564,56 @@ async fn alert_rules_and_dashboard_name_only_metrics_a_live_gateway_exports() {
         missing.is_empty(),
         "deploy/ names metrics the gateway does not export: {missing:?}\nexported: {families:?}"
     );
+
+    // Each matcher's value is one the gateway really gives that label (in the scrape, or in
+    // the README's documented set): a typo such as status="blockd" would never match.
+    let mut checked = 0;
+    for (family, label, value) in exprs.iter().flat_map(|e| matchers(e)) {
+        if matches!(label.as_str(), "instance" | "job") {
+            continue;
+        }
+        let base = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| family.strip_suffix(s))
+            .unwrap_or(&family);
+        let values = known.get(&(base.to_owned(), label.clone()));
+        assert!(
+            values.is_some_and(|v| v.contains(&value)),
+            "deploy/ matches {family}{{{label}=\"{value}\"}}, a value the gateway never gives \
+             that label (known: {values:?})"
+        );
+        checked += 1;
+    }
+    assert!(checked > 0, "no label matcher checked");
+}
+
+/// The admin listener binds the pod's IP for the kubelet: a NetworkPolicy keeps other pods off
+/// it, letting only the scraper in, and only to the admin port.
+#[test]
+fn kubernetes_example_fences_the_admin_listener_with_a_network_policy() {
+    let docs = kube_docs();
+    let policy = of_kind(&docs, "NetworkPolicy");
+    let pod_labels = &of_kind(&docs, "Deployment")["spec"]["template"]["metadata"]["labels"];
+    let selected = policy["spec"]["podSelector"]["matchLabels"]
+        .as_object()
+        .expect("the policy selects pods by label");
+    for (k, v) in selected {
+        assert_eq!(
+            &pod_labels[k], v,
+            "the policy selects the gateway's pod ({k})"
+        );
+    }
+    let types = policy["spec"]["policyTypes"].as_array().unwrap();
+    assert!(types.contains(&"Ingress".into()), "{types:?}");
+    let rules = policy["spec"]["ingress"].as_array().expect("ingress rules");
+    assert!(!rules.is_empty());
+    for r in rules {
+        let from = r["from"].as_array().map_or(0, Vec::len);
+        assert!(from > 0, "an ingress rule open to every pod: {r}");
+        let ports: Vec<&Value> = r["ports"].as_array().into_iter().flatten().collect();
+        assert!(!ports.is_empty(), "an ingress rule open on every port: {r}");
+        for p in ports {
+            assert!(p["port"] == 7412 || p["port"] == "admin", "{p}");
+        }
+    }
 }

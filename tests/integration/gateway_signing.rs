@@ -264,6 +264,33 @@ async fn official_sdk_verifiers_accept_the_gateway_card_and_refuse_one_changed_b
     }
 }
 
+/// An agent whose card description and only tag are invisible or blank (the upstream card is
+/// valid; the sanitised values are empty): the gateway's signed card has no empty value, so the
+/// gateway's own `validate`, which refuses empty required values, accepts it.
+#[tokio::test]
+async fn a_card_with_blank_description_and_tags_is_signed_in_the_form_served() {
+    let agent = SdkAgent::start(&[
+        "--skill",
+        "echo:text/plain",
+        "--description",
+        "\u{200b}",
+        "--tag",
+        " ",
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    keygen(dir.path(), "gw.jwk.json", "ES256", "gw");
+    let cfg = config(&agent, "signing_key = \"gw.jwk.json\"\nsign = \"always\"");
+    let gw = InProcess::start_in(dir, &cfg).await;
+    let c = card(&gw).await;
+    assert_eq!(c["signatures"].as_array().map(Vec::len), Some(1), "{c:#}");
+    let (_, _, jwks) = get(&gw, JWKS).await;
+    let (ok, out) = validate(gw.dir.path(), &c, &gw.public_url, &jwks);
+    assert!(ok, "{out}");
+    assert!(!out.contains("empty values dropped"), "{out}");
+    assert_eq!(c["description"], c["name"], "{c:#}");
+    assert_eq!(c["skills"][0]["tags"], json!(["echo"]), "{c:#}");
+}
+
 #[tokio::test]
 async fn without_a_key_or_with_an_unverified_upstream_the_card_is_unsigned() {
     let agent = SdkAgent::start(&["--skill", "echo:text/plain"]);
@@ -409,6 +436,29 @@ async fn rotation_a_card_signed_with_the_previous_key_verifies_while_that_key_is
     assert!(!ok && out.contains("\"gw-1\" is not trusted"), "{out}");
 }
 
+/// The ways a P-256 private scalar (`d`, base64url) could be written out: as in the JWK, hex,
+/// standard base64, and its PKCS#8 DER document in base64, base64url and hex.
+fn private_forms(d: &str) -> Vec<(&'static str, String)> {
+    use base64::engine::general_purpose::STANDARD;
+    use p256::pkcs8::EncodePrivateKey as _;
+    let raw = URL_SAFE_NO_PAD.decode(d).unwrap();
+    let der = p256::SecretKey::from_slice(&raw)
+        .unwrap()
+        .to_pkcs8_der()
+        .unwrap()
+        .as_bytes()
+        .to_vec();
+    vec![
+        ("base64url", d.to_owned()),
+        ("hex", hex::encode(&raw)),
+        ("HEX", hex::encode_upper(&raw)),
+        ("base64", STANDARD.encode(&raw)),
+        ("pkcs8 base64", STANDARD.encode(&der)),
+        ("pkcs8 base64url", URL_SAFE_NO_PAD.encode(&der)),
+        ("pkcs8 hex", hex::encode(&der)),
+    ]
+}
+
 #[tokio::test]
 async fn the_private_key_appears_in_no_response_log_or_metric() {
     let agent = SdkAgent::start(&["--skill", "echo:text/plain"]);
@@ -417,9 +467,9 @@ async fn the_private_key_appears_in_no_response_log_or_metric() {
     let private: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("gw.jwk.json")).unwrap())
             .unwrap();
-    let d = private["d"].as_str().unwrap().to_owned();
+    let forms = private_forms(private["d"].as_str().unwrap());
     let cfg = config(&agent, "signing_key = \"gw.jwk.json\"\nsign = \"always\"");
-    let gw = GatewayProc::start_in(dir, &cfg, &[("A2A_EGRESS_LOG", "debug")]).await;
+    let gw = GatewayProc::start_in(dir, &cfg, &[("A2A_EGRESS_LOG", "trace")]).await;
 
     let mut seen = Vec::new();
     for path in [
@@ -454,7 +504,21 @@ async fn the_private_key_appears_in_no_response_log_or_metric() {
         .count();
     assert_eq!(signings, 1, "{log:#?}");
     for text in seen.iter().chain(log.iter()) {
-        assert!(!text.contains(&d), "the private key leaked: {text}");
+        for (form, value) in &forms {
+            assert!(
+                !text.contains(value.as_str()),
+                "the private key leaked ({form}): {text}"
+            );
+        }
+    }
+    // No `[listen] public_url` and the default jku: the gateway says at start that the jku it
+    // publishes is plain http on the bound address, once each.
+    for risk in ["jku_not_https", "public_url_unset"] {
+        let n = log
+            .iter()
+            .filter(|l| l.contains("WARN") && l.contains(risk))
+            .count();
+        assert_eq!(n, 1, "{risk}: {log:#?}");
     }
 
     // A key file group or others may read is a config error naming the key and the fix.

@@ -94,6 +94,11 @@ pub fn families(text: &str) -> BTreeSet<String> {
 
 /// The family names a live gateway exports once [`ordinary_traffic`] ran.
 pub async fn exported_families() -> BTreeSet<String> {
+    families(&live_scrape().await)
+}
+
+/// A live gateway's `/metrics` once [`ordinary_traffic`] ran.
+pub async fn live_scrape() -> String {
     let agent = RefAgent::sample();
     let gw = gateway(&agent).await;
     ordinary_traffic(&gw).await;
@@ -105,7 +110,7 @@ pub async fn exported_families() -> BTreeSet<String> {
     ] {
         assert!(f.contains(want), "{want} after the traffic:\n{text}");
     }
-    f
+    text
 }
 
 #[tokio::test]

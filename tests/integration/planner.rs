@@ -132,6 +132,7 @@ async fn select(gw: &InProcess, need: &Value) -> Value {
 async fn get(gw: &InProcess, path: &str) -> (u16, Value) {
     let r = crate::common::http()
         .get(gw.admin_url(path))
+        .bearer_auth(TOKEN)
         .send()
         .await
         .unwrap();
@@ -258,7 +259,17 @@ async fn select_and_the_planner_view_follow_live_agents() {
         "{view}"
     );
     cli_select_and_status(&gw, cli_dir.path(), "sdk-d");
-    let out = cli(&["status", "--admin", &gw.admin_url("")], cli_dir.path());
+    std::fs::write(cli_dir.path().join("token"), TOKEN).unwrap();
+    let out = cli(
+        &[
+            "status",
+            "--admin",
+            &gw.admin_url(""),
+            "--token-file",
+            "token",
+        ],
+        cli_dir.path(),
+    );
     let table = String::from_utf8_lossy(&out.stdout);
     let row = |name: &str| {
         table
@@ -364,7 +375,52 @@ async fn planner_view(gw: &InProcess) {
 }
 
 /// Protocol-shaped refusals, and the admin token rule: `POST /v1/select` needs it, views do not.
+/// Every admin answer that is not a success is a `google.rpc.Status` with an ErrorInfo reason:
+/// an unknown route, a method a route does not take, a path that does not decode.
+async fn every_refusal_is_a_google_rpc_status(gw: &InProcess) {
+    let client = crate::common::http();
+    let cases = [
+        ("GET", "/v1/nope", 404, "UNKNOWN_ROUTE"),
+        ("PUT", "/v1/select", 405, "METHOD_NOT_ALLOWED"),
+        ("GET", "/v1/select", 405, "METHOD_NOT_ALLOWED"),
+        ("POST", "/v1/integrations", 405, "METHOD_NOT_ALLOWED"),
+        ("GET", "/v1/integrations/%FF", 400, "INVALID_PATH"),
+    ];
+    for (method, path, want, reason) in cases {
+        let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let r = (client.request(m, gw.admin_url(path)))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        let code = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        let body: Value = serde_json::from_str(&text).unwrap_or_default();
+        assert_eq!(code, want, "{method} {path}: {text:?}");
+        assert_eq!(body["error"]["code"], want, "{method} {path}: {text:?}");
+        let info = &body["error"]["details"][0];
+        assert_eq!(info["domain"], "a2a-egress", "{method} {path}: {text:?}");
+        assert_eq!(info["reason"], reason, "{method} {path}: {text:?}");
+    }
+}
+
+/// With a token configured the planner's reads need it; the probe and scrape routes do not.
+async fn reads_of_the_planner_need_the_token(gw: &InProcess) {
+    let client = crate::common::http();
+    for path in ["/v1/integrations", "/v1/integrations/sdk-a"] {
+        let r = client.get(gw.admin_url(path)).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 401, "{path}");
+        assert!(r.headers().contains_key("www-authenticate"), "{path}");
+    }
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        let r = client.get(gw.admin_url(path)).send().await.unwrap();
+        assert_ne!(r.status().as_u16(), 401, "{path}");
+    }
+}
+
 async fn errors_and_token(gw: &InProcess) {
+    every_refusal_is_a_google_rpc_status(gw).await;
+    reads_of_the_planner_need_the_token(gw).await;
     let (code, body) = get(gw, "/v1/integrations/nope").await;
     assert_eq!(code, 404);
     assert_eq!(
@@ -485,6 +541,12 @@ fn cli_select_and_status(gw: &InProcess, dir: &Path, chosen: &str) {
     assert_ne!(out.status.code(), Some(0), "no token: refused");
 
     let out = cli(&["status", "--admin", &admin], dir);
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "no token: the planner view is refused"
+    );
+    let out = cli(&["status", "--admin", &admin, "--token-file", "token"], dir);
     assert_eq!(
         out.status.code(),
         Some(0),

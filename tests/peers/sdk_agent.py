@@ -83,6 +83,10 @@ def parse_args(argv):
                    help='capabilities.extendedAgentCard + an extended card with an extra skill')
     p.add_argument('--card-version', default='1.0.0')
     p.add_argument('--name', default='SDK test agent')
+    p.add_argument('--description', default='A2A 1.0 test agent built from the official a2a-sdk',
+                   help="the card's description (e.g. only invisible characters)")
+    p.add_argument('--tag', action='append', default=[], metavar='TAG',
+                   help="every skill's tags (repeatable; default test)")
     p.add_argument('--skill', action='append', default=[], metavar='ID:MODE,MODE',
                    help='skill id and its input modes (repeatable; default echo:text/plain)')
     p.add_argument('--version-only', default='', metavar='X',
@@ -127,10 +131,10 @@ def build_cards(args, base):
     for spec in args.skill or ['echo:text/plain']:
         sid, _, modes = spec.partition(':')
         skills.append(AgentSkill(id=sid, name=sid, description=f'{sid} skill of the SDK test agent',
-                                 tags=['test'], input_modes=[m for m in modes.split(',') if m]))
+                                 tags=args.tag or ['test'], input_modes=[m for m in modes.split(',') if m]))
     card = AgentCard(
         name=args.name,
-        description='A2A 1.0 test agent built from the official a2a-sdk',
+        description=args.description,
         version=args.card_version,
         provider=AgentProvider(organization='a2a-egress tests', url='https://example.com'),
         supported_interfaces=[interfaces[k] for k in order],

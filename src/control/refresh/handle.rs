@@ -92,7 +92,8 @@ impl ControlHandle {
     pub(crate) fn spawn_worker(&self, integration: Arc<Integration>) {
         let (tx, rx) = mpsc::channel(WORKER_QUEUE);
         let name = integration.name.clone();
-        self.inner.metrics.init_integration(&name);
+        let default_interval = self.inner.config.load().refresh.default;
+        self.inner.metrics.init_integration(&name, default_interval);
         let task = tokio::spawn(supervise::supervise(
             self.inner.clone(),
             integration.clone(),
