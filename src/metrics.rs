@@ -208,6 +208,34 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
+/// The data plane's load: requests in flight, connections held, and what the caps and deadlines
+/// cut off.
+fn load_metrics(registry: &Registry) -> (IntGauge, IntGauge, IntCounterVec, IntCounterVec) {
+    let inflight = gauge(
+        registry,
+        "a2a_egress_inflight_requests",
+        "Data-plane requests in progress.",
+    );
+    let connections = gauge(
+        registry,
+        "a2a_egress_downstream_connections",
+        "Open data-plane connections holding a connection slot.",
+    );
+    let refusals = counters(
+        registry,
+        "a2a_egress_overload_refusals_total",
+        "Calls refused with 503 because a connection or in-flight cap was reached.",
+        &["limit"],
+    );
+    let timeouts = counters(
+        registry,
+        "a2a_egress_downstream_timeouts_total",
+        "Data-plane connections cut off by the idle, header or body deadline.",
+        &["phase"],
+    );
+    (inflight, connections, refusals, timeouts)
+}
+
 /// `a2a_egress_card_signatures_total`, every series present from the start (at 0).
 fn card_signatures(registry: &Registry) -> IntCounterVec {
     let c = counters(
@@ -234,6 +262,8 @@ impl Metrics {
         let registry = Registry::new();
         let (artifact_mismatches, probe_runs, probe_failed) = evidence_metrics(&registry);
         let (integration_status, profile_usable, lock_verdict) = state_gauges(&registry);
+        let (inflight, downstream_connections, overload_refusals, downstream_timeouts) =
+            load_metrics(&registry);
         Metrics {
             requests: counters(
                 &registry,
@@ -288,28 +318,10 @@ impl Metrics {
             build_info: build_info(&registry),
             profile_usable,
             lock_verdict,
-            inflight: gauge(
-                &registry,
-                "a2a_egress_inflight_requests",
-                "Data-plane requests in progress.",
-            ),
-            downstream_connections: gauge(
-                &registry,
-                "a2a_egress_downstream_connections",
-                "Open data-plane connections holding a connection slot.",
-            ),
-            overload_refusals: counters(
-                &registry,
-                "a2a_egress_overload_refusals_total",
-                "Calls refused with 503 because a connection or in-flight cap was reached.",
-                &["limit"],
-            ),
-            downstream_timeouts: counters(
-                &registry,
-                "a2a_egress_downstream_timeouts_total",
-                "Data-plane connections cut off by the idle, header or body deadline.",
-                &["phase"],
-            ),
+            inflight,
+            downstream_connections,
+            overload_refusals,
+            downstream_timeouts,
             admin_refusals: counters(
                 &registry,
                 "a2a_egress_admin_refusals_total",
