@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Fails when a function in src/ is longer than a reader can hold in their head.
 #
-# The guideline is about 80 lines per function; this gate is a generous ceiling above it
-# (MAX_FN_LINES, default 100), counted from the line of `fn` to the line of the body's closing
-# brace, doc comments and attributes not included. Closures count towards the function they are
-# written in; a nested `fn` counts towards its parent and on its own. Test modules are included:
-# a test is read as often as the code it checks.
+# The limit is 80 lines per function (MAX_FN_LINES, default 80), counted from the line of `fn`
+# to the line of the body's closing brace, doc comments and attributes not included. Closures
+# count towards the function they are written in; a nested `fn` counts towards its parent and on
+# its own. Test modules are included: a test is read as often as the code it checks.
 #
-# ALLOWED names the functions over the ceiling today, each waiting for the work on its file; a new
+# ALLOWED names the functions over the limit on purpose: two table-driven tests whose body is a
+# table of cases, one row per classification rule, read row by row rather than held whole. A new
 # offender fails, and so does an entry that is no longer needed (delete it when the function is
 # split).
 #
@@ -16,17 +16,17 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-exec python3 - "${1:-100}" <<'PY'
+exec python3 - "${1:-80}" <<'PY'
 import pathlib
 import re
 import sys
 
 limit = int(sys.argv[1])
 
-# (file, function): who will split it.
+# (file, function): why it stays longer.
 ALLOWED = {
-    ("src/lock/diff/tests.rs", "every_rule_against_the_lock"): "lockfile work (one table-driven test)",
-    ("src/lock/diff/tests.rs", "every_rule_between_two_profiles_without_a_lock"): "lockfile work",
+    ("src/lock/diff/tests.rs", "every_rule_against_the_lock"): "a table of cases, one row per rule",
+    ("src/lock/diff/tests.rs", "every_rule_between_two_profiles_without_a_lock"): "a table of cases, one row per rule",
 }
 FN = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?"
                 r"(?:extern\s+\"[^\"]*\"\s+)?fn\s+([A-Za-z_][A-Za-z0-9_]*)")

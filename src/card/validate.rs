@@ -453,11 +453,30 @@ fn validate_inner(
             message: e.to_string(),
         }])
     })?;
+    let uncovered = signature_notes(&signature, &parsed.value, policy, &mut ck.warnings)?;
+    Ok(ValidatedCard {
+        card,
+        json: parsed.value,
+        digest,
+        signature,
+        uncovered,
+        warnings: ck.warnings,
+    })
+}
+
+/// What a verified or unverified signature leaves to say: the empty values its payload form did
+/// not cover (refused when signatures are required), and the warnings the caller should read.
+fn signature_notes(
+    signature: &SignatureStatus,
+    value: &Value,
+    policy: &CardPolicy,
+    warnings: &mut Vec<CardWarning>,
+) -> Result<Vec<String>, CardErrors> {
     let mut uncovered = Vec::new();
-    if let SignatureStatus::Verified(v) = &signature
+    if let SignatureStatus::Verified(v) = signature
         && v.form == PayloadForm::EmptiesStripped
     {
-        let unsigned = meaningful_empties(&parsed.value);
+        let unsigned = meaningful_empties(value);
         if policy.require_signatures && !unsigned.is_empty() {
             return Err(CardErrors(
                 unsigned
@@ -471,33 +490,26 @@ fn validate_inner(
         }
         uncovered.clone_from(&unsigned);
         for path in unsigned {
-            ck.warnings.push(CardWarning {
+            warnings.push(CardWarning {
                 path,
                 message: "empty value not covered by the signature (it changes the card's meaning)"
                     .into(),
             });
         }
-        ck.warnings.push(CardWarning {
+        warnings.push(CardWarning {
             path: format!("signatures[{}]", v.index),
             message: "verifies only the card with empty values dropped (as the official SDKs sign); \
                       empty values, e.g. a scope-less requirement {\"bearer\":{}}, are not authenticated"
                 .into(),
         });
     }
-    if let SignatureStatus::Unverified { reason } = &signature {
-        ck.warnings.push(CardWarning {
+    if let SignatureStatus::Unverified { reason } = signature {
+        warnings.push(CardWarning {
             path: "signatures".into(),
             message: format!("present but not verified: {reason}"),
         });
     }
-    Ok(ValidatedCard {
-        card,
-        json: parsed.value,
-        digest,
-        signature,
-        uncovered,
-        warnings: ck.warnings,
-    })
+    Ok(uncovered)
 }
 
 /// Members whose values are protobuf maps (or `google.protobuf.Struct`): an entry is meaningful

@@ -119,22 +119,28 @@ impl ControlMetrics {
             )?,
             ages: ProfileAges::new()?,
         };
-        registry.register(Box::new(m.refreshes.clone()))?;
-        registry.register(Box::new(m.failures.clone()))?;
-        registry.register(Box::new(m.swaps.clone()))?;
-        registry.register(Box::new(m.stale_debounced.clone()))?;
-        registry.register(Box::new(m.stale_refreshes.clone()))?;
-        registry.register(Box::new(m.reloads.clone()))?;
-        registry.register(Box::new(m.config_refused.clone()))?;
-        registry.register(Box::new(m.degraded.clone()))?;
-        registry.register(Box::new(m.worker_panics.clone()))?;
-        registry.register(Box::new(m.state_write_failures.clone()))?;
-        registry.register(Box::new(m.interval.clone()))?;
-        registry.register(Box::new(m.ages.clone()))?;
+        m.register_on(registry)?;
         for r in ReloadResult::ALL {
             m.reloads.with_label_values(&[r.as_str()]);
         }
         Ok(m)
+    }
+
+    /// Registers every family of `self` on `registry`.
+    fn register_on(&self, registry: &prometheus::Registry) -> Result<(), prometheus::Error> {
+        registry.register(Box::new(self.refreshes.clone()))?;
+        registry.register(Box::new(self.failures.clone()))?;
+        registry.register(Box::new(self.swaps.clone()))?;
+        registry.register(Box::new(self.stale_debounced.clone()))?;
+        registry.register(Box::new(self.stale_refreshes.clone()))?;
+        registry.register(Box::new(self.reloads.clone()))?;
+        registry.register(Box::new(self.config_refused.clone()))?;
+        registry.register(Box::new(self.degraded.clone()))?;
+        registry.register(Box::new(self.worker_panics.clone()))?;
+        registry.register(Box::new(self.state_write_failures.clone()))?;
+        registry.register(Box::new(self.interval.clone()))?;
+        registry.register(Box::new(self.ages.clone()))?;
+        Ok(())
     }
 
     /// Pre-creates an integration's series so dashboards see zeros, not gaps.

@@ -30,8 +30,47 @@ use super::route::{Method, Route, check_path, route};
 use super::trace::Trace;
 use super::upstream::tls_fault;
 use crate::config::DEFAULT_MAX_BODY_BYTES;
+use crate::state::IntegrationState;
 
 impl Gateway {
+    /// Sends a decided request through the gateway's own client and records its outcome.
+    async fn forward(
+        &self,
+        session: &mut Session,
+        ctx: &mut Ctx,
+        state: &IntegrationState,
+        plan: &policy::Plan,
+        facts: &Facts<'_>,
+        body: &Bytes,
+    ) -> Result<bool> {
+        ctx.method = plan.method;
+        // Forward the caller's bytes unless the tenant must be spliced in (a rewrite costs about
+        // a third more CPU per request).
+        ctx.body = plan.rewritten_body.clone().unwrap_or_else(|| body.clone());
+        // Every call leaves through the gateway's own client: one HTTP stack and one connection
+        // pool (pingora's connector, on this runtime) for unary calls, message sends, streams,
+        // downgrades and retries alike. Message sends and streams that the agent refuses with
+        // -32008/-32009 before doing any work, and calls whose answer the artifact schema must
+        // see, may be refreshed, re-shaped and retried once (see `super::retry`); other calls
+        // (task reads, cancels, push configs) answer the agent's error unchanged and mark the
+        // profile stale.
+        let screened =
+            state.integration.artifacts.is_some() && plan.method.answers_with_artifacts();
+        let redo = super::retry::Redo {
+            facts,
+            original_body: body,
+        };
+        let call = super::client::Call {
+            state,
+            plan,
+            redo: &redo,
+            may_retry: plan.method.sends_message() || plan.stream != StreamPlan::Unary || screened,
+        };
+        let outcome = super::client::call(self, session, ctx, call).await?;
+        ctx.outcome = Some(outcome);
+        Ok(true)
+    }
+
     /// Reads the request body, refusing before reading past `limit`.
     async fn read_body(&self, session: &mut Session, limit: usize) -> Result<Option<Bytes>> {
         if let Some(len) = session
@@ -380,32 +419,8 @@ impl ProxyHttp for Gateway {
             Ok(p) => p,
             Err(d) => return self.deny(session, ctx, d).await,
         };
-        ctx.method = plan.method;
-        // Forward the caller's bytes unless the tenant must be spliced in (a rewrite costs about
-        // a third more CPU per request).
-        ctx.body = plan.rewritten_body.clone().unwrap_or_else(|| body.clone());
-        // Every call leaves through the gateway's own client: one HTTP stack and one connection
-        // pool (pingora's connector, on this runtime) for unary calls, message sends, streams,
-        // downgrades and retries alike. Message sends and streams that the agent refuses with
-        // -32008/-32009 before doing any work, and calls whose answer the artifact schema must
-        // see, may be refreshed, re-shaped and retried once (see `super::retry`); other calls
-        // (task reads, cancels, push configs) answer the agent's error unchanged and mark the
-        // profile stale.
-        let screened =
-            state.integration.artifacts.is_some() && plan.method.answers_with_artifacts();
-        let redo = super::retry::Redo {
-            facts: &facts,
-            original_body: &body,
-        };
-        let call = super::client::Call {
-            state: &state,
-            plan: &plan,
-            redo: &redo,
-            may_retry: plan.method.sends_message() || plan.stream != StreamPlan::Unary || screened,
-        };
-        let outcome = super::client::call(self, session, ctx, call).await?;
-        ctx.outcome = Some(outcome);
-        Ok(true)
+        self.forward(session, ctx, &state, &plan, &facts, &body)
+            .await
     }
 
     async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
