@@ -71,7 +71,7 @@ fn bench(c: &mut Criterion) {
     };
     // Sanity: the generated card is valid and usable, so the bench measures the full path.
     let v = card::validate(&bytes, &policy, None).expect("bench card must be valid");
-    assert!(profile::compile(&v, &caps).usable);
+    assert!(profile::compile(&v, &caps).is_usable());
 
     let mut g = c.benchmark_group("card_50k");
     g.throughput(Throughput::Bytes(bytes.len() as u64));

@@ -12,6 +12,9 @@ use super::text::{id_chars_ok, literal_matches_parsed, media_type_chars_ok, tena
 use super::validate::{CardError, CardWarning, MAX_ID_BYTES, MAX_URL_BYTES};
 use super::wire::{Path, quote};
 
+/// The shape a security requirement must have in A2A 1.0 (quoted when a card uses another one).
+const SECURITY_SHAPE: &str = "{\"schemes\":{\"<name>\":{\"list\":[\"<scope>\"]}}}";
+
 /// How a string field is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -443,7 +446,6 @@ impl Checker<'_> {
         p: &Path<'_>,
         schemes: Option<&Map<String, Value>>,
     ) {
-        const SHAPE: &str = "{\"schemes\":{\"<name>\":{\"list\":[\"<scope>\"]}}}";
         if m.contains_key("security") && !m.contains_key("securityRequirements") {
             self.errors.push(CardError::Security03 {
                 path: p.key("security").to_string(),
@@ -459,64 +461,78 @@ impl Checker<'_> {
             return;
         };
         for (i, r) in arr.iter().enumerate() {
-            let ip = rp.index(i);
-            let Some(rm) = self.object(r, &ip) else {
-                continue;
-            };
-            let Some(sv) = rm.get("schemes") else {
-                if !rm.is_empty() {
-                    // `{"oauth": ["read"]}`: the OpenAPI / 0.3 shape.
-                    self.errors.push(CardError::Security03 {
-                        path: ip.to_string(),
-                        what: "security requirement",
-                        expected: SHAPE,
+            self.security_requirement(r, &rp.index(i), schemes);
+        }
+    }
+
+    /// One entry of `securityRequirements`: a `schemes` map of declared scheme names to scopes.
+    fn security_requirement(
+        &mut self,
+        r: &Value,
+        ip: &Path<'_>,
+        schemes: Option<&Map<String, Value>>,
+    ) {
+        let Some(rm) = self.object(r, ip) else {
+            return;
+        };
+        let Some(sv) = rm.get("schemes") else {
+            if !rm.is_empty() {
+                // `{"oauth": ["read"]}`: the OpenAPI / 0.3 shape.
+                self.errors.push(CardError::Security03 {
+                    path: ip.to_string(),
+                    what: "security requirement",
+                    expected: SECURITY_SHAPE,
+                });
+            }
+            return;
+        };
+        let sp = ip.key("schemes");
+        let Some(sm) = self.object(sv, &sp) else {
+            return;
+        };
+        for (name, list) in sm {
+            let np = sp.key(name);
+            if schemes.is_none_or(|s| !s.contains_key(name)) {
+                self.errors.push(CardError::UndeclaredScheme {
+                    path: np.to_string(),
+                    scheme: quote(name),
+                });
+            }
+            self.scope_list(list, &np);
+        }
+    }
+
+    /// The scopes one requirement asks of one scheme: `{"list": ["<scope>", ...]}`.
+    fn scope_list(&mut self, list: &Value, np: &Path<'_>) {
+        match list {
+            Value::Array(_) => self.errors.push(CardError::Security03 {
+                path: np.to_string(),
+                what: "scope list (a bare array)",
+                expected: SECURITY_SHAPE,
+            }),
+            Value::Object(lm) => {
+                // Only `list` is allowed: a misspelt `"lists"` would otherwise mean
+                // "no scopes", silently widening the requirement (a2a-lf refuses it too).
+                if let Some(k) = lm.keys().find(|k| *k != "list") {
+                    self.errors.push(CardError::UnknownMember {
+                        path: np.key(k).to_string(),
+                        allowed: "list",
                     });
                 }
-                continue;
-            };
-            let sp = ip.key("schemes");
-            let Some(sm) = self.object(sv, &sp) else {
-                continue;
-            };
-            for (name, list) in sm {
-                let np = sp.key(name);
-                if schemes.is_none_or(|s| !s.contains_key(name)) {
-                    self.errors.push(CardError::UndeclaredScheme {
-                        path: np.to_string(),
-                        scheme: quote(name),
-                    });
-                }
-                match list {
-                    Value::Array(_) => self.errors.push(CardError::Security03 {
-                        path: np.to_string(),
-                        what: "scope list (a bare array)",
-                        expected: SHAPE,
-                    }),
-                    Value::Object(lm) => {
-                        // Only `list` is allowed: a misspelt `"lists"` would otherwise mean
-                        // "no scopes", silently widening the requirement (a2a-lf refuses it too).
-                        if let Some(k) = lm.keys().find(|k| *k != "list") {
-                            self.errors.push(CardError::UnknownMember {
-                                path: np.key(k).to_string(),
-                                allowed: "list",
-                            });
-                        }
-                        if let Some(lv) = lm.get("list") {
-                            let lp = np.key("list");
-                            if let Some(items) = self.array(lv, &lp) {
-                                for (j, s) in items.iter().enumerate() {
-                                    let xp = lp.index(j);
-                                    match s {
-                                        Value::String(s) => self.id_text(s, &xp, "scope"),
-                                        other => self.wrong(&xp, "string", other),
-                                    }
-                                }
+                if let Some(lv) = lm.get("list") {
+                    let lp = np.key("list");
+                    if let Some(items) = self.array(lv, &lp) {
+                        for (j, s) in items.iter().enumerate() {
+                            let xp = lp.index(j);
+                            match s {
+                                Value::String(s) => self.id_text(s, &xp, "scope"),
+                                other => self.wrong(&xp, "string", other),
                             }
                         }
                     }
-                    other => self.wrong(&np, "object", other),
                 }
             }
+            other => self.wrong(np, "object", other),
         }
     }
 
@@ -698,18 +714,7 @@ impl Checker<'_> {
                     });
                 }
             }
-            Kind::Id | Kind::IdOrEmpty | Kind::SkillId => {
-                if s.is_empty() {
-                    if kind != Kind::IdOrEmpty {
-                        self.errors.push(CardError::Empty {
-                            path: p.to_string(),
-                        });
-                    }
-                } else if self.bounded(s, p, MAX_ID_BYTES) && !id_chars_ok(s, kind == Kind::SkillId)
-                {
-                    self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
-                }
-            }
+            Kind::Id | Kind::IdOrEmpty | Kind::SkillId => self.identifier(s, p, kind),
             Kind::Tenant => {
                 if !s.is_empty()
                     && self.bounded(s, p, MAX_ID_BYTES)
@@ -730,36 +735,8 @@ impl Checker<'_> {
                     });
                 }
             }
-            Kind::MediaType => {
-                if s.is_empty() {
-                    self.errors.push(CardError::Empty {
-                        path: p.to_string(),
-                    });
-                } else if self.bounded(s, p, MAX_ID_BYTES) {
-                    if !media_type_chars_ok(s) {
-                        self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
-                    } else if !s.contains('/') {
-                        self.warnings.push(CardWarning {
-                            path: p.to_string(),
-                            message: format!("{} is not a type/subtype media type", quote(s)),
-                        });
-                    }
-                }
-            }
-            Kind::Base64Url => {
-                if s.is_empty() {
-                    self.errors.push(CardError::Empty {
-                        path: p.to_string(),
-                    });
-                } else if !s
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-                {
-                    self.errors.push(CardError::BadBase64Url {
-                        path: p.to_string(),
-                    });
-                }
-            }
+            Kind::MediaType => self.media_type(s, p),
+            Kind::Base64Url => self.base64url(s, p),
             Kind::InterfaceUrl | Kind::SecurityUrl | Kind::DescriptiveUrl | Kind::Uri => {
                 if s.is_empty() {
                     self.errors.push(CardError::Empty {
@@ -769,6 +746,54 @@ impl Checker<'_> {
                     self.url(s, p, kind);
                 }
             }
+        }
+    }
+
+    /// An identifier (`Id`, `IdOrEmpty`, `SkillId`): non-empty unless `IdOrEmpty`, bounded, and
+    /// free of characters that would make two different ids look alike.
+    fn identifier(&mut self, s: &str, p: &Path<'_>, kind: Kind) {
+        if s.is_empty() {
+            if kind != Kind::IdOrEmpty {
+                self.errors.push(CardError::Empty {
+                    path: p.to_string(),
+                });
+            }
+        } else if self.bounded(s, p, MAX_ID_BYTES) && !id_chars_ok(s, kind == Kind::SkillId) {
+            self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
+        }
+    }
+
+    /// A media type: non-empty, bounded, clean; one without `/` is only warned about.
+    fn media_type(&mut self, s: &str, p: &Path<'_>) {
+        if s.is_empty() {
+            self.errors.push(CardError::Empty {
+                path: p.to_string(),
+            });
+        } else if self.bounded(s, p, MAX_ID_BYTES) {
+            if !media_type_chars_ok(s) {
+                self.bad_chars(s, p, "whitespace, control, bidi or zero-width characters");
+            } else if !s.contains('/') {
+                self.warnings.push(CardWarning {
+                    path: p.to_string(),
+                    message: format!("{} is not a type/subtype media type", quote(s)),
+                });
+            }
+        }
+    }
+
+    /// Unpadded base64url (a JWS `protected` header or `signature`): non-empty, alphabet only.
+    fn base64url(&mut self, s: &str, p: &Path<'_>) {
+        if s.is_empty() {
+            self.errors.push(CardError::Empty {
+                path: p.to_string(),
+            });
+        } else if !s
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            self.errors.push(CardError::BadBase64Url {
+                path: p.to_string(),
+            });
         }
     }
 

@@ -342,6 +342,7 @@ pub struct ValidatedCard {
     json: Value,
     digest: String,
     signature: SignatureStatus,
+    uncovered: Vec<String>,
     warnings: Vec<CardWarning>,
 }
 
@@ -365,6 +366,11 @@ impl ValidatedCard {
     /// Non-fatal findings.
     pub fn warnings(&self) -> &[CardWarning] {
         &self.warnings
+    }
+    /// The paths of the empty values that change the card's meaning and that its verified
+    /// signature does not cover (it covers only the empties-dropped form); empty otherwise.
+    pub fn uncovered_empties(&self) -> &[String] {
+        &self.uncovered
     }
 }
 
@@ -447,6 +453,7 @@ fn validate_inner(
             message: e.to_string(),
         }])
     })?;
+    let mut uncovered = Vec::new();
     if let SignatureStatus::Verified(v) = &signature
         && v.form == PayloadForm::EmptiesStripped
     {
@@ -462,6 +469,7 @@ fn validate_inner(
                     .collect(),
             ));
         }
+        uncovered.clone_from(&unsigned);
         for path in unsigned {
             ck.warnings.push(CardWarning {
                 path,
@@ -487,6 +495,7 @@ fn validate_inner(
         json: parsed.value,
         digest,
         signature,
+        uncovered,
         warnings: ck.warnings,
     })
 }
@@ -832,6 +841,10 @@ mod tests {
         // The scope-less requirement {"bearer":{}} keeps its meaning.
         assert_eq!(p.skills["echo"].security.len(), 1);
         assert!(p.skills["echo"].security[0]["bearer"].is_empty());
+        // A value that changes the card's meaning is not covered: not verified for signing.
+        assert_eq!(v.uncovered_empties(), ["securityRequirements[0]"]);
+        assert_eq!(p.verified_by, None);
+        assert!(!p.signature_failed);
     }
 
     #[test]
@@ -847,6 +860,12 @@ mod tests {
         let v = validate(&tampered, &trusting(&origin, &jwks, false), Some(&origin)).unwrap();
         assert!(matches!(v.signature(), SignatureStatus::Unverified { .. }));
         assert!(v.warnings().iter().any(|w| w.path == "signatures"));
+        let p = crate::profile::compile(&v, &crate::profile::ClientCaps::default());
+        assert_eq!(p.verified_by, None);
+        assert!(
+            p.signature_failed,
+            "a present signature that failed is recorded"
+        );
     }
 
     #[test]

@@ -53,7 +53,9 @@ pub enum SignMode {
     /// for its origin: the gateway vouches only for what it could check.
     #[default]
     VerifiedOnly,
-    /// Every effective card.
+    /// Every effective card but one compiled from an agent card whose signatures are present and
+    /// failed: the signature then means "the gateway served this projection of what it fetched
+    /// from that origin", not that the agent's content was authenticated.
     Always,
 }
 

@@ -109,8 +109,7 @@ impl RefreshResult {
 /// change; a dropped interface version, a removed skill or streaming switched off is.
 pub fn profile_changed(old: Option<&Profile>, new: &Profile) -> bool {
     let Some(old) = old else { return true };
-    old.usable != new.usable
-        || old.unusable != new.unusable
+    old.verdict != new.verdict
         || old.agent_version != new.agent_version
         || old.interface != new.interface
         || old.offered != new.offered
@@ -227,12 +226,11 @@ mod tests {
 
     fn profile() -> Profile {
         Profile {
-            usable: true,
-            unusable: None,
-            reason: None,
+            verdict: crate::profile::Verdict::Usable,
             agent_version: "1".into(),
             card_digest: "sha256:aa".into(),
             verified_by: None,
+            signature_failed: false,
             interface: Some(Interface {
                 url: "http://127.0.0.1:1/".into(),
                 binding: Binding::JsonRpc,

@@ -127,10 +127,12 @@ pub fn pin(
     verified: BTreeMap<String, String>,
 ) -> Result<Pinned, Vec<PinError>> {
     let iface = match &profile.interface {
-        Some(i) if profile.usable => i,
+        Some(i) if profile.is_usable() => i,
         _ => {
-            let why = profile.reason.as_deref().unwrap_or("no usable interface");
-            return Err(vec![PinError::Unusable(why.to_owned())]);
+            let why = profile
+                .reason()
+                .unwrap_or_else(|| "no usable interface".to_owned());
+            return Err(vec![PinError::Unusable(why)]);
         }
     };
     let mut errors = Vec::new();
@@ -374,8 +376,10 @@ mod tests {
     #[test]
     fn an_unusable_profile_is_not_pinned() {
         let mut p = pricing_profile();
-        p.usable = false;
-        p.reason = Some("no mutually supported interface (card offers GRPC 1.0)".into());
+        p.verdict =
+            crate::profile::Verdict::Unusable(crate::profile::Unusable::NoSupportedInterface {
+                offered: vec![("GRPC".into(), "1.0".into())],
+            });
         let errs = pin(&manifest(), &p, now(), BTreeMap::new()).unwrap_err();
         assert_eq!(
             errs[0].to_string(),

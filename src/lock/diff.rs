@@ -183,7 +183,7 @@ pub fn diff_profiles(old: &Profile, new: &Profile, lock: Option<&Lock>) -> Verdi
     let implied = lock.is_none().then(|| implied_lock(old)).flatten();
     let mut f = match (lock, &implied) {
         (Some(l), _) | (None, Some(l)) => lock_findings(new, l, true),
-        (None, None) if new.usable => vec![finding(
+        (None, None) if new.is_usable() => vec![finding(
             Class::Review,
             "usable",
             "false",
@@ -192,7 +192,7 @@ pub fn diff_profiles(old: &Profile, new: &Profile, lock: Option<&Lock>) -> Verdi
         )],
         (None, None) => vec![unusable(new, false)],
     };
-    if new.usable {
+    if new.is_usable() {
         extras(old, new, lock.is_some(), &mut f);
     }
     digest_note(&old.card_digest, &new.card_digest, &mut f);
@@ -200,7 +200,9 @@ pub fn diff_profiles(old: &Profile, new: &Profile, lock: Option<&Lock>) -> Verdi
 }
 
 fn unusable(p: &Profile, was_usable: bool) -> Finding {
-    let reason = p.reason.as_deref().unwrap_or("profile not usable");
+    let reason = p
+        .reason()
+        .unwrap_or_else(|| "profile not usable".to_owned());
     finding(
         Class::Breaking,
         "usable",
@@ -212,7 +214,7 @@ fn unusable(p: &Profile, was_usable: bool) -> Finding {
 
 /// The rules against a lock; an unusable profile stops at its reason.
 fn lock_findings(p: &Profile, l: &Lock, streaming_required: bool) -> Vec<Finding> {
-    if !p.usable {
+    if !p.is_usable() {
         return vec![unusable(p, true)];
     }
     let mut f = Vec::new();
@@ -337,7 +339,7 @@ fn skill_rules(id: &str, want: &SkillNeed, have: Option<&SkillProfile>, f: &mut 
 /// The lock an old profile implies when there is no lockfile: all of it is needed, except
 /// streaming (not known to be required) and extensions (not known to be activated).
 fn implied_lock(old: &Profile) -> Option<Lock> {
-    let iface = old.interface.as_ref().filter(|_| old.usable)?;
+    let iface = old.interface.as_ref().filter(|_| old.is_usable())?;
     let skills = old
         .skills
         .iter()

@@ -116,6 +116,7 @@ pub struct ProbeResult {
     /// What the agent did.
     pub outcome: Outcome,
     /// When.
+    #[serde(serialize_with = "crate::types::rfc3339::serialize")]
     pub at: SystemTime,
 }
 

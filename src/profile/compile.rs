@@ -22,13 +22,13 @@
 //!   [`Profile::display`], sanitised and cut. No provider-written text feeds a decision.
 //!
 //! An unusable profile still carries everything that could be compiled (skills, flags,
-//! extensions), so diffs and operators can see what the card offered; consumers check `usable`.
+//! extensions), so diffs and operators can see what the card offered; consumers check [`Profile::is_usable`].
 
 use std::collections::BTreeMap;
 
 use super::{
     Binding, BindingVersion, Display, Interface, Profile, SecurityAlternative, SkillDisplay,
-    SkillProfile, Unusable,
+    SkillProfile, Unusable, Verdict,
 };
 use crate::card::sanitize::{self, sanitize};
 use crate::card::{SignatureStatus, ValidatedCard};
@@ -83,15 +83,20 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
     let (skills, skill_display) = skills(c);
     let caps_flags = &c.capabilities;
     Profile {
-        usable: unusable.is_none(),
-        reason: unusable.as_ref().map(ToString::to_string),
-        unusable,
+        verdict: unusable.map_or(Verdict::Usable, Verdict::Unusable),
         agent_version: c.version.clone(),
         card_digest: card.digest().to_owned(),
+        // A signature that leaves meaningful empty values uncovered does not vouch for the card
+        // the gateway compiles (as received), so it does not count as verified.
         verified_by: match card.signature() {
-            SignatureStatus::Verified(v) => Some(v.kid.clone()),
-            SignatureStatus::Unsigned | SignatureStatus::Unverified { .. } => None,
+            SignatureStatus::Verified(v) if card.uncovered_empties().is_empty() => {
+                Some(v.kid.clone())
+            }
+            SignatureStatus::Verified(_)
+            | SignatureStatus::Unsigned
+            | SignatureStatus::Unverified { .. } => None,
         },
+        signature_failed: matches!(card.signature(), SignatureStatus::Unverified { .. }),
         interface,
         offered,
         streaming: caps_flags.streaming.unwrap_or(false),
@@ -275,12 +280,12 @@ mod tests {
     fn first_supported_interface_in_card_order_wins_and_tenant_is_copied() {
         // full.json offers GRPC 1.0, JSONRPC 2.0, HTTP+JSON 1.0 (tenant acme), JSONRPC 1.0.
         let p = full();
-        let i = p.interface.unwrap();
+        let i = p.interface.clone().unwrap();
         assert_eq!(i.binding, Binding::HttpJson);
         assert_eq!(i.version, "1.0");
         assert_eq!(i.url, "https://pricing.partner.example/a2a");
         assert_eq!(i.tenant.as_deref(), Some("acme"));
-        assert!(p.usable);
+        assert!(p.is_usable());
     }
 
     #[test]
@@ -310,10 +315,10 @@ mod tests {
             {"url":"https://a.example/rpc","protocolBinding":"JSONRPC","protocolVersion":"0.3"}
         ]);
         let p = build(&card, &ClientCaps::default());
-        assert!(!p.usable);
+        assert!(!p.is_usable());
         assert_eq!(p.interface, None);
         assert_eq!(
-            p.unusable,
+            p.unusable().cloned(),
             Some(Unusable::NoSupportedInterface {
                 offered: vec![
                     ("GRPC".into(), "1.0".into()),
@@ -322,7 +327,7 @@ mod tests {
             })
         );
         assert_eq!(
-            p.reason.as_deref(),
+            p.reason().as_deref(),
             Some("no mutually supported interface (card offers GRPC 1.0, JSONRPC 0.3)")
         );
         // Everything else is still compiled, for diffs and operators.
@@ -333,7 +338,7 @@ mod tests {
     fn binding_names_are_case_sensitive() {
         let mut card = minimal();
         card["supportedInterfaces"][0]["protocolBinding"] = json!("jsonrpc");
-        assert!(!build(&card, &ClientCaps::default()).usable);
+        assert!(!build(&card, &ClientCaps::default()).is_usable());
     }
 
     #[test]
@@ -348,9 +353,9 @@ mod tests {
             &v,
             &caps_with(&["https://example.com/ext/cost-estimate/v1"]),
         );
-        assert!(!p.usable);
+        assert!(!p.is_usable());
         assert_eq!(
-            p.unusable,
+            p.unusable().cloned(),
             Some(Unusable::RequiredExtensions {
                 uris: vec![
                     "https://example.com/ext/alpha/v1".into(),
@@ -358,7 +363,7 @@ mod tests {
                 ]
             })
         );
-        let reason = p.reason.unwrap();
+        let reason = p.reason().unwrap();
         assert!(
             reason.contains("https://example.com/ext/alpha/v1"),
             "{reason}"
@@ -381,9 +386,9 @@ mod tests {
             "https://example.com/ext/alpha/v1",
         ]);
         let p = compile(&v, &all);
-        assert!(p.usable, "{:?}", p.reason);
-        assert_eq!(p.unusable, None);
-        assert_eq!(p.reason, None);
+        assert!(p.is_usable(), "{:?}", p.reason());
+        assert_eq!(p.unusable(), None);
+        assert_eq!(p.reason(), None);
     }
 
     #[test]
@@ -394,7 +399,7 @@ mod tests {
             json!({"extensions":[{"uri":"https://x.example/e","required":true}]});
         let p = build(&card, &ClientCaps::default());
         assert!(matches!(
-            p.unusable,
+            p.unusable().cloned(),
             Some(Unusable::NoSupportedInterface { .. })
         ));
     }
@@ -414,7 +419,7 @@ mod tests {
                 "https://x.example/not-declared",
             ]),
         );
-        assert!(p.usable);
+        assert!(p.is_usable());
         assert_eq!(
             p.extensions,
             vec![
@@ -561,6 +566,35 @@ mod tests {
             serde_json::to_string(&full()).unwrap(),
             serde_json::to_string(&full()).unwrap()
         );
+    }
+
+    #[test]
+    fn the_verdict_keeps_its_json_fields_and_refuses_a_contradiction() {
+        let mut card = minimal();
+        card["supportedInterfaces"] = json!([
+            {"url":"https://a.example:50051","protocolBinding":"GRPC","protocolVersion":"1.0"}
+        ]);
+        let p = build(&card, &ClientCaps::default());
+        let j = serde_json::to_value(&p).unwrap();
+        assert_eq!(j["usable"], false);
+        assert_eq!(j["unusable"]["kind"], "no_supported_interface");
+        assert_eq!(
+            j["reason"],
+            "no mutually supported interface (card offers GRPC 1.0)"
+        );
+        assert_eq!(serde_json::from_value::<Profile>(j.clone()).unwrap(), p);
+        let usable = serde_json::to_value(full()).unwrap();
+        assert_eq!(
+            (usable["unusable"].is_null(), usable["reason"].is_null()),
+            (true, true)
+        );
+        for (usable, unusable) in [(true, j["unusable"].clone()), (false, json!(null))] {
+            let mut bad = j.clone();
+            bad["usable"] = json!(usable);
+            bad["unusable"] = unusable;
+            let err = serde_json::from_value::<Profile>(bad).unwrap_err();
+            assert!(err.to_string().contains("`usable` is"), "{err}");
+        }
     }
 
     #[test]

@@ -139,6 +139,66 @@ impl std::fmt::Display for Unusable {
     }
 }
 
+/// Whether a compiled card can be used by this client: usable, or unusable for one reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "VerdictWire", try_from = "VerdictWire")]
+pub enum Verdict {
+    /// The client can talk to the agent.
+    Usable,
+    /// The client cannot, and this is why.
+    Unusable(Unusable),
+}
+
+/// The serialised form of [`Verdict`]: `reason` is the human sentence of `unusable`, written for
+/// readers of lockfiles and status output and ignored when read back.
+#[derive(Serialize, Deserialize)]
+struct VerdictWire {
+    usable: bool,
+    unusable: Option<Unusable>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// A serialised verdict whose `usable` flag and `unusable` reason disagree.
+#[derive(Debug, thiserror::Error)]
+#[error("`usable` is {usable} but `unusable` is {}", if *.has_reason { "set" } else { "absent" })]
+pub struct ContradictoryVerdict {
+    usable: bool,
+    has_reason: bool,
+}
+
+impl From<Verdict> for VerdictWire {
+    fn from(v: Verdict) -> Self {
+        match v {
+            Verdict::Usable => VerdictWire {
+                usable: true,
+                unusable: None,
+                reason: None,
+            },
+            Verdict::Unusable(u) => VerdictWire {
+                usable: false,
+                reason: Some(u.to_string()),
+                unusable: Some(u),
+            },
+        }
+    }
+}
+
+impl TryFrom<VerdictWire> for Verdict {
+    type Error = ContradictoryVerdict;
+
+    fn try_from(w: VerdictWire) -> Result<Self, Self::Error> {
+        match (w.usable, w.unusable) {
+            (true, None) => Ok(Verdict::Usable),
+            (false, Some(u)) => Ok(Verdict::Unusable(u)),
+            (usable, u) => Err(ContradictoryVerdict {
+                usable,
+                has_reason: u.is_some(),
+            }),
+        }
+    }
+}
+
 /// Provider-written strings, kept apart from every compile decision: sanitised (control characters
 /// removed, whitespace folded) and cut to a fixed length, for quoting to a planning model as data.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,21 +225,25 @@ pub struct SkillDisplay {
 /// A compiled Agent Card: the explicit answers to "can we talk to it" and "what will it accept".
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Profile {
-    /// Whether the client can use this agent at all.
-    pub usable: bool,
-    /// Why not, when `usable` is false (also as a human sentence in `reason`).
-    pub unusable: Option<Unusable>,
-    /// Human-readable form of `unusable`.
-    pub reason: Option<String>,
+    /// Whether the client can use this agent at all, and why not. Serialised as the stable
+    /// `usable`, `unusable` and `reason` fields.
+    #[serde(flatten)]
+    pub verdict: Verdict,
     /// The card's `version` (the agent's version, not the protocol's).
     pub agent_version: String,
     /// `sha256:<hex>` of the RFC 8785 canonical form of the card (with `signatures` removed).
     pub card_digest: String,
     /// The `kid` of the card's own signature when one verified with a key trusted for the card's
-    /// origin; `None` for an unsigned card or one whose signatures did not verify. The gateway
-    /// signs its effective card under `sign = "verified-only"` only when this is set.
+    /// origin and covers every value that changes the card's meaning; `None` for an unsigned card,
+    /// one whose signatures did not verify, or one whose signature leaves such empty values
+    /// uncovered. The gateway signs its effective card under `sign = "verified-only"` only when
+    /// this is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified_by: Option<String>,
+    /// The card carried signatures and none verified: the gateway then signs its effective card
+    /// under no `sign` mode (its signature would vouch for a card whose own author's did not).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub signature_failed: bool,
     /// The chosen interface; `None` exactly when no interface is supported.
     pub interface: Option<Interface>,
     /// Every (binding, version) of `supportedInterfaces` the client implements, in card order,
@@ -202,6 +266,26 @@ pub struct Profile {
     pub skills: BTreeMap<String, SkillProfile>,
     /// Untrusted strings, sanitised; never read by a decision.
     pub display: Display,
+}
+
+impl Profile {
+    /// Whether the client can use this agent at all.
+    pub fn is_usable(&self) -> bool {
+        matches!(self.verdict, Verdict::Usable)
+    }
+
+    /// Why the client cannot use this agent; `None` when it can.
+    pub fn unusable(&self) -> Option<&Unusable> {
+        match &self.verdict {
+            Verdict::Usable => None,
+            Verdict::Unusable(u) => Some(u),
+        }
+    }
+
+    /// The human sentence of [`Profile::unusable`].
+    pub fn reason(&self) -> Option<String> {
+        self.unusable().map(ToString::to_string)
+    }
 }
 
 mod compile;

@@ -270,12 +270,11 @@ mod tests {
             tags: vec!["t\u{7}ag".into()],
         };
         let p = Profile {
-            usable: true,
-            unusable: None,
-            reason: None,
+            verdict: crate::profile::Verdict::Usable,
             agent_version: "2.1".into(),
             card_digest: "x".into(),
             verified_by: verified_by.map(str::to_owned),
+            signature_failed: false,
             interface: Some(Interface {
                 url: "https://a.example/a2a".into(),
                 binding: Binding::JsonRpc,
@@ -377,6 +376,16 @@ mod tests {
         assert_eq!(served(&unsigned_agent, Some(&verified_only)), None);
         assert_eq!(served(&signed_agent, Some(&verified_only)), Some(1));
         assert_eq!(served(&unsigned_agent, Some(&always)), Some(1));
+        // A present upstream signature that failed: unsigned even with `always`.
+        let failed = state_edited(StreamingMode::Preferred, true, None, |p| {
+            p.signature_failed = true;
+        });
+        assert_eq!(
+            served(&failed, Some(&always)),
+            None,
+            "failed upstream signature"
+        );
+        assert_eq!(served(&failed, Some(&verified_only)), None);
     }
 
     /// Display strings an agent controls that the sanitiser may reduce to nothing.

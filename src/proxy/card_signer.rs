@@ -125,11 +125,13 @@ impl CardSigner {
         &self.jku
     }
 
-    /// Whether the effective card projected from `profile` is signed: always with
-    /// `sign = "always"`; with `verified-only`, only when the agent's own card signature verified.
+    /// Whether the effective card projected from `profile` is signed: with `sign = "always"`,
+    /// unless the agent's card carried signatures that failed (the gateway's signature then means
+    /// only "the gateway served this projection", and must not paper over a failed one); with
+    /// `verified-only`, only when the agent's own card signature verified.
     pub fn applies(&self, profile: &Profile) -> bool {
         match self.mode {
-            SignMode::Always => true,
+            SignMode::Always => !profile.signature_failed,
             SignMode::VerifiedOnly => profile.verified_by.is_some(),
         }
     }

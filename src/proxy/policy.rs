@@ -478,12 +478,11 @@ mod tests {
             Binding::HttpJson => "http://127.0.0.1:9/rest",
         };
         Profile {
-            usable: true,
-            unusable: None,
-            reason: None,
+            verdict: crate::profile::Verdict::Usable,
             agent_version: "1".into(),
             card_digest: "sha256:0".into(),
             verified_by: None,
+            signature_failed: false,
             interface: Some(Interface {
                 url: url.into(),
                 binding,

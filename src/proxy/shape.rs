@@ -129,12 +129,11 @@ mod tests {
             artifacts: None,
         };
         let p = Profile {
-            usable: true,
-            unusable: None,
-            reason: None,
+            verdict: crate::profile::Verdict::Usable,
             agent_version: "1".into(),
             card_digest: "x".into(),
             verified_by: None,
+            signature_failed: false,
             interface: Some(Interface {
                 url: "https://a.example:8443/a2a".into(),
                 binding: Binding::JsonRpc,

@@ -331,12 +331,11 @@ fn integration(name: &str) -> Integration {
 
 fn profile(name: &str, display: Display) -> Profile {
     Profile {
-        usable: true,
-        unusable: None,
-        reason: None,
+        verdict: crate::profile::Verdict::Usable,
         agent_version: "1".into(),
         card_digest: "sha256:00".into(),
         verified_by: None,
+        signature_failed: false,
         interface: Some(Interface {
             url: format!("https://{name}.example/a2a"),
             binding: Binding::JsonRpc,

@@ -90,6 +90,7 @@ pub struct ProbeRecord {
     /// Gateway-written detail (printable ASCII, bounded).
     pub detail: String,
     /// When.
+    #[serde(serialize_with = "crate::types::rfc3339::serialize")]
     pub at: SystemTime,
 }
 
@@ -116,6 +117,7 @@ pub struct ProbeRun {
     /// Why it ran.
     pub trigger: ProbeTrigger,
     /// When it started.
+    #[serde(serialize_with = "crate::types::rfc3339::serialize")]
     pub at: SystemTime,
     /// Each probe's result, in plan order.
     pub results: Vec<ProbeRecord>,
@@ -148,11 +150,13 @@ pub enum Source {
     /// Only the card (or the integration's config) says so, since the profile was installed.
     Declared {
         /// When the profile was installed.
+        #[serde(serialize_with = "crate::types::rfc3339::serialize")]
         at: SystemTime,
     },
     /// A probe confirmed it.
     Verified {
         /// When.
+        #[serde(serialize_with = "crate::types::rfc3339::serialize")]
         at: SystemTime,
         /// What the probe saw.
         detail: String,
@@ -160,6 +164,7 @@ pub enum Source {
     /// A probe or a call contradicted it.
     Contradicted {
         /// When.
+        #[serde(serialize_with = "crate::types::rfc3339::serialize")]
         at: SystemTime,
         /// Who saw it.
         by: Observer,
@@ -169,6 +174,7 @@ pub enum Source {
     /// The last probe of it was inconclusive (the declaration stands, unconfirmed).
     Inconclusive {
         /// When.
+        #[serde(serialize_with = "crate::types::rfc3339::serialize")]
         at: SystemTime,
         /// Why.
         detail: String,

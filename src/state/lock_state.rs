@@ -76,6 +76,7 @@ pub struct LockState {
     #[serde(serialize_with = "finding_lines")]
     pub findings: Vec<Finding>,
     /// When this verdict was first reached (kept while it stays the same).
+    #[serde(serialize_with = "crate::types::rfc3339::serialize")]
     pub at: SystemTime,
     /// The integration new delegations go to instead (`on_breaking = "fallback:<name>"`).
     pub fallback: Option<String>,

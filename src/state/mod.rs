@@ -202,6 +202,7 @@ pub enum EvidenceKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Evidence {
     /// When it was observed.
+    #[serde(serialize_with = "crate::types::rfc3339::serialize")]
     pub at: SystemTime,
     /// What was observed.
     pub kind: EvidenceKind,
@@ -244,6 +245,7 @@ pub struct Freshness {
     /// Served from the last-known-good file on disk; no fetch has confirmed it since start.
     pub unrevalidated: bool,
     /// When a fetch (200 or 304) last confirmed the card.
+    #[serde(serialize_with = "crate::types::rfc3339::option::serialize")]
     pub validated_at: Option<SystemTime>,
     /// The last refresh failed; the profile is the last good one.
     pub degraded: Option<Degraded>,
@@ -257,6 +259,7 @@ pub struct Degraded {
     /// Why the last refresh failed (gateway-written; never a metric label).
     pub reason: String,
     /// When the first of the consecutive failures happened.
+    #[serde(serialize_with = "crate::types::rfc3339::serialize")]
     pub since: SystemTime,
     /// Consecutive failures.
     pub failures: u32,
@@ -272,6 +275,7 @@ pub struct ExtendedCardStatus {
     /// Why the public card is used instead.
     pub fallback: Option<ExtendedFallback>,
     /// When it was decided.
+    #[serde(serialize_with = "crate::types::rfc3339::serialize")]
     pub at: SystemTime,
 }
 
@@ -495,11 +499,10 @@ impl IntegrationState {
 
 /// Checks a compiled profile against the integration contract.
 pub fn check_contract(integration: &Integration, profile: &Profile) -> Result<(), ContractError> {
-    if !profile.usable {
+    if !profile.is_usable() {
         return Err(ContractError::ProfileUnusable(
             profile
-                .reason
-                .clone()
+                .reason()
                 .unwrap_or_else(|| "profile not usable".into()),
         ));
     }
@@ -664,12 +667,11 @@ mod tests {
 
     pub(crate) fn profile(url: &str) -> Profile {
         Profile {
-            usable: true,
-            unusable: None,
-            reason: None,
+            verdict: crate::profile::Verdict::Usable,
             agent_version: "1".into(),
             card_digest: "sha256:00".into(),
             verified_by: None,
+            signature_failed: false,
             interface: Some(Interface {
                 url: url.into(),
                 binding: Binding::JsonRpc,

@@ -8,6 +8,7 @@ pub mod data_class;
 pub mod duration;
 pub mod media_type;
 pub mod origin;
+pub mod rfc3339;
 pub mod status;
 pub mod version;
 

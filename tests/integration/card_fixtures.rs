@@ -149,7 +149,7 @@ fn sdk_cards_validate_and_compile() {
             ..ClientCaps::default()
         };
         let p = profile::compile(&v, &caps);
-        assert!(p.usable, "{}: {:?}", f.display(), p.reason);
+        assert!(p.is_usable(), "{}: {:?}", f.display(), p.reason());
         assert!(!p.skills.is_empty(), "{}", f.display());
     }
 }

@@ -41,8 +41,8 @@ fn exercise(bytes: &[u8]) -> bool {
                 for c in caps() {
                     let p = profile::compile(&v, &c);
                     assert_eq!(p.card_digest, v.digest());
-                    assert_eq!(p.usable, p.unusable.is_none());
-                    assert_eq!(p.usable, p.reason.is_none());
+                    assert_eq!(p.is_usable(), p.unusable().is_none());
+                    assert_eq!(p.is_usable(), p.reason().is_none());
                     assert_eq!(p.skills.len(), v.card().skills.len());
                     serde_json::to_vec(&p).unwrap();
                 }

@@ -193,6 +193,9 @@ async fn admin_refresh_route_answers_503_while_a_panicked_worker_restarts() {
     let open = a2a_egress::admin::Access::open(a2a_egress::metrics::Metrics::new());
     let app = a2a_egress::admin::refresh::router(h.clone(), open.refresh);
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    // No `CardFetcher` installs the crypto provider here (the card source is `Panicking`), and
+    // reqwest panics without one: do not depend on another test having installed it first.
+    a2a_egress::control::fetch::install_crypto_provider();
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
 
     let r = client

@@ -205,7 +205,7 @@ async fn the_profile_follows_registry_changes_within_the_refresh_period() {
     })
     .await;
     until(&h, "echo", "unusable", |p, s| {
-        !p.usable && matches!(s, Status::Unusable { .. })
+        !p.is_usable() && matches!(s, Status::Unusable { .. })
     })
     .await;
     assert!(h.metrics().refresh_count("echo", RefreshResult::Changed) >= 6);

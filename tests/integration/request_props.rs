@@ -73,12 +73,11 @@ fn state(binding: Binding, tenant: Option<&str>) -> IntegrationState {
         tags: vec![],
     };
     let profile = Profile {
-        usable: true,
-        unusable: None,
-        reason: None,
+        verdict: a2a_egress::profile::Verdict::Usable,
         agent_version: "1".into(),
         card_digest: "sha256:0".into(),
         verified_by: None,
+        signature_failed: false,
         interface: Some(Interface {
             url: url.into(),
             binding,

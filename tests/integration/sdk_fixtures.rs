@@ -76,7 +76,7 @@ fn every_captured_sdk_card_validates_and_compiles() {
         let validated = validate(bytes, &loopback_policy(), Some(&origin(bytes)))
             .unwrap_or_else(|e| panic!("{name} does not validate: {e}"));
         let p = compile(&validated, &caps);
-        assert!(p.usable, "{name}: {:?}", p.reason);
+        assert!(p.is_usable(), "{name}: {:?}", p.reason());
         assert!(p.card_digest.starts_with("sha256:"), "{name}");
         assert!(
             p.skills.contains_key("echo"),
@@ -125,9 +125,9 @@ fn compiled_profiles_reflect_the_capture_flags() {
     // A required extension the client does not know makes the agent unusable, naming the URI.
     for name in ["python-extensions", "js-extensions"] {
         let p = profile(name, &caps);
-        assert!(!p.usable, "{name}");
+        assert!(!p.is_usable(), "{name}");
         assert_eq!(
-            p.unusable,
+            p.unusable().cloned(),
             Some(Unusable::RequiredExtensions {
                 uris: vec![TRACE.into()]
             }),
@@ -206,7 +206,7 @@ fn require_signatures_accepts_sdk_signed_cards_only_with_the_origins_keys() {
             SignatureStatus::Verified(ok) => assert_eq!(ok.kid, kid, "{name}"),
             other => panic!("{name}: {other:?}"),
         }
-        assert!(compile(&v, &ClientCaps::default()).usable, "{name}");
+        assert!(compile(&v, &ClientCaps::default()).is_usable(), "{name}");
         // The right keys, but trusted for another origin: refused.
         let err = validate(
             &bytes,

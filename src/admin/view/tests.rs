@@ -40,12 +40,11 @@ fn profile() -> Profile {
         tags,
     };
     Profile {
-        usable: true,
-        unusable: None,
-        reason: None,
+        verdict: crate::profile::Verdict::Usable,
         agent_version: format!("4.2 {HOSTILE}"),
         card_digest: "sha256:00".into(),
         verified_by: None,
+        signature_failed: false,
         interface: Some(Interface {
             url: "https://a.example/a2a".into(),
             binding: Binding::JsonRpc,

@@ -69,7 +69,7 @@ impl Worker {
     /// not asked for: the profile offers none (then a kept one is forgotten), the integration has
     /// no bearer credential, or its secret cannot be read.
     fn extended_request(&self, public: &Profile, online: bool) -> Option<(Interface, HeaderValue)> {
-        let offered = public.usable && public.extended_card;
+        let offered = public.is_usable() && public.extended_card;
         let Some(iface) = public.interface.clone().filter(|_| offered) else {
             self.inner.extended.remove(self.name());
             if online {

@@ -256,7 +256,7 @@ impl Worker {
         let public = crate::profile::compile(&validated, &config.caps);
         let (profile, extended) = self.extended(public, config, policy, online).await;
         let integration = self.integration.clone();
-        let upstream = match profile.interface.as_ref().filter(|_| profile.usable) {
+        let upstream = match profile.interface.as_ref().filter(|_| profile.is_usable()) {
             None => Err(InterfaceError::NoUsableInterface),
             Some(iface) => prepare_upstream(&iface.url, &integration, policy).await,
         };

@@ -57,12 +57,11 @@ pub(crate) fn pricing_profile() -> Profile {
         examples: vec!["Price LHR-JFK on 2026-10-02".into()],
     };
     Profile {
-        usable: true,
-        unusable: None,
-        reason: None,
+        verdict: crate::profile::Verdict::Usable,
         agent_version: "3.2.0".into(),
         card_digest: A.into(),
         verified_by: None,
+        signature_failed: false,
         interface: Some(Interface {
             url: "https://pricing.partner.example/a2a/jsonrpc".into(),
             binding: Binding::JsonRpc,
@@ -140,9 +139,7 @@ fn no_interface(p: &mut Profile) {
     let u = Unusable::NoSupportedInterface {
         offered: vec![("GRPC".into(), "1.0".into())],
     };
-    p.usable = false;
-    p.reason = Some(u.to_string());
-    p.unusable = Some(u);
+    p.verdict = crate::profile::Verdict::Unusable(u);
     p.interface = None;
     p.offered.clear();
 }
@@ -211,9 +208,7 @@ fn every_rule_against_the_lock() {
                 let u = Unusable::RequiredExtensions {
                     uris: vec!["https://example.com/ext/new/v1".into()],
                 };
-                p.usable = false;
-                p.reason = Some(u.to_string());
-                p.unusable = Some(u);
+                p.verdict = crate::profile::Verdict::Unusable(u);
             },
             Class::Breaking,
             &[

@@ -250,3 +250,12 @@ fn probe_details_are_bounded_printable_text_and_claims_serialise_flat() {
     assert_eq!(v["by"], "runtime");
     assert_eq!(v["claim"], "streaming");
 }
+
+#[test]
+fn claim_times_are_shown_as_rfc3339_strings() {
+    let shown = serde_json::to_string(&claims(&state(""))).unwrap();
+    assert!(
+        shown.contains("\"at\":\"") && !shown.contains("secs_since_epoch"),
+        "{shown}"
+    );
+}

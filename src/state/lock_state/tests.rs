@@ -173,3 +173,10 @@ fn the_same_verdict_is_recognised_whatever_its_time() {
     let c = state("", csv(pricing_profile())).with_lock(Ok(Some(lock_of(""))), at());
     assert!(!a.lock.same_verdict(&c.lock));
 }
+
+#[test]
+fn the_verdict_time_is_shown_as_an_rfc3339_string() {
+    let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_128_496_789);
+    let v = serde_json::to_value(LockState::unpinned(at)).unwrap();
+    assert_eq!(v["at"], "2026-12-01T12:34:56.789Z", "{v}");
+}
