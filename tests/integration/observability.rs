@@ -478,7 +478,7 @@ async fn a_removed_integration_leaves_no_metric_series() {
     assert!(before.contains("integration=\"nostream\""), "{before}");
     let config = config_head(&[]) + &integration("echo", &agent.card_url, "") + DOWN;
     std::fs::write(gw.config_path(), config).unwrap();
-    let mut text = String::new();
+    let mut text: String;
     crate::assert_eventually!(
         {
             text = gw.metrics().await;
