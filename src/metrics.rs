@@ -39,6 +39,10 @@ pub const PROBE_CHECKS: [&str; 5] = ["interface", "version", "extension", "strea
 /// Values of the `result` label of `a2a_egress_probe_results_total`.
 pub const PROBE_RESULTS: [&str; 3] = ["ok", "failed", "inconclusive"];
 
+/// `result` values of `a2a_egress_card_signatures_total`: a new signature made for a card
+/// content, or a card served unsigned because signing it failed.
+pub const CARD_SIGNATURE_RESULTS: [&str; 2] = ["signed", "failed"];
+
 /// Registers `metric` on `registry`. The names and labels are constants of this file, unique
 /// and valid, so neither step can fail at run time (the unit test below renders them all).
 fn register<C>(registry: &Registry, metric: prometheus::Result<C>) -> C
@@ -190,6 +194,9 @@ pub struct Metrics {
     pub probe_runs: IntCounterVec,
     /// `a2a_egress_probe_failed_claims{integration}`: claims the last probe run found false.
     pub probe_failed: IntGaugeVec,
+    /// `a2a_egress_card_signatures_total{result}`: the gateway's signatures on effective cards,
+    /// once per distinct card content ([`CARD_SIGNATURE_RESULTS`]).
+    pub card_signatures: IntCounterVec,
     /// The integrations of the last snapshot observed: one missing from the next one left the
     /// config, and its series go (else a `blocked` gauge of a removed integration alerts forever).
     known: Arc<Mutex<BTreeSet<String>>>,
@@ -199,6 +206,48 @@ impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Metrics")
     }
+}
+
+/// The data plane's load: requests in flight, connections held, and what the caps and deadlines
+/// cut off.
+fn load_metrics(registry: &Registry) -> (IntGauge, IntGauge, IntCounterVec, IntCounterVec) {
+    let inflight = gauge(
+        registry,
+        "a2a_egress_inflight_requests",
+        "Data-plane requests in progress.",
+    );
+    let connections = gauge(
+        registry,
+        "a2a_egress_downstream_connections",
+        "Open data-plane connections holding a connection slot.",
+    );
+    let refusals = counters(
+        registry,
+        "a2a_egress_overload_refusals_total",
+        "Calls refused with 503 because a connection or in-flight cap was reached.",
+        &["limit"],
+    );
+    let timeouts = counters(
+        registry,
+        "a2a_egress_downstream_timeouts_total",
+        "Data-plane connections cut off by the idle, header or body deadline.",
+        &["phase"],
+    );
+    (inflight, connections, refusals, timeouts)
+}
+
+/// `a2a_egress_card_signatures_total`, every series present from the start (at 0).
+fn card_signatures(registry: &Registry) -> IntCounterVec {
+    let c = counters(
+        registry,
+        "a2a_egress_card_signatures_total",
+        "Effective cards the gateway signed (once per distinct content), or served unsigned because signing failed.",
+        &["result"],
+    );
+    for result in CARD_SIGNATURE_RESULTS {
+        c.with_label_values(&[result]);
+    }
+    c
 }
 
 impl Default for Metrics {
@@ -213,6 +262,8 @@ impl Metrics {
         let registry = Registry::new();
         let (artifact_mismatches, probe_runs, probe_failed) = evidence_metrics(&registry);
         let (integration_status, profile_usable, lock_verdict) = state_gauges(&registry);
+        let (inflight, downstream_connections, overload_refusals, downstream_timeouts) =
+            load_metrics(&registry);
         Metrics {
             requests: counters(
                 &registry,
@@ -267,28 +318,10 @@ impl Metrics {
             build_info: build_info(&registry),
             profile_usable,
             lock_verdict,
-            inflight: gauge(
-                &registry,
-                "a2a_egress_inflight_requests",
-                "Data-plane requests in progress.",
-            ),
-            downstream_connections: gauge(
-                &registry,
-                "a2a_egress_downstream_connections",
-                "Open data-plane connections holding a connection slot.",
-            ),
-            overload_refusals: counters(
-                &registry,
-                "a2a_egress_overload_refusals_total",
-                "Calls refused with 503 because a connection or in-flight cap was reached.",
-                &["limit"],
-            ),
-            downstream_timeouts: counters(
-                &registry,
-                "a2a_egress_downstream_timeouts_total",
-                "Data-plane connections cut off by the idle, header or body deadline.",
-                &["phase"],
-            ),
+            inflight,
+            downstream_connections,
+            overload_refusals,
+            downstream_timeouts,
             admin_refusals: counters(
                 &registry,
                 "a2a_egress_admin_refusals_total",
@@ -298,6 +331,7 @@ impl Metrics {
             artifact_mismatches,
             probe_runs,
             probe_failed,
+            card_signatures: card_signatures(&registry),
             registry,
             known: Arc::default(),
         }

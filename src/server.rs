@@ -177,6 +177,7 @@ pub async fn run(
     let (stale_tx, stale_rx) = stale_channel(STALE_QUEUE);
     let draining = Arc::new(AtomicBool::new(false));
 
+    let signer = card_signer(&config, &public_url, &metrics);
     let mut running = Running::default();
     let control = running.start_control(&config, &store, &metrics, stale_rx)?;
     running.start_probes(&config, &store, &metrics, &control);
@@ -190,22 +191,9 @@ pub async fn run(
             control: Some(control.clone()),
             access: crate::admin::Access::new(&config.admin, metrics.clone()),
             default_data_class: config.policy.default_data_class.clone(),
+            signer: signer.clone(),
         },
     )?;
-    let signer = config
-        .card_signing
-        .as_ref()
-        .map(|c| Arc::new(crate::proxy::card_signer::CardSigner::new(c, &public_url)));
-    if let (Some(signer), Some(c)) = (&signer, &config.card_signing) {
-        let risks = crate::proxy::card_signer::jku_risks(
-            signer.jku(),
-            c.jku.is_some(),
-            config.listen.public_url.is_some(),
-        );
-        for risk in risks {
-            tracing::warn!(jku = %signer.jku(), reason = risk.reason(), "{}", risk.advice());
-        }
-    }
     let gateway = Gateway {
         store,
         metrics: metrics.clone(),
@@ -228,6 +216,27 @@ pub async fn run(
     drop(running);
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The effective-card signer of `[effective_card]`, counting on `metrics`; warns once, at start,
+/// about a `jku` orchestrators should not fetch keys from as is.
+fn card_signer(
+    config: &Config,
+    public_url: &str,
+    metrics: &Metrics,
+) -> Option<Arc<crate::proxy::card_signer::CardSigner>> {
+    let c = config.card_signing.as_ref()?;
+    let signer = crate::proxy::card_signer::CardSigner::new(c, public_url)
+        .counting(metrics.card_signatures.clone());
+    let risks = crate::proxy::card_signer::jku_risks(
+        signer.jku(),
+        c.jku.is_some(),
+        config.listen.public_url.is_some(),
+    );
+    for risk in risks {
+        tracing::warn!(jku = %signer.jku(), reason = risk.reason(), "{}", risk.advice());
+    }
+    Some(Arc::new(signer))
 }
 
 /// Refuses new calls, then waits until no call is in flight or `deadline` has passed.

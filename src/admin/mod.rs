@@ -55,6 +55,8 @@ pub struct AdminState {
     pub access: Access,
     /// `[policy] default_data_class` (what a need naming no data class carries).
     pub default_data_class: String,
+    /// The effective-card signer (`[effective_card] signing_key`), for `/readyz`.
+    pub signer: Option<Arc<crate::proxy::card_signer::CardSigner>>,
 }
 
 /// The admin routes (plus the control plane's `POST /v1/integrations/{name}/refresh` when it runs).
@@ -160,6 +162,9 @@ async fn readyz(State(s): State<AdminState>) -> Response {
             "integrations": integrations,
             // Degraded, unrevalidated (served from disk) and refused-config detail.
             "control": s.control.as_ref().map(|c| c.readiness()),
+            // The gateway's card signing: key, mode, jku, cards currently served unsigned
+            // because signing failed (`null` without a key).
+            "card_signing": s.signer.as_ref().map(|sg| sg.readiness()),
         })),
     )
         .into_response()

@@ -11,9 +11,9 @@ use anyhow::Context as _;
 
 use super::{EXIT_INVALID, EXIT_USAGE, load_config};
 use crate::card::CardPolicy;
-use crate::control::lockfile::LockFileError;
 use crate::lock::{self, Verdict};
 use crate::profile::{ClientCaps, Profile};
+use crate::state::UnreadableLock;
 
 /// Arguments of `a2a-egress diff`.
 #[derive(Debug, clap::Args)]
@@ -63,7 +63,7 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
                 Ok(None) => {
                     return Err(anyhow::anyhow!("{}: no such lockfile", p.display()));
                 }
-                Err(LockFileError::Invalid(e)) => return Err(InputError::Lock(e).into()),
+                Err(UnreadableLock::Invalid(e)) => return Err(InputError::Lock(e).into()),
                 Err(e) => return Err(e.into()),
             },
         };

@@ -46,7 +46,7 @@ pub enum RawPublicKey {
 }
 
 /// Which effective cards the gateway signs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SignMode {
     /// Only cards compiled from an agent card whose own signature verified with a key trusted

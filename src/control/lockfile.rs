@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{Integration, StreamingMode};
 use crate::control::state::{StateError, write_atomic};
-use crate::lock::{Lock, LockError, Manifest, StreamingNeed, wire};
+use crate::lock::{Lock, Manifest, StreamingNeed, wire};
+use crate::state::UnreadableLock;
 
 /// The folder of lockfiles, relative to the config file's folder.
 pub const LOCKS_DIR: &str = "locks";
@@ -14,17 +15,9 @@ pub const LOCKS_DIR: &str = "locks";
 /// Errors reading or writing a lockfile.
 #[derive(Debug, thiserror::Error)]
 pub enum LockFileError {
-    /// The file exists but could not be read.
-    #[error("{path}: cannot read the lockfile: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The file is not a valid lockfile (the message names the file and the field).
+    /// The file could not be read, or is not a valid lockfile.
     #[error(transparent)]
-    Invalid(#[from] LockError),
+    Unreadable(#[from] UnreadableLock),
     /// The file could not be written (atomically: the old file, if any, is unchanged).
     #[error("cannot write the lockfile: {0}")]
     Write(#[from] StateError),
@@ -34,8 +27,7 @@ impl LockFileError {
     /// Bounded label for logs and metrics.
     pub fn kind(&self) -> &'static str {
         match self {
-            LockFileError::Read { .. } => "read",
-            LockFileError::Invalid(e) => e.kind(),
+            LockFileError::Unreadable(e) => e.kind(),
             LockFileError::Write(_) => "write",
         }
     }
@@ -52,8 +44,8 @@ pub fn path_for(config_path: &Path, integration: &str) -> PathBuf {
 }
 
 /// Reads and parses a lockfile; `Ok(None)` when there is none (the integration is unpinned).
-pub fn read(path: &Path) -> Result<Option<Lock>, LockFileError> {
-    let read_err = |source| LockFileError::Read {
+pub fn read(path: &Path) -> Result<Option<Lock>, UnreadableLock> {
+    let read_err = |source| UnreadableLock::Read {
         path: path.to_owned(),
         source,
     };

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use prometheus::IntCounterVec;
 use serde_json::Value;
 
 use super::card::{EffectiveCard, render};
@@ -83,8 +84,11 @@ pub struct CardSigner {
     mode: SignMode,
     jku: String,
     jwks: Bytes,
-    /// Integration name → (the unsigned card's ETag, the signed card made from it).
+    /// Integration name → (the unsigned card's ETag, the card served for it: signed, or the
+    /// unsigned one when signing it failed, so a failure is logged and counted once per content).
     signed: Mutex<HashMap<String, (String, EffectiveCard)>>,
+    /// `a2a_egress_card_signatures_total{result}`, when the gateway's metrics are attached.
+    counter: Option<IntCounterVec>,
 }
 
 impl std::fmt::Debug for CardSigner {
@@ -112,6 +116,20 @@ impl CardSigner {
             jku,
             jwks,
             signed: Mutex::new(HashMap::new()),
+            counter: None,
+        }
+    }
+
+    /// The signer counting each signing (and each failure) on `counter`
+    /// (`a2a_egress_card_signatures_total{result}`).
+    pub fn counting(mut self, counter: IntCounterVec) -> CardSigner {
+        self.counter = Some(counter);
+        self
+    }
+
+    fn count(&self, result: &str) {
+        if let Some(c) = &self.counter {
+            c.with_label_values(&[result]).inc();
         }
     }
 
@@ -138,24 +156,49 @@ impl CardSigner {
 
     /// `card` (whose rendering is `unsigned`) with the gateway's signature, from the cache when
     /// this integration's card has not changed since it was last signed. A card that cannot be
-    /// signed is served unsigned, with a warning.
+    /// signed is served unsigned, with a warning once per card content (signing is
+    /// deterministic, so trying the same content again would fail again).
     pub fn signed(&self, name: &str, card: &Value, unsigned: EffectiveCard) -> EffectiveCard {
-        if let Some((etag, signed)) = self.lock().get(name)
+        if let Some((etag, served)) = self.lock().get(name)
             && *etag == unsigned.etag
         {
-            return signed.clone();
+            return served.clone();
         }
-        let signed = match sign::sign(card, &self.key, &self.jku) {
-            Ok(v) => render(&v),
+        let served = match sign::sign(card, &self.key, &self.jku) {
+            Ok(v) => {
+                let signed = render(&v);
+                tracing::info!(integration = %name, kid = %self.key.kid(), etag = %signed.etag, "effective card signed");
+                self.count("signed");
+                signed
+            }
             Err(e) => {
                 tracing::warn!(integration = %name, kind = e.kind(), error = %e, "effective card served unsigned: signing failed");
-                return unsigned;
+                self.count("failed");
+                unsigned.clone()
             }
         };
-        tracing::info!(integration = %name, kid = %self.key.kid(), etag = %signed.etag, "effective card signed");
         self.lock()
-            .insert(name.to_owned(), (unsigned.etag, signed.clone()));
-        signed
+            .insert(name.to_owned(), (unsigned.etag, served.clone()));
+        served
+    }
+
+    /// What `/readyz` shows: the key, the mode, the `jku`, and the integrations whose current
+    /// card is served unsigned because signing it failed (sorted).
+    pub fn readiness(&self) -> Value {
+        let mut failed: Vec<String> = self
+            .lock()
+            .iter()
+            .filter(|(_, (etag, served))| *etag == served.etag)
+            .map(|(name, _)| name.clone())
+            .collect();
+        failed.sort();
+        serde_json::json!({
+            "kid": self.key.kid(),
+            "alg": self.key.alg().as_str(),
+            "mode": self.mode,
+            "jku": self.jku,
+            "failed": failed,
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, EffectiveCard)>> {
@@ -205,6 +248,9 @@ mod tests {
     #[test]
     fn signs_once_per_distinct_card() {
         let (s, key) = signer(SignMode::Always, None);
+        let metrics = crate::metrics::Metrics::new();
+        let s = s.counting(metrics.card_signatures.clone());
+        let signings = || metrics.card_signatures.with_label_values(&["signed"]).get();
         assert_eq!(s.jku(), "http://127.0.0.1:7411/.well-known/jwks.json");
         let card = serde_json::json!({"name": "a", "description": "d"});
         let first = s.signed("a", &card, render(&card));
@@ -215,10 +261,23 @@ mod tests {
         );
         let again = s.signed("a", &card, render(&card));
         assert_eq!(again, first);
+        assert_eq!(signings(), 1, "the same card is signed once");
 
         let changed = serde_json::json!({"name": "a", "description": "e"});
         let second = s.signed("a", &changed, render(&changed));
         assert_ne!(second.etag, first.etag);
+        assert_eq!(signings(), 2, "a changed card is signed again");
+        s.signed("a", &changed, render(&changed));
+        assert_eq!(signings(), 2);
+        assert_eq!(
+            metrics.card_signatures.with_label_values(&["failed"]).get(),
+            0
+        );
+        assert_eq!(
+            s.readiness(),
+            serde_json::json!({"kid": "gw", "alg": "ES256", "mode": "always",
+                "jku": "http://127.0.0.1:7411/.well-known/jwks.json", "failed": []})
+        );
         let v: Value = serde_json::from_slice(&second.body).unwrap();
         let mut keys = TrustedKeys::default();
         keys.add_jwks(

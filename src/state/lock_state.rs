@@ -12,6 +12,7 @@
 //! A lockfile that exists but does not parse is breaking: the workflow asked to be pinned and
 //! nothing can be checked.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -19,10 +20,33 @@ use serde::{Serialize, Serializer};
 
 use super::{IntegrationState, Status};
 use crate::config::{OnBreaking, StreamingMode};
-use crate::lock::{self, Class, Finding, Lock, Verdict};
+use crate::lock::{self, Class, Finding, Lock, LockError, Verdict};
 
-/// Why an integration's lockfile could not be read (whatever the reading module's error is).
-pub type UnreadableLock = Box<dyn std::error::Error + Send + Sync>;
+/// Why an integration's lockfile could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum UnreadableLock {
+    /// The file exists but could not be read.
+    #[error("{path}: cannot read the lockfile: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid lockfile (the message names the file and the field).
+    #[error(transparent)]
+    Invalid(#[from] LockError),
+}
+
+impl UnreadableLock {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            UnreadableLock::Read { .. } => "read",
+            UnreadableLock::Invalid(e) => e.kind(),
+        }
+    }
+}
 
 /// The verdict of an integration against its lockfile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
@@ -130,7 +154,7 @@ impl IntegrationState {
                 self.lock = LockState::unpinned(at);
                 return self;
             }
-            Err(why) => (lock::invalid_lock_verdict(&*why), None),
+            Err(why) => (lock::invalid_lock_verdict(&why), None),
             Ok(Some(l)) => (
                 self.verdict_against(&l, streaming_required),
                 Some(Arc::new(l)),

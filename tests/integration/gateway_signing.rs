@@ -495,6 +495,20 @@ async fn the_private_key_appears_in_no_response_log_or_metric() {
         "the JWK Set was served: {}",
         seen[1]
     );
+    // /metrics counts the one signing; /readyz shows the signing key and no failure.
+    assert_eq!(
+        crate::common::gateway::metric(
+            &seen[6],
+            "a2a_egress_card_signatures_total",
+            &[("result", "signed")]
+        ),
+        1.0,
+        "{}",
+        seen[6]
+    );
+    let ready: Value = serde_json::from_str(&seen[7]).unwrap();
+    assert_eq!(ready["card_signing"]["kid"], "gw", "{ready:#}");
+    assert_eq!(ready["card_signing"]["failed"], json!([]), "{ready:#}");
     let (log, dropped) = gw.process.stderr_all();
     assert_eq!(dropped, 0);
     // Three card requests, one profile: signed once.

@@ -1,7 +1,8 @@
 //! The lockfile at runtime, against the bundled reference agent: a breaking change in the agent's
 //! registry (a temp copy edited, then SIGHUP) blocks new sends after one refresh while running
 //! tasks can still be read, and with `on_breaking = "fallback:<name>"` the fallback integration
-//! takes the new sends (process and loopback I/O).
+//! takes the new sends, and the verdict is logged once per change, not once per refresh (process
+//! and loopback I/O).
 
 use std::path::Path;
 use std::process::Command;
@@ -9,7 +10,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::common::RefAgent;
-use crate::common::gateway::{InProcess, config_head, metric, send_request};
+use crate::common::gateway::{GatewayProc, InProcess, config_head, metric, send_request};
 
 const ECHO_OUTPUT: &str =
     "output_modes = [\"text/plain\"]\n\n[[manifests]]\nid = \"lookup-invoice\"";
@@ -220,5 +221,99 @@ async fn a_fallback_integration_takes_new_sends_while_it_satisfies_the_lock() {
     assert!(
         body.get("error").is_some(),
         "the broken agent does not know the task: {body}"
+    );
+}
+
+/// Replaces `from` by `to` in the agent's registry, reloads it and waits until its card says
+/// `description` (a change of the card's description tells that the reload took).
+async fn edit_registry(agent: &RefAgent, registry: &Path, from: &str, to: &str, description: &str) {
+    let text = std::fs::read_to_string(registry).unwrap();
+    assert!(text.contains(from), "registry lacks {from:?}");
+    let text: Vec<String> = text
+        .replace(from, to)
+        .lines()
+        .map(|l| {
+            if l.starts_with("description = ") && l.contains("reference agent of a2a-egress") {
+                format!("description = \"{description}: the reference agent of a2a-egress\"")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect();
+    let text = text.join("\n") + "\n";
+    std::fs::write(registry, text).unwrap();
+    agent.sighup();
+    agent
+        .wait_for_card(|c| {
+            c["description"]
+                .as_str()
+                .is_some_and(|d| d.starts_with(description))
+        })
+        .await;
+}
+
+/// The lockfile verdict lines the gateway logged (JSON) for `name`, in order.
+fn verdict_lines(gw: &GatewayProc, name: &str) -> Vec<String> {
+    let (lines, dropped) = gw.process.stderr_all();
+    assert_eq!(dropped, 0);
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| {
+            v["integration"] == name
+                && v["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("lockfile"))
+        })
+        .map(|v| v["verdict"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+async fn admin_refresh(gw: &GatewayProc, name: &str) -> Value {
+    let resp = crate::common::http()
+        .post(gw.admin_url(&format!("/v1/integrations/{name}/refresh")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    resp.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn the_verdict_is_logged_once_per_change_not_once_per_refresh() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (agent, registry) = breakable_agent(tmp.path());
+    let config = config_head(&[])
+        + "[log]\nformat = \"json\"\n"
+        + &integration("finance", &agent, "")
+        + "\n[admin]\nrefresh_min_interval = \"0s\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    pin(dir.path(), &config, "finance");
+    let gw = GatewayProc::start_in(dir, &config, &[]).await;
+    assert_eq!(verdict_lines(&gw, "finance"), ["compatible"]);
+
+    let broken = ECHO_OUTPUT.replace("text/plain", "text/markdown");
+    edit_registry(&agent, &registry, ECHO_OUTPUT, &broken, "Broken").await;
+    assert_eq!(admin_refresh(&gw, "finance").await["result"], "changed");
+    // The same verdict on every later refresh: two new cards (only the agent's description
+    // differs, so each is rebuilt and judged again) and an unchanged one.
+    for description in ["Still broken", "Broken still"] {
+        edit_registry(&agent, &registry, &broken, &broken, description).await;
+        assert_eq!(admin_refresh(&gw, "finance").await["result"], "unchanged");
+    }
+    admin_refresh(&gw, "finance").await;
+    let ready = gw.readyz().await;
+    assert_eq!(
+        ready["integrations"]["finance"]["lock"]["verdict"], "breaking",
+        "{ready}"
+    );
+    assert_eq!(verdict_lines(&gw, "finance"), ["compatible", "breaking"]);
+
+    edit_registry(&agent, &registry, &broken, ECHO_OUTPUT, "Mended").await;
+    assert_eq!(admin_refresh(&gw, "finance").await["result"], "changed");
+    admin_refresh(&gw, "finance").await;
+    assert_eq!(
+        verdict_lines(&gw, "finance"),
+        ["compatible", "breaking", "compatible"]
     );
 }

@@ -314,6 +314,7 @@ fn known_values() -> BTreeMap<&'static str, BTreeSet<String>> {
     let mut results: BTreeSet<String> = set(&a2a_egress::metrics::PROBE_RESULTS);
     results.extend(RefreshResult::ALL.iter().map(|r| r.as_str().to_owned()));
     results.extend(ReloadResult::ALL.iter().map(|r| r.as_str().to_owned()));
+    results.extend(a2a_egress::metrics::CARD_SIGNATURE_RESULTS.map(str::to_owned));
     m.insert("result", results);
     m.insert(
         "kind",

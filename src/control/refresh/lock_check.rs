@@ -5,13 +5,13 @@
 use std::time::SystemTime;
 
 use super::Worker;
-use crate::control::lockfile::{self, LockFileError};
+use crate::control::lockfile;
 use crate::lock::Lock;
-use crate::state::{IntegrationState, LockVerdict};
+use crate::state::{IntegrationState, LockVerdict, UnreadableLock};
 
 impl Worker {
     /// This integration's lockfile now: `Ok(None)` without one, `Err` (one line) when unreadable.
-    fn read_lock(&self) -> Result<Option<Lock>, LockFileError> {
+    fn read_lock(&self) -> Result<Option<Lock>, UnreadableLock> {
         let path = lockfile::path_for(&self.inner.config.load().path, self.name());
         lockfile::read(&path)
     }
@@ -19,7 +19,7 @@ impl Worker {
     /// `state` judged against the lockfile; an unchanged verdict keeps the time it was reached,
     /// a changed one is logged.
     pub(super) fn judge(&self, state: IntegrationState) -> IntegrationState {
-        let lock = self.read_lock().map_err(Into::into);
+        let lock = self.read_lock();
         let mut next = state.with_lock(lock, SystemTime::now());
         match self.current() {
             Some(old) if old.lock.same_verdict(&next.lock) => next.lock.at = old.lock.at,

@@ -113,14 +113,17 @@ fn breaking_with_fallback_or_warn_keeps_the_status() {
 #[test]
 fn an_unreadable_lockfile_is_breaking() {
     let s = state("", pricing_profile()).with_lock(
-        Err("locks/pricing.json: invalid lockfile:\n  - agent: missing".into()),
+        Err(crate::state::UnreadableLock::Read {
+            path: "locks/pricing.json".into(),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        }),
         at(),
     );
     assert_eq!(s.lock.verdict, LockVerdict::Breaking);
     assert_eq!(
         lines(&s),
         [
-            "breaking: lockfile: valid -> invalid (locks/pricing.json: invalid lockfile: - agent: missing)"
+            "breaking: lockfile: valid -> invalid (locks/pricing.json: cannot read the lockfile: permission denied)"
         ]
     );
     assert!(matches!(s.status, Status::Blocked { .. }));
