@@ -111,7 +111,7 @@ impl Need {
             return Err(NeedError::TooLarge);
         }
         let value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| NeedError::Json(e.to_string()))?;
+            serde_json::from_slice(bytes).map_err(|e| json_error(&e.to_string()))?;
         // serde_json accepted the bytes, so they are UTF-8.
         let text = std::str::from_utf8(bytes).map_err(|e| NeedError::Json(e.to_string()))?;
         if let Some(dup) = duplicate_keys(text, 1)?.into_iter().next() {
@@ -123,8 +123,12 @@ impl Need {
         let wire: WireNeed = serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             match path.as_str() {
-                "." => NeedError::Json(e.inner().to_string()),
-                _ => NeedError::Json(format!("{path}: {}", e.inner())),
+                "." => json_error(&e.inner().to_string()),
+                // The path is made of the planner's keys: quoted, escaped and cut like one.
+                _ => match json_error(&e.inner().to_string()) {
+                    NeedError::Json(m) => NeedError::Json(format!("{}: {m}", path_shown(&path))),
+                    other => other,
+                },
             }
         })?;
         Need::from_wire(wire)
@@ -175,6 +179,27 @@ impl Need {
             binding,
         })
     }
+}
+
+/// Longest parser message echoed, in characters: serde's messages quote the planner's keys and
+/// values (an unknown field's name, whole), which may be long or hold hidden characters.
+const MAX_JSON_MESSAGE_CHARS: usize = 256;
+
+/// A JSON path as the message shows it: as is when quoting changes nothing but the quotes
+/// (a short, printable ASCII path), else quoted, escaped and cut.
+fn path_shown(path: &str) -> String {
+    let quoted = quote(path);
+    match quoted.len() == path.len() + 2 {
+        true => path.to_owned(),
+        false => quoted,
+    }
+}
+
+fn json_error(message: &str) -> NeedError {
+    NeedError::Json(crate::card::sanitize::sanitize(
+        message,
+        MAX_JSON_MESSAGE_CHARS,
+    ))
 }
 
 /// Checks one string value: bounded, no control or invisible character, not blank.

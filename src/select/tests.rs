@@ -693,3 +693,17 @@ fn an_accepted_candidate_names_the_risks_it_carries() {
         assert!(!got.contains(&risk), "{got:?}");
     }
 }
+
+#[test]
+fn an_unknown_key_is_echoed_bounded_and_without_hidden_characters() {
+    let key = format!("evil\u{202E}{}", "k".repeat(15_000));
+    let body = serde_json::json!({"skill": "report", key: 1}).to_string();
+    let e = refused(&body);
+    let msg = e.to_string();
+    assert!(msg.len() < 512, "{} bytes echoed", msg.len());
+    assert!(!msg.contains('\u{202E}'), "bidi echoed");
+    assert!(
+        msg.contains("unknown field") && msg.contains("evil"),
+        "{msg:.200}"
+    );
+}

@@ -468,6 +468,40 @@ async fn hostile_traffic_never_becomes_a_metric_label() {
     assert!(denied >= 15.0, "{denied}\n{text}");
 }
 
+/// An integration removed from the config leaves no series behind: its status gauge would
+/// otherwise say `blocked` (or `usable`) forever, and an alert on it never clear.
+#[tokio::test]
+async fn a_removed_integration_leaves_no_metric_series() {
+    let agent = RefAgent::sample();
+    let gw = gateway(&agent).await;
+    ordinary_traffic(&gw).await;
+    let before = gw.metrics().await;
+    assert!(before.contains("integration=\"nostream\""), "{before}");
+    let config = config_head(&[]) + &integration("echo", &agent.card_url, "") + DOWN;
+    std::fs::write(gw.config_path(), config).unwrap();
+    let mut text: String;
+    crate::assert_eventually!(
+        {
+            text = gw.metrics().await;
+            crate::common::gateway::metric(
+                &text,
+                "a2a_egress_config_reloads_total",
+                &[("result", "ok")],
+            ) >= 1.0
+        },
+        within = Duration::from_secs(10),
+        "the reload"
+    );
+    let left: Vec<&str> = (text.lines())
+        .filter(|l| l.contains("integration=\"nostream\""))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "series of a removed integration: {left:#?}"
+    );
+    assert!(text.contains("a2a_egress_integration_status{integration=\"echo\""));
+}
+
 /// Access lines (JSON) the gateway wrote to stderr.
 fn access_lines(gw: &GatewayProc) -> Vec<Value> {
     let (lines, dropped) = gw.process.stderr_all();
