@@ -12,7 +12,7 @@ pub fn format(t: SystemTime) -> String {
     chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// Serialises `t` as [`format`] does.
+/// Serialises `t` as [`format()`] does.
 pub fn serialize<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format(*t))
 }
