@@ -228,7 +228,11 @@ async fn a_runtime_error_refreshes_the_profile_at_once() {
     let config = config_head(&[
         "https://example.com/ext/trace/v1",
         "https://example.com/ext/mandatory/v9",
-    ]) + "[refresh]\nmin = \"1h\"\nmax = \"2h\"\nstale_debounce = \"50ms\"\nstale_min_interval = \"100ms\"\n"
+    ])
+    // The retry hook is rate-limited from the last fetch of any kind, here the start-up fetch a
+    // fraction of a second earlier: with a longer interval the hook would rightly decline to fetch
+    // (the test then fails exactly as it used to at random on a fast machine, at 100ms).
+    + "[refresh]\nmin = \"1h\"\nmax = \"2h\"\nstale_debounce = \"50ms\"\nstale_min_interval = \"1ms\"\n"
         + &integration("ref", &agent.card_url, "");
     let gw = InProcess::start(&config).await;
     let (status, body) = gw
