@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use a2a_egress::card;
 use a2a_egress::config::{Config, Integration};
-use a2a_egress::control::lockfile::manifest_of;
 use a2a_egress::lock;
 use a2a_egress::profile::{self, Profile};
 use a2a_egress::proxy::body::parse_jsonrpc;
@@ -28,6 +27,7 @@ use a2a_egress::proxy::route::{check_path, route};
 use a2a_egress::proxy::shape::upstream_headers;
 use a2a_egress::proxy::trace::Trace;
 use a2a_egress::state::Upstream;
+use a2a_egress::state::manifest_of;
 use a2a_egress::state::{IntegrationState, Snapshot, Store};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};

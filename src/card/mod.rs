@@ -2,7 +2,7 @@
 //! signatures (reads trusted key files only when no keys were loaded for it).
 //!
 //! The flow is always `validate` (bytes → [`ValidatedCard`], here) then `compile` (pure:
-//! [`ValidatedCard`] + client capabilities → [`crate::profile::Profile`], in `profile`).
+//! [`ValidatedCard`] + client capabilities → a compiled profile, in `profile`).
 //! Nothing downstream reads raw card JSON.
 //!
 //! Public API (stable; other modules build on it):

@@ -1,7 +1,7 @@
 //! Sanitising provider-written text before it is shown to a planner or an operator (pure).
 //!
 //! Card strings are a prompt-injection channel: card content is untrusted input.
-//! The rule, applied to every string in [`crate::profile::Display`] and to skill tags:
+//! The rule, applied to every string in the profile's `Display` and to skill tags:
 //! 1. remove control characters (Unicode Cc other than whitespace) and invisible format
 //!    characters: bidi embeddings/overrides/isolates and marks, zero-width space/joiners, word joiner
 //!    and invisible operators, BOM, soft hyphen, interlinear annotation marks, variation selectors,

@@ -333,7 +333,7 @@ pub enum SignatureStatus {
     },
 }
 
-/// A card that passed every rule of this module: the only input [`crate::profile::compile()`] accepts.
+/// A card that passed every rule of this module: the only input the profile compiler accepts.
 ///
 /// Fields are private so a `ValidatedCard` can only come from [`validate`].
 #[derive(Debug, Clone)]
@@ -849,14 +849,9 @@ mod tests {
             "{:?}",
             v.warnings()
         );
-        let p = crate::profile::compile(&v, &crate::profile::ClientCaps::default());
-        // The scope-less requirement {"bearer":{}} keeps its meaning.
-        assert_eq!(p.skills["echo"].security.len(), 1);
-        assert!(p.skills["echo"].security[0]["bearer"].is_empty());
-        // A value that changes the card's meaning is not covered: not verified for signing.
+        // A value that changes the card's meaning is not covered (the profile's tests show what
+        // compile makes of it).
         assert_eq!(v.uncovered_empties(), ["securityRequirements[0]"]);
-        assert_eq!(p.verified_by, None);
-        assert!(!p.signature_failed);
     }
 
     #[test]
@@ -872,12 +867,6 @@ mod tests {
         let v = validate(&tampered, &trusting(&origin, &jwks, false), Some(&origin)).unwrap();
         assert!(matches!(v.signature(), SignatureStatus::Unverified { .. }));
         assert!(v.warnings().iter().any(|w| w.path == "signatures"));
-        let p = crate::profile::compile(&v, &crate::profile::ClientCaps::default());
-        assert_eq!(p.verified_by, None);
-        assert!(
-            p.signature_failed,
-            "a present signature that failed is recorded"
-        );
     }
 
     #[test]

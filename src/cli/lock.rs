@@ -147,7 +147,7 @@ pub fn run_lock(a: LockArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     };
     let pinned = match lock::pin(
-        &lockfile::manifest_of(&c.integration),
+        &crate::state::manifest_of(&c.integration),
         &profile,
         chrono::Utc::now(),
         verified,

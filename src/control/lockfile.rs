@@ -4,9 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{Integration, StreamingMode};
 use crate::control::state::{StateError, write_atomic};
-use crate::lock::{Lock, Manifest, StreamingNeed, wire};
+use crate::lock::{Lock, wire};
 use crate::state::UnreadableLock;
 
 /// The folder of lockfiles, relative to the config file's folder.
@@ -69,23 +68,6 @@ pub fn write(path: &Path, lock: &Lock) -> Result<(), LockFileError> {
     Ok(write_atomic(path, wire::to_json(lock).as_bytes())?)
 }
 
-/// The lockfile-relevant part of an integration's config.
-pub fn manifest_of(i: &Integration) -> Manifest {
-    Manifest {
-        agent: i.card.clone(),
-        skills: i.skills.clone(),
-        scopes: i.scopes.clone(),
-        streaming: match i.streaming {
-            StreamingMode::Required => StreamingNeed::Required,
-            StreamingMode::Preferred => StreamingNeed::Preferred,
-            StreamingMode::Off => StreamingNeed::Off,
-        },
-        extensions: i.extensions.clone(),
-        input_modes: i.lock.input_modes.clone(),
-        output_modes: i.lock.output_modes.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +115,8 @@ mod tests {
 
     #[test]
     fn the_manifest_is_the_integrations_workflow() {
+        use crate::lock::StreamingNeed;
+        use crate::state::manifest_of;
         let text = "[[integrations]]\nname=\"a\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\", \"t\"]\nscopes=[\"x\"]\ndata_classes=[\"p\"]\nstreaming=\"required\"\ninput_modes=[\"application/json\"]\n";
         let c = crate::config::Config::parse(text, Path::new("g.toml")).unwrap();
         let m = manifest_of(&c.integrations[0]);

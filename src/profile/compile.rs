@@ -249,6 +249,55 @@ mod tests {
             "skills":[{"id":"echo","name":"Echo","description":"echoes","tags":["demo"]}]})
     }
 
+    /// An official-SDK-signed fixture card, validated with its origin's keys trusted.
+    fn sdk_validated(name: &str, tamper: bool) -> crate::card::ValidatedCard {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sdk");
+        let mut card: Value =
+            serde_json::from_slice(&std::fs::read(dir.join(format!("{name}.json"))).unwrap())
+                .unwrap();
+        let url = url::Url::parse(card["supportedInterfaces"][0]["url"].as_str().unwrap()).unwrap();
+        let origin = url.origin().ascii_serialization();
+        if tamper {
+            card["capabilities"]["streaming"] =
+                json!(!card["capabilities"]["streaming"].as_bool().unwrap_or(false));
+        }
+        let policy = CardPolicy {
+            allow_plain_http: true,
+            trusted_keys: vec![(origin.clone(), dir.join(format!("{name}.jwks")))],
+            ..CardPolicy::default()
+        };
+        let bytes = serde_json::to_vec(&card).unwrap();
+        crate::card::validate(&bytes, &policy, Some(&origin)).unwrap()
+    }
+
+    #[test]
+    fn a_signature_leaving_empties_uncovered_is_not_verified_and_a_failed_one_is_recorded() {
+        let p = compile(
+            &sdk_validated("python-signed-secured", false),
+            &ClientCaps::default(),
+        );
+        // The scope-less requirement {"bearer":{}} keeps its meaning...
+        assert_eq!(p.skills["echo"].security.len(), 1);
+        assert!(p.skills["echo"].security[0]["bearer"].is_empty());
+        // ...and, not covered by the signature, does not count as verified for signing.
+        assert_eq!(p.verified_by, None);
+        assert!(!p.signature_failed);
+        let p = compile(
+            &sdk_validated("python-signed", true),
+            &ClientCaps::default(),
+        );
+        assert_eq!(p.verified_by, None);
+        assert!(
+            p.signature_failed,
+            "a present signature that failed is recorded"
+        );
+        let p = compile(
+            &sdk_validated("python-signed", false),
+            &ClientCaps::default(),
+        );
+        assert!(p.verified_by.is_some() && !p.signature_failed);
+    }
+
     fn build(card: &Value, caps: &ClientCaps) -> Profile {
         let bytes = serde_json::to_vec(card).unwrap();
         let v = crate::card::validate(&bytes, &CardPolicy::default(), None)

@@ -522,7 +522,10 @@ fn streaming_is_verified_by_the_lockfile_probe_of_this_very_card() {
         StreamingEvidence::Verified
     );
     let at = streaming_verified_at(&s).expect("verified");
-    assert_eq!(crate::admin::view::timestamp(at), "2026-12-01T10:09:27Z");
+    assert_eq!(
+        crate::types::rfc3339::format(at),
+        "2026-12-01T10:09:27.000Z"
+    );
     // Another card, a breaking verdict, a failed or unreadable probe line: only declared.
     for s in [
         with(lock("sha256:11", ok), LockVerdict::Review),

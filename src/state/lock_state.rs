@@ -19,8 +19,8 @@ use std::time::SystemTime;
 use serde::{Serialize, Serializer};
 
 use super::{IntegrationState, Status};
-use crate::config::{OnBreaking, StreamingMode};
-use crate::lock::{self, Class, Finding, Lock, LockError, Verdict};
+use crate::config::{Integration, OnBreaking, StreamingMode};
+use crate::lock::{self, Class, Finding, Lock, LockError, Manifest, StreamingNeed, Verdict};
 
 /// Why an integration's lockfile could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -213,6 +213,23 @@ fn blocked_reason(v: &Verdict) -> String {
         .map(ToString::to_string)
         .unwrap_or_default();
     format!("breaking change against the lockfile: {first}")
+}
+
+/// The lockfile-relevant part of an integration's config.
+pub fn manifest_of(i: &Integration) -> Manifest {
+    Manifest {
+        agent: i.card.clone(),
+        skills: i.skills.clone(),
+        scopes: i.scopes.clone(),
+        streaming: match i.streaming {
+            StreamingMode::Required => StreamingNeed::Required,
+            StreamingMode::Preferred => StreamingNeed::Preferred,
+            StreamingMode::Off => StreamingNeed::Off,
+        },
+        extensions: i.extensions.clone(),
+        input_modes: i.lock.input_modes.clone(),
+        output_modes: i.lock.output_modes.clone(),
+    }
 }
 
 #[cfg(test)]

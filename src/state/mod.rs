@@ -26,7 +26,7 @@ pub mod upstream;
 pub use evidence::{
     Claim, Observer, ProbeRecord, ProbeRun, ProbeTrigger, ProbeVerdict, Source, claims,
 };
-pub use lock_state::{LockState, LockVerdict, UnreadableLock, satisfies};
+pub use lock_state::{LockState, LockVerdict, UnreadableLock, manifest_of, satisfies};
 pub use refresh_hook::{RefreshAnswer, RefreshHook, RefreshUnavailable};
 pub use upstream::{NoUpstream, Roots, Upstream, UpstreamError};
 
@@ -239,7 +239,7 @@ pub struct IntegrationState {
     pub probes: Option<Arc<ProbeRun>>,
 }
 
-/// How current an integration's profile is: set by `control::refresh`, shown on the admin API.
+/// How current an integration's profile is: set by the control plane's refresh, shown on the admin API.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Freshness {
     /// Served from the last-known-good file on disk; no fetch has confirmed it since start.

@@ -61,7 +61,7 @@ fn snapshot(on_breaking: &str, main_output: &str, spare_output: &str) -> Snapsho
         IntegrationState::from_profile(integration, p, Ok(Upstream::for_tests(&url)))
     };
     let pinned = crate::lock::pin(
-        &crate::control::lockfile::manifest_of(&c.integrations[0]),
+        &crate::state::manifest_of(&c.integrations[0]),
         &profile(9, "text/plain"),
         chrono::Utc::now(),
         BTreeMap::new(),

@@ -29,7 +29,7 @@ fn state(extra: &str, profile: Profile) -> IntegrationState {
 fn lock_of(extra: &str) -> Lock {
     let i = integration(extra);
     crate::lock::pin(
-        &crate::control::lockfile::manifest_of(&i),
+        &super::manifest_of(&i),
         &pricing_profile(),
         chrono::DateTime::UNIX_EPOCH,
         Default::default(),
