@@ -1041,6 +1041,21 @@ def targets_table(S, ctx):
     return rows
 
 
+def print_instructions(args):
+    """`--instructions-only`: the callgrind figures alone, printed (RESULTS.md is not written)."""
+    os.makedirs(args.out, exist_ok=True)
+    procs = Procs(args.out)
+    try:
+        fixed, _agent = start_upstreams(procs, args.out, args.root, args.bin)
+        rows = instructions(procs, args.out, args.bin, args.bare, fixed, 1000)
+    finally:
+        procs.stop_all()
+    bare = rows.get("bare pingora")
+    for name, n in rows.items():
+        ratio = f"{n / bare:.2f}x bare pingora" if n and bare else "-"
+        print(f"{name:32} {n:>12,.0f} instructions/request  {ratio}" if n else f"{name:32} -")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--bin", required=True, help="release a2a-egress binary")
@@ -1050,7 +1065,11 @@ def main():
     ap.add_argument("--results", required=True, help="the RESULTS.md to write")
     ap.add_argument("--target-dir", required=True)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--instructions-only", action="store_true",
+                    help="only count instructions per request (callgrind) and print them")
     args = ap.parse_args()
+    if args.instructions_only:
+        return print_instructions(args)
     args.rounds, args.seconds = (1, 3) if args.quick else (3, 6)
     args.lat_rounds, args.lat_seconds = (1, 3) if args.quick else (2, 8)
     scale_sizes = (1, 100) if args.quick else (1, 100, 1000)

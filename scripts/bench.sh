@@ -3,6 +3,9 @@
 #
 #   bash scripts/bench.sh            # the whole run (about 15 minutes on 2 cores)
 #   bash scripts/bench.sh --quick    # one short round of everything (about 3 minutes), for development
+#   bash scripts/bench.sh --instructions  # only instructions per request under callgrind (bare
+#                                         # pingora, a2a-egress with its access log on and off):
+#                                         # a figure the machine's load does not move; no RESULTS.md
 #
 # On a fresh Debian machine it installs what it lacks: nginx-light (stub_status, for counting
 # upstream connections), wrk and valgrind (callgrind: instructions per request) from the
@@ -17,10 +20,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$PWD"
 QUICK=""
+ONLY_INSTRUCTIONS=""
 for a in "$@"; do
     case "$a" in
         --quick) QUICK="--quick" ;;
-        *) echo "usage: scripts/bench.sh [--quick]" >&2; exit 64 ;;
+        --instructions) ONLY_INSTRUCTIONS=1 ;;
+        *) echo "usage: scripts/bench.sh [--quick | --instructions]" >&2; exit 64 ;;
     esac
 done
 
@@ -52,6 +57,16 @@ fi
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 say "building release binaries (a2a-egress, benches/bare_pingora.rs)"
 cargo build --release --locked --quiet --bin a2a-egress --example bare-pingora
+
+if [ -n "$ONLY_INSTRUCTIONS" ]; then
+    OUT="$TARGET/bench-instructions"
+    rm -rf "$OUT"
+    mkdir -p "$OUT"
+    say "instructions per request (callgrind; raw logs in $OUT)"
+    exec python3 benches/bench.py --instructions-only --bin "$TARGET/release/a2a-egress" \
+        --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
+        --results /dev/null --target-dir "$TARGET"
+fi
 
 # Criterion micro-benchmarks, briefly (their figures go into RESULTS.md).
 say "criterion micro-benchmarks (compile, policy)"
