@@ -391,9 +391,16 @@ http {{
 """
 
 
-def gateway_conf(out, name, fixed, agent, n_scale=None):
+# Integrations the scenario gateways are configured with: the RSS target under load is stated
+# for ten, so the three the scenarios use (`fixed`, `ref`, `refoff`) get seven idle ones beside.
+GATEWAY_INTEGRATIONS = 10
+
+
+def gateway_conf(out, name, fixed, agent, n_scale=None, total=GATEWAY_INTEGRATIONS):
     """The gateway's config: `fixed` (the nginx upstream, tenant injected), `ref` (the reference
-    agent) and `refoff` (the same agent, streaming off: streams are downgraded)."""
+    agent) and `refoff` (the same agent, streaming off: streams are downgraded), then idle
+    integrations `pad0`… on the nginx upstream up to `total`; or, with `n_scale`, integrations
+    `s0`… only."""
     head = f"""[client]
 allow_plain_http = true
 [listen]
@@ -410,6 +417,8 @@ max_inflight = 4096
         ao = f"http://{agent}"
         ints.append(("ref", ao, 'skills = ["echo", "stream-report"]\n'))
         ints.append(("refoff", ao, 'skills = ["echo", "stream-report"]\nstreaming = "off"\n'))
+        for i in range(max(total - len(ints), 0)):
+            ints.append((f"pad{i}", fo, 'tenant = "acme"\nskills = ["echo"]\n'))
     else:
         for i in range(n_scale):
             ints.append((f"s{i}", fo, 'tenant = "acme"\nskills = ["echo"]\n'))
@@ -618,8 +627,18 @@ def with_log(config, bin_path, log):
     return off
 
 
-def start_gateway(procs, name, bin_path, config, log, threads=None):
-    config = with_log(config, bin_path, log)
+def with_runtime(config, work_stealing):
+    """`config`, or a copy of it with `[runtime] work_stealing = false`."""
+    if work_stealing:
+        return config
+    off = config.replace(".toml", "-nosteal.toml")
+    with open(config) as f, open(off, "w") as g:
+        g.write(f.read().replace("[listen]", "[runtime]\nwork_stealing = false\n[listen]", 1))
+    return off
+
+
+def start_gateway(procs, name, bin_path, config, log, threads=None, work_stealing=True):
+    config = with_runtime(with_log(config, bin_path, log), work_stealing)
     env = gateway_env(log, bin_path)
     if threads:
         env["TOKIO_WORKER_THREADS"] = str(threads)
@@ -733,8 +752,9 @@ def instructions_per_request(procs, out, kind, argv, url, body, n):
     return total / n if total else None
 
 
-def instructions(procs, out, bin_path, bare_path, fixed, n):
-    """Instructions per 1 KB SendMessage: bare pingora, a2a-egress with its access log on and off."""
+def instructions(procs, out, bin_path, bare_path, fixed, n, alt=None):
+    """Instructions per 1 KB SendMessage: bare pingora, a2a-egress with its access log on and off,
+    and, given `alt` (label, binary), that other build with its access log on."""
     body = message_body(1024)
     rows = {}
     port = free_port()
@@ -745,20 +765,24 @@ def instructions(procs, out, bin_path, bare_path, fixed, n):
                            first_line=True)
     rows["bare pingora"] = instructions_per_request(
         procs, out, "bare", bare, lambda _: f"http://127.0.0.1:{port}/a2a/jsonrpc", body, n)
-    for log in (True, False):
-        cfg = with_log(gateway_conf(out, "gateway-cg", fixed, "127.0.0.1:9"), bin_path, log)
+    runs = [("a2a-egress", bin_path, True), ("a2a-egress", bin_path, False)]
+    if alt:
+        runs.append((f"a2a-egress, {alt[0]}", alt[1], True))
+    for i, (name, bin_path, log) in enumerate(runs):
+        cfg = with_log(gateway_conf(out, "gateway-cg", fixed, "127.0.0.1:9", total=3), bin_path, log)
 
-        def gw(vg, cfg=cfg, log=log):
-            p, line = procs.start(f"cg-gw-{log}", ["env"] + vg + [bin_path, "serve", "--config", cfg],
+        def gw(vg, cfg=cfg, log=log, bin_path=bin_path, i=i):
+            p, line = procs.start(f"cg-gw-{i}-{log}", ["env"] + vg + [bin_path, "serve", "--config", cfg],
                                   CPU_PROXY, env=gateway_env(log, bin_path), first_line=True)
             wait_ready(line["admin"], timeout=300,
                        want=lambda d: d.get("integrations", {}).get("fixed", {}).get("status")
                        == "usable")
             return p, line
-        key = "a2a-egress, access log " + ("on" if log else "off")
+        key = f"{name}, access log " + ("on" if log else "off")
+        # The first two keep the directory names bench.sh --instructions points people at.
         rows[key] = instructions_per_request(
-            procs, out, f"gw-{log}", gw, lambda line: f"http://{line['proxy']}/agents/fixed",
-            body, n)
+            procs, out, f"gw-{log}" if i < 2 else f"gw-{i}-{log}", gw,
+            lambda line: f"http://{line['proxy']}/agents/fixed", body, n)
     return rows
 
 
@@ -808,6 +832,14 @@ def build_targets(procs, out, bin_path, gws, ports):
             gw4 = ports["gw4"]
             T.append(Target(f"gw1thread-{group}", "a2a-egress, 1 worker thread (default 4)",
                             f"http://{gw4[1]['proxy']}/agents/fixed", body, gw4[0], up, group))
+            gwns = ports["gwns"]
+            T.append(Target(f"gwnosteal-{group}", "a2a-egress, no work stealing (4 threads)",
+                            f"http://{gwns[1]['proxy']}/agents/fixed", body, gwns[0], up, group))
+            gwalt = ports["gwalt"]
+            if gwalt:
+                T.append(Target(f"gwalt-{group}", f"a2a-egress, {ports['alt_label']}",
+                                f"http://{gwalt[1]['proxy']}/agents/fixed", body, gwalt[0], up,
+                                group))
     g = "gettask"
     T.append(Target(f"direct-{g}", "direct (reference agent)", f"http://{agent}/a2a/jsonrpc", gt,
                     P["agent"], ag, g))
@@ -882,7 +914,9 @@ def write_results(path, ctx):
       "/proc over the saturation runs, divided by requests (for direct: the upstream's own). "
       "Upstream connections: accepts counted by the nginx upstream (stub_status), or distinct "
       "connections seen by `ss` every 200 ms for the reference agent. RSS: VmRSS before any "
-      "load → VmHWM (peak) at the end; nginx figures add master and worker. The machine may be "
+      "load → VmHWM (peak) at the end; nginx figures add master and worker; every a2a-egress "
+      f"scenario gateway is configured with {GATEWAY_INTEGRATIONS} integrations (the three the "
+      "scenarios call and idle ones on the nginx upstream). The machine may be "
       "shared: compare ratios within this run, not absolute figures across runs.")
     w("")
     for group, title in GROUPS:
@@ -1018,8 +1052,8 @@ def targets_table(S, ctx):
                      f"{fmt(sse['a2a-egress']['events'])} events over "
                      f"{fmt(sse['a2a-egress']['span_ms'], 1)} ms", same and span))
     if gw:
-        rows.append(("idle RSS", "≤ 16 MB", f"{gw['rss_idle'] / 1024:.1f} MB", gw["rss_idle"] <= 16 * 1024))
-        rows.append(("RSS under load (3 integrations)", "≤ 32 MB",
+        rows.append((f"idle RSS ({GATEWAY_INTEGRATIONS} integrations)", "≤ 16 MB", f"{gw['rss_idle'] / 1024:.1f} MB", gw["rss_idle"] <= 16 * 1024))
+        rows.append((f"RSS under load ({GATEWAY_INTEGRATIONS} integrations)", "≤ 32 MB",
                      f"{(gw['rss_peak'] or 0) / 1024:.1f} MB", (gw["rss_peak"] or 0) <= 32 * 1024))
     crit = dict(ctx["criterion"])
     parse, full = crit.get("card_50k/serde_json_from_slice_value"), crit.get("card_50k/compile_and_digest")
@@ -1065,6 +1099,9 @@ def main():
     ap.add_argument("--results", required=True, help="the RESULTS.md to write")
     ap.add_argument("--target-dir", required=True)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--alt-bin", help="the same gateway built on the other allocator")
+    ap.add_argument("--alt-label", default="system allocator",
+                    help="what --alt-bin differs in, for its rows")
     ap.add_argument("--instructions-only", action="store_true",
                     help="only count instructions per request (callgrind) and print them")
     args = ap.parse_args()
@@ -1105,9 +1142,16 @@ def main():
         gw_nolog = start_gateway(procs, "gateway-nolog", args.bin, cfg, log=False)
         # The runtime's worker count, side by side: 4 (the default) and 1 (one per CPU here).
         gw4 = start_gateway(procs, "gateway-1thread", args.bin, cfg, log=True, threads=1)
+        # Work stealing off: the data plane on pingora's no-steal runtime (4 threads).
+        gwns = start_gateway(procs, "gateway-nosteal", args.bin, cfg, log=True,
+                             work_stealing=False)
+        # The same gateway on the other allocator (the system one, beside the mimalloc default).
+        gwalt = (start_gateway(procs, "gateway-alt-alloc", args.alt_bin, cfg, log=True)
+                 if args.alt_bin else None)
         time.sleep(1)
         ports = {"fixed": fixed, "agent": agent, "nginx": nx, "bare_fixed": bare_f,
-                 "bare_agent": bare_a, "procs": P, "gw4": gw4}
+                 "bare_agent": bare_a, "procs": P, "gw4": gw4, "gwns": gwns, "gwalt": gwalt,
+                 "alt_label": args.alt_label}
         targets = build_targets(procs, args.out, args.bin, (gw, gw_nolog), ports)
         ctx["targets"] = targets
         ctx["rates"] = run_load(targets, args.out, args)
@@ -1121,8 +1165,9 @@ def main():
         ctx["instructions"] = {}
         if shutil.which("valgrind") and shutil.which("callgrind_control"):
             print("==> instructions per request (callgrind)", flush=True)
+            alt = (args.alt_label, args.alt_bin) if args.alt_bin else None
             ctx["instructions"] = instructions(procs, args.out, args.bin, args.bare, fixed,
-                                               500 if args.quick else 1000)
+                                               500 if args.quick else 1000, alt)
         print(f"==> scale: {scale_sizes} integrations", flush=True)
         ctx["scale"] = scale(procs, args.out, args.bin, fixed, args.seconds, scale_sizes)
     finally:

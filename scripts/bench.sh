@@ -11,7 +11,8 @@
 # upstream connections), wrk and valgrind (callgrind: instructions per request) from the
 # distribution, oha (fixed-rate latency with coordinated-omission correction) with
 # `cargo install --locked`, cmake (pingora's build); then it
-# builds the release binaries (a2a-egress and benches/bare_pingora.rs), runs the criterion
+# builds the release binaries (a2a-egress on mimalloc, the same on the system allocator, and
+# benches/bare_pingora.rs), runs the criterion
 # micro-benchmarks briefly, and runs benches/bench.py: every proxy under test pinned to CPU 0,
 # load generators and upstreams to CPU 1, every load run bounded in time. It writes
 # benches/RESULTS.md (ratios, raw figures, machine, versions, date, load average) and keeps the
@@ -75,11 +76,17 @@ if [ -n "$QUICK" ]; then CRIT=(--warm-up-time 0.5 --measurement-time 1); else CR
 cargo bench --locked --quiet --bench compile --bench policy -- "${CRIT[@]}" >"$TARGET/criterion-run.log" 2>&1 \
     || { tail -n 30 "$TARGET/criterion-run.log" >&2; exit 1; }
 
+# The same gateway on the system allocator (benches/system_alloc.rs: the library built once, only
+# the binary's allocator differs), for the side-by-side rows.
+say "building the system-allocator gateway (benches/system_alloc.rs)"
+cargo build --release --locked --quiet --example a2a-egress-system-alloc
+
 OUT="$TARGET/bench"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 say "load benchmark (raw logs in $OUT)"
 python3 benches/bench.py $QUICK --bin "$TARGET/release/a2a-egress" \
     --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
+    --alt-bin "$TARGET/release/examples/a2a-egress-system-alloc" --alt-label "system allocator" \
     --results "$ROOT/benches/RESULTS.md" --target-dir "$TARGET"
 say "results: $ROOT/benches/RESULTS.md"

@@ -159,13 +159,27 @@ pub fn public_url(listen: &Listen, proxy: SocketAddr) -> String {
 }
 
 /// Runs the gateway on `listeners` until `shutdown` completes, then drains (see the module doc)
-/// and returns. Must run inside a multi-threaded tokio runtime with I/O and time enabled; every
-/// task it starts runs there. Dropping the future instead stops accepting and stops the control
+/// and returns. Must run inside a tokio runtime with I/O and time enabled; every task it starts
+/// runs there. Dropping the future instead stops accepting and stops the control
 /// plane and the admin listener, without the drain.
 pub async fn run(
     config: Config,
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
+) -> Result<(), ServerError> {
+    run_on(config, listeners, shutdown, None).await
+}
+
+/// [`run`], with the data plane's accept loop started on `data_plane` instead of the caller's
+/// runtime (`None`: the caller's). `a2a-egress serve` without work stealing hands it one thread
+/// of pingora's no-steal runtime, whose accept loop then gives each connection to one of that
+/// runtime's threads for its whole life; the control plane and the admin listener stay on the
+/// caller's runtime. The caller keeps `data_plane` running until this returns.
+pub async fn run_on(
+    config: Config,
+    listeners: Listeners,
+    shutdown: impl Future<Output = ()>,
+    data_plane: Option<tokio::runtime::Handle>,
 ) -> Result<(), ServerError> {
     crate::control::fetch::install_crypto_provider();
     let (proxy_addr, _) = listeners.local_addrs()?;
@@ -207,7 +221,7 @@ pub async fn run(
         signer,
         access_log: config.log.access == crate::config::AccessLog::On,
     };
-    let data_plane = DataPlane::start(gateway, &config, listeners.proxy, &metrics)?;
+    let data_plane = DataPlane::start(gateway, &config, listeners.proxy, &metrics, data_plane)?;
     tracing::info!(proxy = %proxy_addr, "serving");
 
     shutdown.await;
@@ -359,12 +373,14 @@ struct DataPlane {
 
 impl DataPlane {
     /// Starts pingora's HTTP proxy for `gateway`, inside the connection loop that applies
-    /// `[limits]` (connection cap, idle and header deadlines), on `listener`.
+    /// `[limits]` (connection cap, idle and header deadlines), on `listener`; its accept loop
+    /// runs on `runtime` (`None`: the current one).
     fn start(
         gateway: Gateway,
         config: &Config,
         listener: TcpListener,
         metrics: &Metrics,
+        runtime: Option<tokio::runtime::Handle>,
     ) -> Result<DataPlane, ServerError> {
         let failed = |source| ServerError::Listener {
             which: Which::Proxy,
@@ -389,9 +405,13 @@ impl DataPlane {
         // The address pingora looks the descriptor up by; it binds nothing itself.
         service.add_tcp(&key);
         let (stop, watch) = watch::channel(false);
-        let service = tokio::spawn(async move {
+        let serve = async move {
             service.start_service(Some(fds), watch, 1).await;
-        });
+        };
+        let service = match runtime {
+            Some(handle) => handle.spawn(serve),
+            None => tokio::spawn(serve),
+        };
         Ok(DataPlane {
             stop,
             service,

@@ -16,21 +16,20 @@ use anyhow::Context as _;
 use crate::config::{Config, DEFAULT_LOG_LEVEL, Log, LogFormat};
 use crate::server::{Listeners, public_url};
 
-/// The variable that sets the runtime's worker threads (tokio's own name for it).
+/// The variable that sets the data plane's threads (tokio's own name for it); it wins over
+/// `[runtime] worker_threads`.
 const WORKER_THREADS_VAR: &str = "TOKIO_WORKER_THREADS";
-/// Runtime worker threads when the variable is unset: four, even on a process pinned to one core.
-/// Measured side by side (benches/RESULTS.md, a shared machine), four workers on one CPU gave
-/// about a fifth more throughput and a far lower p99 than one worker, at the same CPU per
-/// request: with one worker, every call in flight stalls whenever the core is taken away.
-const WORKER_THREADS: usize = 4;
 /// How long tasks still running after the core returned (connections past the close deadline)
 /// get before the runtime stops.
 const RUNTIME_STOP: Duration = Duration::from_secs(1);
+/// How long queued log lines get to reach stderr at exit (it may be a pipe nobody reads).
+const LOG_FLUSH: Duration = Duration::from_secs(1);
 
 /// Where log lines go, and how (`[log]`, `--log-format`, `RUST_LOG`).
 ///
 /// The level is `RUST_LOG` when set, else `[log] level`; pingora's own crates stay at warn unless
 /// the directive names them. Colour codes only when stderr (where the lines go) is a terminal.
+/// Lines are queued and written by a thread of their own ([`crate::proxy::log_sink`]).
 fn init_tracing(log: &Log, format: Option<LogFormat>) {
     use std::io::IsTerminal as _;
     use tracing_subscriber::Layer as _;
@@ -55,24 +54,25 @@ fn init_tracing(log: &Log, format: Option<LogFormat>) {
     // asks for, so no log level shows a credential or a body.
     let no_raw_headers =
         tracing_subscriber::filter::filter_fn(|m| !carries_raw_traffic(*m.level(), m.target()));
-    let layer = match format.unwrap_or(log.format) {
-        LogFormat::Text => tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
-            .with_ansi(std::io::stderr().is_terminal())
-            .boxed(),
-        LogFormat::Json => tracing_subscriber::fmt::layer()
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .with_span_list(false)
-            .with_writer(std::io::stderr)
-            .boxed(),
-    };
+    let format = format.unwrap_or(log.format);
+    let ansi = std::io::stderr().is_terminal();
+    // Every line goes through the queue of `log_sink`, so no log line blocks a request.
+    crate::proxy::log_sink::start();
+    let layer = crate::proxy::access::fmt_layer(format, ansi, crate::proxy::log_sink::Writer);
     // The EnvFilter outermost, so its level is the layer's hint: `log` records (pingora's)
     // below it are dropped at the macro, not evaluated against every directive on each request.
     let layer = layer.with_filter(no_raw_headers).with_filter(filter);
     // try_init: a second call in one process (a test) keeps the first subscriber.
-    let _ = tracing_subscriber::registry().with(layer).try_init();
+    let colour = ansi && format == LogFormat::Text;
+    if tracing_subscriber::registry()
+        .with(layer)
+        .try_init()
+        .is_ok()
+        && !colour
+    {
+        // Access lines are then written directly, in the form this layer would give them.
+        crate::proxy::access::install(format);
+    }
 }
 
 /// Whether an event of pingora's at `level` from `target` may carry raw request bytes: the
@@ -124,35 +124,81 @@ fn announce(config: &Config, listeners: &Listeners) -> anyhow::Result<()> {
 /// `--log-format`, which wins over `[log] format`.
 pub fn run(config: Config, format: Option<LogFormat>) -> anyhow::Result<()> {
     init_tracing(&config.log, format);
-    let workers = worker_threads()?;
-    // The data plane, the control plane and the admin listener share these workers.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .thread_name("a2a-egress")
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    let served = runtime.block_on(async {
+    let workers = worker_threads(config.runtime.worker_threads)?;
+    let runtimes = Runtimes::build(workers, config.runtime.work_stealing)?;
+    let data_plane = runtimes.data_plane();
+    let served = runtimes.main.block_on(async {
         let listeners = Listeners::bind(&config.listen)?;
         let stop = termination()?;
         announce(&config, &listeners)?;
-        crate::server::run(config, listeners, stop).await?;
+        crate::server::run_on(config, listeners, stop, data_plane).await?;
         anyhow::Ok(())
     });
-    runtime.shutdown_timeout(RUNTIME_STOP);
+    runtimes.shutdown();
+    crate::proxy::log_sink::flush(LOG_FLUSH);
     served
 }
 
-/// The runtime's worker threads: `TOKIO_WORKER_THREADS` when set (a positive whole number, else
-/// an error), otherwise [`WORKER_THREADS`].
-fn worker_threads() -> anyhow::Result<usize> {
+/// The runtimes `serve` runs on (`[runtime]`).
+struct Runtimes {
+    /// With work stealing: the one runtime everything shares. Without: the control plane's and
+    /// the admin listener's single-threaded runtime (on the main thread).
+    main: tokio::runtime::Runtime,
+    /// Without work stealing: the data plane's threads, one single-threaded runtime each.
+    data_plane: Option<pingora_runtime::NoStealRuntime>,
+}
+
+impl Runtimes {
+    fn build(workers: usize, work_stealing: bool) -> anyhow::Result<Runtimes> {
+        let main = if work_stealing {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .thread_name("a2a-egress")
+                .enable_all()
+                .build()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        }
+        .context("starting the runtime")?;
+        let data_plane = (!work_stealing).then(|| {
+            pingora_runtime::NoStealRuntime::new(
+                workers,
+                "a2a-egress-data",
+                Default::default(),
+                Default::default(),
+            )
+        });
+        Ok(Runtimes { main, data_plane })
+    }
+
+    /// The thread the data plane's accept loop starts on (`None`: the shared runtime).
+    fn data_plane(&self) -> Option<tokio::runtime::Handle> {
+        self.data_plane.as_ref().map(|r| r.get_runtime().clone())
+    }
+
+    fn shutdown(self) {
+        self.main.shutdown_timeout(RUNTIME_STOP);
+        if let Some(r) = self.data_plane {
+            r.shutdown_timeout(RUNTIME_STOP);
+        }
+    }
+}
+
+/// The data plane's threads: `TOKIO_WORKER_THREADS` when set (a positive whole number, else an
+/// error), otherwise `configured` (`[runtime] worker_threads`).
+fn worker_threads(configured: usize) -> anyhow::Result<usize> {
     match std::env::var(WORKER_THREADS_VAR) {
-        Err(std::env::VarError::NotPresent) => Ok(WORKER_THREADS),
+        Err(std::env::VarError::NotPresent) => Ok(configured),
         Ok(v) => match v.parse::<usize>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => anyhow::bail!("{WORKER_THREADS_VAR} must be a positive whole number"),
+            Ok(n) if (1..=crate::config::MAX_WORKER_THREADS).contains(&n) => Ok(n),
+            _ => anyhow::bail!(
+                "{WORKER_THREADS_VAR} must be a whole number from 1 to {}",
+                crate::config::MAX_WORKER_THREADS
+            ),
         },
-        Err(_) => anyhow::bail!("{WORKER_THREADS_VAR} must be a positive whole number"),
+        Err(_) => anyhow::bail!("{WORKER_THREADS_VAR} is not valid unicode"),
     }
 }
 

@@ -19,6 +19,7 @@ mod listen;
 mod log;
 mod probes;
 mod refresh;
+mod runtime;
 mod secret;
 pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
 pub use client::{RawClient, RawTrustedKeys};
@@ -35,6 +36,9 @@ pub use listen::{
 pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
 pub use probes::{ProbeSchedule, RawProbes};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
+pub use runtime::{
+    DEFAULT_WORK_STEALING, DEFAULT_WORKER_THREADS, MAX_WORKER_THREADS, RawRuntime, Runtime,
+};
 pub use secret::{SecretError, bearer_authorization, read_secret};
 
 /// Errors loading or validating a configuration file.
@@ -114,6 +118,9 @@ pub struct RawConfig {
     /// `[log]`: format, level and access log.
     #[serde(default)]
     pub log: RawLog,
+    /// `[runtime]`: data-plane threads and work stealing.
+    #[serde(default)]
+    pub runtime: RawRuntime,
 }
 
 /// A validated configuration.
@@ -145,6 +152,8 @@ pub struct Config {
     pub card_signing: Option<CardSigning>,
     /// Logging (`[log]`), read at start.
     pub log: Log,
+    /// Threads and scheduling (`[runtime]`), read at start.
+    pub runtime: Runtime,
 }
 
 impl Config {
@@ -186,6 +195,7 @@ impl Config {
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
         let card_signing = effective_card::effective_card(&raw.effective_card, base, &mut problems);
         let log = log::log(&raw.log, &mut problems);
+        let runtime = runtime::runtime(&raw.runtime, &mut problems);
         if !problems.is_empty() {
             return Err(ConfigError::Invalid {
                 path: path.to_owned(),
@@ -197,6 +207,7 @@ impl Config {
             probes,
             state_dir,
             log,
+            runtime,
             listen,
             admin,
             limits,

@@ -66,6 +66,8 @@ pub enum RestartTable {
     EffectiveCard,
     /// `[log]`: format, level and access log.
     Log,
+    /// `[runtime]`: data-plane threads and work stealing.
+    Runtime,
 }
 
 /// The result of a config reload, as counted in `a2a_egress_config_reloads_total{result}`.
@@ -122,6 +124,9 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<RestartTable> {
     }
     if old.log != new.log {
         tables.push(RestartTable::Log);
+    }
+    if old.runtime != new.runtime {
+        tables.push(RestartTable::Runtime);
     }
     tables
 }
@@ -374,6 +379,33 @@ mod tests {
             assert_eq!(
                 needs_restart(&old, &config(changed)),
                 [RestartTable::Log],
+                "{changed}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_changed_runtime_table_needs_a_restart() {
+        let old = config(
+            "[runtime]
+worker_threads = 4
+",
+        );
+        assert!(
+            needs_restart(&old, &config("")).is_empty(),
+            "4 is the default"
+        );
+        for changed in [
+            "[runtime]
+worker_threads = 2
+",
+            "[runtime]
+work_stealing = false
+",
+        ] {
+            assert_eq!(
+                needs_restart(&old, &config(changed)),
+                [RestartTable::Runtime],
                 "{changed}"
             );
         }

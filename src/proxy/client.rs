@@ -513,10 +513,7 @@ async fn send<'g>(
     }
     let started = std::time::Instant::now();
     let resp = gw.client.send(up, &req, &out.body).await;
-    gw.metrics
-        .upstream_duration
-        .with_label_values(&[at.name()])
-        .observe(started.elapsed().as_secs_f64());
+    (gw.metrics).observe_upstream(at.name(), started.elapsed().as_secs_f64());
     let resp = resp?;
     if resp.is_sse() {
         return Ok(Sent::Stream(resp));

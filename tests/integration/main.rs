@@ -41,6 +41,7 @@ mod gateway_pool;
 mod gateway_proxy_env;
 mod gateway_ref_agent;
 mod gateway_retry;
+mod gateway_runtime;
 mod gateway_shaping;
 mod gateway_shutdown;
 mod gateway_signing;
