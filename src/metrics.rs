@@ -6,13 +6,14 @@
 //! paths or agent-supplied strings, so cardinality is bounded by the config.
 //! Other components register their own metrics on [`Metrics::registry`] with the same naming rules.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use arc_swap::ArcSwap;
 use prometheus::core::{Collector, MetricVec, MetricVecBuilder};
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 use crate::state::{LockVerdict, Snapshot, StaleCause};
@@ -200,6 +201,52 @@ pub struct Metrics {
     /// The integrations of the last snapshot observed: one missing from the next one left the
     /// config, and its series go (else a `blocked` gauge of a removed integration alerts forever).
     known: Arc<Mutex<BTreeSet<String>>>,
+    /// The request path's series of each known integration, resolved once (see [`Series`]).
+    series: Arc<ArcSwap<BTreeMap<String, Arc<Series>>>>,
+    /// The same for requests no configured integration answers (label `""`).
+    unrouted: Arc<Series>,
+}
+
+/// Positions of label values in the bounded sets the request path counts by: the A2A method and
+/// the outcome. Each integration's [`Series`] keeps one slot per pair.
+pub const METHOD_SLOTS: usize = 14;
+/// See [`METHOD_SLOTS`].
+pub const OUTCOME_SLOTS: usize = 5;
+
+/// A label value of a bounded set and its position in that set (below [`METHOD_SLOTS`] or
+/// [`OUTCOME_SLOTS`]; a value past the end is counted without the cache).
+#[derive(Debug, Clone, Copy)]
+pub struct Label {
+    /// Position in the set.
+    pub slot: usize,
+    /// The label value.
+    pub value: &'static str,
+}
+
+/// One integration's request-path series, each resolved from its family on first use and then
+/// held, so counting a call neither hashes label values nor takes the family's lock nor
+/// allocates. A series is created on its first use, as before, so `/metrics` shows the same
+/// series; the handles go with the integration when it leaves the config.
+struct Series {
+    name: String,
+    /// By method, then outcome; a method's row is allocated on its first call (most
+    /// integrations see a few methods).
+    requests: [OnceLock<Box<Outcomes>>; METHOD_SLOTS],
+    overhead: OnceLock<Histogram>,
+    upstream: OnceLock<Histogram>,
+}
+
+type Outcomes = [OnceLock<IntCounter>; OUTCOME_SLOTS];
+
+impl Series {
+    fn new(name: &str) -> Arc<Series> {
+        Arc::new(Series {
+            name: name.to_owned(),
+            requests: Default::default(),
+            overhead: OnceLock::new(),
+            upstream: OnceLock::new(),
+        })
+    }
 }
 
 impl std::fmt::Debug for Metrics {
@@ -334,11 +381,89 @@ impl Metrics {
             card_signatures: card_signatures(&registry),
             registry,
             known: Arc::default(),
+            series: Arc::default(),
+            unrouted: Series::new(""),
         }
     }
 
-    /// Drops every data-plane series labelled with integration `name` (it left the config).
+    /// The cached series of integration `name` (`""`: none), when it is known.
+    fn series_of(&self, name: &str, with: impl FnOnce(&Series)) -> bool {
+        if name.is_empty() {
+            with(&self.unrouted);
+            return true;
+        }
+        match self.series.load().get(name) {
+            Some(s) => {
+                with(s);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Counts one finished data-plane call of `integration` (`""` when the route named none) in
+    /// `a2a_egress_requests_total` and, for a forwarded call, observes the gateway's own time on
+    /// it (`a2a_egress_gateway_overhead_seconds`): one look-up of the cached series for both.
+    pub fn record_call(
+        &self,
+        integration: &str,
+        method: Label,
+        outcome: Label,
+        overhead: Option<f64>,
+    ) {
+        let seen = self.series_of(integration, |s| {
+            let row = (s.requests.get(method.slot)).map(|r| r.get_or_init(Box::default));
+            match row.and_then(|r| r.get(outcome.slot)) {
+                Some(slot) => slot
+                    .get_or_init(|| {
+                        let labels = [s.name.as_str(), method.value, outcome.value];
+                        self.requests.with_label_values(&labels)
+                    })
+                    .inc(),
+                None => self.count_uncached(integration, method, outcome),
+            }
+            if let Some(seconds) = overhead {
+                let h = (s.overhead).get_or_init(|| self.overhead.with_label_values(&[&s.name]));
+                h.observe(seconds);
+            }
+        });
+        if !seen {
+            // Not (or no longer) in the snapshot the metrics saw: resolved each time.
+            self.count_uncached(integration, method, outcome);
+            if let Some(seconds) = overhead {
+                (self.overhead.with_label_values(&[integration])).observe(seconds);
+            }
+        }
+    }
+
+    fn count_uncached(&self, integration: &str, method: Label, outcome: Label) {
+        let labels = [integration, method.value, outcome.value];
+        self.requests.with_label_values(&labels).inc();
+    }
+
+    /// Observes the time to an upstream's response header for `integration`
+    /// (`a2a_egress_upstream_duration_seconds`).
+    pub fn observe_upstream(&self, integration: &str, seconds: f64) {
+        let seen = self.series_of(integration, |s| {
+            let h =
+                (s.upstream).get_or_init(|| self.upstream_duration.with_label_values(&[&s.name]));
+            h.observe(seconds);
+        });
+        if !seen {
+            (self.upstream_duration.with_label_values(&[integration])).observe(seconds);
+        }
+    }
+
+    /// Drops every data-plane series labelled with integration `name` (it left the config),
+    /// the request path's handles on them first.
     pub fn remove_integration(&self, name: &str) {
+        if self.series.load().contains_key(name) {
+            self.series.rcu(|m| {
+                let mut m = BTreeMap::clone(m);
+                m.remove(name);
+                m
+            });
+        }
         drop_series(&self.requests, name);
         drop_series(&self.policy_denials, name);
         drop_series(&self.downgrades, name);
@@ -354,11 +479,22 @@ impl Metrics {
         drop_series(&self.probe_failed, name);
     }
 
-    /// Names known before `snapshot` and missing from it; `snapshot`'s become the known ones.
+    /// Names known before `snapshot` and missing from it; `snapshot`'s become the known ones,
+    /// each with its request-path series (kept for the names known before).
     fn departed(&self, snapshot: &Snapshot) -> Vec<String> {
         let now: BTreeSet<String> = snapshot.integrations.keys().cloned().collect();
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         let gone = known.difference(&now).cloned().collect();
+        let old = self.series.load();
+        if old.len() != now.len() || !now.iter().all(|n| old.contains_key(n)) {
+            let series = (now.iter())
+                .map(|n| {
+                    let s = old.get(n).cloned().unwrap_or_else(|| Series::new(n));
+                    (n.clone(), s)
+                })
+                .collect();
+            self.series.store(Arc::new(series));
+        }
         *known = now;
         gone
     }
@@ -501,5 +637,73 @@ mod tests {
         );
         assert!(text.contains("a2a_egress_integration_status{integration=\"kept\""));
         assert!(text.contains("a2a_egress_requests_total{integration=\"kept\""));
+    }
+
+    const SEND: Label = Label {
+        slot: 0,
+        value: "SendMessage",
+    };
+    const OK: Label = Label {
+        slot: 0,
+        value: "ok",
+    };
+
+    fn requests(m: &Metrics, name: &str) -> Option<u64> {
+        let labels = [name, "SendMessage", "ok"];
+        let text = m.render();
+        let line = format!(
+            "a2a_egress_requests_total{{integration=\"{}\",method=\"{}\",outcome=\"{}\"}} ",
+            labels[0], labels[1], labels[2]
+        );
+        (text.lines())
+            .find_map(|l| l.strip_prefix(&line))
+            .map(|v| v.parse().unwrap())
+    }
+
+    #[test]
+    fn cached_series_count_like_the_families_and_go_with_their_integration() {
+        let m = Metrics::new();
+        m.observe_snapshot(&snapshot(&["a", "b"]));
+        for _ in 0..3 {
+            m.record_call("a", SEND, OK, None);
+        }
+        m.record_call("", SEND, OK, None);
+        // A name the metrics have not seen in a snapshot, and a slot past the cache's end.
+        m.record_call("unseen", SEND, OK, None);
+        let far = Label {
+            slot: METHOD_SLOTS,
+            value: "SendMessage",
+        };
+        m.record_call("b", far, OK, None);
+        m.record_call("a", SEND, far, Some(0.001));
+        m.observe_upstream("a", 0.002);
+        assert_eq!(requests(&m, "a"), Some(3));
+        let far_outcome = "a2a_egress_requests_total{integration=\"a\",method=\"SendMessage\",outcome=\"SendMessage\"} 1";
+        assert!(m.render().contains(far_outcome));
+        assert_eq!(requests(&m, ""), Some(1));
+        assert_eq!(requests(&m, "unseen"), Some(1));
+        assert_eq!(requests(&m, "b"), Some(1));
+        let text = m.render();
+        for family in [
+            "a2a_egress_gateway_overhead_seconds_count{integration=\"a\"} 1",
+            "a2a_egress_upstream_duration_seconds_count{integration=\"a\"} 1",
+        ] {
+            assert!(text.contains(family), "{family}: {text}");
+        }
+        // No series before its first use: the cache creates nothing by itself.
+        assert!(!text.contains("a2a_egress_gateway_overhead_seconds_count{integration=\"b\""));
+
+        // "a" leaves: no series, and the handles went with it, so when it comes back its
+        // series starts again from zero and is exported (a kept handle would count into a
+        // series the family no longer has).
+        m.observe_snapshot(&snapshot(&["b"]));
+        assert_eq!(requests(&m, "a"), None);
+        assert!(!m.render().contains("integration=\"a\""));
+        m.observe_snapshot(&snapshot(&["a", "b"]));
+        m.record_call("a", SEND, OK, Some(0.001));
+        assert_eq!(requests(&m, "a"), Some(1));
+        assert!(
+            (m.render()).contains("a2a_egress_gateway_overhead_seconds_count{integration=\"a\"} 1")
+        );
     }
 }

@@ -22,11 +22,14 @@ const WORKER_THREADS_VAR: &str = "TOKIO_WORKER_THREADS";
 /// How long tasks still running after the core returned (connections past the close deadline)
 /// get before the runtime stops.
 const RUNTIME_STOP: Duration = Duration::from_secs(1);
+/// How long queued log lines get to reach stderr at exit (it may be a pipe nobody reads).
+const LOG_FLUSH: Duration = Duration::from_secs(1);
 
 /// Where log lines go, and how (`[log]`, `--log-format`, `RUST_LOG`).
 ///
 /// The level is `RUST_LOG` when set, else `[log] level`; pingora's own crates stay at warn unless
 /// the directive names them. Colour codes only when stderr (where the lines go) is a terminal.
+/// Lines are queued and written by a thread of their own ([`crate::proxy::log_sink`]).
 fn init_tracing(log: &Log, format: Option<LogFormat>) {
     use std::io::IsTerminal as _;
     use tracing_subscriber::Layer as _;
@@ -51,24 +54,25 @@ fn init_tracing(log: &Log, format: Option<LogFormat>) {
     // asks for, so no log level shows a credential or a body.
     let no_raw_headers =
         tracing_subscriber::filter::filter_fn(|m| !carries_raw_traffic(*m.level(), m.target()));
-    let layer = match format.unwrap_or(log.format) {
-        LogFormat::Text => tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
-            .with_ansi(std::io::stderr().is_terminal())
-            .boxed(),
-        LogFormat::Json => tracing_subscriber::fmt::layer()
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .with_span_list(false)
-            .with_writer(std::io::stderr)
-            .boxed(),
-    };
+    let format = format.unwrap_or(log.format);
+    let ansi = std::io::stderr().is_terminal();
+    // Every line goes through the queue of `log_sink`, so no log line blocks a request.
+    crate::proxy::log_sink::start();
+    let layer = crate::proxy::access::fmt_layer(format, ansi, crate::proxy::log_sink::Writer);
     // The EnvFilter outermost, so its level is the layer's hint: `log` records (pingora's)
     // below it are dropped at the macro, not evaluated against every directive on each request.
     let layer = layer.with_filter(no_raw_headers).with_filter(filter);
     // try_init: a second call in one process (a test) keeps the first subscriber.
-    let _ = tracing_subscriber::registry().with(layer).try_init();
+    let colour = ansi && format == LogFormat::Text;
+    if tracing_subscriber::registry()
+        .with(layer)
+        .try_init()
+        .is_ok()
+        && !colour
+    {
+        // Access lines are then written directly, in the form this layer would give them.
+        crate::proxy::access::install(format);
+    }
 }
 
 /// Whether an event of pingora's at `level` from `target` may carry raw request bytes: the
@@ -131,6 +135,7 @@ pub fn run(config: Config, format: Option<LogFormat>) -> anyhow::Result<()> {
         anyhow::Ok(())
     });
     runtimes.shutdown();
+    crate::proxy::log_sink::flush(LOG_FLUSH);
     served
 }
 

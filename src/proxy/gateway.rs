@@ -30,6 +30,7 @@ use super::route::{Method, Route, check_path, route};
 use super::trace::Trace;
 use super::upstream::tls_fault;
 use crate::config::DEFAULT_MAX_BODY_BYTES;
+use crate::metrics::Label;
 use crate::state::IntegrationState;
 
 impl Gateway {
@@ -465,16 +466,9 @@ impl ProxyHttp for Gateway {
         } else {
             Outcome::Ok
         });
-        self.metrics
-            .requests
-            .with_label_values(&[ctx.label(), ctx.method.as_str(), outcome.as_str()])
-            .inc();
-        if let Some(overhead) = ctx.overhead() {
-            self.metrics
-                .overhead
-                .with_label_values(&[ctx.label()])
-                .observe(overhead.as_secs_f64());
-        }
+        let (method, outcome_label) = (method_label(ctx.method), outcome_label(&outcome));
+        let overhead = ctx.overhead().map(|d| d.as_secs_f64());
+        (self.metrics).record_call(ctx.label(), method, outcome_label, overhead);
         if self.access_log {
             access_line(session, ctx, &outcome);
         }
@@ -492,23 +486,87 @@ fn access_line(session: &Session, ctx: &Ctx, outcome: &Outcome) {
         Outcome::Denied(d) => d.reason(),
         _ => "",
     };
-    tracing::info!(
-        target: "a2a_egress::access",
-        request_id = ctx.trace.id.as_str(),
-        integration = ctx.label(),
-        method = ctx.method.as_str(),
-        outcome = outcome.as_str(),
+    super::access::emit(&super::access::AccessLine {
+        request_id: ctx.trace.id.as_str(),
+        integration: ctx.label(),
+        method: ctx.method.as_str(),
+        outcome: outcome.as_str(),
         reason,
-        downgrade = ctx.downgrade.map_or("", |c| c.as_str()),
+        downgrade: ctx.downgrade.map_or("", |c| c.as_str()),
         status,
-        upstream_status = ctx.upstream_status,
-        total_us = micros(ctx.started.elapsed()),
-        upstream_us = micros(ctx.upstream_time),
-        profile_version = ctx.snapshot.as_ref().map(|s| s.version).unwrap_or(0),
-        "request"
-    );
+        upstream_status: ctx.upstream_status,
+        total_us: micros(ctx.started.elapsed()),
+        upstream_us: micros(ctx.upstream_time),
+        profile_version: ctx.snapshot.as_ref().map(|s| s.version).unwrap_or(0),
+    });
+}
+
+/// The method as a metric label with its slot in the metrics' per-integration cache.
+fn method_label(m: Method) -> Label {
+    Label {
+        slot: m as usize,
+        value: m.as_str(),
+    }
+}
+
+/// The outcome as a metric label with its slot in the metrics' per-integration cache.
+fn outcome_label(o: &Outcome) -> Label {
+    let slot = match o {
+        Outcome::Ok => 0,
+        Outcome::AgentError => 1,
+        Outcome::Denied(_) => 2,
+        Outcome::Downgraded => 3,
+        Outcome::UpstreamFailed => 4,
+    };
+    Label {
+        slot,
+        value: o.as_str(),
+    }
 }
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::metrics::{METHOD_SLOTS, OUTCOME_SLOTS};
+
+    /// Every method and outcome has its own slot of the metrics' cache (a value past the end
+    /// would still be counted, only without it).
+    #[test]
+    fn every_method_and_outcome_has_its_own_metric_slot() {
+        let methods = [
+            Method::SendMessage,
+            Method::SendStreamingMessage,
+            Method::GetTask,
+            Method::ListTasks,
+            Method::CancelTask,
+            Method::SubscribeToTask,
+            Method::CreatePushConfig,
+            Method::GetPushConfig,
+            Method::ListPushConfigs,
+            Method::DeletePushConfig,
+            Method::GetExtendedAgentCard,
+            Method::Card,
+            Method::Jwks,
+            Method::Unknown,
+        ];
+        let slots: BTreeSet<usize> = methods.iter().map(|m| method_label(*m).slot).collect();
+        assert_eq!(slots.len(), methods.len());
+        assert!(slots.iter().all(|s| *s < METHOD_SLOTS), "{slots:?}");
+        let outcomes = [
+            Outcome::Ok,
+            Outcome::AgentError,
+            Outcome::Denied(Deny::UnknownIntegration),
+            Outcome::Downgraded,
+            Outcome::UpstreamFailed,
+        ];
+        let slots: BTreeSet<usize> = outcomes.iter().map(|o| outcome_label(o).slot).collect();
+        assert_eq!(slots.len(), outcomes.len());
+        assert!(slots.iter().all(|s| *s < OUTCOME_SLOTS), "{slots:?}");
+    }
 }

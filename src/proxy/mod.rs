@@ -1,5 +1,7 @@
 //! The data plane: pingora `ProxyHttp` that routes, enforces policy, shapes and downgrades calls (I/O).
 //!
+//! [`access`] writes the access line (directly, in the log formatter's form) and [`log_sink`]
+//! takes every log line off the request path (a bounded queue and a writer thread).
 //! Pure parts (unit-tested with fixtures): [`route`] (paths and methods), [`body`] (request
 //! bodies: facts and byte splices), [`policy`]
 //! (allow/deny and the forwarding plan), [`shape`] (upstream headers), [`trace`] (request id and
@@ -12,6 +14,7 @@
 //! request's context and outcome), [`upstream`]
 //! (the pingora peer of a prepared upstream, TLS fault names), [`limits`] (connection cap, idle and header deadlines).
 
+pub mod access;
 pub mod artifact;
 pub mod body;
 pub mod call;
@@ -23,6 +26,7 @@ pub mod events;
 pub mod feedback;
 pub mod gateway;
 pub mod limits;
+pub mod log_sink;
 pub mod policy;
 pub mod retry;
 pub mod route;

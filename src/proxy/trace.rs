@@ -46,16 +46,18 @@ impl RequestId {
     /// 16 hex digits fixed at start (start time and process id), 16 of a counter.
     pub fn generate() -> RequestId {
         static SEQ: AtomicU64 = AtomicU64::new(0);
-        static PREFIX: OnceLock<u64> = OnceLock::new();
-        let prefix = *PREFIX.get_or_init(|| {
+        static PREFIX: OnceLock<[u8; 16]> = OnceLock::new();
+        let prefix = PREFIX.get_or_init(|| {
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64);
-            nanos ^ (u64::from(std::process::id()) << 40)
+            let mut hex = [0u8; 16];
+            hex_into(&mut hex, nanos ^ (u64::from(std::process::id()) << 40));
+            hex
         });
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
         let mut buf = [0u8; MAX_REQUEST_ID];
-        hex_into(&mut buf[..16], prefix);
+        buf[..16].copy_from_slice(prefix);
         hex_into(&mut buf[16..32], n);
         RequestId { buf, len: 32 }
     }
@@ -100,11 +102,30 @@ pub struct Trace {
 
 impl Trace {
     /// The trace context of a request with headers `h`.
+    ///
+    /// One pass over the headers finds the three names (a request carries a handful of
+    /// headers, and a lookup by name hashes it); `tracestate` lines are read only beside a
+    /// valid `traceparent`.
     pub fn of(h: &HeaderMap) -> Trace {
-        let traceparent = traceparent(h);
-        let tracestate = traceparent.as_ref().and_then(|_| tracestate(h));
-        let id = h
-            .get("x-request-id")
+        let mut request_id = None;
+        let mut parents = (None, 0usize);
+        let mut has_state = false;
+        for (name, value) in h {
+            match name.as_str() {
+                "x-request-id" if request_id.is_none() => request_id = Some(value),
+                "traceparent" => parents = (parents.0.or(Some(value)), parents.1 + 1),
+                "tracestate" => has_state = true,
+                _ => {}
+            }
+        }
+        let traceparent = match parents {
+            (Some(v), 1) => traceparent(v),
+            _ => None,
+        };
+        let tracestate = (traceparent.as_ref())
+            .filter(|_| has_state)
+            .and_then(|_| tracestate(h));
+        let id = request_id
             .and_then(|v| RequestId::parse(v.as_bytes()))
             .or_else(|| {
                 let tp = traceparent.as_ref()?.as_bytes();
@@ -124,15 +145,11 @@ impl Trace {
     }
 }
 
-/// The caller's one `traceparent`, as the version-00 header this gateway understands: a later
-/// version's first four fields are kept and its tail (which this gateway cannot check) dropped,
-/// as W3C Trace Context ("Versioning of traceparent") has a vendor propagate what it parsed.
-/// Two `traceparent` lines make the context invalid.
-fn traceparent(h: &HeaderMap) -> Option<HeaderValue> {
-    let mut lines = h.get_all("traceparent").iter();
-    let (Some(v), None) = (lines.next(), lines.next()) else {
-        return None;
-    };
+/// The caller's one `traceparent` line `v`, as the version-00 header this gateway understands:
+/// a later version's first four fields are kept and its tail (which this gateway cannot check)
+/// dropped, as W3C Trace Context ("Versioning of traceparent") has a vendor propagate what it
+/// parsed. Two `traceparent` lines make the context invalid (the caller checks that).
+fn traceparent(v: &HeaderValue) -> Option<HeaderValue> {
     let b = v.as_bytes();
     if !valid_traceparent(b) {
         return None;
@@ -346,5 +363,26 @@ mod tests {
             ("tracestate", b"b=2"),
         ]));
         assert_eq!(t.tracestate.unwrap(), "a=1,b=2");
+    }
+
+    #[test]
+    fn the_first_request_id_line_counts_and_header_order_does_not_matter() {
+        let t = Trace::of(&headers(&[
+            ("tracestate", b"a=1"),
+            ("x-request-id", b"first"),
+            ("traceparent", TP.as_bytes()),
+            ("x-request-id", b"second"),
+            ("tracestate", b"b=2"),
+        ]));
+        assert_eq!(t.id.as_str(), "first");
+        assert_eq!(t.traceparent.unwrap(), TP);
+        assert_eq!(t.tracestate.unwrap(), "a=1,b=2");
+        // An invalid first request id falls back to the trace id, not to a later line.
+        let t = Trace::of(&headers(&[
+            ("x-request-id", b"bad id"),
+            ("x-request-id", b"good"),
+            ("traceparent", TP.as_bytes()),
+        ]));
+        assert_eq!(t.id.as_str(), "4bf92f3577b34da6a3ce929d0e0e4736");
     }
 }

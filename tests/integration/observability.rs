@@ -676,3 +676,105 @@ async fn access_log_off_writes_no_access_lines_and_text_has_no_colour_codes() {
         assert!(!l.contains('\u{1b}'), "colour codes on a pipe: {l:?}");
     }
 }
+
+/// A gateway whose stderr is a pipe nobody reads keeps answering: log lines are queued and
+/// written by a thread of their own, those beyond the queue are lost (and counted), and once
+/// stderr is read again the gateway says how many it lost and logs on. Written directly, the
+/// lines filled the pipe (64 KiB) after a few hundred calls and every worker then blocked in the
+/// write, so calls hung until somebody read.
+#[tokio::test]
+async fn an_unread_stderr_pipe_never_stalls_calls() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gateway.toml");
+    std::fs::write(&path, config_head(&[]) + DOWN).unwrap();
+    let mut child = Command::new(crate::common::gateway_bin())
+        .args(["serve", "--config"])
+        .arg(&path)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _child = Kill(child);
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap();
+    let line: Value = serde_json::from_str(&first).unwrap();
+    let url = format!("http://{}/agents/nope", line["proxy"].as_str().unwrap());
+    // A deadline per call only to turn a hang into a failure; nothing here measures time.
+    crate::common::install_crypto_provider();
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let call = |n: usize| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let body = send_request(&n.to_string(), "SendMessage", "hi");
+            let r = client.post(&url).json(&body).send().await;
+            r.unwrap_or_else(|e| panic!("call {n} was not answered: {e}"))
+                .status()
+                .as_u16()
+        }
+    };
+    // Each refusal writes an access line of about 250 bytes: 6,000 of them fill the pipe and
+    // then the queue (1 MiB) behind it.
+    for batch in 0..1_500 {
+        let calls = (0..4).map(|i| call(batch * 4 + i));
+        for status in futures::future::join_all(calls).await {
+            assert_eq!(status, 200, "a JSON-RPC refusal");
+        }
+    }
+    // Now read stderr: the queued lines arrive, then the count of those lost, and the gateway
+    // logs on (a later call's line arrives too).
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let mut dropped = None;
+    let mut later = false;
+    let mut seen = 0usize;
+    let mut next = 0;
+    while dropped.is_none() || !later {
+        if dropped.is_some() && next == 0 {
+            next = 1;
+            client
+                .post(&url)
+                .header("x-request-id", "after-the-gap")
+                .json(&send_request("x", "SendMessage", "hi"))
+                .send()
+                .await
+                .unwrap();
+        }
+        let l = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("stderr went quiet after {seen} lines: {e}"));
+        seen += 1;
+        if l.contains("log lines dropped") {
+            dropped = Some(l.clone());
+        }
+        later |= l.contains("after-the-gap");
+    }
+    let dropped = dropped.unwrap();
+    assert!(
+        dropped.contains("WARN") && dropped.contains("dropped="),
+        "{dropped}"
+    );
+    assert!(seen > 1_000, "the queued lines were written: {seen}");
+}
