@@ -23,6 +23,8 @@ use serde_json::value::RawValue;
 use super::route::Method;
 use crate::json::{ScanError, duplicate_keys};
 
+mod onepass;
+
 /// Why a request body is not forwarded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BodyError {
@@ -111,10 +113,13 @@ pub struct RequestFacts {
 /// Where the tenant splice goes, as byte offsets into the caller's body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct EditPoints {
-    /// The `params` object, when present.
-    params: Option<Range<usize>>,
-    /// The `params.tenant` value, when present (then it is a string).
-    tenant: Option<Range<usize>>,
+    /// The `{` that opens `params`, when present.
+    params_open: Option<usize>,
+    /// Whether `params` is present and has no members.
+    params_empty: bool,
+    /// The `params.tenant` value when it is the empty string `""` (the only tenant value ever
+    /// replaced: policy refuses any other tenant than the one it injects).
+    empty_tenant: Option<Range<usize>>,
     /// The envelope's closing `}`.
     envelope_end: usize,
 }
@@ -152,15 +157,11 @@ impl RpcRequest {
             return None;
         };
         let t = json_string(t);
-        let (range, text) = match (&self.at.tenant, &self.at.params) {
+        let (range, text) = match (&self.at.empty_tenant, self.at.params_open) {
             (Some(value), _) => (value.clone(), t),
-            (None, Some(params)) => {
-                let open = params.start + 1;
-                let empty = self
-                    .body
-                    .get(open..params.end.saturating_sub(1))
-                    .is_some_and(|inner| inner.iter().all(u8::is_ascii_whitespace));
-                let sep = if empty { "" } else { "," };
+            (None, Some(brace)) => {
+                let open = brace + 1;
+                let sep = if self.at.params_empty { "" } else { "," };
                 (open..open, format!("\"tenant\":{t}{sep}"))
             }
             (None, None) => {
@@ -310,12 +311,22 @@ fn request_object(
 }
 
 fn media_type(p: &PartIn<'_>) -> String {
-    match p.media_type.as_deref().filter(|m| !m.is_empty()) {
+    media_type_of(p.media_type.as_deref(), p.text.is_some(), p.data.is_some())
+}
+
+/// A part's media type as policy reads it: the one it names, else one its kind implies.
+fn media_type_of(named: Option<&str>, text: bool, data: bool) -> String {
+    match named.filter(|m| !m.is_empty()) {
         Some(m) => m.to_owned(),
-        None if p.text.is_some() => "text/plain".into(),
-        None if p.data.is_some() => "application/json".into(),
+        None if text => "text/plain".into(),
+        None if data => "application/json".into(),
         None => "application/octet-stream".into(),
     }
+}
+
+/// JSON's insignificant whitespace (RFC 8259 section 2).
+fn json_ws(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r')
 }
 
 fn no_id(error: BodyError) -> RpcError {
@@ -333,21 +344,45 @@ fn edit_points(
     params: Option<&RawValue>,
     tenant: Option<&RawValue>,
 ) -> Option<EditPoints> {
+    let params = match params {
+        Some(p) => Some(span(text, p.get())?),
+        None => None,
+    };
     Some(EditPoints {
-        params: match params {
-            Some(p) => Some(span(text, p.get())?),
-            None => None,
-        },
-        tenant: match tenant {
-            Some(t) => Some(span(text, t.get())?),
-            None => None,
+        params_open: params.as_ref().map(|p| p.start),
+        params_empty: params.is_some_and(|p| {
+            text.get(p.start + 1..p.end.saturating_sub(1))
+                .is_some_and(|inner| inner.bytes().all(|b| b.is_ascii_whitespace()))
+        }),
+        empty_tenant: match tenant {
+            Some(t) if t.get() == "\"\"" => Some(span(text, t.get())?),
+            _ => None,
         },
         envelope_end: span(text, doc.get())?.end.checked_sub(1)?,
     })
 }
 
-/// Parses a JSON-RPC 2.0 request body.
+/// Parses a JSON-RPC 2.0 request body: one validating pass for a well-formed request, the
+/// reference parse for anything that pass declines (every refusal among them).
 pub fn parse_jsonrpc(body: &Bytes) -> Result<RpcRequest, RpcError> {
+    let Some(e) = onepass::jsonrpc(body) else {
+        return reference_jsonrpc(body);
+    };
+    let r = RpcRequest {
+        id: e.id,
+        method: e.method,
+        params: e.params,
+        body: body.clone(),
+        at: e.at,
+    };
+    // Debug and fuzzing builds hold the one pass to the reference on every body they see.
+    debug_assert_eq!(Ok(&r), reference_jsonrpc(body).as_ref());
+    Ok(r)
+}
+
+/// The reference parse of a JSON-RPC body: the document validated whole, checked for duplicate
+/// keys by a separate scan, then each member read by serde's derive.
+fn reference_jsonrpc(body: &Bytes) -> Result<RpcRequest, RpcError> {
     let (text, doc) = match document(body) {
         Ok(d) => d,
         Err(error @ BodyError::DuplicateKey { .. }) => {
@@ -419,8 +454,18 @@ pub fn parse_jsonrpc(body: &Bytes) -> Result<RpcRequest, RpcError> {
 }
 
 /// Parses an HTTP+JSON request body (empty: no facts). `sends_message` is whether the route is
-/// `message:send`/`message:stream`, whose parts policy checks.
+/// `message:send`/`message:stream`, whose parts policy checks. One validating pass for a
+/// well-formed body, the reference parse for anything that pass declines.
 pub fn parse_rest_body(body: &[u8], sends_message: bool) -> Result<RequestFacts, BodyError> {
+    let Some(facts) = onepass::rest(body, sends_message) else {
+        return reference_rest(body, sends_message);
+    };
+    debug_assert_eq!(Ok(&facts), reference_rest(body, sends_message).as_ref());
+    Ok(facts)
+}
+
+/// The reference parse of an HTTP+JSON body (see [`reference_jsonrpc`]).
+fn reference_rest(body: &[u8], sends_message: bool) -> Result<RequestFacts, BodyError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(RequestFacts::default());
     }
@@ -432,8 +477,84 @@ pub fn parse_rest_body(body: &[u8], sends_message: bool) -> Result<RequestFacts,
 }
 
 #[cfg(test)]
+mod props;
+
+#[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn well_formed_requests_take_the_one_pass() {
+        let pad = "x".repeat(900);
+        let bodies = [
+            format!(
+                r#"{{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{{"message":{{"messageId":"m-1","role":"ROLE_USER","parts":[{{"text":"{pad}"}}]}}}}}}"#
+            ),
+            r#"{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"tenant":"t","message":{"parts":[{"text":"a"},{"data":{}},{"raw":"AA==","mediaType":"image/png"},{"url":"u","media_type":"application/pdf"},{"url":"v","mediaType":""}]}}}"#.into(),
+            r#" { "params" : { } , "jsonrpc" : "2\u002e0", "id" : "\u00e9", "method" : "GetTask" } "#.into(),
+            r#"{"jsonrpc":"2.0","id":null,"method":"GetTask","params":{"\u0074enant":"","id":"x"}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":-0.0,"method":"CancelTask","params":{"tenant":"\u00e9"}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"GetTask"}"#.into(),
+        ];
+        for text in bodies {
+            assert!(onepass::jsonrpc(text.as_bytes()).is_some(), "{text}");
+            assert_eq!(rpc_ref(&text), rpc(&text), "{text}");
+        }
+        for text in [
+            r#"{"message":{"parts":[{"text":"a"}]}}"#,
+            r#" {"tenant":"t"} "#,
+        ] {
+            assert!(onepass::rest(text.as_bytes(), true).is_some(), "{text}");
+        }
+    }
+
+    fn rpc_ref(text: &str) -> Result<RpcRequest, RpcError> {
+        reference_jsonrpc(&Bytes::copy_from_slice(text.as_bytes()))
+    }
+
+    #[test]
+    fn what_the_one_pass_declines_is_answered_by_the_reference() {
+        // A number no float holds, an escaped `params` name (the splice needs its position), a
+        // part written as an array, a repeated name deep down, nesting past serde_json's limit.
+        let deep = |n: usize| "[".repeat(n) + &"]".repeat(n);
+        let declined = [
+            r#"{"jsonrpc":"2.0","id":1e400,"method":"GetTask","params":{"x":1e400}}"#.to_owned(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","p\u0061rams":{}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"parts":[["image/png"]]}}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"a":[{"b":{"c":1,"\u0063":2}}]}}"#.into(),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{{"x":{}}}}}"#, deep(127)),
+        ];
+        for text in declined {
+            assert!(onepass::jsonrpc(text.as_bytes()).is_none(), "{text}");
+            assert_eq!(rpc(&text), rpc_ref(&text), "{text}");
+        }
+        assert_eq!(
+            rpc(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","p\u0061rams":{}}"#)
+                .unwrap()
+                .forward_body(Some("t1"))
+                .unwrap(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","p\u0061rams":{"tenant":"t1"}}"#
+        );
+    }
+
+    #[test]
+    fn nesting_around_the_depth_limit_is_answered_as_the_reference_does() {
+        for depth in 120..=130 {
+            for (open, close) in [("[", "]"), (r#"{"a":"#, "}")] {
+                let nested = open.repeat(depth) + "0" + &close.repeat(depth);
+                let text = format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{{"x":{nested}}}}}"#
+                );
+                assert_eq!(rpc(&text), rpc_ref(&text), "{depth}");
+                let rest = format!(r#"{{"x":{nested}}}"#);
+                assert_eq!(
+                    parse_rest_body(rest.as_bytes(), true),
+                    reference_rest(rest.as_bytes(), true),
+                    "{depth}"
+                );
+            }
+        }
+    }
 
     fn rpc(text: &str) -> Result<RpcRequest, RpcError> {
         parse_jsonrpc(&Bytes::copy_from_slice(text.as_bytes()))
