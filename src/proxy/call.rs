@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use pingora::Result;
-use pingora::connectors::http::Connector;
+use pingora::connectors::http::v1::Connector;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 use tokio::sync::OwnedSemaphorePermit;
@@ -34,7 +34,9 @@ pub const EVIDENCE_GAP: Duration = Duration::from_secs(1);
 
 /// The gateway's own HTTP client: one pingora connector, and so one connection pool, for every
 /// call the gateway makes itself. Shared by all requests (it lives on the [`Gateway`]); its
-/// calls are in [`super::client`].
+/// calls are in [`super::client`]. HTTP/1.1 only, as every peer is (ALPN `http/1.1`), so the
+/// connector is pingora's HTTP/1 one: its pooled-connection lookup can be awaited apart from a
+/// new connection's (much larger) connect and handshake.
 pub struct Client {
     pub(super) connector: Connector,
 }

@@ -192,10 +192,13 @@ fn attempt<'a>(
             ctx,
             redo,
         };
+        // Every call moves this future into a box, so it holds only what the unary call needs
+        // (a few kilobytes less to copy per call); streams and downgrades are boxed where they
+        // run, as are the unary call's own rare turns (see [`Job::unary`]).
         match at.plan.stream {
             StreamPlan::Unary => job.unary(at).await,
-            StreamPlan::Downgrade(cause) => job.downgrade(at, cause).await,
-            StreamPlan::Stream => job.stream(at).await,
+            StreamPlan::Downgrade(cause) => Box::pin(job.downgrade(at, cause)).await,
+            StreamPlan::Stream => Box::pin(job.stream(at)).await,
         }
     })
 }
@@ -211,6 +214,9 @@ struct Job<'a> {
 
 impl<'a> Job<'a> {
     /// The caller's own request, forwarded as planned.
+    ///
+    /// Only the usual path (a whole answer passed through) is awaited inline; a stream, a large
+    /// answer, a failure or a retry is boxed where it happens, so this future stays small.
     async fn unary(&mut self, at: Attempt<'_>) -> Result<Outcome> {
         // An enforced schema needs the whole answer before the caller sees any of it.
         let enforced = self.screen(at).is_some_and(|s| s.enforcing());
@@ -221,12 +227,12 @@ impl<'a> Job<'a> {
         };
         let a = match self.send(at, out).await {
             Ok(Sent::Whole(a)) => a,
-            Ok(Sent::Stream(resp)) => return self.pipe_stream(at, resp).await,
-            Ok(Sent::Large(resp)) => return self.pipe_large(at, resp).await,
-            Err(e) => return self.failed(at, e).await,
+            Ok(Sent::Stream(resp)) => return Box::pin(self.pipe_stream(at, resp)).await,
+            Ok(Sent::Large(resp)) => return Box::pin(self.pipe_large(at, resp)).await,
+            Err(e) => return Box::pin(self.failed(at, e)).await,
         };
         if let Some(cause) = retry_cause(at, &a) {
-            return self.retry_once(at, cause, a).await;
+            return Box::pin(self.retry_once(at, cause, a)).await;
         }
         let err = self.feed_back(at, &a);
         if let Some(d) = self.screen_whole(at, &a) {

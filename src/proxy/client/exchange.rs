@@ -8,7 +8,7 @@
 use bytes::{Bytes, BytesMut};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::HttpPeer;
-use pingora::protocols::http::client::HttpSession;
+use pingora::protocols::http::v1::client::HttpSession;
 use pingora::{ErrorType, RetryType};
 
 use super::ClientError;
@@ -35,13 +35,9 @@ impl Client {
         let mut tries = 0;
         loop {
             tries += 1;
-            let (mut session, reused) = self
-                .connector
-                .get_http_session(&peer)
-                .await
-                .map_err(connect_error)?;
-            session.set_read_timeout(peer.options.read_timeout);
-            session.set_write_timeout(peer.options.write_timeout);
+            let (mut session, reused) = self.session(&peer).await?;
+            session.read_timeout = peer.options.read_timeout;
+            session.write_timeout = peer.options.write_timeout;
             match exchange(&mut session, req, body).await {
                 Ok(head) => {
                     return Ok(Response {
@@ -58,11 +54,23 @@ impl Client {
             }
         }
     }
-}
 
-impl Client {
+    /// A pooled connection to `peer` when there is one (`true`: reused), else a new one.
+    ///
+    /// A new connection's future (connect, TLS handshake) is several kilobytes and most calls
+    /// reuse a pooled connection, so only that rare path is boxed: held inline, it would make
+    /// every call's future that much bigger, and every call moves its future into a box.
+    async fn session(&self, peer: &HttpPeer) -> Result<(HttpSession, bool), ClientError> {
+        if let Some(session) = self.connector.reused_http_session(peer).await {
+            return Ok((session, true));
+        }
+        Box::pin(self.connector.get_http_session(peer))
+            .await
+            .map_err(connect_error)
+    }
+
     async fn release(&self, mut session: HttpSession, peer: &HttpPeer) {
-        if session.response_done() {
+        if session.is_body_done() {
             let idle = peer.options.idle_timeout;
             self.connector
                 .release_http_session(session, peer, idle)
@@ -96,14 +104,11 @@ async fn exchange(
         .await
         .map_err(early)?;
     if !body.is_empty() {
-        session
-            .write_request_body(body.clone(), true)
-            .await
-            .map_err(early)?;
+        session.write_body(body).await.map_err(early)?;
     }
-    session.finish_request_body().await.map_err(early)?;
+    session.finish_body().await.map_err(early)?;
     for _ in 0..MAX_INFORMATIONAL {
-        if let Err(mut e) = session.read_response_header().await {
+        if let Err(mut e) = session.read_response().await {
             // pingora marks what is safe to retry on a reused connection (closed before an
             // answer); that retry is decided here, so the error says "do not retry" onwards.
             let retry = matches!(e.retry, RetryType::ReusedOnly);
@@ -115,7 +120,7 @@ async fn exchange(
                 Failed::Late(e)
             });
         }
-        let Some(head) = session.response_header() else {
+        let Some(head) = session.resp_header() else {
             break;
         };
         // 101 never comes: the gateway sends no Upgrade. Other 1xx precede the real answer.
@@ -171,7 +176,7 @@ impl Response<'_> {
     /// The next piece of the body as it arrives, `None` at its end.
     pub async fn chunk(&mut self) -> Result<Option<Bytes>, ClientError> {
         self.session
-            .read_response_body()
+            .read_body_bytes()
             .await
             .map_err(ClientError::Receive)
     }
