@@ -829,11 +829,13 @@ def build_targets(procs, out, bin_path, gws, ports):
         if group == "send1k":
             T.append(Target(f"gwnolog-{group}", "a2a-egress, access log off",
                             f"http://{gw_nolog[1]['proxy']}/agents/fixed", body, gw_nolog[0], up, group))
-            gw4 = ports["gw4"]
-            T.append(Target(f"gw1thread-{group}", "a2a-egress, 1 worker thread (default 4)",
+            gw1, gw4 = ports["gw1"], ports["gw4"]
+            T.append(Target(f"gw1thread-{group}", "a2a-egress, 1 worker thread (default 2)",
+                            f"http://{gw1[1]['proxy']}/agents/fixed", body, gw1[0], up, group))
+            T.append(Target(f"gw4thread-{group}", "a2a-egress, 4 worker threads (default 2)",
                             f"http://{gw4[1]['proxy']}/agents/fixed", body, gw4[0], up, group))
             gwns = ports["gwns"]
-            T.append(Target(f"gwnosteal-{group}", "a2a-egress, no work stealing (4 threads)",
+            T.append(Target(f"gwnosteal-{group}", "a2a-egress, no work stealing (2 threads)",
                             f"http://{gwns[1]['proxy']}/agents/fixed", body, gwns[0], up, group))
             gwalt = ports["gwalt"]
             if gwalt:
@@ -1038,7 +1040,11 @@ def targets_table(S, ctx):
                      a <= b + 150))
     errs = sum(s["errors"] for k, s in S.items() if k.startswith("gw"))
     rows.append(("errors (a2a-egress, all scenarios)", "0", str(errs), errs == 0))
-    reuse = [s["reuse"] for k, s in S.items() if k.startswith("gw") and s["reuse"] is not None]
+    # The shipped configuration's rows only: the thread-count, work-stealing and allocator
+    # variants are there to compare, not to meet the target.
+    variants = ("gw1thread", "gw4thread", "gwnosteal", "gwalt")
+    reuse = [s["reuse"] for k, s in S.items()
+             if k.startswith("gw") and not k.startswith(variants) and s["reuse"] is not None]
     if reuse:
         rows.append(("upstream connection reuse (a2a-egress, nginx upstream)", "≥ 99.9%",
                      f"{min(reuse):.3f}%", min(reuse) >= 99.9))
@@ -1140,9 +1146,10 @@ def main():
         cfg = gateway_conf(args.out, "gateway", fixed, agent)
         gw = start_gateway(procs, "gateway", args.bin, cfg, log=True)
         gw_nolog = start_gateway(procs, "gateway-nolog", args.bin, cfg, log=False)
-        # The runtime's worker count, side by side: 4 (the default) and 1 (one per CPU here).
-        gw4 = start_gateway(procs, "gateway-1thread", args.bin, cfg, log=True, threads=1)
-        # Work stealing off: the data plane on pingora's no-steal runtime (4 threads).
+        # The runtime's thread count, side by side: 2 (the default), 1 and 4.
+        gw1 = start_gateway(procs, "gateway-1thread", args.bin, cfg, log=True, threads=1)
+        gw4 = start_gateway(procs, "gateway-4thread", args.bin, cfg, log=True, threads=4)
+        # Work stealing off: the data plane on pingora's no-steal runtime (2 threads).
         gwns = start_gateway(procs, "gateway-nosteal", args.bin, cfg, log=True,
                              work_stealing=False)
         # The same gateway on the other allocator (the system one, beside the mimalloc default).
@@ -1150,7 +1157,7 @@ def main():
                  if args.alt_bin else None)
         time.sleep(1)
         ports = {"fixed": fixed, "agent": agent, "nginx": nx, "bare_fixed": bare_f,
-                 "bare_agent": bare_a, "procs": P, "gw4": gw4, "gwns": gwns, "gwalt": gwalt,
+                 "bare_agent": bare_a, "procs": P, "gw1": gw1, "gw4": gw4, "gwns": gwns, "gwalt": gwalt,
                  "alt_label": args.alt_label}
         targets = build_targets(procs, args.out, args.bin, (gw, gw_nolog), ports)
         ctx["targets"] = targets

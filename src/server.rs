@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use pingora::apps::ServerApp;
+use pingora::listeners::{L4BufferSettings, ListenerConfig};
 use pingora::protocols::Stream;
 use pingora::server::configuration::ServerConf;
 use pingora::server::{Fds, ListenFds, ShutdownWatch};
@@ -54,6 +55,10 @@ pub const CLOSE_DEADLINE: Duration = Duration::from_secs(1);
 const DRAIN_POLL: Duration = Duration::from_millis(20);
 /// Stale marks queued between the data plane and the control plane.
 const STALE_QUEUE: usize = 1024;
+/// Read buffer of each data-plane connection (pingora's default is 64 KiB, zero-filled, so
+/// resident from the first request on). A request header and a 10 KB body still arrive in one
+/// read; a larger body is read past the buffer straight into pingora's 64 KiB body buffer.
+const DOWNSTREAM_READ_BUFFER: usize = 16 * 1024;
 
 /// Which listener an error is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -403,7 +408,10 @@ impl DataPlane {
         };
         let mut service = Service::new("a2a-egress data plane".into(), app);
         // The address pingora looks the descriptor up by; it binds nothing itself.
-        service.add_tcp(&key);
+        service.add_listener(
+            ListenerConfig::tcp(&key)
+                .l4_buffer(L4BufferSettings::default().read(DOWNSTREAM_READ_BUFFER)),
+        );
         let (stop, watch) = watch::channel(false);
         let serve = async move {
             service.start_service(Some(fds), watch, 1).await;

@@ -11,10 +11,11 @@
 use serde::Deserialize;
 
 /// Data-plane threads when neither `[runtime] worker_threads` nor `TOKIO_WORKER_THREADS` is set:
-/// four, even on a process pinned to one core. Measured side by side (benches/RESULTS.md),
-/// four workers on one CPU gave more throughput and a lower p99 than one: with one, every call in
-/// flight stalls whenever the core is taken away.
-pub const DEFAULT_WORKER_THREADS: usize = 4;
+/// two, even on a process pinned to one core. Measured side by side (README, performance): on a
+/// quiet machine fewer threads cost fewer instructions and less memory (peak RSS under load 22.8,
+/// 27.2 and 33.6 MB with one, two and four), but with one, every call in flight stalls whenever
+/// the core is taken away (p50 several times higher on a loaded machine); two kept four's p50.
+pub const DEFAULT_WORKER_THREADS: usize = 2;
 /// Most worker threads accepted.
 pub const MAX_WORKER_THREADS: usize = 1024;
 /// Whether work stealing is on when `[runtime] work_stealing` is not set.
@@ -43,7 +44,7 @@ impl Default for Runtime {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRuntime {
-    /// Data-plane threads (default 4; `TOKIO_WORKER_THREADS` overrides it).
+    /// Data-plane threads (default 2; `TOKIO_WORKER_THREADS` overrides it).
     pub worker_threads: Option<usize>,
     /// Work stealing between the data plane's threads (default true).
     pub work_stealing: Option<bool>,

@@ -386,22 +386,14 @@ mod tests {
 
     #[test]
     fn a_changed_runtime_table_needs_a_restart() {
-        let old = config(
-            "[runtime]
-worker_threads = 4
-",
-        );
+        let old = config("[runtime]\nworker_threads = 2\n");
         assert!(
             needs_restart(&old, &config("")).is_empty(),
-            "4 is the default"
+            "2 is the default"
         );
         for changed in [
-            "[runtime]
-worker_threads = 2
-",
-            "[runtime]
-work_stealing = false
-",
+            "[runtime]\nworker_threads = 4\n",
+            "[runtime]\nwork_stealing = false\n",
         ] {
             assert_eq!(
                 needs_restart(&old, &config(changed)),

@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut as _, Bytes, BytesMut};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
@@ -156,32 +156,39 @@ impl RpcRequest {
         let (Some(t), None) = (tenant, self.tenant()) else {
             return None;
         };
-        let t = json_string(t);
-        let (range, text) = match (&self.at.empty_tenant, self.at.params_open) {
-            (Some(value), _) => (value.clone(), t),
+        // The range replaced, and the text around the tenant's JSON string.
+        let (range, before, after) = match (&self.at.empty_tenant, self.at.params_open) {
+            (Some(value), _) => (value.clone(), "", ""),
             (None, Some(brace)) => {
                 let open = brace + 1;
                 let sep = if self.at.params_empty { "" } else { "," };
-                (open..open, format!("\"tenant\":{t}{sep}"))
+                (open..open, "\"tenant\":", sep)
             }
             (None, None) => {
                 let end = self.at.envelope_end;
-                (end..end, format!(",\"params\":{{\"tenant\":{t}}}"))
+                (end..end, ",\"params\":{\"tenant\":", "}")
             }
         };
-        Some(splice(&self.body, range, &text))
+        Some(splice(&self.body, range, [before, after], t))
     }
 }
 
-fn json_string(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
-}
-
-/// `body` with `range` replaced by `text`.
-fn splice(body: &Bytes, range: Range<usize>, text: &str) -> Bytes {
-    let mut out = BytesMut::with_capacity(body.len() + text.len());
+/// `body` with `range` replaced by `tenant` as a JSON string between `around`, written straight
+/// into the one buffer sent.
+fn splice(body: &Bytes, range: Range<usize>, around: [&str; 2], tenant: &str) -> Bytes {
+    let [before, after] = around;
+    let extra = before.len() + tenant.len() + 2 + after.len();
+    let mut out = BytesMut::with_capacity(body.len() + extra);
     out.extend_from_slice(body.get(..range.start).unwrap_or_default());
-    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(before.as_bytes());
+    let mark = out.len();
+    // serde_json escapes the string. Writing into a growable buffer cannot fail; if it ever did,
+    // the partial write gives way to `""` so the body stays JSON.
+    if serde_json::to_writer((&mut out).writer(), tenant).is_err() {
+        out.truncate(mark);
+        out.extend_from_slice(b"\"\"");
+    }
+    out.extend_from_slice(after.as_bytes());
     out.extend_from_slice(body.get(range.end..).unwrap_or_default());
     out.freeze()
 }
@@ -733,6 +740,45 @@ mod tests {
             let got = r.forward_body(Some("t1")).unwrap();
             assert_eq!(std::str::from_utf8(&got).unwrap(), want);
             assert_eq!(rpc(want).unwrap().tenant(), Some("t1"));
+        }
+        // Tenants that need escaping are written as serde_json writes them, at every position.
+        for t in [
+            "a\"b\\c",
+            "\u{0}\u{1f}\u{7f}",
+            "é日本😀",
+            "\u{202e}\u{2028}",
+            "",
+        ] {
+            let q = serde_json::to_string(t).unwrap();
+            for (sent, want) in [
+                (
+                    r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}"#,
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{{"tenant":{q},"id":"x"}}}}"#
+                    ),
+                ),
+                (
+                    r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{}}"#,
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{{"tenant":{q}}}}}"#
+                    ),
+                ),
+                (
+                    r#"{"jsonrpc":"2.0","id":1,"method":"GetTask"}"#,
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{{"tenant":{q}}}}}"#
+                    ),
+                ),
+                (
+                    r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"tenant":""}}"#,
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{{"tenant":{q}}}}}"#
+                    ),
+                ),
+            ] {
+                let got = rpc(sent).unwrap().forward_body(Some(t)).unwrap();
+                assert_eq!(std::str::from_utf8(&got).unwrap(), want, "{t:?}");
+            }
         }
         // Already the right tenant, or no tenant to apply: the caller's bytes go unchanged.
         let r =
