@@ -1040,7 +1040,11 @@ def targets_table(S, ctx):
                      a <= b + 150))
     errs = sum(s["errors"] for k, s in S.items() if k.startswith("gw"))
     rows.append(("errors (a2a-egress, all scenarios)", "0", str(errs), errs == 0))
-    reuse = [s["reuse"] for k, s in S.items() if k.startswith("gw") and s["reuse"] is not None]
+    # The shipped configuration's rows only: the thread-count, work-stealing and allocator
+    # variants are there to compare, not to meet the target.
+    variants = ("gw1thread", "gw4thread", "gwnosteal", "gwalt")
+    reuse = [s["reuse"] for k, s in S.items()
+             if k.startswith("gw") and not k.startswith(variants) and s["reuse"] is not None]
     if reuse:
         rows.append(("upstream connection reuse (a2a-egress, nginx upstream)", "≥ 99.9%",
                      f"{min(reuse):.3f}%", min(reuse) >= 99.9))

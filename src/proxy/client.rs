@@ -16,9 +16,9 @@ mod reply;
 mod screen;
 
 use bytes::Bytes;
-use pingora::Result;
 use pingora::http::RequestHeader;
 use pingora::proxy::Session;
+use pingora::{ErrorType, OrErr, Result};
 
 pub use super::call::Client;
 
@@ -35,7 +35,7 @@ use super::trace::Trace;
 use super::upstream::TlsFault;
 use crate::config::StreamingMode;
 use crate::profile::Binding;
-use crate::state::{IntegrationState, StaleCause};
+use crate::state::{IntegrationState, StaleCause, Upstream};
 
 /// Largest unary answer held back to look for an A2A error (errors are small).
 const MAX_HELD_ERROR: u64 = 64 * 1024;
@@ -493,26 +493,11 @@ async fn send<'g>(
         .upstream()
         .map(|u| &**u)
         .ok_or(ClientError::NoUpstream)?;
-    let shaped = upstream_headers(
-        &caller.headers,
-        at.state,
-        up,
-        at.plan,
-        out.body.len(),
-        trace,
-    );
-    // Without a case map: every shaped name is a lowercase `HeaderName`, written as it is.
-    let mut req = RequestHeader::build_no_case(
-        caller.method.clone(),
-        out.path.as_bytes(),
-        Some(shaped.len()),
-    )
-    .map_err(ClientError::Request)?;
-    for (n, v) in shaped {
-        req.append_header(n, v).map_err(ClientError::Request)?;
-    }
+    // Built again only if a pooled connection turns out closed before any answer (rare), rather
+    // than copied for every call in case it is.
+    let build = || request_header(caller, at, up, &out, trace);
     let started = std::time::Instant::now();
-    let resp = gw.client.send(up, &req, &out.body).await;
+    let resp = gw.client.send(up, &build, &out.body).await;
     (gw.metrics).observe_upstream(at.name(), started.elapsed().as_secs_f64());
     let resp = resp?;
     if resp.is_sse() {
@@ -524,6 +509,51 @@ async fn send<'g>(
         return Ok(Sent::Large(resp));
     }
     Ok(Sent::Whole(resp.read_all(MAX_ANSWER_BYTES).await?))
+}
+
+/// The upstream request header of one request of an attempt: the caller's method, the planned
+/// path and the shaped headers ([`upstream_headers`]).
+///
+/// Without a case map, and the shaped pairs go straight into the header map: every shaped name is
+/// already a lowercase `HeaderName`, which pingora's `append_header` would turn into a title-cased
+/// copy and parse back, for each header of every call.
+fn request_header(
+    caller: &RequestHeader,
+    at: Attempt<'_>,
+    up: &Upstream,
+    out: &Outgoing<'_>,
+    trace: &Trace,
+) -> std::result::Result<Box<RequestHeader>, ClientError> {
+    let shaped = upstream_headers(
+        &caller.headers,
+        at.state,
+        up,
+        at.plan,
+        out.body.len(),
+        trace,
+    );
+    let req = RequestHeader::build_no_case(
+        caller.method.clone(),
+        out.path.as_bytes(),
+        Some(shaped.len()),
+    )
+    .map_err(ClientError::Request)?;
+    let mut parts = http::request::Parts::from(req);
+    for (n, v) in shaped {
+        parts
+            .headers
+            .try_append(n, v)
+            .or_err(ErrorType::InvalidHTTPHeader, "too many upstream headers")
+            .map_err(ClientError::Request)?;
+    }
+    let mut req = RequestHeader::from(parts);
+    // An origin-form target (every planned path) is written from the URI, which the parts keep;
+    // any other form keeps its bytes only in the header, so it is set again.
+    if !out.path.starts_with('/') {
+        req.set_raw_path(out.path.as_bytes())
+            .map_err(ClientError::Request)?;
+    }
+    Ok(Box::new(req))
 }
 
 /// The -32008/-32009 in an answer, when it is one and the attempt may still retry (the errors a

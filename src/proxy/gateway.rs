@@ -330,11 +330,7 @@ impl ProxyHttp for Gateway {
             outcome: None,
             started: Instant::now(),
             upstream_status: 0,
-            trace: Trace {
-                id: super::trace::RequestId::generate(),
-                traceparent: None,
-                tracestate: None,
-            },
+            trace: Trace::unset(),
             upstream_time: Duration::ZERO,
             upstream_done: None,
             downgrade: None,
@@ -486,8 +482,10 @@ fn access_line(session: &Session, ctx: &Ctx, outcome: &Outcome) {
         Outcome::Denied(d) => d.reason(),
         _ => "",
     };
+    // Unset only when the request was refused before its headers were read.
+    let id = ctx.trace.id.or_generate();
     super::access::emit(&super::access::AccessLine {
-        request_id: ctx.trace.id.as_str(),
+        request_id: id.as_str(),
         integration: ctx.label(),
         method: ctx.method.as_str(),
         outcome: outcome.as_str(),

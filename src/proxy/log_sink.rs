@@ -8,7 +8,7 @@
 //! producer only appends its whole line to the queue under a short lock; when
 //! [`MAX_QUEUED`] bytes are waiting the line is dropped and counted, and the writer says how many
 //! were lost (a `warn` line) once stderr takes lines again. Lines queued while the writer is busy
-//! go out together in one write.
+//! or gathering (a couple of milliseconds after the first) go out together in one write.
 
 use std::io::Write as _;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -19,6 +19,14 @@ pub const MAX_QUEUED: usize = 1 << 20;
 
 /// Capacity a buffer keeps after a burst (it grows up to [`MAX_QUEUED`] meanwhile).
 const KEEP_CAPACITY: usize = 64 << 10;
+
+/// How long the writer, woken by a first line, lets more lines gather before it writes: under
+/// load one wake-up and one write carry many lines instead of one each; a line reaches stderr
+/// this much later at most (plus the write itself).
+const GATHER: Duration = Duration::from_millis(2);
+
+/// Queued bytes past which the writer writes at once instead of gathering.
+const GATHER_BYTES: usize = 32 << 10;
 
 #[derive(Default)]
 struct State {
@@ -40,7 +48,7 @@ fn lock(s: &Sink) -> MutexGuard<'_, State> {
     s.state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Starts the writer thread (once); from then on [`write`] and [`Writer`] queue lines. When the
+/// Starts the writer thread (once); from then on [`write()`] and [`Writer`] queue lines. When the
 /// thread cannot be started, lines go to stderr directly, as before.
 pub fn start() {
     let sink = Arc::new(Sink {
@@ -108,6 +116,11 @@ fn run(sink: &Sink) {
                 s = sink.ready.wait(s).unwrap_or_else(|e| e.into_inner());
             }
             s.idle = false;
+            if s.queue.len() < GATHER_BYTES {
+                drop(s);
+                std::thread::sleep(GATHER);
+                s = lock(sink);
+            }
             std::mem::swap(&mut batch, &mut s.queue);
             std::mem::take(&mut s.dropped)
         };

@@ -62,6 +62,21 @@ impl RequestId {
         RequestId { buf, len: 32 }
     }
 
+    /// No id yet: what a request has before its headers are read ([`Trace::unset`]).
+    pub const UNSET: RequestId = RequestId {
+        buf: [0; MAX_REQUEST_ID],
+        len: 0,
+    };
+
+    /// This id, or a new one when it is [`RequestId::UNSET`].
+    pub fn or_generate(self) -> RequestId {
+        if self.len == 0 {
+            RequestId::generate()
+        } else {
+            self
+        }
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &str {
         let bytes = self.buf.get(..usize::from(self.len)).unwrap_or_default();
@@ -101,6 +116,17 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// The context of a request whose headers are not read yet: no id, nothing to pass on.
+    /// Reading them ([`Trace::of`]) gives the id; a request refused before that gets one
+    /// generated when its line is logged, so no request pays for two.
+    pub fn unset() -> Trace {
+        Trace {
+            id: RequestId::UNSET,
+            traceparent: None,
+            tracestate: None,
+        }
+    }
+
     /// The trace context of a request with headers `h`.
     ///
     /// One pass over the headers finds the three names (a request carries a handful of
@@ -139,9 +165,10 @@ impl Trace {
         }
     }
 
-    /// The `X-Request-Id` header value sent upstream.
+    /// The `X-Request-Id` header value sent upstream (none while the id is unset).
     pub fn request_id_header(&self) -> Option<HeaderValue> {
-        HeaderValue::from_str(self.id.as_str()).ok()
+        let id = self.id.as_str();
+        (!id.is_empty()).then(|| HeaderValue::from_str(id).ok())?
     }
 }
 
@@ -265,6 +292,17 @@ mod tests {
             assert_eq!(id.as_str().len(), 32, "{v:?} -> {id:?}");
             assert!(id.as_str().bytes().all(|b| b.is_ascii_hexdigit()), "{id:?}");
         }
+    }
+
+    #[test]
+    fn an_unset_id_is_generated_once_asked_for_and_a_set_one_is_kept() {
+        let unset = Trace::unset();
+        assert_eq!(unset.id.as_str(), "");
+        assert!(unset.request_id_header().is_none());
+        let id = unset.id.or_generate();
+        assert_eq!(id.as_str().len(), 32, "{id:?}");
+        let mine = RequestId::parse(b"mine").unwrap();
+        assert_eq!(mine.or_generate(), mine);
     }
 
     #[test]

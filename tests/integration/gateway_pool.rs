@@ -116,3 +116,83 @@ async fn unary_calls_and_sends_share_one_upstream_connection() {
         "GetTask and SendMessage alternating, one upstream connection"
     );
 }
+
+/// Relays like [`relay`], except that once `cut` is set the first connection is closed when the
+/// next request arrives on it, without forwarding it: an agent that dropped a kept-alive
+/// connection just as the gateway reused it.
+fn relay_cutting_the_first(
+    listener: tokio::net::TcpListener,
+    to: std::net::SocketAddr,
+    cut: Arc<std::sync::atomic::AtomicBool>,
+) -> Arc<AtomicUsize> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let first = seen.fetch_add(1, Ordering::SeqCst) == 0;
+            let cut = cut.clone();
+            tokio::spawn(async move {
+                let Ok(mut outbound) = tokio::net::TcpStream::connect(to).await else {
+                    return;
+                };
+                let (mut up, mut down) = ([0u8; 8192], [0u8; 8192]);
+                loop {
+                    tokio::select! {
+                        n = inbound.read(&mut up) => match n {
+                            Ok(0) | Err(_) => return,
+                            // Dropping both sockets closes them: no answer to this request.
+                            Ok(_) if first && cut.load(Ordering::SeqCst) => return,
+                            Ok(n) => if outbound.write_all(&up[..n]).await.is_err() { return },
+                        },
+                        n = outbound.read(&mut down) => match n {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => if inbound.write_all(&down[..n]).await.is_err() { return },
+                        },
+                    }
+                }
+            });
+        }
+    });
+    count
+}
+
+/// A pooled connection the agent closes when the next request arrives (before any answer) is not
+/// the caller's failure: the request goes out again, whole, on a new connection, and the caller
+/// gets the agent's answer.
+#[tokio::test]
+async fn a_pooled_connection_closed_before_an_answer_is_retried_on_a_new_one() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let relay_url = format!("http://{}", listener.local_addr().unwrap());
+    let agent = SdkAgent::start(&["--interface-base", &relay_url]);
+    let cut = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let connections = relay_cutting_the_first(listener, agent.addr, cut.clone());
+    let config = config_head(&[])
+        + &format!(
+            "\n[[integrations]]\nname = \"pooled\"\ncard = \"{}\"\norigins = [\"{}\", \"{relay_url}\"]\n\
+             skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\n",
+            agent.card_url, agent.base_url
+        );
+    let gw = InProcess::start(&config).await;
+
+    let (status, body) = gw
+        .rpc("pooled", &send_request("s0", "SendMessage", "hi"), &[])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    cut.store(true, Ordering::SeqCst);
+    let (status, body) = gw
+        .rpc("pooled", &send_request("s1", "SendMessage", "again"), &[])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.get("result").is_some(), "the agent's answer: {body}");
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        2,
+        "the closed connection, then one new one"
+    );
+    assert_eq!(
+        agent.seen_calls().await.len(),
+        2,
+        "the cut request reached the agent once, on the new connection"
+    );
+}

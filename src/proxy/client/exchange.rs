@@ -24,11 +24,13 @@ const MAX_CONNECTIONS_PER_REQUEST: usize = 3;
 const MAX_INFORMATIONAL: usize = 8;
 
 impl Client {
-    /// Sends `req` with `body` to `up` and reads the response header.
+    /// Sends the request `build` makes, with `body`, to `up` and reads the response header.
+    /// `build` is called once per connection tried: the header a connection was sent is gone
+    /// with it, and most calls need only one.
     pub(super) async fn send(
         &self,
         up: &Upstream,
-        req: &RequestHeader,
+        build: &(dyn Fn() -> Result<Box<RequestHeader>, ClientError> + Sync),
         body: &Bytes,
     ) -> Result<Response<'_>, ClientError> {
         let peer = peer(up);
@@ -38,7 +40,7 @@ impl Client {
             let (mut session, reused) = self.session(&peer).await?;
             session.read_timeout = peer.options.read_timeout;
             session.write_timeout = peer.options.write_timeout;
-            match exchange(&mut session, req, body).await {
+            match exchange(&mut session, build()?, body).await {
                 Ok(head) => {
                     return Ok(Response {
                         client: self,
@@ -95,14 +97,11 @@ enum Failed {
 
 async fn exchange(
     session: &mut HttpSession,
-    req: &RequestHeader,
+    req: Box<RequestHeader>,
     body: &Bytes,
 ) -> Result<Box<ResponseHeader>, Failed> {
     let early = |e| Failed::Early(ClientError::Send(e));
-    session
-        .write_request_header(Box::new(req.clone()))
-        .await
-        .map_err(early)?;
+    session.write_request_header(req).await.map_err(early)?;
     if !body.is_empty() {
         session.write_body(body).await.map_err(early)?;
     }

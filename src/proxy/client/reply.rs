@@ -41,13 +41,26 @@ pub(super) fn copied(from: &ResponseHeader, status: u16, extra: usize) -> Result
 /// The agent's own header, made into the one [`copied`] would build for a body of `len` bytes:
 /// the same status and copyable headers, the gateway's HTTP version and framing. Edited in place
 /// rather than rebuilt, since most answers pass through whole.
+///
+/// Most answers carry one or two of the names never copied, so the header is looked through
+/// once and only those are removed (each removal is a lookup in two maps, names and their case);
+/// `content-length` is replaced by the insert rather than removed first.
 fn reframed(mut head: Box<ResponseHeader>, len: usize) -> Result<Box<ResponseHeader>> {
-    for name in NOT_COPIED {
-        head.remove_header(name);
+    let mut found = [false; NOT_COPIED.len()];
+    for name in head.headers.keys() {
+        let i = NOT_COPIED.iter().position(|n| *n == name.as_str());
+        if let Some(f) = i.and_then(|i| found.get_mut(i)) {
+            *f = true;
+        }
+    }
+    for (name, found) in NOT_COPIED.iter().zip(found) {
+        if found && *name != "content-length" {
+            head.remove_header(*name);
+        }
     }
     head.set_version(http::Version::HTTP_11);
     head.set_reason_phrase(None)?;
-    head.insert_header("content-length", len.to_string())?;
+    head.insert_header(http::header::CONTENT_LENGTH, len)?;
     Ok(head)
 }
 
