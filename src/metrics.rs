@@ -208,7 +208,7 @@ pub struct Metrics {
 }
 
 /// Positions of label values in the bounded sets the request path counts by: the A2A method and
-/// the outcome. Each integration's [`Series`] keeps one slot per pair.
+/// the outcome. Each integration's `Series` keeps one slot per pair.
 pub const METHOD_SLOTS: usize = 14;
 /// See [`METHOD_SLOTS`].
 pub const OUTCOME_SLOTS: usize = 5;

@@ -195,66 +195,95 @@ fn timestamp(out: &mut Vec<u8>, clock: &mut Clock, now: SystemTime) {
 /// `{"timestamp":"` is written before the timestamp by [`write_line`]).
 fn render(out: &mut Vec<u8>, format: LogFormat, l: &AccessLine<'_>) {
     let strs = [
-        ("request_id", l.request_id),
-        ("integration", l.integration),
-        ("method", l.method),
-        ("outcome", l.outcome),
-        ("reason", l.reason),
-        ("downgrade", l.downgrade),
+        l.request_id,
+        l.integration,
+        l.method,
+        l.outcome,
+        l.reason,
+        l.downgrade,
     ];
     let nums = [
-        ("status", u64::from(l.status)),
-        ("upstream_status", u64::from(l.upstream_status)),
-        ("total_us", l.total_us),
-        ("upstream_us", l.upstream_us),
-        ("profile_version", l.profile_version),
+        u64::from(l.status),
+        u64::from(l.upstream_status),
+        l.total_us,
+        l.upstream_us,
+        l.profile_version,
     ];
-    match format {
-        LogFormat::Text => {
-            out.extend_from_slice(b"  INFO a2a_egress::access: request");
-            for (k, v) in strs {
-                out.push(b' ');
-                out.extend_from_slice(k.as_bytes());
-                out.push(b'=');
-                quoted(out, v, format);
-            }
-            for (k, v) in nums {
-                out.push(b' ');
-                out.extend_from_slice(k.as_bytes());
-                out.push(b'=');
-                push_padded(out, v, 1);
-            }
-            out.push(b'\n');
-        }
-        LogFormat::Json => {
-            out.extend_from_slice(b"\",\"level\":\"INFO\",\"message\":\"request\"");
-            for (k, v) in strs {
-                json_key(out, k);
-                quoted(out, v, format);
-            }
-            for (k, v) in nums {
-                json_key(out, k);
-                push_padded(out, v, 1);
-            }
-            out.extend_from_slice(b",\"target\":\"a2a_egress::access\"}\n");
-        }
+    let keys = match format {
+        LogFormat::Text => &TEXT_KEYS,
+        LogFormat::Json => &JSON_KEYS,
+    };
+    out.extend_from_slice(keys.head);
+    for (k, v) in keys.strs.iter().zip(strs) {
+        out.extend_from_slice(k);
+        quoted(out, v, format);
     }
+    for (k, v) in keys.nums.iter().zip(nums) {
+        out.extend_from_slice(k);
+        push_padded(out, v, 1);
+    }
+    out.extend_from_slice(keys.tail);
 }
 
-/// Appends `,"key":`.
-fn json_key(out: &mut Vec<u8>, key: &str) {
-    out.extend_from_slice(b",\"");
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b"\":");
+/// The fixed bytes of one form: each field's name with what surrounds it, so a field costs one
+/// copy of them.
+struct Keys {
+    head: &'static [u8],
+    strs: [&'static [u8]; 6],
+    nums: [&'static [u8]; 5],
+    tail: &'static [u8],
+}
+
+const TEXT_KEYS: Keys = Keys {
+    head: b"  INFO a2a_egress::access: request",
+    strs: [
+        b" request_id=",
+        b" integration=",
+        b" method=",
+        b" outcome=",
+        b" reason=",
+        b" downgrade=",
+    ],
+    nums: [
+        b" status=",
+        b" upstream_status=",
+        b" total_us=",
+        b" upstream_us=",
+        b" profile_version=",
+    ],
+    tail: b"\n",
+};
+
+const JSON_KEYS: Keys = Keys {
+    head: b"\",\"level\":\"INFO\",\"message\":\"request\"",
+    strs: [
+        b",\"request_id\":",
+        b",\"integration\":",
+        b",\"method\":",
+        b",\"outcome\":",
+        b",\"reason\":",
+        b",\"downgrade\":",
+    ],
+    nums: [
+        b",\"status\":",
+        b",\"upstream_status\":",
+        b",\"total_us\":",
+        b",\"upstream_us\":",
+        b",\"profile_version\":",
+    ],
+    tail: b",\"target\":\"a2a_egress::access\"}\n",
+};
+
+/// Printable ASCII that neither form escapes.
+fn plain(b: u8) -> bool {
+    matches!(b, 0x20..=0x7e) && b != b'"' && b != b'\\'
 }
 
 /// Appends `v` quoted: as is when every byte is printable ASCII other than `"` and `\` (which
 /// neither form escapes), else escaped by the same code the tracing formatter uses (Rust's
 /// `Debug` for text, serde_json for JSON).
 fn quoted(out: &mut Vec<u8>, v: &str, format: LogFormat) {
-    if v.bytes()
-        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
-    {
+    if v.bytes().all(plain) {
         out.push(b'"');
         out.extend_from_slice(v.as_bytes());
         out.push(b'"');

@@ -48,7 +48,7 @@ fn lock(s: &Sink) -> MutexGuard<'_, State> {
     s.state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Starts the writer thread (once); from then on [`write`] and [`Writer`] queue lines. When the
+/// Starts the writer thread (once); from then on [`write()`] and [`Writer`] queue lines. When the
 /// thread cannot be started, lines go to stderr directly, as before.
 pub fn start() {
     let sink = Arc::new(Sink {
