@@ -54,8 +54,8 @@ pub fn check_errors<'e>(errors: impl IntoIterator<Item = &'e CardError>) {
 /// The invariants of a compiled profile.
 pub fn check_profile(v: &ValidatedCard, p: &Profile) {
     assert_eq!(p.card_digest, v.digest());
-    assert_eq!(p.usable, p.unusable.is_none());
-    assert_eq!(p.usable, p.reason.is_none());
+    assert_eq!(p.is_usable(), p.unusable().is_none());
+    assert_eq!(p.is_usable(), p.reason().is_none());
     assert_eq!(p.skills.len(), v.card().skills.len());
     let d = &p.display;
     let mut strings = vec![d.name.as_str(), d.description.as_str()];

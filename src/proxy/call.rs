@@ -22,6 +22,7 @@ use super::limits::{Cap, RequestLimits};
 use super::policy::DowngradeCause;
 use super::route::Method;
 use super::trace::Trace;
+use crate::config::Integration;
 use crate::metrics::Metrics;
 use crate::state::{
     Evidence, EvidenceKind, IntegrationState, RefreshHook, Snapshot, StaleCause, StaleMark,
@@ -127,8 +128,9 @@ impl Drop for Inflight {
 pub struct Ctx {
     /// The snapshot loaded in `early_request_filter`, used by every phase.
     pub snapshot: Option<Arc<Snapshot>>,
-    /// Integration name, when the route names a configured one (bounded label).
-    pub integration: Option<String>,
+    /// The integration the route names, when it is a configured one: its name is the bounded
+    /// label (shared with the snapshot rather than copied for every request).
+    pub integration: Option<Arc<Integration>>,
     /// The integration's state from `snapshot`.
     pub state: Option<Arc<IntegrationState>>,
     /// The operation.
@@ -161,7 +163,12 @@ pub struct Ctx {
 
 impl Ctx {
     pub(super) fn label(&self) -> &str {
-        self.integration.as_deref().unwrap_or("")
+        self.integration_name().unwrap_or("")
+    }
+
+    /// The name of the integration the route names, when it is a configured one.
+    pub(super) fn integration_name(&self) -> Option<&str> {
+        self.integration.as_deref().map(|i| i.name.as_str())
     }
 
     /// Records one upstream exchange that began at `started` and has just been answered.
@@ -223,7 +230,7 @@ impl Gateway {
             .policy_denials
             .with_label_values(&[ctx.label(), reason])
             .inc();
-        let r = deny.render(&ctx.shape, ctx.integration.as_deref());
+        let r = deny.render(&ctx.shape, ctx.integration_name());
         if deny.closes_connection() {
             // The rest of the body is never read: the connection cannot be reused.
             session.set_keepalive(None);

@@ -467,7 +467,7 @@ impl<'a> Job<'a> {
         tracing::warn!(integration = at.name(), error = %e, kind = e.kind(), "upstream call failed");
         let r = e
             .deny()
-            .render(&self.ctx.shape, self.ctx.integration.as_deref());
+            .render(&self.ctx.shape, self.ctx.integration_name());
         respond(
             self.session,
             r.status,

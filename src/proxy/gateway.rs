@@ -265,19 +265,22 @@ fn parse_body(
 }
 
 /// Owned copies of what policy reads from the request head, so the same facts can be decided
-/// again against a refreshed profile after -32008/-32009 (the session is busy by then).
+/// again against a refreshed profile after -32008/-32009 (the session is busy by then). The
+/// method and the `A2A-Version` value are kept as they came (a standard method is a constant, a
+/// header value shares the request's bytes), so keeping them allocates nothing.
 struct RequestHead {
-    http_method: String,
+    http_method: http::Method,
     query: Option<String>,
     /// Every `A2A-Egress-Data-Class` line.
     data_class: DataClasses,
-    a2a_version: Option<String>,
+    /// The first `A2A-Version` line (read as text where the facts are made).
+    a2a_version: Option<http::HeaderValue>,
 }
 
 impl RequestHead {
     fn of(req: &RequestHeader) -> RequestHead {
         RequestHead {
-            http_method: req.method.as_str().to_owned(),
+            http_method: req.method.clone(),
             query: req.uri.query().map(str::to_owned),
             data_class: DataClasses::from_lines(
                 req.headers
@@ -285,11 +288,7 @@ impl RequestHead {
                     .iter()
                     .map(|v| v.as_bytes()),
             ),
-            a2a_version: req
-                .headers
-                .get("a2a-version")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned),
+            a2a_version: req.headers.get("a2a-version").cloned(),
         }
     }
 
@@ -302,10 +301,10 @@ impl RequestHead {
     ) -> Facts<'a> {
         Facts {
             route,
-            http_method: &self.http_method,
+            http_method: self.http_method.as_str(),
             query: self.query.as_deref(),
             data_class: &self.data_class,
-            a2a_version: self.a2a_version.as_deref(),
+            a2a_version: self.a2a_version.as_ref().and_then(|v| v.to_str().ok()),
             rpc,
             rest_body,
             default_data_class,
@@ -369,7 +368,7 @@ impl ProxyHttp for Gateway {
         };
         let state = snapshot.get(name).cloned();
         if let Some(state) = &state {
-            ctx.integration = Some(state.integration.name.clone());
+            ctx.integration = Some(state.integration.clone());
             ctx.state = Some(state.clone());
         }
         if let Route::Card { .. } = r {
@@ -433,7 +432,7 @@ impl ProxyHttp for Gateway {
         // the certificate check when TLS with the agent failed.
         let deny = tls_fault(e).map_or(Deny::UpstreamUnavailable, Deny::UpstreamTls);
         let code = if session.response_written().is_none() {
-            let r = deny.render(&ctx.shape, ctx.integration.as_deref());
+            let r = deny.render(&ctx.shape, ctx.integration_name());
             if let Err(err) = respond(
                 session,
                 r.status,

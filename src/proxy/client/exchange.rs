@@ -33,7 +33,9 @@ impl Client {
         build: &(dyn Fn() -> Result<Box<RequestHeader>, ClientError> + Sync),
         body: &Bytes,
     ) -> Result<Response<'_>, ClientError> {
-        let peer = peer(up);
+        // Boxed: the peer (about 670 bytes) goes into the response, which the answer's readers
+        // take by value, and each of their futures would hold a copy.
+        let peer = Box::new(peer(up));
         let mut tries = 0;
         loop {
             tries += 1;
@@ -137,7 +139,7 @@ async fn exchange(
 pub(super) struct Response<'c> {
     client: &'c Client,
     session: HttpSession,
-    peer: HttpPeer,
+    peer: Box<HttpPeer>,
     head: Box<ResponseHeader>,
 }
 
