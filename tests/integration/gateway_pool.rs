@@ -11,19 +11,11 @@ use crate::common::gateway::{InProcess, config_head, send_request, sse_events};
 
 /// Relays every connection accepted on `listener` to `to`, byte for byte, counting them.
 fn relay(listener: tokio::net::TcpListener, to: std::net::SocketAddr) -> Arc<AtomicUsize> {
-    let count = Arc::new(AtomicUsize::new(0));
-    let seen = count.clone();
-    tokio::spawn(async move {
-        while let Ok((mut inbound, _)) = listener.accept().await {
-            seen.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async move {
-                if let Ok(mut outbound) = tokio::net::TcpStream::connect(to).await {
-                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                }
-            });
-        }
-    });
-    count
+    relay_cutting_the_first(
+        listener,
+        to,
+        Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    )
 }
 
 #[tokio::test]
