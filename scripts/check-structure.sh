@@ -11,6 +11,12 @@
 # offender fails, and so does an entry that is no longer needed (delete it when the function is
 # split).
 #
+# It also fails on a `sleep` in test code (tests/, and src/ below a `#[cfg(test)]` or in a
+# `tests.rs`) outside SLEEP_ALLOWED: a test that sleeps on real time and then asserts usually
+# asserts something that would also hold had nothing happened, and is slow. Wait for an event
+# or a metric (`assert_eventually!`), or run on paused time: a function marked
+# `#[tokio::test(start_paused = true)]` may sleep, since its sleeps only let virtual time pass.
+#
 # Usage: scripts/check-structure.sh [MAX_FN_LINES]   (prints each offender as path:line name lines)
 set -euo pipefail
 
@@ -28,6 +34,14 @@ ALLOWED = {
     ("src/lock/diff/tests.rs", "every_rule_against_the_lock"): "a table of cases, one row per rule",
     ("src/lock/diff/tests.rs", "every_rule_between_two_profiles_without_a_lock"): "a table of cases, one row per rule",
 }
+# (file, function): why it sleeps on real time. Each is a pause that is not followed by a
+# negative assertion, or the thing under test is a wait itself.
+SLEEP_ALLOWED = {
+    ("tests/integration/common/eventually.rs", "pause"): "the poll interval of assert_eventually! itself",
+    ("tests/integration/common/eventually.rs", "pause_blocking"): "the poll interval of eventually_blocking itself",
+    ("tests/integration/control_scheduler.rs", "fetch"): "a scripted slow fetch, run only by paused-time tests",
+}
+SLEEP = re.compile(r"\bsleep\s*\(")
 FN = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?"
                 r"(?:extern\s+\"[^\"]*\"\s+)?fn\s+([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -82,9 +96,9 @@ def code_mask(text):
     return "".join(out)
 
 
-offenders = []
-for path in sorted(pathlib.Path("src").rglob("*.rs")):
-    masked = code_mask(path.read_text()).split("\n")
+def spans(masked):
+    """(start, end, name) of every function with a body, 0-based lines."""
+    out = []
     for start, line in enumerate(masked):
         m = FN.match(line)
         if not m:
@@ -106,9 +120,46 @@ for path in sorted(pathlib.Path("src").rglob("*.rs")):
                 break
         if end is None or end < 0:
             continue
-        lines = end - start + 1
-        if lines > limit:
-            offenders.append((str(path), start + 1, m.group(1), lines))
+        out.append((start, end, m.group(1)))
+    return out
+
+
+def paused(masked, start):
+    """Whether the attributes above line `start` run the function on paused time."""
+    k = start - 1
+    while k >= 0 and (masked[k].strip().startswith("#[") or not masked[k].strip()):
+        if "start_paused" in masked[k]:
+            return True
+        k -= 1
+    return False
+
+
+offenders, sleepers = [], []
+files = sorted(pathlib.Path("src").rglob("*.rs")) + sorted(pathlib.Path("tests").rglob("*.rs"))
+for path in files:
+    raw = path.read_text()
+    masked = code_mask(raw).split("\n")
+    found = spans(masked)
+    if str(path).startswith("src/"):
+        for start, end, name in found:
+            if end - start + 1 > limit:
+                offenders.append((str(path), start + 1, name, end - start + 1))
+    # Test code: all of tests/, a `tests.rs`, or what follows a `#[cfg(test)]` in src/.
+    if str(path).startswith("tests/") or path.name == "tests.rs":
+        test_from = 0
+    else:
+        marks = [i for i, l in enumerate(masked) if l.strip() == "#[cfg(test)]"]
+        test_from = marks[0] if marks else len(masked)
+    for i in range(test_from, len(masked)):
+        if not SLEEP.search(masked[i]):
+            continue
+        inner = [f for f in found if f[0] <= i <= f[1]]
+        if not inner:
+            continue
+        start, _, name = max(inner)
+        if paused(masked, start):
+            continue
+        sleepers.append((str(path), i + 1, name))
 
 problems, seen = [], set()
 for path, line, name, lines in offenders:
@@ -116,15 +167,27 @@ for path, line, name, lines in offenders:
         seen.add((path, name))
         continue
     problems.append(f"{path}:{line} {name} {lines} lines")
-if limit == 100:
+if limit == 80:
     for (path, name), who in ALLOWED.items():
         if (path, name) not in seen:
             problems.append(f"ALLOWED entry {path} {name} ({who}) is no longer needed; delete it")
+used = set()
+for path, line, name in sleepers:
+    if (path, name) in SLEEP_ALLOWED:
+        used.add((path, name))
+        continue
+    problems.append(f"{path}:{line} {name} sleeps on real time in a test (wait for an event, "
+                    f"a metric or use paused time; or add it to SLEEP_ALLOWED with a reason)")
+for (path, name), why in SLEEP_ALLOWED.items():
+    if (path, name) not in used:
+        problems.append(f"SLEEP_ALLOWED entry {path} {name} ({why}) no longer sleeps; delete it")
 for p in problems:
     print(p)
 if problems:
-    print(f"check-structure: {len(problems)} problem(s) (functions over {limit} lines)", file=sys.stderr)
+    print(f"check-structure: {len(problems)} problem(s) (functions over {limit} lines, "
+          f"real-time sleeps in tests)", file=sys.stderr)
     sys.exit(1)
 print(f"check-structure: every function in src/ is at most {limit} lines, "
-      f"{len(seen)} known one(s) aside (see ALLOWED)")
+      f"{len(seen)} known one(s) aside (see ALLOWED); no test sleeps on real time, "
+      f"{len(used)} known one(s) aside (see SLEEP_ALLOWED)")
 PY

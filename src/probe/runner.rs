@@ -247,6 +247,11 @@ mod tests {
         tokio::time::sleep(settings.min_interval * 2).await;
         assert_eq!(runs(&metrics, "review"), 1);
         assert_eq!(runs(&metrics, "scheduled"), 1);
+        // A new snapshot with the same verdict (a refresh that changed nothing the lock judges)
+        // is not a new review: not probed again.
+        store.update_integration("p", |cur| cur.clone());
+        tokio::time::sleep(settings.min_interval * 2).await;
+        assert_eq!(runs(&metrics, "review"), 1);
         assert_eq!(
             store
                 .load()

@@ -5,7 +5,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::common::ref_agent::{PARTNER_TOKEN, RefAgent, VIEWER_TOKEN};
 use a2a_egress::config::Config;
@@ -232,11 +231,17 @@ async fn a_stale_mark_refreshes_at_once_despite_a_long_period() {
         c["capabilities"]["streaming"] != true
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        profile(&h, "echo").unwrap().streaming,
-        "nothing refreshes on its own within the hour"
+    // Nothing refreshes on its own within the hour: the card's max-age of 1 s is raised to
+    // `min`, so the next periodic fetch is an hour after the last one (the worker's own record
+    // of the period it scheduled), and the profile the edit would change is still the old one.
+    let period = h.metrics().interval.with_label_values(&["echo"]).get();
+    assert_eq!(period, 3600.0, "the next periodic refresh is `min` away");
+    assert_eq!(
+        h.metrics().refresh_count("echo", RefreshResult::Changed),
+        1,
+        "only the first fetch installed a profile"
     );
+    assert!(profile(&h, "echo").unwrap().streaming);
 
     // What the data plane does on -32004/-32005/-32008/-32009: a stale mark, then (for -32008 and
     // -32009) the retry hook, which reports whether the profile the call used is now outdated.

@@ -1,11 +1,12 @@
 //! Last-known-good on disk through the real fetcher and real sockets: a restart while the agent is
 //! down serves the persisted card at once (marked unrevalidated), a truncated or garbage state file
-//! is ignored, and the agent coming back revalidates with a 304.
+//! is ignored, and the agent coming back revalidates with a 304. The agent keeps its address all
+//! along (it fails every request while "down"), so no other process can take the port meanwhile.
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use a2a_egress::config::Config;
@@ -22,6 +23,8 @@ use axum::routing::get;
 struct Seen {
     full: AtomicUsize,
     not_modified: AtomicUsize,
+    /// The agent is down: every request fails with 503.
+    down: AtomicBool,
 }
 
 fn card(port: u16) -> String {
@@ -34,7 +37,7 @@ fn card(port: u16) -> String {
     )
 }
 
-/// Serves the card with an ETag on `listener` until the returned task is aborted.
+/// Serves the card with an ETag on `listener` (503 while `seen.down`) until the task is aborted.
 fn serve(listener: tokio::net::TcpListener, seen: Arc<Seen>) -> tokio::task::JoinHandle<()> {
     let port = listener.local_addr().unwrap().port();
     let app = Router::new().route(
@@ -42,6 +45,9 @@ fn serve(listener: tokio::net::TcpListener, seen: Arc<Seen>) -> tokio::task::Joi
         get(move |h: HeaderMap| {
             let seen = seen.clone();
             async move {
+                if seen.down.load(Ordering::SeqCst) {
+                    return StatusCode::SERVICE_UNAVAILABLE.into_response();
+                }
                 if h.get(header::IF_NONE_MATCH).is_some_and(|v| v == "W/\"1\"") {
                     seen.not_modified.fetch_add(1, Ordering::SeqCst);
                     return (StatusCode::NOT_MODIFIED, [(header::ETAG, "W/\"1\"")]).into_response();
@@ -105,7 +111,7 @@ async fn restart_with_the_agent_down_serves_last_known_good() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(Seen::default());
-    let server = serve(listener, seen.clone());
+    let _server = serve(listener, seen.clone());
 
     let first = start(config(addr, dir.path()));
     until(&first, "a usable profile", |h| {
@@ -120,9 +126,8 @@ async fn restart_with_the_agent_down_serves_last_known_good() {
     assert!(file.exists(), "the good card was persisted");
     let pristine = std::fs::read(&file).unwrap();
 
-    // The agent goes away; the gateway restarts.
-    server.abort();
-    let _ = server.await;
+    // The agent goes down; the gateway restarts.
+    seen.down.store(true, Ordering::SeqCst);
     let second = start(config(addr, dir.path()));
     until(&second, "the failed revalidation", degraded).await;
     let snap = second.store().load();
@@ -161,11 +166,7 @@ async fn restart_with_the_agent_down_serves_last_known_good() {
 
     // The agent comes back on the same address: the disk copy is revalidated with a 304.
     std::fs::write(&file, &pristine).unwrap();
-    let Ok(listener) = tokio::net::TcpListener::bind(addr).await else {
-        // The port was taken by someone else meanwhile; the restart path above is what matters.
-        return;
-    };
-    let _server = serve(listener, seen.clone());
+    seen.down.store(false, Ordering::SeqCst);
     let full_before = seen.full.load(Ordering::SeqCst);
     let fifth = start(config(addr, dir.path()));
     until(&fifth, "revalidation", |h| {

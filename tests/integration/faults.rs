@@ -119,6 +119,18 @@ impl Traffic {
         }
     }
 
+    /// Calls answered so far (failed ones included).
+    fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `more` calls beyond those answered now have been answered: the traffic is
+    /// running at this point of the test, whatever the machine's speed.
+    async fn run_for(&self, more: usize, gw: &GatewayProc) {
+        let target = self.calls() + more;
+        eventually("traffic to flow", gw, || async { self.calls() >= target }).await;
+    }
+
     /// Stops the traffic and returns (calls, failures).
     async fn finish(self) -> (usize, usize) {
         self.stop.store(true, Ordering::SeqCst);
@@ -168,7 +180,11 @@ async fn the_agent_restarting_during_traffic_fails_in_flight_calls_cleanly() {
             })
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Every one of them (and nothing else) is in flight at the gateway before the agent dies.
+    eventually("six calls in flight", &gw, || async {
+        metric(&gw.metrics().await, "a2a_egress_inflight_requests", &[]) >= 6.0
+    })
+    .await;
     drop(agent); // killed while those calls wait for their answers
     for c in in_flight {
         let (id, status, body) = c.await.unwrap();
@@ -321,7 +337,7 @@ async fn a_sighup_storm_during_traffic_fails_no_request() {
     let agent = RefAgent::sample();
     let gw = Arc::new(GatewayProc::start(&config(&agent.card_url, ""), &[]).await);
     let traffic = Traffic::start(&gw, 4);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    traffic.run_for(20, &gw).await;
     let pid = gw.process.pid().to_string();
     // One shell, the builtin kill: 200 signals as fast as they can be sent.
     let storm = Command::new("bash")
@@ -334,7 +350,13 @@ async fn a_sighup_storm_during_traffic_fails_no_request() {
         .status()
         .expect("bash");
     assert!(storm.success());
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The storm's reloads happen while calls keep flowing: at least one reload is done, and
+    // more calls are answered after it.
+    eventually("a reload after the storm", &gw, || async {
+        reloads(&gw.metrics().await, "ok") >= 1.0
+    })
+    .await;
+    traffic.run_for(20, &gw).await;
     let (calls, failures) = traffic.finish().await;
     assert!(calls > 0);
     assert_eq!(
@@ -390,7 +412,7 @@ async fn a_reload_that_changes_an_integration_during_traffic_fails_no_request() 
     );
 
     let traffic = Traffic::start(&gw, 4);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    traffic.run_for(20, &gw).await;
     let path = gw.dir.path().join("gateway.toml");
     write_atomically(&path, &changed(&text, &agent.card_url));
     signal(gw.process.pid(), "-HUP");
@@ -399,7 +421,7 @@ async fn a_reload_that_changes_an_integration_during_traffic_fails_no_request() 
         ok(status, &body)
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    traffic.run_for(20, &gw).await;
     let (calls, failures) = traffic.finish().await;
     assert!(calls > 0);
     assert_eq!(

@@ -451,8 +451,16 @@ async fn admin_connections_over_the_cap_are_closed() {
     for _ in 0..3 {
         conns.push(TcpStream::connect(gw.admin).await.unwrap());
     }
-    // Give the accept loop time to take all three before a served one closes and frees its slot.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The cap closes a connection it refuses before that connection sends a byte. Once one is
+    // seen closed, every connection accepted before it holds its slot, and no served one can free
+    // a slot for a later one: none is answered (so none closes) until the requests below.
+    let mut probe = [0u8; 1];
+    crate::assert_eventually!(
+        conns
+            .iter()
+            .any(|c| matches!(c.try_read(&mut probe), Ok(0))),
+        "no admin connection over the cap of 2 was closed"
+    );
     let (mut served, mut refused) = (0, 0);
     for c in &mut conns {
         let _ = c

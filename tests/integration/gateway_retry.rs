@@ -11,7 +11,7 @@
 
 use crate::common::SdkAgent;
 use crate::common::gateway::{
-    InProcess, config_head, integration, metric, send_request, sse_events,
+    Endpoints, InProcess, config_head, integration, metric, send_request, sse_events,
 };
 use serde_json::{Value, json};
 
@@ -25,9 +25,17 @@ fn config(card_url: &str) -> String {
         + &integration("echo", card_url, "")
 }
 
-/// Past `stale_min_interval` since the start-up fetch.
-async fn settle() {
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+/// Waits until the start-up fetch is older than `stale_min_interval` (100 ms, with margin), read
+/// off the gateway's own profile age, so the error-driven refresh is never rate-limited.
+async fn settle(gw: &Endpoints) {
+    crate::assert_eventually!(
+        metric(
+            &gw.metrics().await,
+            "a2a_egress_profile_age_seconds",
+            &[("integration", "echo")]
+        ) >= 0.3,
+        "the start-up fetch never aged past stale_min_interval"
+    );
 }
 
 fn card_fetches(seen: &[crate::common::sdk_agent::Seen]) -> usize {
@@ -48,7 +56,7 @@ fn carries_ext(s: &crate::common::sdk_agent::Seen) -> bool {
 async fn jsonrpc_required_extension_at_runtime_refreshes_and_retries_once() {
     let agent = SdkAgent::start(&[]);
     let gw = InProcess::start(&config(&agent.card_url)).await;
-    settle().await;
+    settle(&gw).await;
     let before = refreshes(&gw.metrics().await);
     agent.require_extension(EXT).await;
     agent.reset().await;
@@ -121,7 +129,7 @@ async fn jsonrpc_required_extension_at_runtime_refreshes_and_retries_once() {
 async fn rest_required_extension_at_runtime_refreshes_and_retries_once() {
     let agent = SdkAgent::start(&["--binding", "rest"]);
     let gw = InProcess::start(&config(&agent.card_url)).await;
-    settle().await;
+    settle(&gw).await;
     agent.require_extension(EXT).await;
     agent.reset().await;
 
@@ -156,7 +164,7 @@ async fn jsonrpc_error_without_profile_change_is_returned_unchanged_after_one_re
     // The agent speaks only "9.9" while its card says 1.0: a refresh cannot fix that.
     let agent = SdkAgent::start(&["--version-only", "9.9"]);
     let gw = InProcess::start(&config(&agent.card_url)).await;
-    settle().await;
+    settle(&gw).await;
     let req = send_request("v", "SendMessage", "hi");
     // What the agent itself answers to this request, for a byte-for-byte comparison.
     let direct = crate::common::http()
@@ -199,7 +207,7 @@ async fn jsonrpc_error_without_profile_change_is_returned_unchanged_after_one_re
 async fn rest_error_without_profile_change_is_returned_unchanged() {
     let agent = SdkAgent::start(&["--binding", "rest", "--version-only", "9.9"]);
     let gw = InProcess::start(&config(&agent.card_url)).await;
-    settle().await;
+    settle(&gw).await;
     let req =
         json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}})
             .to_string();
@@ -234,7 +242,7 @@ async fn rest_error_without_profile_change_is_returned_unchanged() {
 async fn a_refused_stream_is_retried_as_a_stream_from_the_new_profile() {
     let agent = SdkAgent::start(&[]);
     let gw = InProcess::start(&config(&agent.card_url)).await;
-    settle().await;
+    settle(&gw).await;
     agent.require_extension(EXT).await;
     agent.reset().await;
 
@@ -276,7 +284,7 @@ async fn a_refreshed_profile_that_refuses_the_call_answers_that_refusal() {
     // cannot serve it, so the retry is not sent and the caller gets the gateway's refusal.
     let agent = SdkAgent::start(&[]);
     let gw = InProcess::start(&config(&agent.card_url)).await;
-    settle().await;
+    settle(&gw).await;
     agent
         .require_extension("urn:test:ext:unknown-to-gateway")
         .await;

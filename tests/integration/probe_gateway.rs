@@ -178,9 +178,10 @@ async fn a_review_change_is_probed_by_the_gateway_and_stored_as_evidence() {
         assert_eq!(t["metadata"][TRACE]["skill"], "echo", "{t}");
     }
 
-    // The same verdict again is not probed again.
+    // The same verdict again is not probed again: proven on paused time, where the runner's
+    // polls can be let pass, by `src/probe/runner.rs::the_runner_probes_on_schedule_and_after_a_review_and_stores_the_evidence`.
+    // Here: the refresh itself runs no probe.
     refresh(&gw).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(review_runs(&gw).await, 1.0);
 }
 

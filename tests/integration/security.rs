@@ -26,7 +26,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::common::gateway::{
-    Endpoints, GatewayProc, InProcess, config_head, send_request, sse_events,
+    Endpoints, GatewayProc, InProcess, config_head, metric, send_request, sse_events,
 };
 use crate::common::ref_agent::RefAgent;
 
@@ -411,7 +411,16 @@ async fn credentials_never_appear_in_the_gateway_log_at_trace_level() {
         .unwrap()
         .success();
     assert!(ok);
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // The reload is done (and so every credential source was read again) before the log is read.
+    crate::assert_eventually!(
+        metric(
+            &gw.metrics().await,
+            "a2a_egress_config_reloads_total",
+            &[("result", "ok")]
+        ) >= 1.0,
+        "the SIGHUP reload\n{}",
+        gw.process.stderr_tail()
+    );
 
     for secret in [PARTNER_SECRET, VIEWER_SECRET, WRONG_SECRET] {
         assert_not_logged(&gw, secret);
