@@ -10,6 +10,7 @@
 use a2a_egress::json::duplicate_keys;
 use a2a_egress::proxy::body::parse_rest_body;
 use a2a_egress::proxy::feedback::as_send_message;
+use a2a_egress::proxy::body;
 use a2a_egress::proxy::route::{self, Method, Route};
 use a2a_egress_fuzz::has_duplicate_key;
 use bytes::Bytes;
@@ -24,7 +25,7 @@ fn is_json(b: &[u8]) -> bool {
 
 fn jsonrpc(body: &[u8]) {
     let bytes = Bytes::copy_from_slice(body);
-    let Ok(r) = route::parse_jsonrpc(&bytes) else {
+    let Ok(r) = body::parse_jsonrpc(&bytes) else {
         return;
     };
     // Decided on exactly these bytes: JSON without a duplicated key, id echoed verbatim.
@@ -44,7 +45,7 @@ fn jsonrpc(body: &[u8]) {
     }
     // The tenant splice yields a request that parses to the same facts plus that tenant.
     if let Some(fwd) = r.forward_body(Some("acme\"/\u{e9}")) {
-        let again = route::parse_jsonrpc(&fwd).unwrap_or_else(|e| {
+        let again = body::parse_jsonrpc(&fwd).unwrap_or_else(|e| {
             panic!(
                 "spliced body refused ({e:?}): {:?}",
                 String::from_utf8_lossy(&fwd)
@@ -64,7 +65,7 @@ fn jsonrpc(body: &[u8]) {
     if r.method.sends_message()
         && let Some(renamed) = as_send_message(body)
     {
-        let again = route::parse_jsonrpc(&renamed).expect("renamed body parses");
+        let again = body::parse_jsonrpc(&renamed).expect("renamed body parses");
         assert_eq!(again.method, Method::SendMessage);
         assert_eq!(again.id.get(), r.id.get());
         assert_eq!(again.tenant(), r.tenant());

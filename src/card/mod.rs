@@ -20,6 +20,7 @@
 
 pub mod canonical;
 mod policy;
+mod problem;
 mod rules;
 pub mod sanitize;
 pub mod sign;

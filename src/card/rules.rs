@@ -7,9 +7,9 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::policy::CardPolicy;
+use super::problem::{CardError, CardWarning, MAX_ID_BYTES, MAX_URL_BYTES};
 use super::sanitize::is_hidden;
 use super::text::{id_chars_ok, literal_matches_parsed, media_type_chars_ok, tenant_problem};
-use super::validate::{CardError, CardWarning, MAX_ID_BYTES, MAX_URL_BYTES};
 use super::wire::{Path, quote};
 
 /// The shape a security requirement must have in A2A 1.0 (quoted when a card uses another one).

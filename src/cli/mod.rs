@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::profile::ClientCaps;
 
 mod agent;
+mod current;
 mod diff;
 mod guard;
 mod keygen;

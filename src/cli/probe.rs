@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use super::lock::{current, load};
+use super::current::{current, load};
 use crate::config::Config;
 use crate::control::fetch::CardFetcher;
 use crate::probe::{self, Outcome, ProbeResult};

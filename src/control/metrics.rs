@@ -9,7 +9,6 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts};
 
-use crate::control::reload::ReloadResult;
 use crate::control::schedule::RefreshResult;
 
 /// Metrics of refresh, swaps, stale marks and config reloads.
@@ -240,6 +239,29 @@ impl Collector for ProfileAges {
                 .set(i64::try_from(age).unwrap_or(i64::MAX));
         }
         gauges.collect()
+    }
+}
+
+/// The result of a config reload, as counted in `a2a_egress_config_reloads_total{result}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReloadResult {
+    /// The new config was applied.
+    Ok,
+    /// The new config was refused; the previous one keeps serving.
+    Refused,
+}
+
+impl ReloadResult {
+    /// All results (for pre-registering metric series).
+    pub const ALL: [ReloadResult; 2] = [ReloadResult::Ok, ReloadResult::Refused];
+
+    /// Bounded metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReloadResult::Ok => "ok",
+            ReloadResult::Refused => "refused",
+        }
     }
 }
 

@@ -75,28 +75,8 @@ pub enum RestartTable {
     Runtime,
 }
 
-/// The result of a config reload, as counted in `a2a_egress_config_reloads_total{result}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReloadResult {
-    /// The new config was applied.
-    Ok,
-    /// The new config was refused; the previous one keeps serving.
-    Refused,
-}
-
-impl ReloadResult {
-    /// All results (for pre-registering metric series).
-    pub const ALL: [ReloadResult; 2] = [ReloadResult::Ok, ReloadResult::Refused];
-
-    /// Bounded metric label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReloadResult::Ok => "ok",
-            ReloadResult::Refused => "refused",
-        }
-    }
-}
+/// The result of a config reload (kept with the metric that counts it).
+pub use super::metrics::ReloadResult;
 
 fn same_card_policy(a: &CardPolicy, b: &CardPolicy) -> bool {
     a.max_card_bytes == b.max_card_bytes

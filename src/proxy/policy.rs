@@ -445,7 +445,8 @@ mod tests {
     use super::*;
     use crate::config::{Credential, Integration};
     use crate::profile::{Display, Interface, Profile, SkillProfile};
-    use crate::proxy::route::{Route, parse_jsonrpc};
+    use crate::proxy::body::parse_jsonrpc;
+    use crate::proxy::route::Route;
     use crate::state::Upstream;
     use serde_json::{Value, json};
     use std::sync::Arc;

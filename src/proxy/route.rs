@@ -1,7 +1,6 @@
 //! Data-plane routing: path checks, path → route, JSON-RPC/HTTP+JSON method identification, and
 //! media-type matching (pure, no I/O). Request bodies are read by [`super::body`].
 
-pub use super::body::{RpcRequest, parse_jsonrpc};
 /// Media type matching lives with the shared value types (the lockfile uses it too).
 pub use crate::types::media_type::media_type_accepted;
 

@@ -11,7 +11,7 @@ use a2a_egress::card;
 use a2a_egress::card::CardPolicy;
 use a2a_egress::config::Config;
 use a2a_egress::profile::Binding;
-use a2a_egress::proxy::{feedback, route};
+use a2a_egress::proxy::{body, feedback, route};
 
 fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -110,13 +110,13 @@ fn request_corpus_routes_and_parses() {
         };
         match mode % 4 {
             0 => {
-                let Ok(r) = route::parse_jsonrpc(&Bytes::copy_from_slice(rest)) else {
+                let Ok(r) = body::parse_jsonrpc(&Bytes::copy_from_slice(rest)) else {
                     continue;
                 };
                 let text = std::str::from_utf8(rest).unwrap();
                 assert_eq!(duplicate_keys(text, 1), Ok(vec![]), "{}", p.display());
                 if let Some(fwd) = r.forward_body(Some("acme")) {
-                    let again = route::parse_jsonrpc(&fwd).unwrap();
+                    let again = body::parse_jsonrpc(&fwd).unwrap();
                     assert_eq!(again.tenant(), Some("acme"), "{}", p.display());
                     assert_eq!(again.id.get(), r.id.get());
                 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::config::Config;
 use crate::profile::{Profile, SkillProfile};
-use crate::proxy::route::parse_jsonrpc;
+use crate::proxy::body::parse_jsonrpc;
 use crate::state::LockVerdict;
 use crate::state::Upstream;
 
