@@ -44,6 +44,18 @@ pub const PROBE_RESULTS: [&str; 3] = ["ok", "failed", "inconclusive"];
 /// content, or a card served unsigned because signing it failed.
 pub const CARD_SIGNATURE_RESULTS: [&str; 2] = ["signed", "failed"];
 
+/// `reason` values of `a2a_egress_invalid_agent_answers_total`: what was wrong with an agent
+/// answer that was not A2A (the labels of `proxy::answer::Invalid`, which a test holds equal).
+pub const INVALID_ANSWER_REASONS: [&str; 7] = [
+    "not_json",
+    "truncated",
+    "id_mismatch",
+    "not_jsonrpc",
+    "not_object",
+    "encoding",
+    "redirect",
+];
+
 /// Registers `metric` on `registry`. The names and labels are constants of this file, unique
 /// and valid, so neither step can fail at run time (the unit test below renders them all).
 fn register<C>(registry: &Registry, metric: prometheus::Result<C>) -> C
@@ -154,6 +166,13 @@ pub struct Metrics {
     pub stale_marks: IntCounterVec,
     /// `a2a_egress_stale_marks_dropped_total`: stale marks not queued because the channel was full.
     pub stale_marks_dropped: IntCounter,
+    /// `a2a_egress_invalid_agent_answers_total{integration, reason}`: agent answers (or stream
+    /// events) that were not A2A answers, answered as InvalidAgentResponseError; `reason` is
+    /// [`INVALID_ANSWER_REASONS`].
+    pub invalid_answers: IntCounterVec,
+    /// `a2a_egress_answer_headers_dropped_total{integration}`: allowlisted agent headers not
+    /// passed to the caller because the answer's headers were over the count or size cap.
+    pub answer_headers_dropped: IntCounterVec,
     /// `a2a_egress_upstream_duration_seconds{integration}`: time to the upstream's response header.
     pub upstream_duration: HistogramVec,
     /// `a2a_egress_gateway_overhead_seconds{integration}`: the gateway's own time on a forwarded
@@ -343,6 +362,18 @@ impl Metrics {
                     "Stale marks dropped because the control-plane channel was full.",
                 ),
             ),
+            invalid_answers: counters(
+                &registry,
+                "a2a_egress_invalid_agent_answers_total",
+                "Agent answers or stream events that were not A2A answers, by what was wrong.",
+                &["integration", "reason"],
+            ),
+            answer_headers_dropped: counters(
+                &registry,
+                "a2a_egress_answer_headers_dropped_total",
+                "Agent headers not passed to the caller because of the header count or size cap.",
+                &["integration"],
+            ),
             upstream_duration: histograms(
                 &registry,
                 "a2a_egress_upstream_duration_seconds",
@@ -468,6 +499,8 @@ impl Metrics {
         drop_series(&self.policy_denials, name);
         drop_series(&self.downgrades, name);
         drop_series(&self.stale_marks, name);
+        drop_series(&self.invalid_answers, name);
+        drop_series(&self.answer_headers_dropped, name);
         drop_series(&self.upstream_duration, name);
         drop_series(&self.overhead, name);
         drop_series(&self.integration_status, name);
@@ -533,6 +566,9 @@ impl Metrics {
             }
             for c in StaleCause::ALL {
                 self.stale_marks.with_label_values(&[name, c.as_str()]);
+            }
+            for r in INVALID_ANSWER_REASONS {
+                self.invalid_answers.with_label_values(&[name, r]);
             }
             for check in PROBE_CHECKS {
                 for result in PROBE_RESULTS {
