@@ -114,6 +114,31 @@ fn evidence_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec, IntGa
     )
 }
 
+/// What the data plane finds wrong with agent answers: errors that mark a profile stale, answers
+/// that are not A2A, headers over the cap.
+fn answer_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec, IntCounterVec) {
+    (
+        counters(
+            registry,
+            "a2a_egress_stale_marks_total",
+            "Agent errors that marked an integration's profile stale, by A2A error reason.",
+            &["integration", "error"],
+        ),
+        counters(
+            registry,
+            "a2a_egress_invalid_agent_answers_total",
+            "Agent answers or stream events that were not A2A answers, by what was wrong.",
+            &["integration", "reason"],
+        ),
+        counters(
+            registry,
+            "a2a_egress_answer_headers_dropped_total",
+            "Agent headers not passed to the caller because of the header count or size cap.",
+            &["integration"],
+        ),
+    )
+}
+
 /// The per-integration state gauges: status, usable, lock verdict.
 fn state_gauges(registry: &Registry) -> (IntGaugeVec, IntGaugeVec, IntGaugeVec) {
     let status = gauges(
@@ -327,6 +352,7 @@ impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
         let (artifact_mismatches, probe_runs, probe_failed) = evidence_metrics(&registry);
+        let (stale_marks, invalid_answers, answer_headers_dropped) = answer_metrics(&registry);
         let (integration_status, profile_usable, lock_verdict) = state_gauges(&registry);
         let (inflight, downstream_connections, overload_refusals, downstream_timeouts) =
             load_metrics(&registry);
@@ -349,12 +375,7 @@ impl Metrics {
                 "Streaming calls sent as SendMessage and answered as one SSE event, by cause.",
                 &["integration", "cause"],
             ),
-            stale_marks: counters(
-                &registry,
-                "a2a_egress_stale_marks_total",
-                "Agent errors that marked an integration's profile stale, by A2A error reason.",
-                &["integration", "error"],
-            ),
+            stale_marks,
             stale_marks_dropped: register(
                 &registry,
                 IntCounter::new(
@@ -362,18 +383,8 @@ impl Metrics {
                     "Stale marks dropped because the control-plane channel was full.",
                 ),
             ),
-            invalid_answers: counters(
-                &registry,
-                "a2a_egress_invalid_agent_answers_total",
-                "Agent answers or stream events that were not A2A answers, by what was wrong.",
-                &["integration", "reason"],
-            ),
-            answer_headers_dropped: counters(
-                &registry,
-                "a2a_egress_answer_headers_dropped_total",
-                "Agent headers not passed to the caller because of the header count or size cap.",
-                &["integration"],
-            ),
+            invalid_answers,
+            answer_headers_dropped,
             upstream_duration: histograms(
                 &registry,
                 "a2a_egress_upstream_duration_seconds",
