@@ -581,6 +581,7 @@ impl Metrics {
             for r in INVALID_ANSWER_REASONS {
                 self.invalid_answers.with_label_values(&[name, r]);
             }
+            self.answer_headers_dropped.with_label_values(&[name]);
             for check in PROBE_CHECKS {
                 for result in PROBE_RESULTS {
                     self.probe_results.with_label_values(&[name, check, result]);
