@@ -29,8 +29,6 @@
 //! `INVALID_AGENT_RESPONSE`), counted with its [`Invalid::as_str`] label, and marks the profile
 //! stale unless it is a server error's body ([`Invalid::marks_stale`]).
 
-use std::borrow::Cow;
-use std::collections::HashMap;
 use std::io::Read;
 
 use bytes::Bytes;
@@ -262,8 +260,26 @@ fn syntax(e: serde_json::Error) -> Invalid {
 }
 
 fn has_jsonrpc_member(body: &[u8]) -> bool {
-    serde_json::from_slice::<HashMap<Cow<'_, str>, &RawValue>>(body)
-        .is_ok_and(|m| m.contains_key("jsonrpc"))
+    serde_json::from_slice::<RpcAnswer<'_>>(body).is_ok_and(|a| a.jsonrpc.is_some())
+}
+
+/// The members of a JSON-RPC response that matter here, borrowed from the body (no copy, no
+/// map): each is `Some` when present, `null` included. A member that appears twice is an error.
+#[derive(Deserialize)]
+struct RpcAnswer<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// A member that is present, whatever its value (`null` too, which `Option` alone would lose).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// The `error` member's one required fact here: an integer `code`.
@@ -279,19 +295,19 @@ fn check_rpc(id: Option<&str>, data: &[u8], error_status: bool) -> Result<(), In
     if data.is_empty() {
         return Err(Invalid::NotJson);
     }
-    let members: HashMap<Cow<'_, str>, &RawValue> = match serde_json::from_slice(data) {
-        Ok(m) => m,
-        // Valid JSON of another shape (an array, a batch, a string) is JSON, just not JSON-RPC.
+    let answer: RpcAnswer<'_> = match serde_json::from_slice(data) {
+        Ok(a) => a,
+        // Valid JSON of another shape (an array, a batch, a string, a member twice) is JSON,
+        // just not a JSON-RPC response.
         Err(e) if e.classify() == serde_json::error::Category::Data => {
             return Err(Invalid::NotJsonRpc);
         }
         Err(e) => return Err(syntax(e)),
     };
-    if members.get("jsonrpc").map(|v| v.get()) != Some("\"2.0\"") {
+    if answer.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
         return Err(Invalid::NotJsonRpc);
     }
-    let (result, error) = (members.get("result"), members.get("error"));
-    let is_error = match (result, error) {
+    let is_error = match (answer.result, answer.error) {
         (Some(_), None) if !error_status => false,
         (None, Some(e)) => {
             serde_json::from_str::<RpcErrorObject>(e.get()).map_err(|_| Invalid::NotJsonRpc)?;
@@ -299,7 +315,7 @@ fn check_rpc(id: Option<&str>, data: &[u8], error_status: bool) -> Result<(), In
         }
         _ => return Err(Invalid::NotJsonRpc),
     };
-    let got = members.get("id").map_or("null", |v| v.get());
+    let got = answer.id.map_or("null", RawValue::get);
     if (is_error && got == "null") || same_id(id.unwrap_or("null"), got) {
         Ok(())
     } else {

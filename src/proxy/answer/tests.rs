@@ -262,3 +262,14 @@ fn labels_are_distinct() {
     let ours: Vec<_> = Invalid::ALL.iter().map(|i| i.as_str()).collect();
     assert_eq!(ours, crate::metrics::INVALID_ANSWER_REASONS);
 }
+
+#[test]
+fn a_null_result_is_a_result_and_a_member_twice_is_not_jsonrpc() {
+    let null = br#"{"jsonrpc":"2.0","id":1,"result":null}"#;
+    assert_eq!(check_whole(RPC, Some("1"), 200, null), Ok(()));
+    let twice = br#"{"jsonrpc":"2.0","id":1,"id":2,"result":{}}"#;
+    assert_eq!(
+        check_whole(RPC, Some("1"), 200, twice),
+        Err(Invalid::NotJsonRpc)
+    );
+}
