@@ -44,6 +44,18 @@ pub const PROBE_RESULTS: [&str; 3] = ["ok", "failed", "inconclusive"];
 /// content, or a card served unsigned because signing it failed.
 pub const CARD_SIGNATURE_RESULTS: [&str; 2] = ["signed", "failed"];
 
+/// `reason` values of `a2a_egress_invalid_agent_answers_total`: what was wrong with an agent
+/// answer that was not A2A (the labels of `proxy::answer::Invalid`, which a test holds equal).
+pub const INVALID_ANSWER_REASONS: [&str; 7] = [
+    "not_json",
+    "truncated",
+    "id_mismatch",
+    "not_jsonrpc",
+    "not_object",
+    "encoding",
+    "redirect",
+];
+
 /// Registers `metric` on `registry`. The names and labels are constants of this file, unique
 /// and valid, so neither step can fail at run time (the unit test below renders them all).
 fn register<C>(registry: &Registry, metric: prometheus::Result<C>) -> C
@@ -102,6 +114,31 @@ fn evidence_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec, IntGa
     )
 }
 
+/// What the data plane finds wrong with agent answers: errors that mark a profile stale, answers
+/// that are not A2A, headers over the cap.
+fn answer_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec, IntCounterVec) {
+    (
+        counters(
+            registry,
+            "a2a_egress_stale_marks_total",
+            "Agent errors that marked an integration's profile stale, by A2A error reason.",
+            &["integration", "error"],
+        ),
+        counters(
+            registry,
+            "a2a_egress_invalid_agent_answers_total",
+            "Agent answers or stream events that were not A2A answers, by what was wrong.",
+            &["integration", "reason"],
+        ),
+        counters(
+            registry,
+            "a2a_egress_answer_headers_dropped_total",
+            "Agent headers not passed to the caller because of the header count or size cap.",
+            &["integration"],
+        ),
+    )
+}
+
 /// The per-integration state gauges: status, usable, lock verdict.
 fn state_gauges(registry: &Registry) -> (IntGaugeVec, IntGaugeVec, IntGaugeVec) {
     let status = gauges(
@@ -154,6 +191,13 @@ pub struct Metrics {
     pub stale_marks: IntCounterVec,
     /// `a2a_egress_stale_marks_dropped_total`: stale marks not queued because the channel was full.
     pub stale_marks_dropped: IntCounter,
+    /// `a2a_egress_invalid_agent_answers_total{integration, reason}`: agent answers (or stream
+    /// events) that were not A2A answers, answered as InvalidAgentResponseError; `reason` is
+    /// [`INVALID_ANSWER_REASONS`].
+    pub invalid_answers: IntCounterVec,
+    /// `a2a_egress_answer_headers_dropped_total{integration}`: allowlisted agent headers not
+    /// passed to the caller because the answer's headers were over the count or size cap.
+    pub answer_headers_dropped: IntCounterVec,
     /// `a2a_egress_upstream_duration_seconds{integration}`: time to the upstream's response header.
     pub upstream_duration: HistogramVec,
     /// `a2a_egress_gateway_overhead_seconds{integration}`: the gateway's own time on a forwarded
@@ -308,6 +352,7 @@ impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
         let (artifact_mismatches, probe_runs, probe_failed) = evidence_metrics(&registry);
+        let (stale_marks, invalid_answers, answer_headers_dropped) = answer_metrics(&registry);
         let (integration_status, profile_usable, lock_verdict) = state_gauges(&registry);
         let (inflight, downstream_connections, overload_refusals, downstream_timeouts) =
             load_metrics(&registry);
@@ -330,12 +375,7 @@ impl Metrics {
                 "Streaming calls sent as SendMessage and answered as one SSE event, by cause.",
                 &["integration", "cause"],
             ),
-            stale_marks: counters(
-                &registry,
-                "a2a_egress_stale_marks_total",
-                "Agent errors that marked an integration's profile stale, by A2A error reason.",
-                &["integration", "error"],
-            ),
+            stale_marks,
             stale_marks_dropped: register(
                 &registry,
                 IntCounter::new(
@@ -343,6 +383,8 @@ impl Metrics {
                     "Stale marks dropped because the control-plane channel was full.",
                 ),
             ),
+            invalid_answers,
+            answer_headers_dropped,
             upstream_duration: histograms(
                 &registry,
                 "a2a_egress_upstream_duration_seconds",
@@ -468,6 +510,8 @@ impl Metrics {
         drop_series(&self.policy_denials, name);
         drop_series(&self.downgrades, name);
         drop_series(&self.stale_marks, name);
+        drop_series(&self.invalid_answers, name);
+        drop_series(&self.answer_headers_dropped, name);
         drop_series(&self.upstream_duration, name);
         drop_series(&self.overhead, name);
         drop_series(&self.integration_status, name);
@@ -534,6 +578,10 @@ impl Metrics {
             for c in StaleCause::ALL {
                 self.stale_marks.with_label_values(&[name, c.as_str()]);
             }
+            for r in INVALID_ANSWER_REASONS {
+                self.invalid_answers.with_label_values(&[name, r]);
+            }
+            self.answer_headers_dropped.with_label_values(&[name]);
             for check in PROBE_CHECKS {
                 for result in PROBE_RESULTS {
                     self.probe_results.with_label_values(&[name, check, result]);

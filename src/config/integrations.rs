@@ -164,9 +164,10 @@ pub struct RawIntegration {
     /// PEM file of root certificates trusted for this upstream (relative to the config folder).
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
-    /// Caller request headers forwarded to this agent besides the built-in allowlist (A2A's,
-    /// content negotiation, trace context, `User-Agent`); names the gateway sets or consumes
-    /// itself are refused.
+    /// Headers that travel between this integration's callers and its agent besides the built-in
+    /// allowlists, both ways: the caller's request headers to the agent, and the agent's answer
+    /// headers to the caller (`proxy::headers::crosses`); names the gateway sets, frames or
+    /// consumes itself are refused (and never cross either way).
     #[serde(default)]
     pub forward_headers: Vec<String>,
     /// Media types the workflow sends (e.g. `["application/json"]`). A lockfile records, per

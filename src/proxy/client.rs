@@ -14,6 +14,7 @@
 mod exchange;
 mod reply;
 mod screen;
+mod vet;
 
 use bytes::Bytes;
 use pingora::http::RequestHeader;
@@ -25,6 +26,7 @@ pub use super::call::Client;
 use self::exchange::Answer;
 pub use self::screen::EVIDENCE_GAP;
 use self::screen::Screen;
+use super::answer::{Invalid, passes_unread};
 use super::call::{Ctx, Gateway, Outcome, refused_stream_evidence, respond};
 use super::deny::Deny;
 use super::feedback::{agent_error, as_send_message, send_succeeded};
@@ -75,6 +77,14 @@ pub enum ClientError {
         /// The limit, bytes.
         limit: usize,
     },
+    /// The agent's answer is not an A2A answer (see [`crate::proxy::answer`]).
+    #[error("the agent's answer (HTTP {status}) is not an A2A answer: {why}")]
+    Invalid {
+        /// What is wrong with it.
+        why: Invalid,
+        /// The agent's HTTP status.
+        status: u16,
+    },
 }
 
 impl ClientError {
@@ -88,6 +98,7 @@ impl ClientError {
             ClientError::Send(_) => "send",
             ClientError::Receive(_) => "receive",
             ClientError::TooLarge { .. } => "too_large",
+            ClientError::Invalid { .. } => "invalid_answer",
         }
     }
 
@@ -95,6 +106,10 @@ impl ClientError {
     fn deny(&self) -> Deny {
         match self {
             ClientError::Tls { fault, .. } => Deny::UpstreamTls(*fault),
+            ClientError::Invalid { why, status } => Deny::InvalidAgentResponse {
+                why: *why,
+                status: *status,
+            },
             _ => Deny::UpstreamUnavailable,
         }
     }
@@ -419,10 +434,17 @@ impl<'a> Job<'a> {
         at: Attempt<'_>,
         resp: exchange::Response<'_>,
     ) -> Result<Outcome> {
-        match Screen::of(self.gw, at.state, at.plan.binding) {
-            Some(s) => screen::pipe_stream(self.session, resp, &s, &self.ctx.shape).await,
-            None => reply::pipe_stream(self.session, resp).await,
-        }
+        // Every stream is held to being A2A, event by event; the schema, when there is one, too.
+        let screen = Screen::of(self.gw, at.state, at.plan.binding);
+        let events = vet::Events::of(self.gw, at, &self.ctx.shape, resp.status());
+        screen::pipe_stream(
+            self.session,
+            resp,
+            screen.as_ref(),
+            &events,
+            &self.ctx.shape,
+        )
+        .await
     }
 
     /// Passes a large answer through, checked against the artifact schema when there is one.
@@ -450,7 +472,7 @@ impl<'a> Job<'a> {
         if let Ok(s) = &sent {
             self.ctx.upstream_status = s.status();
         }
-        sent
+        sent.and_then(|s| vet::vet(self.gw, at, &self.ctx.shape, s))
     }
 
     /// Reports an agent error that marks the profile stale; `true` when the answer is an error.
@@ -464,6 +486,10 @@ impl<'a> Job<'a> {
 
     /// The agent could not be reached (or failed before a usable answer): a protocol-shaped 502.
     async fn failed(&mut self, at: Attempt<'_>, e: ClientError) -> Result<Outcome> {
+        if let ClientError::Invalid { .. } = e {
+            // Counted and logged where it was found ([`vet`]); a refusal like any other.
+            return self.refuse(e.deny()).await;
+        }
         tracing::warn!(integration = at.name(), error = %e, kind = e.kind(), "upstream call failed");
         let r = e
             .deny()
@@ -505,7 +531,10 @@ async fn send<'g>(
     }
     // A unary answer is held only while it can still be an error worth acting on (errors are
     // small); a big result goes to the caller as it arrives.
-    if out.pass_large && resp.content_length().is_some_and(|n| n > MAX_HELD_ERROR) {
+    // Only one whose header says JSON in identity: any other is read (and decoded) whole and
+    // judged by its bytes ([`vet`]).
+    let large = resp.content_length().is_some_and(|n| n > MAX_HELD_ERROR);
+    if out.pass_large && large && passes_unread(&resp.head().headers) {
         return Ok(Sent::Large(resp));
     }
     Ok(Sent::Whole(resp.read_all(MAX_ANSWER_BYTES).await?))

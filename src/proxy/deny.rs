@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::answer::Invalid;
 use super::body::{BodyError, RpcId};
 use super::route::{Method, PathError};
 use super::upstream::TlsFault;
@@ -100,6 +101,14 @@ pub enum Deny {
         /// The schema keyword that failed (from the operator's schema), or `unreadable`.
         keyword: String,
     },
+    /// The agent's answer is not an A2A answer (HTML, truncated JSON, another request's id, an
+    /// encoding the gateway does not read): A2A's InvalidAgentResponseError, not passed on.
+    InvalidAgentResponse {
+        /// What is wrong with it.
+        why: Invalid,
+        /// The agent's HTTP status.
+        status: u16,
+    },
 }
 
 /// `Retry-After` of an overload refusal, seconds: caps free up as soon as one call ends, so the
@@ -170,6 +179,7 @@ impl Deny {
             Deny::Overloaded => "GATEWAY_BUSY",
             Deny::RequestTimeout => "REQUEST_TIMEOUT",
             Deny::ArtifactSchemaMismatch { .. } => "ARTIFACT_SCHEMA_MISMATCH",
+            Deny::InvalidAgentResponse { .. } => "INVALID_AGENT_RESPONSE",
         }
     }
 
@@ -218,6 +228,11 @@ impl Deny {
             // The agent answered, but not what the integration expects: a bad gateway answer in
             // the HTTP+JSON shape, a JSON-RPC error (HTTP 200) in the other.
             Deny::ArtifactSchemaMismatch { .. } => s(502, "INTERNAL", GATEWAY_REFUSAL, 200),
+            // A2A's InvalidAgentResponseError (-32006, INTERNAL). The spec maps it to HTTP 500
+            // for an agent that raises it about its own answer; the gateway received it from the
+            // agent, which is RFC 9110's 502 ("an invalid response from an inbound server"), so
+            // HTTP tooling sees a bad gateway answer, as for an unreachable agent.
+            Deny::InvalidAgentResponse { .. } => s(502, "INTERNAL", -32006, 200),
         }
     }
 
@@ -285,6 +300,9 @@ impl Deny {
                 short(part),
                 sanitize_echo(keyword)
             ),
+            Deny::InvalidAgentResponse { why, status } => format!(
+                "the agent's answer (HTTP {status}) is not an A2A answer: {why}; it was not passed on"
+            ),
         }
     }
 
@@ -313,6 +331,10 @@ impl Deny {
         if let Deny::ArtifactSchemaMismatch { part, keyword } = self {
             meta.insert("part".into(), Value::String(short(part)));
             meta.insert("keyword".into(), Value::String(sanitize_echo(keyword)));
+        }
+        if let Deny::InvalidAgentResponse { why, status } = self {
+            meta.insert("answer".into(), Value::String(why.as_str().into()));
+            meta.insert("agentStatus".into(), Value::String(status.to_string()));
         }
         status::error_info(self.reason(), meta)
     }
@@ -443,6 +465,10 @@ mod tests {
                 part: "task.artifacts[0].parts[1]".into(),
                 keyword: "required".into(),
             },
+            Deny::InvalidAgentResponse {
+                why: Invalid::IdMismatch,
+                status: 200,
+            },
         ]
     }
 
@@ -502,6 +528,19 @@ mod tests {
             code(Deny::MethodNotAllowed(Method::SubscribeToTask)),
             -32004
         );
+        let invalid = Deny::InvalidAgentResponse {
+            why: Invalid::NotJson,
+            status: 200,
+        };
+        assert_eq!(code(invalid.clone()), -32006);
+        let rest = invalid.render(&Shape::Rest, Some("x"));
+        let v: Value = serde_json::from_slice(&rest.body).unwrap();
+        assert_eq!(
+            (rest.status, &v["error"]["status"]),
+            (502, &Value::from("INTERNAL"))
+        );
+        assert_eq!(v["error"]["details"][0]["reason"], "INVALID_AGENT_RESPONSE");
+        assert_eq!(v["error"]["details"][0]["metadata"]["answer"], "not_json");
         assert_eq!(
             Deny::UpstreamUnavailable
                 .render(&Shape::JsonRpc(id("1")), None)

@@ -8,13 +8,15 @@
 //! trace context), [`card`] (the effective card), [`card_signer`] (the gateway's signature on it and its JWK
 //! Set), [`artifact`] (answers against the
 //! `artifact_schema`), [`deny`] (refusal rendering), [`events`] (SSE event splitting), [`feedback`]
-//! (agent errors, SSE framing). I/O parts:
+//! (agent errors, SSE framing), [`answer`] (whether an agent's answer is A2A; decoding an
+//! unasked-for gzip/deflate), [`headers`] (the one allowlist of headers crossing either way). I/O parts:
 //! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`]
 //! (refresh-and-retry after -32008/-32009), [`call`] (what those three share: the [`Gateway`], a
 //! request's context and outcome), [`upstream`]
 //! (the pingora peer of a prepared upstream, TLS fault names), [`limits`] (connection cap, idle and header deadlines).
 
 pub mod access;
+pub mod answer;
 pub mod artifact;
 pub mod body;
 pub mod call;
@@ -25,6 +27,7 @@ pub mod deny;
 pub mod events;
 pub mod feedback;
 pub mod gateway;
+pub mod headers;
 pub mod limits;
 pub mod log_sink;
 pub mod policy;

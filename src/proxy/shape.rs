@@ -4,30 +4,19 @@
 //! Caller headers are forwarded from an allowlist, never by removing known-bad ones: a header an
 //! agent (or a proxy in front of it) may trust — `Cookie`, `Forwarded`, `X-Forwarded-*`,
 //! `X-HTTP-Method-Override`, `X-Original-URL` — must not arrive because nobody thought to strip it.
+//! Which ones is decided by [`crate::proxy::headers::crosses`], the one function that also decides
+//! which agent headers reach the caller.
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
+use super::headers::{Side, crosses};
 use super::policy::Plan;
 use super::trace::Trace;
-use crate::config::is_reserved_header;
 use crate::state::IntegrationState;
 use crate::state::Upstream;
 
 /// Prefix of the gateway's own request headers (`A2A-Egress-Data-Class`, …): consumed here.
 pub const GATEWAY_HEADER_PREFIX: &str = "a2a-egress-";
-
-/// Caller headers every integration forwards: content negotiation (not `Accept-Encoding`: the
-/// gateway asks for identity so it can read agent errors) and the user agent (which names the
-/// caller's software, nothing it could use to steer the agent). The trace context is the
-/// gateway's own ([`Trace`]): checked, then written.
-fn always_forwarded(n: &HeaderName) -> bool {
-    matches!(n.as_str(), "content-type" | "accept" | "user-agent")
-}
-
-/// Headers the gateway writes from [`Trace`] rather than copying.
-fn is_trace_header(n: &HeaderName) -> bool {
-    matches!(n.as_str(), "x-request-id" | "traceparent" | "tracestate")
-}
 
 /// The headers of one upstream request, in order: allowlisted caller headers (the built-in list,
 /// the integration's `forward_headers`, and `Authorization` for a pass-through credential), then
@@ -46,11 +35,9 @@ pub fn upstream_headers(
     let extra = &state.integration.forward_headers;
     for (n, v) in caller {
         // The trace headers are written from the request's checked trace context below, even
-        // when `forward_headers` lists them, so a malformed one never leaves and none doubles.
-        let listed = (always_forwarded(n) || extra.contains(n)) && !is_trace_header(n);
-        // `forward_headers` is validated against the reserved names; checked again here because
-        // this is the one place that decides what leaves.
-        if listed && !is_reserved_header(n.as_str()) {
+        // when `forward_headers` lists them, so a malformed one never leaves and none doubles;
+        // reserved names are refused in `forward_headers` and checked again there.
+        if crosses(Side::Caller, n, extra) {
             out.push((n.clone(), v.clone()));
         }
     }

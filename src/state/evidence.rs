@@ -305,8 +305,10 @@ fn contradicts(e: &Evidence, claim: &str) -> bool {
         EvidenceKind::StaleError(StaleCause::ContentTypeNotSupported) => claim == "input",
         EvidenceKind::ArtifactSchemaMismatch => claim == "artifacts",
         // A refused stream is recorded as StreamingRefused; a downgrade that worked says the
-        // message path works, not that a claim is wrong.
+        // message path works, not that a claim is wrong; an answer that is not A2A says the
+        // agent is broken (or moved), not which claim is wrong.
         EvidenceKind::StaleError(StaleCause::UnsupportedOperation)
+        | EvidenceKind::StaleError(StaleCause::InvalidAgentResponse)
         | EvidenceKind::StreamingDowngradeVerified => false,
     }
 }

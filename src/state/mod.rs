@@ -123,15 +123,20 @@ pub enum StaleCause {
     ExtensionSupportRequired,
     /// -32009.
     VersionNotSupported,
+    /// The agent's answer was not an A2A answer (the gateway's finding, answered to the caller as
+    /// -32006): the interface in the card may no longer be the agent's. An agent's own -32006
+    /// is not this: it says the agent got a bad answer elsewhere.
+    InvalidAgentResponse,
 }
 
 impl StaleCause {
     /// All causes (for pre-registering metric series).
-    pub const ALL: [StaleCause; 4] = [
+    pub const ALL: [StaleCause; 5] = [
         StaleCause::UnsupportedOperation,
         StaleCause::ContentTypeNotSupported,
         StaleCause::ExtensionSupportRequired,
         StaleCause::VersionNotSupported,
+        StaleCause::InvalidAgentResponse,
     ];
 
     /// Bounded label, the A2A ErrorInfo reason.
@@ -141,6 +146,7 @@ impl StaleCause {
             StaleCause::ContentTypeNotSupported => "CONTENT_TYPE_NOT_SUPPORTED",
             StaleCause::ExtensionSupportRequired => "EXTENSION_SUPPORT_REQUIRED",
             StaleCause::VersionNotSupported => "VERSION_NOT_SUPPORTED",
+            StaleCause::InvalidAgentResponse => "INVALID_AGENT_RESPONSE",
         }
     }
 
@@ -157,8 +163,12 @@ impl StaleCause {
     }
 
     /// The cause for an A2A `ErrorInfo.reason` (HTTP+JSON errors carry no JSON-RPC code).
+    /// The gateway's own finding ([`StaleCause::InvalidAgentResponse`]) is never read from an
+    /// agent's error.
     pub fn from_reason(reason: &str) -> Option<StaleCause> {
-        Self::ALL.into_iter().find(|c| c.as_str() == reason)
+        (Self::ALL.into_iter())
+            .filter(|c| *c != StaleCause::InvalidAgentResponse)
+            .find(|c| c.as_str() == reason)
     }
 }
 
@@ -826,6 +836,8 @@ mod tests {
             Some(StaleCause::VersionNotSupported)
         );
         assert_eq!(StaleCause::from_code(-32001), None);
+        assert_eq!(StaleCause::from_code(-32006), None);
+        assert_eq!(StaleCause::from_reason("INVALID_AGENT_RESPONSE"), None);
         assert_eq!(
             StaleCause::from_reason("EXTENSION_SUPPORT_REQUIRED"),
             Some(StaleCause::ExtensionSupportRequired)

@@ -7,6 +7,11 @@
 //! replaces it and `none` drops it. Beyond those, only an allowlist of caller headers leaves (A2A's
 //! own, content negotiation, trace context, `User-Agent`, and the integration's `forward_headers`):
 //! `Cookie`, `Forwarded`, `X-Forwarded-*` and the method/URL override headers never do.
+//!
+//! The other way, by the same allowlist function: of an agent's answer headers (a raw TCP agent
+//! sending cookies, `Server`, `X-Powered-By`, a 100 KB header, hundreds of headers) only the
+//! allowlisted ones reach the caller, at most 32 lines and 16 KiB, on whole, large and streamed
+//! answers.
 
 use crate::common::gateway::{
     GatewayProc, InProcess, config_head, integration, send_request, sse_events,
@@ -298,4 +303,144 @@ async fn only_allowlisted_caller_headers_reach_the_agent_on_every_path() {
     let seen = agent.seen_calls().await;
     assert_eq!(seen.len(), 3, "{seen:?}");
     seen.iter().for_each(assert_allowlisted);
+}
+
+/// What a careless or hostile agent sends along with every answer: cookies, software names,
+/// redirects and policies meant for browsers, hop-by-hop headers, one 100 KB header, 150 more
+/// unknown ones and 60 allowlisted ones (past the cap of 32), besides the ones that may pass.
+fn agent_headers() -> Vec<(String, String)> {
+    let mut h: Vec<(String, String)> = [
+        ("a2a-version", "1.0"),
+        ("retry-after", "7"),
+        ("www-authenticate", "Bearer realm=\"agent\""),
+        ("x-caller-trace", "back-1"),
+        ("set-cookie", "session=agent-secret; HttpOnly"),
+        ("set-cookie", "other=1"),
+        ("server", "nginx/1.2.3"),
+        ("x-powered-by", "PHP/5.1"),
+        ("location", "http://evil.example/"),
+        ("alt-svc", "h3=\":443\""),
+        (
+            "strict-transport-security",
+            "max-age=99999999; includeSubDomains",
+        ),
+        ("keep-alive", "timeout=99"),
+        ("x-upstream-secret", "internal-10.0.0.1"),
+    ]
+    .iter()
+    .map(|(n, v)| (n.to_string(), v.to_string()))
+    .collect();
+    h.push(("x-huge".into(), "h".repeat(100 * 1024)));
+    for i in 0..150 {
+        h.push((format!("x-many-{i}"), "1".into()));
+    }
+    for i in 0..60 {
+        h.push(("vary".into(), format!("x-vary-{i}")));
+    }
+    h
+}
+
+/// Names no caller may see from the agent.
+const AGENT_NEVER: &[&str] = &[
+    "set-cookie",
+    "server",
+    "x-powered-by",
+    "location",
+    "alt-svc",
+    "strict-transport-security",
+    "keep-alive",
+    "x-upstream-secret",
+    "x-huge",
+    "x-many-0",
+    "x-many-149",
+];
+
+fn hostile_answer(req: &crate::common::raw_agent::RawRequest) -> Vec<u8> {
+    use crate::common::raw_agent::{http, sse};
+    let text = String::from_utf8_lossy(&req.body);
+    let id = req.id();
+    let owned = agent_headers();
+    let mut h: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let result = |t: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "result": {"message": {
+            "messageId": "r", "role": "ROLE_AGENT", "parts": [{"text": t}]}}})
+        .to_string()
+    };
+    if text.contains("SendStreamingMessage") {
+        return sse(&h, &format!("data: {}\n\n", result("event")));
+    }
+    h.insert(0, ("content-type", "application/json"));
+    let body = if text.contains("\"large\"") {
+        result(&"y".repeat(100 * 1024))
+    } else {
+        result("ok")
+    };
+    http(200, &h, body.as_bytes())
+}
+
+fn assert_agent_headers_filtered(path: &str, headers: &reqwest::header::HeaderMap) {
+    for n in AGENT_NEVER {
+        assert!(
+            !headers.contains_key(*n),
+            "{path}: {n} reached the caller: {headers:?}"
+        );
+    }
+    for (n, v) in [
+        ("a2a-version", "1.0"),
+        ("retry-after", "7"),
+        ("www-authenticate", "Bearer realm=\"agent\""),
+        ("x-caller-trace", "back-1"),
+    ] {
+        assert_eq!(
+            headers.get(n).map(|v| v.to_str().unwrap()),
+            Some(v),
+            "{path}: {n}"
+        );
+    }
+    let size: usize = headers
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.len())
+        .sum();
+    assert!(
+        headers.len() <= 40 && size <= 20 * 1024,
+        "{path}: {} headers, {size} bytes",
+        headers.len()
+    );
+}
+
+#[tokio::test]
+async fn only_allowlisted_agent_headers_reach_the_caller_within_a_cap() {
+    let agent = crate::common::raw_agent::RawAgent::start(false, hostile_answer).await;
+    let config = config_head(&[]) + &integration("raw", &agent.card_url, FORWARD_TRACE);
+    let gw = InProcess::start(&config).await;
+    for (path, method, text) in [
+        ("whole", "SendMessage", "small"),
+        ("large", "SendMessage", "large"),
+        ("stream", "SendStreamingMessage", "small"),
+    ] {
+        let (status, headers, body) = gw
+            .rpc_raw("raw", &send_request("h", method, text), &[])
+            .await;
+        assert_eq!(status, 200, "{path}: {body}");
+        assert_agent_headers_filtered(path, &headers);
+        if path == "stream" {
+            assert_eq!(sse_events(&body).len(), 1, "{body}");
+        } else {
+            let v: Value = serde_json::from_str(&body).unwrap();
+            assert!(v["result"].is_object(), "{path}: {v}");
+        }
+    }
+    let m = gw.metrics().await;
+    let dropped = crate::common::gateway::metric(
+        &m,
+        "a2a_egress_answer_headers_dropped_total",
+        &[("integration", "raw")],
+    );
+    assert!(
+        dropped >= 3.0 * 28.0,
+        "the vary lines past the cap are counted: {dropped}"
+    );
 }

@@ -30,6 +30,7 @@ mod control_scheduler;
 mod deploy_kit;
 mod faults;
 mod fuzz_corpus;
+mod gateway_answers;
 mod gateway_artifacts;
 mod gateway_card;
 mod gateway_encoding;

@@ -280,9 +280,14 @@ fn known_values() -> BTreeMap<&'static str, BTreeSet<String>> {
             "GATEWAY_BUSY",
             "REQUEST_TIMEOUT",
             "ARTIFACT_SCHEMA_MISMATCH",
+            "INVALID_AGENT_RESPONSE",
             "UNAUTHENTICATED",
             "REFRESH_RATE_LIMITED",
-        ]),
+        ])
+        // And what was wrong with an answer that was not A2A (invalid_agent_answers_total).
+        .into_iter()
+        .chain(set(&a2a_egress::metrics::INVALID_ANSWER_REASONS))
+        .collect(),
     );
     m.insert(
         "cause",

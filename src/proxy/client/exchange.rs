@@ -149,6 +149,11 @@ impl Response<'_> {
         &self.head
     }
 
+    /// The response header, to cut down to what the caller may get (`vet`).
+    pub fn head_mut(&mut self) -> &mut ResponseHeader {
+        &mut self.head
+    }
+
     /// HTTP status.
     pub fn status(&self) -> u16 {
         self.head.status.as_u16()

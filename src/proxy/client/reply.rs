@@ -1,6 +1,10 @@
 //! Answering the caller from what the agent sent (I/O on the caller's session): a whole answer
 //! passed through unchanged, an SSE stream or a large answer copied chunk by chunk as it arrives,
 //! and a `SendMessage` answer framed as one SSE event.
+//!
+//! Which of the agent's headers the caller gets is decided before any of these run, by the one
+//! allowlist of both directions ([`crate::proxy::headers::crosses`], applied in `vet`); here only
+//! the framing the gateway writes itself for its own bytes is left out.
 
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
@@ -9,21 +13,13 @@ use pingora::{Error, ErrorType, Result};
 use super::exchange::{Answer, Response};
 use crate::proxy::call::Outcome;
 use crate::proxy::feedback::sse_event;
+use crate::proxy::headers::{FRAMING, is_framing};
 
 /// Response headers never copied from the agent (framing is the gateway's, hop-by-hop never leaves).
-const NOT_COPIED: [&str; 8] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "upgrade",
-    "transfer-encoding",
-    "content-length",
-];
+const NOT_COPIED: [&str; FRAMING.len()] = FRAMING;
 
 fn copyable(name: &str) -> bool {
-    !NOT_COPIED.contains(&name)
+    !is_framing(name)
 }
 
 /// A response header with `from`'s status and its copyable headers.
@@ -87,13 +83,6 @@ pub(super) async fn sse_header(session: &mut Session, from: Option<&ResponseHead
     // pingora frames a body without length only if told to: SSE needs chunked on HTTP/1.1.
     h.insert_header("transfer-encoding", "chunked")?;
     session.write_response_header(Box::new(h), false).await
-}
-
-/// Streams an SSE answer to the caller chunk by chunk, never buffering it.
-pub(super) async fn pipe_stream(session: &mut Session, resp: Response<'_>) -> Result<Outcome> {
-    sse_header(session, Some(resp.head())).await?;
-    copy_body(session, resp, "stream").await?;
-    Ok(Outcome::Ok)
 }
 
 /// Passes a large non-SSE answer through chunk by chunk (status and headers unchanged).

@@ -1,13 +1,14 @@
-//! The integration's `artifact_schema` on the gateway's own client path (I/O on the caller's
-//! session): answers and stream events are checked with [`crate::proxy::artifact`] before they
-//! reach the caller (`artifact_policy = "enforce"`) or while they do (`"record"`).
+//! Every stream, and the integration's `artifact_schema` on the gateway's own client path (I/O
+//! on the caller's session): stream events are held to being A2A answers (`vet`), and answers
+//! and stream events are checked with [`crate::proxy::artifact`] before they reach the caller
+//! (`artifact_policy = "enforce"`) or beside it (`"record"`).
 //!
 //! - A whole answer is checked before it is passed on; enforced, a mismatch answers the caller
 //!   with `ARTIFACT_SCHEMA_MISMATCH` instead.
-//! - A stream is cut into events ([`crate::proxy::events`]); enforced, each event is held until
-//!   it is checked (one event at most, [`MAX_EVENT_BYTES`]), and a mismatch ends the stream with
-//!   an error event in the binding's shape; recorded, bytes go on as they arrive and events are
-//!   checked beside them.
+//! - A stream is cut into events ([`crate::proxy::events`]), each held until it is checked (one
+//!   event at most, [`MAX_EVENT_BYTES`]); an event that is not A2A, or (enforced) a mismatch,
+//!   ends the stream with an error event in the binding's shape; recorded, a mismatch is only
+//!   reported.
 //! - A large unary answer (recorded only: enforced answers are read whole) goes on as it arrives
 //!   and is checked at its end when it fits in [`MAX_EVENT_BYTES`].
 //!
@@ -23,6 +24,7 @@ use pingora::{Error, ErrorType, Result};
 
 use super::exchange::Response;
 use super::reply::{copied, sse_header};
+use super::vet::Events;
 use crate::config::{ArtifactPolicy, ArtifactSchema};
 use crate::profile::Binding;
 use crate::proxy::artifact::{Violation, check_answer};
@@ -73,11 +75,6 @@ impl<'a> Screen<'a> {
         Some(v)
     }
 
-    /// Checks one SSE event (events without data, such as `: ping`, pass).
-    fn check_event(&self, event: &[u8]) -> Option<Violation> {
-        self.check(true, &data_of(event)?)
-    }
-
     /// Counts `v`, and records it as evidence and logs it unless that happened just now.
     pub(super) fn report(&self, v: &Violation) {
         self.gw
@@ -126,78 +123,96 @@ pub(super) fn refusal(v: &Violation) -> Deny {
     Deny::ArtifactSchemaMismatch { part, keyword }
 }
 
-/// The SSE error event that ends an enforced stream (JSON-RPC error envelope with the caller's
-/// id, or `{"error": google.rpc.Status}`, as A2A servers send errors after a stream started).
-fn error_event(v: &Violation, shape: &Shape, integration: &str) -> Bytes {
-    let r = refusal(v).render(shape, Some(integration));
+/// The SSE error event that ends a stream (JSON-RPC error envelope with the caller's id, or
+/// `{"error": google.rpc.Status}`, as A2A servers send errors after a stream started).
+fn error_event(d: &Deny, shape: &Shape, integration: &str) -> Bytes {
+    let r = d.render(shape, Some(integration));
     let mut out = BytesMut::from(&b"event: error\n"[..]);
     out.extend_from_slice(&sse_event(&r.body));
     out.freeze()
 }
 
-/// Streams an SSE answer to the caller, checking each event against the schema.
+/// Streams an SSE answer to the caller one whole event at a time: each event's data must be an
+/// A2A answer ([`Events`]), and held to the schema when there is one. A bad event is never
+/// passed on: the stream ends with an error event instead. An event larger than
+/// [`MAX_EVENT_BYTES`] cannot be held: it and the rest of the stream pass unchecked (an enforced
+/// schema ends the stream instead), so memory stays bounded whatever the agent sends.
 pub(super) async fn pipe_stream(
     session: &mut Session,
     mut resp: Response<'_>,
-    screen: &Screen<'_>,
+    screen: Option<&Screen<'_>>,
+    events: &Events<'_>,
     shape: &Shape,
 ) -> Result<Outcome> {
     sse_header(session, Some(resp.head())).await?;
-    let enforce = screen.enforcing();
     let mut split = Some(Splitter::new(MAX_EVENT_BYTES));
     while let Some(chunk) = next_chunk(&mut resp).await? {
-        if !enforce {
-            session
-                .write_response_body(Some(chunk.clone()), false)
-                .await?;
-        }
         let Some(s) = split.as_mut() else {
+            session.write_response_body(Some(chunk), false).await?;
             continue;
         };
-        let events = match s.push(&chunk) {
-            Ok(events) => events,
+        let done = match s.push(&chunk) {
+            Ok(done) => done,
             Err(_) => {
-                let v = Violation::Unreadable("an event larger than the gateway checks");
-                screen.report(&v);
-                if enforce {
-                    return end_with_error(session, &v, shape, screen.name).await;
+                if let Some(d) = too_large(screen) {
+                    return end_with_error(session, d, shape, events.name()).await;
                 }
-                // Recorded only: the rest passes unchecked, nothing more is held.
-                split = None;
+                // Nothing more is held: what was, and the rest, pass unchecked.
+                let held = split.take().map(Splitter::rest).unwrap_or_default();
+                session.write_response_body(Some(held), false).await?;
                 continue;
             }
         };
-        for event in events {
-            match screen.check_event(&event) {
-                Some(v) if enforce => return end_with_error(session, &v, shape, screen.name).await,
-                _ if enforce => session.write_response_body(Some(event), false).await?,
-                _ => {}
+        for event in done {
+            if let Some(d) = judge(screen, events, &event) {
+                return end_with_error(session, d, shape, events.name()).await;
             }
+            session.write_response_body(Some(event), false).await?;
         }
     }
     // An event the stream did not finish: an SSE reader drops it, but it is checked anyway.
     if let Some(rest) = split.map(Splitter::rest).filter(|r| !r.is_empty()) {
-        match screen.check_event(&rest) {
-            Some(v) if enforce => return end_with_error(session, &v, shape, screen.name).await,
-            _ if enforce => session.write_response_body(Some(rest), false).await?,
-            _ => {}
+        if let Some(d) = judge(screen, events, &rest) {
+            return end_with_error(session, d, shape, events.name()).await;
         }
+        session.write_response_body(Some(rest), false).await?;
     }
     session.write_response_body(None, true).await?;
     resp.release().await;
     Ok(Outcome::Ok)
 }
 
-/// Ends an enforced stream with the error event; the agent's connection is dropped unread.
+/// The refusal that replaces one event: not an A2A answer, or (enforced) not the schema's.
+fn judge(screen: Option<&Screen<'_>>, events: &Events<'_>, event: &[u8]) -> Option<Deny> {
+    // Events without data (`: ping`) pass.
+    let data = data_of(event)?;
+    if let Some(d) = events.judge(&data) {
+        return Some(d);
+    }
+    let s = screen?;
+    let v = s.check(true, &data)?;
+    s.enforcing().then(|| refusal(&v))
+}
+
+/// An event too large to hold: the refusal when an enforced schema must see it, else `None`
+/// (reported when a schema is recorded).
+fn too_large(screen: Option<&Screen<'_>>) -> Option<Deny> {
+    let s = screen?;
+    let v = Violation::Unreadable("an event larger than the gateway checks");
+    s.report(&v);
+    s.enforcing().then(|| refusal(&v))
+}
+
+/// Ends a stream with the error event of `d`; the agent's connection is dropped unread.
 async fn end_with_error(
     session: &mut Session,
-    v: &Violation,
+    d: Deny,
     shape: &Shape,
     integration: &str,
 ) -> Result<Outcome> {
-    let event = error_event(v, shape, integration);
+    let event = error_event(&d, shape, integration);
     session.write_response_body(Some(event), true).await?;
-    Ok(Outcome::Denied(refusal(v)))
+    Ok(Outcome::Denied(d))
 }
 
 /// Passes a large non-SSE answer through as it arrives (recorded only), checking it at its end.

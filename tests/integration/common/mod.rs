@@ -10,6 +10,7 @@ pub mod eventually;
 pub mod gateway;
 pub mod hostile;
 pub mod process;
+pub mod raw_agent;
 pub mod ref_agent;
 pub mod relay;
 pub mod sdk_agent;

@@ -1,0 +1,345 @@
+//! Whether an agent's answer is an A2A answer at all, and how an answer in a `Content-Encoding`
+//! the gateway did not ask for is read (pure, no I/O).
+//!
+//! The gateway asks every agent for `identity`. What it accepts back, by kind of answer:
+//!
+//! - **A whole answer** (read into memory, at most the client's answer cap): gzip and deflate are
+//!   decoded, never past that same cap, so a decompression bomb costs no more memory than a
+//!   plain answer of the cap's size; any other coding (br, zstd, compress, two codings stacked)
+//!   is [`Invalid::Encoding`]. The decoded body is then judged by [`check_whole`]:
+//!   - 2xx: the binding's answer. JSON-RPC: one JSON-RPC 2.0 response object (`"jsonrpc":"2.0"`,
+//!     exactly one of `result` and `error`, an `error` with an integer `code`) whose `id` is the
+//!     request's (an error may carry `null`, as JSON-RPC allows when the id could not be read).
+//!     HTTP+JSON: a JSON object; a 204 may be empty (a deleted push config).
+//!   - 3xx: never an A2A answer (and the gateway follows no redirect): [`Invalid::Redirect`].
+//!   - 4xx/5xx: the agent's error, passed on when its body is JSON (a JSON-RPC envelope among
+//!     them is held to the same id rule). A body that is not JSON — a proxy's HTML page, an empty
+//!     404 — is the agent's failure too, except for the statuses that are a complete answer at the
+//!     HTTP level whatever the body: 401/403 (authentication, outside A2A's error table),
+//!     429 and 503 (load shedding, with `Retry-After`), passed on as they are.
+//! - **A large answer** (over the held size, passed on as it arrives): only when its header says
+//!   JSON (`application/json`, `application/a2a+json`, any `+json`) in `identity`
+//!   ([`passes_unread`]); any other large answer is read whole like a small one and judged the
+//!   same way, within the same cap.
+//! - **A stream**: `identity` only ([`Invalid::Encoding`] otherwise, before anything reached the
+//!   caller: decoding SSE incrementally would buy nothing an agent that was asked for `identity`
+//!   needs). Each event's data is judged like a 2xx body ([`check_event`]).
+//!
+//! Every [`Invalid`] is answered to the caller as InvalidAgentResponseError (-32006,
+//! `INVALID_AGENT_RESPONSE`), counted with its [`Invalid::as_str`] label, and marks the profile
+//! stale unless it is a server error's body ([`Invalid::marks_stale`]).
+
+use std::io::Read;
+
+use bytes::Bytes;
+use http::HeaderMap;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::profile::Binding;
+
+/// Statuses that are a whole answer at the HTTP level whatever their body says (see the module
+/// documentation): passed on even when the body is not JSON.
+const HTTP_LEVEL: [u16; 4] = [401, 403, 429, 503];
+
+/// Why an answer is not an A2A answer. The label ([`Invalid::as_str`]) is bounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum Invalid {
+    /// The body is not JSON (HTML, text, empty where JSON is due).
+    #[error("the body is not JSON")]
+    NotJson,
+    /// The body is JSON that ends early.
+    #[error("the body is JSON cut short")]
+    Truncated,
+    /// A JSON-RPC response whose `id` is not the request's.
+    #[error("the JSON-RPC response's id is not the request's")]
+    IdMismatch,
+    /// JSON, but not a JSON-RPC 2.0 response object.
+    #[error("the body is not a JSON-RPC 2.0 response object")]
+    NotJsonRpc,
+    /// HTTP+JSON: JSON, but not an object.
+    #[error("the body is not a JSON object")]
+    NotObject,
+    /// A `Content-Encoding` the gateway does not read, or a body that does not decode.
+    #[error("the answer's Content-Encoding is not identity, gzip or deflate, or does not decode")]
+    Encoding,
+    /// A redirect (3xx).
+    #[error("the agent answered with a redirect")]
+    Redirect,
+}
+
+impl Invalid {
+    /// Every kind (for pre-registering metric series).
+    pub const ALL: [Invalid; 7] = [
+        Invalid::NotJson,
+        Invalid::Truncated,
+        Invalid::IdMismatch,
+        Invalid::NotJsonRpc,
+        Invalid::NotObject,
+        Invalid::Encoding,
+        Invalid::Redirect,
+    ];
+
+    /// Bounded label (metric `reason`, ErrorInfo metadata).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Invalid::NotJson => "not_json",
+            Invalid::Truncated => "truncated",
+            Invalid::IdMismatch => "id_mismatch",
+            Invalid::NotJsonRpc => "not_jsonrpc",
+            Invalid::NotObject => "not_object",
+            Invalid::Encoding => "encoding",
+            Invalid::Redirect => "redirect",
+        }
+    }
+
+    /// Whether an answer of HTTP `status` that is invalid this way marks the profile stale: a
+    /// 2xx/3xx/4xx that is not A2A says the interface in the card may no longer be the agent's
+    /// (moved, replaced by a web page, a different protocol), which a refresh can find out; a
+    /// 5xx's page says the agent is failing, which a new card would not change.
+    pub fn marks_stale(self, status: u16) -> bool {
+        status < 500
+    }
+}
+
+/// A `Content-Encoding` the gateway reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// None, or `identity`.
+    Identity,
+    /// `gzip` (or `x-gzip`).
+    Gzip,
+    /// `deflate` (zlib-wrapped as RFC 9110 says, or raw as some servers send it).
+    Deflate,
+}
+
+/// The answer's coding: one of [`Encoding`], or [`Invalid::Encoding`] for anything else, two
+/// codings stacked included (`identity` entries aside).
+pub fn encoding(headers: &HeaderMap) -> Result<Encoding, Invalid> {
+    let mut found = Encoding::Identity;
+    for v in headers.get_all(http::header::CONTENT_ENCODING) {
+        let v = v.to_str().map_err(|_| Invalid::Encoding)?;
+        for coding in v.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+            let this = match coding.to_ascii_lowercase().as_str() {
+                "identity" => continue,
+                "gzip" | "x-gzip" => Encoding::Gzip,
+                "deflate" => Encoding::Deflate,
+                _ => return Err(Invalid::Encoding),
+            };
+            if found != Encoding::Identity {
+                return Err(Invalid::Encoding);
+            }
+            found = this;
+        }
+    }
+    Ok(found)
+}
+
+/// A decoded body, or the fact that it grew past the cap.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Decoded {
+    /// The decoded bytes (the input itself for `identity`).
+    Body(Bytes),
+    /// Decoding went past `limit` bytes (and stopped there).
+    TooLarge,
+}
+
+/// Decodes `body` in coding `enc`, never holding more than `limit` decoded bytes.
+pub fn decode(enc: Encoding, body: Bytes, limit: usize) -> Result<Decoded, Invalid> {
+    let out = match enc {
+        Encoding::Identity => return Ok(Decoded::Body(body)),
+        Encoding::Gzip => bounded(flate2::read::MultiGzDecoder::new(&body[..]), limit),
+        Encoding::Deflate => bounded(flate2::read::ZlibDecoder::new(&body[..]), limit)
+            .or_else(|_| bounded(flate2::read::DeflateDecoder::new(&body[..]), limit)),
+    }?;
+    Ok(match out {
+        Some(b) => Decoded::Body(Bytes::from(b)),
+        None => Decoded::TooLarge,
+    })
+}
+
+/// Reads `r` to its end, or `None` once it yields more than `limit` bytes.
+fn bounded(r: impl Read, limit: usize) -> Result<Option<Vec<u8>>, Invalid> {
+    let mut out = Vec::new();
+    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    r.take(cap)
+        .read_to_end(&mut out)
+        .map_err(|_| Invalid::Encoding)?;
+    Ok((out.len() <= limit).then_some(out))
+}
+
+/// Whether a large answer may go to the caller unread: its header says JSON, in `identity`.
+pub fn passes_unread(headers: &HeaderMap) -> bool {
+    encoding(headers) == Ok(Encoding::Identity) && is_json_type(headers)
+}
+
+/// Whether the `Content-Type` is JSON (`application/json`, `application/a2a+json`, any `+json`).
+fn is_json_type(headers: &HeaderMap) -> bool {
+    let Some(v) = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = v
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Judges a whole answer of HTTP `status` (see the module documentation); `id` is the JSON
+/// text of the JSON-RPC request's id.
+pub fn check_whole(
+    binding: Binding,
+    id: Option<&str>,
+    status: u16,
+    body: &[u8],
+) -> Result<(), Invalid> {
+    match status {
+        200..=299
+            if status == 204 && body.trim_ascii().is_empty() && binding == Binding::HttpJson =>
+        {
+            Ok(())
+        }
+        200..=299 => check_event(binding, id, body),
+        300..=399 => Err(Invalid::Redirect),
+        400..=599 => check_error(binding, id, status, body),
+        _ => Err(Invalid::NotJson),
+    }
+}
+
+/// Judges one 2xx body or SSE event's data: the binding's answer (see [`check_whole`]).
+pub fn check_event(binding: Binding, id: Option<&str>, data: &[u8]) -> Result<(), Invalid> {
+    match binding {
+        Binding::JsonRpc => check_rpc(id, data, false),
+        Binding::HttpJson => {
+            let v = json_syntax(data)?;
+            v.then_some(()).ok_or(Invalid::NotObject)
+        }
+    }
+}
+
+/// An error answer (4xx/5xx): JSON passes (a JSON-RPC envelope held to the id rule); anything
+/// else only for the [`HTTP_LEVEL`] statuses.
+fn check_error(
+    binding: Binding,
+    id: Option<&str>,
+    status: u16,
+    body: &[u8],
+) -> Result<(), Invalid> {
+    match json_syntax(body) {
+        Ok(true) if binding == Binding::JsonRpc && has_jsonrpc_member(body) => {
+            check_rpc(id, body, true)
+        }
+        Ok(_) => Ok(()),
+        Err(_) if HTTP_LEVEL.contains(&status) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `data` is one JSON value (`true` when it is an object); empty is not JSON.
+fn json_syntax(data: &[u8]) -> Result<bool, Invalid> {
+    let trimmed = data.trim_ascii();
+    if trimmed.is_empty() {
+        return Err(Invalid::NotJson);
+    }
+    serde_json::from_slice::<serde::de::IgnoredAny>(trimmed).map_err(syntax)?;
+    Ok(trimmed.first() == Some(&b'{'))
+}
+
+fn syntax(e: serde_json::Error) -> Invalid {
+    match e.classify() {
+        serde_json::error::Category::Eof => Invalid::Truncated,
+        _ => Invalid::NotJson,
+    }
+}
+
+fn has_jsonrpc_member(body: &[u8]) -> bool {
+    serde_json::from_slice::<RpcAnswer<'_>>(body).is_ok_and(|a| a.jsonrpc.is_some())
+}
+
+/// The members of a JSON-RPC response that matter here, borrowed from the body (no copy, no
+/// map): each is `Some` when present, `null` included. A member that appears twice is an error.
+#[derive(Deserialize)]
+struct RpcAnswer<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// A member that is present, whatever its value (`null` too, which `Option` alone would lose).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// The `error` member's one required fact here: an integer `code`.
+#[derive(Deserialize)]
+struct RpcErrorObject {
+    #[allow(dead_code)]
+    code: i64,
+}
+
+/// A JSON-RPC 2.0 response object whose id is `id` (an error may carry `null`).
+fn check_rpc(id: Option<&str>, data: &[u8], error_status: bool) -> Result<(), Invalid> {
+    let data = data.trim_ascii();
+    if data.is_empty() {
+        return Err(Invalid::NotJson);
+    }
+    let answer: RpcAnswer<'_> = match serde_json::from_slice(data) {
+        Ok(a) => a,
+        // Valid JSON of another shape (an array, a batch, a string, a member twice) is JSON,
+        // just not a JSON-RPC response.
+        Err(e) if e.classify() == serde_json::error::Category::Data => {
+            return Err(Invalid::NotJsonRpc);
+        }
+        Err(e) => return Err(syntax(e)),
+    };
+    if answer.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
+        return Err(Invalid::NotJsonRpc);
+    }
+    let is_error = match (answer.result, answer.error) {
+        (Some(_), None) if !error_status => false,
+        (None, Some(e)) => {
+            serde_json::from_str::<RpcErrorObject>(e.get()).map_err(|_| Invalid::NotJsonRpc)?;
+            true
+        }
+        _ => return Err(Invalid::NotJsonRpc),
+    };
+    let got = answer.id.map_or("null", RawValue::get);
+    if (is_error && got == "null") || same_id(id.unwrap_or("null"), got) {
+        Ok(())
+    } else {
+        Err(Invalid::IdMismatch)
+    }
+}
+
+/// Whether two JSON ids are the same: the same text, the same string, or the same number as an
+/// f64 (a JavaScript agent echoes `12345678901234567890123` as `1.2345678901234568e22`).
+fn same_id(want: &str, got: &str) -> bool {
+    if want == got {
+        return true;
+    }
+    match (
+        serde_json::from_str::<Value>(want),
+        serde_json::from_str::<Value>(got),
+    ) {
+        (Ok(Value::Number(a)), Ok(Value::Number(b))) => {
+            a.as_f64().is_some() && a.as_f64() == b.as_f64()
+        }
+        (Ok(a @ Value::String(_)), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;

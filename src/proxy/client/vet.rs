@@ -1,0 +1,168 @@
+//! Every agent answer, before anything of it reaches the caller (no I/O of its own): decoded
+//! when it came gzip- or deflate-encoded, held to being an A2A answer ([`crate::proxy::answer`]),
+//! and its headers cut down to the ones the caller may get ([`crate::proxy::headers`]).
+//!
+//! An answer that is not A2A becomes [`ClientError::Invalid`], which the caller gets as
+//! InvalidAgentResponseError; it is counted (`a2a_egress_invalid_agent_answers_total`) and, unless
+//! it is a server error's page, marks the profile stale ([`invalid`]).
+
+use pingora::http::ResponseHeader;
+
+use super::{Attempt, ClientError, MAX_ANSWER_BYTES, Sent};
+use crate::proxy::answer::{self, Decoded, Encoding, Invalid};
+use crate::proxy::call::Gateway;
+use crate::proxy::deny::{Deny, Shape};
+use crate::proxy::headers::{Prune, prune};
+use crate::state::StaleCause;
+
+/// The JSON text of the JSON-RPC request's id, which every answer to it must carry.
+pub(super) fn request_id(shape: &Shape) -> Option<&str> {
+    match shape {
+        Shape::JsonRpc(id) => Some(id.get()),
+        Shape::Rest => None,
+    }
+}
+
+/// `sent` as the caller may see it, or why it is not an A2A answer.
+pub(super) fn vet<'c>(
+    gw: &Gateway,
+    at: Attempt<'_>,
+    shape: &Shape,
+    sent: Sent<'c>,
+) -> Result<Sent<'c>, ClientError> {
+    match sent {
+        Sent::Whole(mut a) => {
+            let status = a.status();
+            let enc = answer::encoding(&a.head.headers).map_err(|w| invalid(gw, at, w, status))?;
+            a.body = match answer::decode(enc, a.body, MAX_ANSWER_BYTES) {
+                Ok(Decoded::Body(b)) => b,
+                Ok(Decoded::TooLarge) => {
+                    return Err(ClientError::TooLarge {
+                        limit: MAX_ANSWER_BYTES,
+                    });
+                }
+                Err(w) => return Err(invalid(gw, at, w, status)),
+            };
+            answer::check_whole(at.plan.binding, request_id(shape), status, &a.body)
+                .map_err(|w| invalid(gw, at, w, status))?;
+            keep_allowed(gw, at, &mut a.head)?;
+            Ok(Sent::Whole(a))
+        }
+        Sent::Stream(mut r) => {
+            // Refused before the caller sees anything: the gateway asked for identity, and
+            // decoding an endless stream would be state for every stream for nothing.
+            if answer::encoding(&r.head().headers) != Ok(Encoding::Identity) {
+                return Err(invalid(gw, at, Invalid::Encoding, r.status()));
+            }
+            keep_allowed(gw, at, r.head_mut())?;
+            Ok(Sent::Stream(r))
+        }
+        Sent::Large(mut r) => {
+            // `send` passes only a JSON answer in identity through unread; its length is the
+            // gateway's framing, kept for the reply to write again.
+            let len = r.content_length();
+            keep_allowed(gw, at, r.head_mut())?;
+            if let Some(n) = len {
+                (r.head_mut().insert_header(http::header::CONTENT_LENGTH, n))
+                    .map_err(ClientError::Receive)?;
+            }
+            Ok(Sent::Large(r))
+        }
+    }
+}
+
+/// Removes the agent's headers the caller may not get; past the caps, the dropped ones are
+/// counted.
+fn keep_allowed(
+    gw: &Gateway,
+    at: Attempt<'_>,
+    head: &mut ResponseHeader,
+) -> Result<(), ClientError> {
+    match prune(&head.headers, &at.state.integration.forward_headers) {
+        Prune::Remove(names) => {
+            for n in names {
+                head.remove_header(&n);
+            }
+        }
+        Prune::Rebuild(kept, dropped) => {
+            let mut h = ResponseHeader::build_no_case(head.status, Some(kept.len()))
+                .map_err(ClientError::Receive)?;
+            for (n, v) in kept {
+                if let Some(n) = n {
+                    h.append_header(n, v).map_err(ClientError::Receive)?;
+                }
+            }
+            h.set_version(head.version);
+            *head = h;
+            gw.metrics
+                .answer_headers_dropped
+                .with_label_values(&[at.name()])
+                .inc_by(dropped as u64);
+            tracing::warn!(
+                integration = at.name(),
+                dropped,
+                "the agent's answer headers are over the gateway's cap; the rest were dropped"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Counts, logs and (see [`Invalid::marks_stale`]) marks stale an answer of HTTP `status` that is
+/// not an A2A answer; the error the call fails with.
+pub(super) fn invalid(gw: &Gateway, at: Attempt<'_>, why: Invalid, status: u16) -> ClientError {
+    report(gw, at.name(), why, status);
+    ClientError::Invalid { why, status }
+}
+
+/// The counting, logging and stale mark of [`invalid`], and the refusal the caller gets.
+pub(super) fn report(gw: &Gateway, name: &str, why: Invalid, status: u16) -> Deny {
+    gw.metrics
+        .invalid_answers
+        .with_label_values(&[name, why.as_str()])
+        .inc();
+    tracing::warn!(
+        integration = name,
+        answer = why.as_str(),
+        status,
+        "the agent's answer is not an A2A answer; the caller gets InvalidAgentResponseError"
+    );
+    if why.marks_stale(status) {
+        gw.mark_stale(name, StaleCause::InvalidAgentResponse);
+    }
+    Deny::InvalidAgentResponse { why, status }
+}
+
+/// Judges a stream's events: each event's data must be the binding's answer, as a 2xx body.
+pub(super) struct Events<'a> {
+    gw: &'a Gateway,
+    name: &'a str,
+    binding: crate::profile::Binding,
+    id: Option<&'a str>,
+    status: u16,
+}
+
+impl<'a> Events<'a> {
+    /// The judge of the events of a stream of HTTP `status` answering the attempt's request.
+    pub(super) fn of(gw: &'a Gateway, at: Attempt<'a>, shape: &'a Shape, status: u16) -> Self {
+        Events {
+            gw,
+            name: &at.state.integration.name,
+            binding: at.plan.binding,
+            id: request_id(shape),
+            status,
+        }
+    }
+
+    /// The integration's name.
+    pub(super) fn name(&self) -> &'a str {
+        self.name
+    }
+
+    /// The refusal that ends the stream instead of event data `data`, when it is not A2A
+    /// (counted, logged, marking stale as [`invalid`] does).
+    pub(super) fn judge(&self, data: &[u8]) -> Option<Deny> {
+        let why = answer::check_event(self.binding, self.id, data).err()?;
+        Some(report(self.gw, self.name, why, self.status))
+    }
+}
