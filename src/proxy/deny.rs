@@ -228,11 +228,11 @@ impl Deny {
             // The agent answered, but not what the integration expects: a bad gateway answer in
             // the HTTP+JSON shape, a JSON-RPC error (HTTP 200) in the other.
             Deny::ArtifactSchemaMismatch { .. } => s(502, "INTERNAL", GATEWAY_REFUSAL, 200),
-            // A2A's InvalidAgentResponseError (-32006, INTERNAL). The spec maps it to HTTP 500
-            // for an agent that raises it about its own answer; the gateway received it from the
-            // agent, which is RFC 9110's 502 ("an invalid response from an inbound server"), so
-            // HTTP tooling sees a bad gateway answer, as for an unreachable agent.
-            Deny::InvalidAgentResponse { .. } => s(502, "INTERNAL", -32006, 200),
+            // A2A's InvalidAgentResponseError (-32006, INTERNAL, HTTP 500): the protocol's own
+            // mapping (FACTS.md §errors), although RFC 9110 would call a bad answer from an
+            // inbound server a 502; where the two disagree the protocol wins, so an A2A client
+            // maps it to the error it knows.
+            Deny::InvalidAgentResponse { .. } => s(500, "INTERNAL", -32006, 200),
         }
     }
 
@@ -537,7 +537,7 @@ mod tests {
         let v: Value = serde_json::from_slice(&rest.body).unwrap();
         assert_eq!(
             (rest.status, &v["error"]["status"]),
-            (502, &Value::from("INTERNAL"))
+            (500, &Value::from("INTERNAL"))
         );
         assert_eq!(v["error"]["details"][0]["reason"], "INVALID_AGENT_RESPONSE");
         assert_eq!(v["error"]["details"][0]["metadata"]["answer"], "not_json");

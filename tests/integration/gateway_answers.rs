@@ -373,7 +373,7 @@ async fn rest_post(gw: &InProcess, path: &str, text: &str) -> (u16, String) {
 }
 
 #[tokio::test]
-async fn rest_answers_that_are_not_a2a_are_a_502_google_rpc_status() {
+async fn rest_answers_that_are_not_a2a_are_a_500_google_rpc_status() {
     let agent = RawAgent::start(true, rest_answer).await;
     let gw = gateway(&agent, "").await;
     let (status, body) = rest_post(&gw, "/message:send", "ok").await;
@@ -385,7 +385,7 @@ async fn rest_answers_that_are_not_a2a_are_a_502_google_rpc_status() {
         ("html-404", "not_json"),
     ] {
         let (status, body) = rest_post(&gw, "/message:send", text).await;
-        assert_eq!(status, 502, "{text}: {body}");
+        assert_eq!(status, 500, "{text}: {body}");
         let v: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["error"]["status"], "INTERNAL", "{v}");
         assert_eq!(
