@@ -10,6 +10,12 @@
 //! retry after -32008/-32009, or hand the original error back unchanged. The request is shaped by
 //! the pure functions of `shape`, from the request's snapshot, and sent over pingora's own
 //! connector and pool (`exchange`) on the data plane's runtime.
+//!
+//! No call outlives its caller or its deadlines: every wait on the agent is raced against the
+//! caller's connection and `[limits] upstream_*` (see `exchange`). A caller that hung up ends
+//! the call at once (outcome `client_closed`, logged at debug: leaving is the caller's right); a
+//! deadline passed before the caller got anything is answered 504 `UPSTREAM_TIMEOUT`, one passed
+//! later cuts the answer; both are counted in `a2a_egress_upstream_timeouts_total`.
 
 mod exchange;
 mod reply;
@@ -18,7 +24,7 @@ mod screen;
 use bytes::Bytes;
 use pingora::http::RequestHeader;
 use pingora::proxy::Session;
-use pingora::{ErrorType, OrErr, Result};
+use pingora::{Error, ErrorType, OrErr, Result};
 
 pub use super::call::Client;
 
@@ -75,6 +81,35 @@ pub enum ClientError {
         /// The limit, bytes.
         limit: usize,
     },
+    /// A deadline of `[limits]` passed while the gateway waited on the agent.
+    #[error("the agent did not answer within the {} deadline", .0.as_str())]
+    Timeout(Deadline),
+    /// The caller closed its connection while the gateway waited on the agent.
+    #[error("the caller closed its connection")]
+    CallerGone,
+}
+
+/// Which deadline of a call to an agent passed (the `phase` label of
+/// `a2a_egress_upstream_timeouts_total`, one of [`crate::metrics::UPSTREAM_TIMEOUT_PHASES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deadline {
+    /// `upstream_header_timeout`: the answer head, from sending the request.
+    Header,
+    /// `upstream_body_timeout`: a unary answer's body, from its head.
+    Body,
+    /// `upstream_idle_timeout`: the silence between two reads.
+    Idle,
+}
+
+impl Deadline {
+    /// Bounded label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Deadline::Header => "header",
+            Deadline::Body => "body",
+            Deadline::Idle => "idle",
+        }
+    }
 }
 
 impl ClientError {
@@ -88,6 +123,10 @@ impl ClientError {
             ClientError::Send(_) => "send",
             ClientError::Receive(_) => "receive",
             ClientError::TooLarge { .. } => "too_large",
+            ClientError::Timeout(Deadline::Header) => "header_timeout",
+            ClientError::Timeout(Deadline::Body) => "body_timeout",
+            ClientError::Timeout(Deadline::Idle) => "idle_timeout",
+            ClientError::CallerGone => "caller_gone",
         }
     }
 
@@ -95,8 +134,47 @@ impl ClientError {
     fn deny(&self) -> Deny {
         match self {
             ClientError::Tls { fault, .. } => Deny::UpstreamTls(*fault),
+            ClientError::Timeout(_) => Deny::UpstreamTimeout,
             _ => Deny::UpstreamUnavailable,
         }
+    }
+}
+
+/// Where the failures of one call's answer are counted and logged: the gateway's metrics and
+/// the integration's name.
+pub(super) struct Tally<'a> {
+    gw: &'a Gateway,
+    name: &'a str,
+}
+
+impl Tally<'_> {
+    /// Counts and logs a deadline that passed.
+    fn timed_out(&self, d: Deadline) {
+        (self.gw.metrics.upstream_timeouts)
+            .with_label_values(&[self.name, d.as_str()])
+            .inc();
+        tracing::warn!(
+            integration = self.name,
+            deadline = d.as_str(),
+            "the agent did not answer in time; the call was cancelled"
+        );
+    }
+
+    /// An upstream body that failed after the answer's head went to the caller: counted and
+    /// logged, and made the error that drops the caller's connection. Only an error does that
+    /// before pingora ends the body (an ended chunked body would look complete).
+    pub(super) fn cut(&self, e: ClientError, what: &str) -> Box<Error> {
+        match &e {
+            ClientError::Timeout(d) => self.timed_out(*d),
+            _ => tracing::warn!(
+                integration = self.name,
+                error = %e,
+                kind = e.kind(),
+                body = what,
+                "upstream body broke"
+            ),
+        }
+        Error::explain(ErrorType::ReadError, format!("upstream {what} cut: {e}"))
     }
 }
 
@@ -348,6 +426,7 @@ impl<'a> Job<'a> {
                 reply::one_event(self.session, &a).await?;
                 Ok(Outcome::Downgraded)
             }
+            Err(ClientError::CallerGone) => self.failed(at, ClientError::CallerGone).await,
             _ => {
                 // The retry failed too: the caller gets the agent's first answer, unchanged.
                 reply::pass_through(self.session, first).await?;
@@ -413,15 +492,27 @@ impl<'a> Job<'a> {
         Ok(outcome)
     }
 
+    /// Where this attempt's failures are counted.
+    fn tally<'t>(&self, at: Attempt<'t>) -> Tally<'t>
+    where
+        'a: 't,
+    {
+        Tally {
+            gw: self.gw,
+            name: &at.state.integration.name,
+        }
+    }
+
     /// Passes an SSE answer through, held to the artifact schema when there is one.
     async fn pipe_stream(
         &mut self,
         at: Attempt<'_>,
         resp: exchange::Response<'_>,
     ) -> Result<Outcome> {
+        let tally = self.tally(at);
         match Screen::of(self.gw, at.state, at.plan.binding) {
-            Some(s) => screen::pipe_stream(self.session, resp, &s, &self.ctx.shape).await,
-            None => reply::pipe_stream(self.session, resp).await,
+            Some(s) => screen::pipe_stream(self.session, resp, &s, &self.ctx.shape, &tally).await,
+            None => reply::pipe_stream(self.session, resp, &tally).await,
         }
     }
 
@@ -431,9 +522,10 @@ impl<'a> Job<'a> {
         at: Attempt<'_>,
         resp: exchange::Response<'_>,
     ) -> Result<Outcome> {
+        let tally = self.tally(at);
         match Screen::of(self.gw, at.state, at.plan.binding) {
-            Some(s) => screen::pipe_large(self.session, resp, &s).await,
-            None => reply::pipe_large(self.session, resp).await,
+            Some(s) => screen::pipe_large(self.session, resp, &s, &tally).await,
+            None => reply::pipe_large(self.session, resp, &tally).await,
         }
     }
 
@@ -445,7 +537,7 @@ impl<'a> Job<'a> {
         out: Outgoing<'_>,
     ) -> std::result::Result<Sent<'a>, ClientError> {
         let started = std::time::Instant::now();
-        let sent = send(self.gw, self.session.req_header(), &self.ctx.trace, at, out).await;
+        let sent = send(self.gw, self.session, &self.ctx.trace, at, out).await;
         self.ctx.upstream_answered(started);
         if let Ok(s) = &sent {
             self.ctx.upstream_status = s.status();
@@ -462,9 +554,24 @@ impl<'a> Job<'a> {
         err.is_some() || a.status() >= 400
     }
 
-    /// The agent could not be reached (or failed before a usable answer): a protocol-shaped 502.
+    /// The agent could not be reached (or failed before a usable answer): a protocol-shaped 502,
+    /// or 504 when a deadline passed. A caller that hung up gets nothing.
     async fn failed(&mut self, at: Attempt<'_>, e: ClientError) -> Result<Outcome> {
-        tracing::warn!(integration = at.name(), error = %e, kind = e.kind(), "upstream call failed");
+        match &e {
+            ClientError::CallerGone => {
+                // Nothing more is written, and the connection is not kept for a next request.
+                self.session.set_keepalive(None);
+                tracing::debug!(
+                    integration = at.name(),
+                    "the caller hung up; the call to the agent was cancelled"
+                );
+                return Ok(Outcome::ClientClosed);
+            }
+            ClientError::Timeout(d) => self.tally(at).timed_out(*d),
+            _ => {
+                tracing::warn!(integration = at.name(), error = %e, kind = e.kind(), "upstream call failed")
+            }
+        }
         let r = e
             .deny()
             .render(&self.ctx.shape, self.ctx.integration_name());
@@ -483,7 +590,7 @@ impl<'a> Job<'a> {
 /// answer needs: the header for a stream or a large answer, else the whole (small) body.
 async fn send<'g>(
     gw: &'g Gateway,
-    caller: &RequestHeader,
+    caller: &mut Session,
     trace: &Trace,
     at: Attempt<'_>,
     out: Outgoing<'_>,
@@ -493,12 +600,18 @@ async fn send<'g>(
         .upstream()
         .map(|u| &**u)
         .ok_or(ClientError::NoUpstream)?;
-    // Built again only if a pooled connection turns out closed before any answer (rare), rather
-    // than copied for every call in case it is.
-    let build = || request_header(caller, at, up, &out, trace);
+    // Built from the caller's header just before each connection is tried, so the header is not
+    // borrowed while the call is raced against the caller's connection, and built again only if
+    // a pooled connection turns out closed before any answer (rare), rather than copied for
+    // every call in case it is.
+    let build = |caller: &RequestHeader| request_header(caller, at, up, &out, trace);
     let started = std::time::Instant::now();
-    let resp = gw.client.send(up, &build, &out.body).await;
-    (gw.metrics).observe_upstream(at.name(), started.elapsed().as_secs_f64());
+    let resp = (gw.client)
+        .send(up, &build, &out.body, caller, &gw.limits.upstream)
+        .await;
+    if !matches!(resp, Err(ClientError::CallerGone)) {
+        (gw.metrics).observe_upstream(at.name(), started.elapsed().as_secs_f64());
+    }
     let resp = resp?;
     if resp.is_sse() {
         return Ok(Sent::Stream(resp));
@@ -508,7 +621,7 @@ async fn send<'g>(
     if out.pass_large && resp.content_length().is_some_and(|n| n > MAX_HELD_ERROR) {
         return Ok(Sent::Large(resp));
     }
-    Ok(Sent::Whole(resp.read_all(MAX_ANSWER_BYTES).await?))
+    Ok(Sent::Whole(resp.read_all(MAX_ANSWER_BYTES, caller).await?))
 }
 
 /// The upstream request header of one request of an attempt: the caller's method, the planned
