@@ -62,6 +62,11 @@ where
     metric
 }
 
+/// A registered counter without labels.
+fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
+    register(registry, IntCounter::new(name, help))
+}
+
 /// A registered counter family.
 fn counters(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     register(registry, IntCounterVec::new(Opts::new(name, help), labels))
@@ -291,6 +296,17 @@ fn load_metrics(registry: &Registry) -> (IntGauge, IntGauge, IntCounterVec, IntC
     (inflight, connections, refusals, timeouts)
 }
 
+/// `a2a_egress_upstream_timeouts_total` (its series are created per integration, by
+/// [`Metrics::observe_snapshot`]).
+fn upstream_timeouts(registry: &Registry) -> IntCounterVec {
+    counters(
+        registry,
+        "a2a_egress_upstream_timeouts_total",
+        "Calls to an agent cut off by the answer-head, body or idle deadline.",
+        &["integration", "phase"],
+    )
+}
+
 /// `a2a_egress_card_signatures_total`, every series present from the start (at 0).
 fn card_signatures(registry: &Registry) -> IntCounterVec {
     let c = counters(
@@ -344,12 +360,10 @@ impl Metrics {
                 "Agent errors that marked an integration's profile stale, by A2A error reason.",
                 &["integration", "error"],
             ),
-            stale_marks_dropped: register(
+            stale_marks_dropped: counter(
                 &registry,
-                IntCounter::new(
-                    "a2a_egress_stale_marks_dropped_total",
-                    "Stale marks dropped because the control-plane channel was full.",
-                ),
+                "a2a_egress_stale_marks_dropped_total",
+                "Stale marks dropped because the control-plane channel was full.",
             ),
             upstream_duration: histograms(
                 &registry,
@@ -377,12 +391,7 @@ impl Metrics {
             downstream_connections,
             overload_refusals,
             downstream_timeouts,
-            upstream_timeouts: counters(
-                &registry,
-                "a2a_egress_upstream_timeouts_total",
-                "Calls to an agent cut off by the answer-head, body or idle deadline.",
-                &["integration", "phase"],
-            ),
+            upstream_timeouts: upstream_timeouts(&registry),
             admin_refusals: counters(
                 &registry,
                 "a2a_egress_admin_refusals_total",

@@ -160,6 +160,15 @@ impl Tally<'_> {
         );
     }
 
+    /// Logs a caller that hung up while its answer was passing through.
+    pub(super) fn gone(&self, what: &str) {
+        tracing::debug!(
+            integration = self.name,
+            body = what,
+            "the caller hung up; the call to the agent was cancelled"
+        );
+    }
+
     /// An upstream body that failed after the answer's head went to the caller: counted and
     /// logged, and made the error that drops the caller's connection. Only an error does that
     /// before pingora ends the body (an ended chunked body would look complete).

@@ -155,6 +155,7 @@ pub(super) async fn piece(
         Ok(None) => Ok(Piece::End),
         Err(ClientError::CallerGone) => {
             session.set_keepalive(None);
+            tally.gone(what);
             Ok(Piece::Gone)
         }
         Err(e) => Err(tally.cut(e, what)),
