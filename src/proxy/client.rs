@@ -255,7 +255,20 @@ pub async fn call(
         plan: call.plan,
         may_retry: call.may_retry,
     };
-    attempt(gw, session, ctx, call.redo, at).await
+    match attempt(gw, session, ctx, call.redo, at).await {
+        // Writing to the caller failed: it left (a reset, or a close seen only by the write).
+        // The call ended with its caller, like a hang-up seen while waiting on the agent.
+        Err(e) if *e.etype() == ErrorType::WriteError => {
+            session.set_keepalive(None);
+            tracing::debug!(
+                integration = at.name(),
+                error = %e,
+                "the caller left while its answer was written"
+            );
+            Ok(Outcome::ClientClosed)
+        }
+        done => done,
+    }
 }
 
 /// One attempt's future (see [`attempt`]).

@@ -334,6 +334,7 @@ async fn dripping_agents(limits: &str) -> (Vec<DripAgent>, String) {
 
 /// Every caller sends its call (a stream to the streaming agents), and the calls reach the agents.
 async fn callers(proxy: SocketAddr, agents: &[DripAgent]) -> Vec<TcpStream> {
+    let before: usize = agents.iter().map(DripAgent::calls).sum();
     let mut conns = Vec::new();
     for i in 0..AGENTS {
         let method = if i % 3 == 2 {
@@ -346,7 +347,7 @@ async fn callers(proxy: SocketAddr, agents: &[DripAgent]) -> Vec<TcpStream> {
             conns.push(post(proxy, &format!("/agents/drip{i}"), &req, "1.1").await);
         }
     }
-    wait_calls(agents, AGENTS * CALLERS).await;
+    wait_calls(agents, before + AGENTS * CALLERS).await;
     conns
 }
 
@@ -521,4 +522,36 @@ async fn http_1_0_callers_get_streams_close_delimited() {
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["id"], "d-1", "{events:?}");
     assert!(events[0]["result"].is_object(), "{events:?}");
+}
+
+#[tokio::test]
+async fn bytes_after_the_request_do_not_cancel_the_call() {
+    // The agent answers after 500 ms: the gateway is watching the caller when the bytes of a
+    // pipelined request arrive. pingora takes a byte of them, so the connection closes after
+    // the answer (the gateway serves no pipelined request), but the call itself goes through.
+    let agent = SdkAgent::start(&["--binding", "jsonrpc", "--delay-ms", "500"]);
+    let gw =
+        InProcess::start(&(config_head(&[]) + &integration("echo", &agent.card_url, ""))).await;
+    let mut s = post(
+        gw.proxy,
+        "/agents/echo",
+        &send_request("p-1", "SendMessage", "hi"),
+        "1.1",
+    )
+    .await;
+    crate::assert_eventually!(
+        !agent.seen_calls().await.is_empty(),
+        "the call never reached the agent"
+    );
+    s.write_all(b"GET /agents/echo/.well-known/agent-card.json HTTP/1.1\r\nHost: gw\r\n\r\n")
+        .await
+        .unwrap();
+    let raw = read_to_close(&mut s).await;
+    let (head, body) = head_and_body(&raw);
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    let body: Value = serde_json::from_slice(&body).expect("one JSON answer");
+    assert_eq!(body["id"], "p-1", "{body}");
+    assert!(body["result"].is_object(), "{body}");
+    let outcome = [("integration", "echo"), ("outcome", "ok")];
+    wait_metric(&gw, "a2a_egress_requests_total", &outcome, 1.0).await;
 }
