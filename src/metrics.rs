@@ -40,6 +40,11 @@ pub const PROBE_CHECKS: [&str; 5] = ["interface", "version", "extension", "strea
 /// Values of the `result` label of `a2a_egress_probe_results_total`.
 pub const PROBE_RESULTS: [&str; 3] = ["ok", "failed", "inconclusive"];
 
+/// Values of the `phase` label of `a2a_egress_upstream_timeouts_total`: which deadline of a call to
+/// an agent passed (`[limits] upstream_header_timeout`, `upstream_body_timeout`,
+/// `upstream_idle_timeout`).
+pub const UPSTREAM_TIMEOUT_PHASES: [&str; 3] = ["header", "body", "idle"];
+
 /// `result` values of `a2a_egress_card_signatures_total`: a new signature made for a card
 /// content, or a card served unsigned because signing it failed.
 pub const CARD_SIGNATURE_RESULTS: [&str; 2] = ["signed", "failed"];
@@ -67,6 +72,11 @@ where
         .register(Box::new(metric.clone()))
         .expect("metric names are unique");
     metric
+}
+
+/// A registered counter without labels.
+fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
+    register(registry, IntCounter::new(name, help))
 }
 
 /// A registered counter family.
@@ -228,6 +238,9 @@ pub struct Metrics {
     /// `a2a_egress_downstream_timeouts_total{phase}`: data-plane connections cut off by a deadline
     /// (`idle` keep-alive, `header`, `body`).
     pub downstream_timeouts: IntCounterVec,
+    /// `a2a_egress_upstream_timeouts_total{integration, phase}`: calls to an agent cut off by a
+    /// deadline ([`UPSTREAM_TIMEOUT_PHASES`]), whether answered 504 or cut mid-answer.
+    pub upstream_timeouts: IntCounterVec,
     /// `a2a_egress_admin_refusals_total{reason}`: admin requests refused (`UNAUTHENTICATED`,
     /// `REFRESH_RATE_LIMITED`).
     pub admin_refusals: IntCounterVec,
@@ -255,7 +268,7 @@ pub struct Metrics {
 /// the outcome. Each integration's `Series` keeps one slot per pair.
 pub const METHOD_SLOTS: usize = 14;
 /// See [`METHOD_SLOTS`].
-pub const OUTCOME_SLOTS: usize = 5;
+pub const OUTCOME_SLOTS: usize = 6;
 
 /// A label value of a bounded set and its position in that set (below [`METHOD_SLOTS`] or
 /// [`OUTCOME_SLOTS`]; a value past the end is counted without the cache).
@@ -327,6 +340,17 @@ fn load_metrics(registry: &Registry) -> (IntGauge, IntGauge, IntCounterVec, IntC
     (inflight, connections, refusals, timeouts)
 }
 
+/// `a2a_egress_upstream_timeouts_total` (its series are created per integration, by
+/// [`Metrics::observe_snapshot`]).
+fn upstream_timeouts(registry: &Registry) -> IntCounterVec {
+    counters(
+        registry,
+        "a2a_egress_upstream_timeouts_total",
+        "Calls to an agent cut off by the answer-head, body or idle deadline.",
+        &["integration", "phase"],
+    )
+}
+
 /// `a2a_egress_card_signatures_total`, every series present from the start (at 0).
 fn card_signatures(registry: &Registry) -> IntCounterVec {
     let c = counters(
@@ -376,12 +400,10 @@ impl Metrics {
                 &["integration", "cause"],
             ),
             stale_marks,
-            stale_marks_dropped: register(
+            stale_marks_dropped: counter(
                 &registry,
-                IntCounter::new(
-                    "a2a_egress_stale_marks_dropped_total",
-                    "Stale marks dropped because the control-plane channel was full.",
-                ),
+                "a2a_egress_stale_marks_dropped_total",
+                "Stale marks dropped because the control-plane channel was full.",
             ),
             invalid_answers,
             answer_headers_dropped,
@@ -411,6 +433,7 @@ impl Metrics {
             downstream_connections,
             overload_refusals,
             downstream_timeouts,
+            upstream_timeouts: upstream_timeouts(&registry),
             admin_refusals: counters(
                 &registry,
                 "a2a_egress_admin_refusals_total",
@@ -521,6 +544,7 @@ impl Metrics {
         drop_series(&self.artifact_mismatches, name);
         drop_series(&self.probe_runs, name);
         drop_series(&self.probe_failed, name);
+        drop_series(&self.upstream_timeouts, name);
     }
 
     /// Names known before `snapshot` and missing from it; `snapshot`'s become the known ones,
@@ -598,6 +622,9 @@ impl Metrics {
                 self.probe_runs.with_label_values(&[name, t.as_str()]);
             }
             self.probe_failed.with_label_values(&[name]);
+            for phase in UPSTREAM_TIMEOUT_PHASES {
+                self.upstream_timeouts.with_label_values(&[name, phase]);
+            }
         }
     }
 }
@@ -672,7 +699,13 @@ mod tests {
             m.upstream_duration.with_label_values(&[n]).observe(0.1);
             m.overhead.with_label_values(&[n]).observe(0.1);
             m.artifact_mismatches.with_label_values(&[n]).inc();
+            m.upstream_timeouts.with_label_values(&[n, "body"]).inc();
         }
+        let zero = "a2a_egress_upstream_timeouts_total{integration=\"kept\",phase=\"idle\"} 0";
+        assert!(
+            m.render().contains(zero),
+            "created at 0 for every integration"
+        );
         assert!(m.render().contains("integration=\"gone\""));
         m.observe_snapshot(&snapshot(&["kept"]));
         let text = m.render();

@@ -22,6 +22,16 @@ pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default keep-alive idle timeout (also the wait for a new connection's first byte).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default total deadline for an agent's answer head: from sending the request (connecting
+/// included, across the pooled-connection retries) to the final response header. Generous because
+/// a blocking `SendMessage` is answered only when the agent's work is done, which may take a minute
+/// or more for an agent that calls a model and tools.
+pub const DEFAULT_UPSTREAM_HEADER_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default total deadline for a unary answer's body, from its header to its last byte.
+pub const DEFAULT_UPSTREAM_BODY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default longest silence between two reads from an agent: what bounds a stream, which has no
+/// total deadline (SDK agents send an SSE ping every 15 s).
+pub const DEFAULT_UPSTREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default cap on open downstream connections of the data plane.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// Default cap on data-plane requests in progress (each may hold a body up to `max_body_bytes`).
@@ -178,6 +188,15 @@ pub struct RawLimits {
     /// Most requests in progress (default 256).
     #[serde(default)]
     pub max_inflight: Option<usize>,
+    /// Total deadline for an agent's answer head (default `"120s"`).
+    #[serde(default)]
+    pub upstream_header_timeout: Option<String>,
+    /// Total deadline for a unary answer's body, from its head (default `"60s"`).
+    #[serde(default)]
+    pub upstream_body_timeout: Option<String>,
+    /// Longest silence between two reads from an agent, the only bound of a stream (default `"300s"`).
+    #[serde(default)]
+    pub upstream_idle_timeout: Option<String>,
 }
 
 /// Validated `[limits]`: what one slow or greedy caller can hold of the data plane.
@@ -193,6 +212,12 @@ pub struct Limits {
     pub max_connections: usize,
     /// In-flight request cap.
     pub max_inflight: usize,
+    /// Agent answer-head deadline (total, across connection retries).
+    pub upstream_header_timeout: Duration,
+    /// Unary answer-body deadline (total, from the head).
+    pub upstream_body_timeout: Duration,
+    /// Longest silence between two reads from an agent (streams' only bound).
+    pub upstream_idle_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -203,6 +228,9 @@ impl Default for Limits {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_inflight: DEFAULT_MAX_INFLIGHT,
+            upstream_header_timeout: DEFAULT_UPSTREAM_HEADER_TIMEOUT,
+            upstream_body_timeout: DEFAULT_UPSTREAM_BODY_TIMEOUT,
+            upstream_idle_timeout: DEFAULT_UPSTREAM_IDLE_TIMEOUT,
         }
     }
 }
@@ -491,6 +519,21 @@ pub(super) fn limits(raw: &RawLimits, problems: &mut Vec<String>) -> Limits {
     let header_timeout = timeout("header_timeout", &raw.header_timeout, d.header_timeout);
     let body_timeout = timeout("body_timeout", &raw.body_timeout, d.body_timeout);
     let idle_timeout = timeout("idle_timeout", &raw.idle_timeout, d.idle_timeout);
+    let upstream_header_timeout = timeout(
+        "upstream_header_timeout",
+        &raw.upstream_header_timeout,
+        d.upstream_header_timeout,
+    );
+    let upstream_body_timeout = timeout(
+        "upstream_body_timeout",
+        &raw.upstream_body_timeout,
+        d.upstream_body_timeout,
+    );
+    let upstream_idle_timeout = timeout(
+        "upstream_idle_timeout",
+        &raw.upstream_idle_timeout,
+        d.upstream_idle_timeout,
+    );
     let mut cap = |key: &str, v: Option<usize>, default: usize| match v {
         None => default,
         Some(n) if (1..=MAX_CAP).contains(&n) => n,
@@ -505,6 +548,9 @@ pub(super) fn limits(raw: &RawLimits, problems: &mut Vec<String>) -> Limits {
         idle_timeout,
         max_connections: cap("max_connections", raw.max_connections, d.max_connections),
         max_inflight: cap("max_inflight", raw.max_inflight, d.max_inflight),
+        upstream_header_timeout,
+        upstream_body_timeout,
+        upstream_idle_timeout,
     }
 }
 
@@ -512,6 +558,7 @@ pub(super) fn limits(raw: &RawLimits, problems: &mut Vec<String>) -> Limits {
 mod tests {
     use std::os::unix::fs::PermissionsExt as _;
     use std::path::Path;
+    use std::time::Duration;
 
     use crate::config::{Config, ConfigError};
 
@@ -624,19 +671,25 @@ mod tests {
             super::DEFAULT_REFRESH_MIN_INTERVAL
         );
         let c = Config::parse(
-            "[limits]\nheader_timeout = \"300ms\"\nmax_connections = 2\n[admin]\nrefresh_min_interval = \"0s\"\n",
+            "[limits]\nheader_timeout = \"300ms\"\nmax_connections = 2\n\
+             upstream_header_timeout = \"5s\"\nupstream_body_timeout = \"250ms\"\n\
+             upstream_idle_timeout = \"1m\"\n[admin]\nrefresh_min_interval = \"0s\"\n",
             Path::new("g.toml"),
         )
         .unwrap();
         assert_eq!(c.limits.header_timeout.as_millis(), 300);
         assert_eq!(c.limits.max_connections, 2);
+        assert_eq!(c.limits.upstream_header_timeout, Duration::from_secs(5));
+        assert_eq!(c.limits.upstream_body_timeout, Duration::from_millis(250));
+        assert_eq!(c.limits.upstream_idle_timeout, Duration::from_secs(60));
         assert!(c.admin.refresh_min_interval.is_zero());
 
         let dir = tempfile::tempdir().unwrap();
         let p = problems(
             "[limits]\nheader_timeout = \"0s\"\nbody_timeout = \"2h\"\nidle_timeout = \"soon\"\n\
-             max_connections = 0\nmax_inflight = 2000000\n[admin]\nrefresh_min_interval = \"2d\"\n\
-             max_connections = 0\n",
+             max_connections = 0\nmax_inflight = 2000000\nupstream_header_timeout = \"0s\"\n\
+             upstream_body_timeout = \"2h\"\nupstream_idle_timeout = \"never\"\n\
+             [admin]\nrefresh_min_interval = \"2d\"\nmax_connections = 0\n",
             dir.path(),
         );
         let keys: Vec<&str> = p.iter().filter_map(|l| l.split(':').next()).collect();
@@ -646,6 +699,9 @@ mod tests {
                 "limits.header_timeout",
                 "limits.body_timeout",
                 "limits.idle_timeout",
+                "limits.upstream_header_timeout",
+                "limits.upstream_body_timeout",
+                "limits.upstream_idle_timeout",
                 "limits.max_connections",
                 "limits.max_inflight",
                 "admin.refresh_min_interval",

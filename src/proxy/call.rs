@@ -98,8 +98,11 @@ pub enum Outcome {
     Denied(Deny),
     /// A streaming call answered through SendMessage as one SSE event.
     Downgraded,
-    /// The agent could not be reached or failed mid-answer.
+    /// The agent could not be reached, failed mid-answer or passed a deadline.
     UpstreamFailed,
+    /// The caller closed its connection before its answer was complete: the call to the agent
+    /// was cancelled (its connection dropped, never pooled).
+    ClientClosed,
 }
 
 impl Outcome {
@@ -111,6 +114,7 @@ impl Outcome {
             Outcome::Denied(_) => "denied",
             Outcome::Downgraded => "downgraded",
             Outcome::UpstreamFailed => "upstream_failed",
+            Outcome::ClientClosed => "client_closed",
         }
     }
 }

@@ -10,6 +10,12 @@
 //! retry after -32008/-32009, or hand the original error back unchanged. The request is shaped by
 //! the pure functions of `shape`, from the request's snapshot, and sent over pingora's own
 //! connector and pool (`exchange`) on the data plane's runtime.
+//!
+//! No call outlives its caller or its deadlines: every wait on the agent is raced against the
+//! caller's connection and `[limits] upstream_*` (see `exchange`). A caller that hung up ends
+//! the call at once (outcome `client_closed`, logged at debug: leaving is the caller's right); a
+//! deadline passed before the caller got anything is answered 504 `UPSTREAM_TIMEOUT`, one passed
+//! later cuts the answer; both are counted in `a2a_egress_upstream_timeouts_total`.
 
 mod exchange;
 mod reply;
@@ -19,7 +25,7 @@ mod vet;
 use bytes::Bytes;
 use pingora::http::RequestHeader;
 use pingora::proxy::Session;
-use pingora::{ErrorType, OrErr, Result};
+use pingora::{Error, ErrorType, OrErr, Result};
 
 pub use super::call::Client;
 
@@ -85,6 +91,35 @@ pub enum ClientError {
         /// The agent's HTTP status.
         status: u16,
     },
+    /// A deadline of `[limits]` passed while the gateway waited on the agent.
+    #[error("the agent did not answer within the {} deadline", .0.as_str())]
+    Timeout(Deadline),
+    /// The caller closed its connection while the gateway waited on the agent.
+    #[error("the caller closed its connection")]
+    CallerGone,
+}
+
+/// Which deadline of a call to an agent passed (the `phase` label of
+/// `a2a_egress_upstream_timeouts_total`, one of [`crate::metrics::UPSTREAM_TIMEOUT_PHASES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deadline {
+    /// `upstream_header_timeout`: the answer head, from sending the request.
+    Header,
+    /// `upstream_body_timeout`: a unary answer's body, from its head.
+    Body,
+    /// `upstream_idle_timeout`: the silence between two reads.
+    Idle,
+}
+
+impl Deadline {
+    /// Bounded label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Deadline::Header => "header",
+            Deadline::Body => "body",
+            Deadline::Idle => "idle",
+        }
+    }
 }
 
 impl ClientError {
@@ -99,6 +134,10 @@ impl ClientError {
             ClientError::Receive(_) => "receive",
             ClientError::TooLarge { .. } => "too_large",
             ClientError::Invalid { .. } => "invalid_answer",
+            ClientError::Timeout(Deadline::Header) => "header_timeout",
+            ClientError::Timeout(Deadline::Body) => "body_timeout",
+            ClientError::Timeout(Deadline::Idle) => "idle_timeout",
+            ClientError::CallerGone => "caller_gone",
         }
     }
 
@@ -110,8 +149,56 @@ impl ClientError {
                 why: *why,
                 status: *status,
             },
+            ClientError::Timeout(_) => Deny::UpstreamTimeout,
             _ => Deny::UpstreamUnavailable,
         }
+    }
+}
+
+/// Where the failures of one call's answer are counted and logged: the gateway's metrics and
+/// the integration's name.
+pub(super) struct Tally<'a> {
+    gw: &'a Gateway,
+    name: &'a str,
+}
+
+impl Tally<'_> {
+    /// Counts and logs a deadline that passed.
+    fn timed_out(&self, d: Deadline) {
+        (self.gw.metrics.upstream_timeouts)
+            .with_label_values(&[self.name, d.as_str()])
+            .inc();
+        tracing::warn!(
+            integration = self.name,
+            deadline = d.as_str(),
+            "the agent did not answer in time; the call was cancelled"
+        );
+    }
+
+    /// Logs a caller that hung up while its answer was passing through.
+    pub(super) fn gone(&self, what: &str) {
+        tracing::debug!(
+            integration = self.name,
+            body = what,
+            "the caller hung up; the call to the agent was cancelled"
+        );
+    }
+
+    /// An upstream body that failed after the answer's head went to the caller: counted and
+    /// logged, and made the error that drops the caller's connection. Only an error does that
+    /// before pingora ends the body (an ended chunked body would look complete).
+    pub(super) fn cut(&self, e: ClientError, what: &str) -> Box<Error> {
+        match &e {
+            ClientError::Timeout(d) => self.timed_out(*d),
+            _ => tracing::warn!(
+                integration = self.name,
+                error = %e,
+                kind = e.kind(),
+                body = what,
+                "upstream body broke"
+            ),
+        }
+        Error::explain(ErrorType::ReadError, format!("upstream {what} cut: {e}"))
     }
 }
 
@@ -183,7 +270,20 @@ pub async fn call(
         plan: call.plan,
         may_retry: call.may_retry,
     };
-    attempt(gw, session, ctx, call.redo, at).await
+    match attempt(gw, session, ctx, call.redo, at).await {
+        // Writing to the caller failed: it left (a reset, or a close seen only by the write).
+        // The call ended with its caller, like a hang-up seen while waiting on the agent.
+        Err(e) if *e.etype() == ErrorType::WriteError => {
+            session.set_keepalive(None);
+            tracing::debug!(
+                integration = at.name(),
+                error = %e,
+                "the caller left while its answer was written"
+            );
+            Ok(Outcome::ClientClosed)
+        }
+        done => done,
+    }
 }
 
 /// One attempt's future (see [`attempt`]).
@@ -363,6 +463,7 @@ impl<'a> Job<'a> {
                 reply::one_event(self.session, &a).await?;
                 Ok(Outcome::Downgraded)
             }
+            Err(ClientError::CallerGone) => self.failed(at, ClientError::CallerGone).await,
             _ => {
                 // The retry failed too: the caller gets the agent's first answer, unchanged.
                 reply::pass_through(self.session, first).await?;
@@ -428,6 +529,17 @@ impl<'a> Job<'a> {
         Ok(outcome)
     }
 
+    /// Where this attempt's failures are counted.
+    fn tally<'t>(&self, at: Attempt<'t>) -> Tally<'t>
+    where
+        'a: 't,
+    {
+        Tally {
+            gw: self.gw,
+            name: &at.state.integration.name,
+        }
+    }
+
     /// Passes an SSE answer through, held to the artifact schema when there is one.
     async fn pipe_stream(
         &mut self,
@@ -437,12 +549,14 @@ impl<'a> Job<'a> {
         // Every stream is held to being A2A, event by event; the schema, when there is one, too.
         let screen = Screen::of(self.gw, at.state, at.plan.binding);
         let events = vet::Events::of(self.gw, at, &self.ctx.shape, resp.status());
+        let tally = self.tally(at);
         screen::pipe_stream(
             self.session,
             resp,
             screen.as_ref(),
             &events,
             &self.ctx.shape,
+            &tally,
         )
         .await
     }
@@ -453,9 +567,10 @@ impl<'a> Job<'a> {
         at: Attempt<'_>,
         resp: exchange::Response<'_>,
     ) -> Result<Outcome> {
+        let tally = self.tally(at);
         match Screen::of(self.gw, at.state, at.plan.binding) {
-            Some(s) => screen::pipe_large(self.session, resp, &s).await,
-            None => reply::pipe_large(self.session, resp).await,
+            Some(s) => screen::pipe_large(self.session, resp, &s, &tally).await,
+            None => reply::pipe_large(self.session, resp, &tally).await,
         }
     }
 
@@ -467,7 +582,7 @@ impl<'a> Job<'a> {
         out: Outgoing<'_>,
     ) -> std::result::Result<Sent<'a>, ClientError> {
         let started = std::time::Instant::now();
-        let sent = send(self.gw, self.session.req_header(), &self.ctx.trace, at, out).await;
+        let sent = send(self.gw, self.session, &self.ctx.trace, at, out).await;
         self.ctx.upstream_answered(started);
         if let Ok(s) = &sent {
             self.ctx.upstream_status = s.status();
@@ -484,13 +599,28 @@ impl<'a> Job<'a> {
         err.is_some() || a.status() >= 400
     }
 
-    /// The agent could not be reached (or failed before a usable answer): a protocol-shaped 502.
+    /// The agent could not be reached (or failed before a usable answer): a protocol-shaped 502,
+    /// or 504 when a deadline passed. A caller that hung up gets nothing.
     async fn failed(&mut self, at: Attempt<'_>, e: ClientError) -> Result<Outcome> {
         if let ClientError::Invalid { .. } = e {
             // Counted and logged where it was found ([`vet`]); a refusal like any other.
             return self.refuse(e.deny()).await;
         }
-        tracing::warn!(integration = at.name(), error = %e, kind = e.kind(), "upstream call failed");
+        match &e {
+            ClientError::CallerGone => {
+                // Nothing more is written, and the connection is not kept for a next request.
+                self.session.set_keepalive(None);
+                tracing::debug!(
+                    integration = at.name(),
+                    "the caller hung up; the call to the agent was cancelled"
+                );
+                return Ok(Outcome::ClientClosed);
+            }
+            ClientError::Timeout(d) => self.tally(at).timed_out(*d),
+            _ => {
+                tracing::warn!(integration = at.name(), error = %e, kind = e.kind(), "upstream call failed")
+            }
+        }
         let r = e
             .deny()
             .render(&self.ctx.shape, self.ctx.integration_name());
@@ -509,7 +639,7 @@ impl<'a> Job<'a> {
 /// answer needs: the header for a stream or a large answer, else the whole (small) body.
 async fn send<'g>(
     gw: &'g Gateway,
-    caller: &RequestHeader,
+    caller: &mut Session,
     trace: &Trace,
     at: Attempt<'_>,
     out: Outgoing<'_>,
@@ -519,12 +649,18 @@ async fn send<'g>(
         .upstream()
         .map(|u| &**u)
         .ok_or(ClientError::NoUpstream)?;
-    // Built again only if a pooled connection turns out closed before any answer (rare), rather
-    // than copied for every call in case it is.
-    let build = || request_header(caller, at, up, &out, trace);
+    // Built from the caller's header just before each connection is tried, so the header is not
+    // borrowed while the call is raced against the caller's connection, and built again only if
+    // a pooled connection turns out closed before any answer (rare), rather than copied for
+    // every call in case it is.
+    let build = |caller: &RequestHeader| request_header(caller, at, up, &out, trace);
     let started = std::time::Instant::now();
-    let resp = gw.client.send(up, &build, &out.body).await;
-    (gw.metrics).observe_upstream(at.name(), started.elapsed().as_secs_f64());
+    let resp = (gw.client)
+        .send(up, &build, &out.body, caller, &gw.limits.upstream)
+        .await;
+    if !matches!(resp, Err(ClientError::CallerGone)) {
+        (gw.metrics).observe_upstream(at.name(), started.elapsed().as_secs_f64());
+    }
     let resp = resp?;
     if resp.is_sse() {
         return Ok(Sent::Stream(resp));
@@ -537,7 +673,7 @@ async fn send<'g>(
     if out.pass_large && large && passes_unread(&resp.head().headers) {
         return Ok(Sent::Large(resp));
     }
-    Ok(Sent::Whole(resp.read_all(MAX_ANSWER_BYTES).await?))
+    Ok(Sent::Whole(resp.read_all(MAX_ANSWER_BYTES, caller).await?))
 }
 
 /// The upstream request header of one request of an attempt: the caller's method, the planned

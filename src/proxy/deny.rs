@@ -86,6 +86,9 @@ pub enum Deny {
     UpstreamUnavailable,
     /// The TLS handshake with the upstream failed; the fault says which check refused it.
     UpstreamTls(TlsFault),
+    /// The agent's answer head (or a unary answer's body) did not arrive within
+    /// `[limits] upstream_header_timeout` (`upstream_body_timeout`, `upstream_idle_timeout`).
+    UpstreamTimeout,
     /// The gateway is shutting down and takes no new calls.
     Draining,
     /// A data-plane cap (`[limits] max_connections` or `max_inflight`) is reached: retry later.
@@ -175,6 +178,7 @@ impl Deny {
             Deny::UpstreamTls(TlsFault::NameMismatch) => "UPSTREAM_CERTIFICATE_NAME_MISMATCH",
             Deny::UpstreamTls(TlsFault::Expired) => "UPSTREAM_CERTIFICATE_EXPIRED",
             Deny::UpstreamTls(TlsFault::Handshake) => "UPSTREAM_TLS_FAILED",
+            Deny::UpstreamTimeout => "UPSTREAM_TIMEOUT",
             Deny::Draining => "GATEWAY_DRAINING",
             Deny::Overloaded => "GATEWAY_BUSY",
             Deny::RequestTimeout => "REQUEST_TIMEOUT",
@@ -220,6 +224,10 @@ impl Deny {
             Deny::VersionNotSupported { .. } => s(400, "FAILED_PRECONDITION", -32009, 200),
             // An unreachable agent is a 502 in both shapes, so HTTP-level tooling sees it too.
             Deny::UpstreamUnavailable | Deny::UpstreamTls(_) => s(502, "UNAVAILABLE", -32603, 502),
+            // The same failure of the agent, found by a deadline: a 504 in both shapes, with
+            // the InternalError code of the 502 (A2A has no error for it, and -32000 is the
+            // gateway's policy refusals), DEADLINE_EXCEEDED as HTTP+JSON's status.
+            Deny::UpstreamTimeout => s(504, "DEADLINE_EXCEEDED", -32603, 504),
             Deny::Draining => s(503, "UNAVAILABLE", GATEWAY_REFUSAL, 503),
             // Load shedding and deadlines are HTTP-level facts (retried by HTTP tooling), and the
             // unread body closes the connection: real 503/408 in both shapes.
@@ -288,6 +296,10 @@ impl Deny {
             }
             Deny::UpstreamUnavailable => "the agent could not be reached".into(),
             Deny::UpstreamTls(fault) => format!("the agent could not be reached: {fault}"),
+            Deny::UpstreamTimeout => {
+                "the agent did not answer within the gateway's deadline; the call was cancelled"
+                    .into()
+            }
             Deny::Draining => "the gateway is shutting down".into(),
             Deny::Overloaded => {
                 "the gateway is at its limit of connections or requests in progress; retry later"
@@ -458,6 +470,7 @@ mod tests {
             Deny::UpstreamTls(TlsFault::NameMismatch),
             Deny::UpstreamTls(TlsFault::Expired),
             Deny::UpstreamTls(TlsFault::Handshake),
+            Deny::UpstreamTimeout,
             Deny::Draining,
             Deny::Overloaded,
             Deny::RequestTimeout,
@@ -589,6 +602,23 @@ mod tests {
                 .status,
             400
         );
+    }
+
+    #[test]
+    fn an_upstream_timeout_is_a_504_in_both_shapes() {
+        let rpc = Deny::UpstreamTimeout.render(&Shape::JsonRpc(id("\"t-1\"")), Some("echo"));
+        assert_eq!(rpc.status, 504);
+        let v: Value = serde_json::from_slice(&rpc.body).unwrap();
+        assert_eq!(v["id"], "t-1");
+        assert_eq!(v["error"]["code"], -32603);
+        assert_eq!(v["error"]["data"][0]["reason"], "UPSTREAM_TIMEOUT");
+        let rest = Deny::UpstreamTimeout.render(&Shape::Rest, Some("echo"));
+        assert_eq!(rest.status, 504);
+        let v: Value = serde_json::from_slice(&rest.body).unwrap();
+        assert_eq!(v["error"]["code"], 504);
+        assert_eq!(v["error"]["status"], "DEADLINE_EXCEEDED");
+        assert_eq!(v["error"]["details"][0]["reason"], "UPSTREAM_TIMEOUT");
+        assert!(!Deny::UpstreamTimeout.closes_connection());
     }
 
     #[test]

@@ -514,6 +514,7 @@ fn outcome_label(o: &Outcome) -> Label {
         Outcome::Denied(_) => 2,
         Outcome::Downgraded => 3,
         Outcome::UpstreamFailed => 4,
+        Outcome::ClientClosed => 5,
     };
     Label {
         slot,
@@ -561,6 +562,7 @@ mod tests {
             Outcome::Denied(Deny::UnknownIntegration),
             Outcome::Downgraded,
             Outcome::UpstreamFailed,
+            Outcome::ClientClosed,
         ];
         let slots: BTreeSet<usize> = outcomes.iter().map(|o| outcome_label(o).slot).collect();
         assert_eq!(slots.len(), outcomes.len());

@@ -1,6 +1,7 @@
 //! What one slow or greedy caller can hold of the data plane: the connection cap, the keep-alive
 //! idle timeout and the request-header deadline around pingora's HTTP/1 proxy, and the in-flight
-//! request cap and body deadline the request hooks apply (I/O: downstream sockets, timers).
+//! request cap, body deadline and upstream deadlines the request hooks apply (I/O: downstream
+//! sockets, timers).
 //!
 //! pingora 0.9.1 bounds none of these itself: every accepted connection gets a task, the header
 //! is read with a per-read timeout only (a client sending one byte a second is never cut off),
@@ -114,6 +115,21 @@ pub struct RequestLimits {
     inflight: Arc<Semaphore>,
     /// `body_timeout`.
     pub body_timeout: Duration,
+    /// The deadlines of every call the gateway makes to an agent.
+    pub upstream: UpstreamDeadlines,
+}
+
+/// How long one call to an agent may take (`[limits] upstream_*`): a caller that waits is never
+/// held longer, and a call whose caller left is cancelled before any of these (see
+/// `proxy::client`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpstreamDeadlines {
+    /// From sending the request to the final answer head, across the connections tried.
+    pub header: Duration,
+    /// From the answer head to the last byte of a unary answer.
+    pub body: Duration,
+    /// Longest silence between two reads (a stream's only bound).
+    pub idle: Duration,
 }
 
 impl RequestLimits {
@@ -122,6 +138,11 @@ impl RequestLimits {
         RequestLimits {
             inflight: Arc::new(Semaphore::new(limits.max_inflight)),
             body_timeout: limits.body_timeout,
+            upstream: UpstreamDeadlines {
+                header: limits.upstream_header_timeout,
+                body: limits.upstream_body_timeout,
+                idle: limits.upstream_idle_timeout,
+            },
         }
     }
 

@@ -33,6 +33,7 @@ mod fuzz_corpus;
 mod gateway_answers;
 mod gateway_artifacts;
 mod gateway_card;
+mod gateway_deadlines;
 mod gateway_encoding;
 mod gateway_headers;
 mod gateway_hostile_requests;

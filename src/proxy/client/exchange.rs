@@ -2,17 +2,28 @@
 //! pooled connection), write the request, read the response header, then read the body chunk by
 //! chunk or whole. A connection whose answer was read to the end goes back to the pool.
 //!
+//! Every wait on the agent is raced against the caller's connection ([`hung_up`]) and a
+//! deadline (`[limits] upstream_*`): the answer head has a total deadline across the connections
+//! tried, a unary answer's body another from its head, and every read the idle timeout (a
+//! stream's only bound). A call that loses the race is dropped where it stands, its connection
+//! closed with it, never pooled.
+//!
 //! The connector is pingora's own (`pingora::connectors::http::Connector`), so these calls run on
 //! the data plane's runtime with pingora's TLS stack; every call takes its peer from [`peer`].
+
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::HttpPeer;
 use pingora::protocols::http::v1::client::HttpSession;
+use pingora::proxy::Session;
 use pingora::{ErrorType, RetryType};
+use tokio::time::Instant;
 
-use super::ClientError;
+use super::{ClientError, Deadline};
 use crate::proxy::call::Client;
+use crate::proxy::limits::UpstreamDeadlines;
 use crate::proxy::upstream::{peer, tls_fault};
 use crate::state::Upstream;
 
@@ -23,39 +34,102 @@ const MAX_CONNECTIONS_PER_REQUEST: usize = 3;
 /// Informational (1xx) answers skipped before the real response header.
 const MAX_INFORMATIONAL: usize = 8;
 
+/// Resolves once the caller has hung up: the FIN after its request (pingora's
+/// `ConnectionClosed`, as its own proxy loop detects it) or a reset. Otherwise it never resolves:
+/// bytes after the request (the start of a pipelined request, which the gateway does not serve)
+/// do not end this call, but pingora consumed one of them, so the connection takes no next
+/// request.
+///
+/// The request body is always read before a call goes out, so the read is pingora's idle probe
+/// and never takes body bytes.
+pub(super) async fn hung_up(caller: &mut Session) {
+    if let Err(e) = caller.as_downstream_mut().read_body_or_idle(true).await {
+        if matches!(
+            e.etype(),
+            ErrorType::ConnectionClosed | ErrorType::ReadError
+        ) {
+            return;
+        }
+        caller.set_keepalive(None);
+    }
+    std::future::pending().await
+}
+
 impl Client {
-    /// Sends the request `build` makes, with `body`, to `up` and reads the response header.
+    /// Sends the request `build` makes from the caller's header, with `body`, to `up` and reads
+    /// the response header, within `deadlines.header` and while `caller` stays connected.
     /// `build` is called once per connection tried: the header a connection was sent is gone
     /// with it, and most calls need only one.
     pub(super) async fn send(
         &self,
         up: &Upstream,
-        build: &(dyn Fn() -> Result<Box<RequestHeader>, ClientError> + Sync),
+        build: &(dyn Fn(&RequestHeader) -> Result<Box<RequestHeader>, ClientError> + Sync),
         body: &Bytes,
+        caller: &mut Session,
+        deadlines: &UpstreamDeadlines,
     ) -> Result<Response<'_>, ClientError> {
         // Boxed: the peer (about 670 bytes) goes into the response, which the answer's readers
         // take by value, and each of their futures would hold a copy.
         let peer = Box::new(peer(up));
+        // One deadline for the head, whatever number of connections it takes.
+        let head_by = tokio::time::sleep(deadlines.header);
+        tokio::pin!(head_by);
         let mut tries = 0;
         loop {
             tries += 1;
-            let (mut session, reused) = self.session(&peer).await?;
-            session.read_timeout = peer.options.read_timeout;
-            session.write_timeout = peer.options.write_timeout;
-            match exchange(&mut session, build()?, body).await {
-                Ok(head) => {
-                    return Ok(Response {
+            // The caller's header is borrowed only here, between two races.
+            let req = build(caller.req_header())?;
+            let attempt = self.attempt(&peer, req, body, deadlines.idle);
+            // Biased: the agent's answer is looked at first, so a call that is answered is never
+            // lost to a hang-up or deadline that came at the same time, and the other two
+            // futures cost nothing until the answer is pending.
+            let tried = tokio::select! {
+                biased;
+                tried = attempt => tried,
+                () = hung_up(caller) => return Err(ClientError::CallerGone),
+                () = &mut head_by => return Err(ClientError::Timeout(Deadline::Header)),
+            };
+            match tried {
+                Ok((session, head)) => {
+                    let mut resp = Response {
                         client: self,
                         session,
                         peer,
                         head,
-                    });
+                        body_by: None,
+                    };
+                    // A stream has no total deadline, only the idle one of each read.
+                    if !resp.is_sse() {
+                        resp.body_by = Some(Instant::now() + deadlines.body);
+                    }
+                    return Ok(resp);
                 }
-                Err(Failed::Early(_)) if reused && tries < MAX_CONNECTIONS_PER_REQUEST => {
+                Err((Failed::Early(_), true)) if tries < MAX_CONNECTIONS_PER_REQUEST => {
                     tracing::debug!("pooled connection to the agent was closed; trying another");
                 }
-                Err(Failed::Early(e) | Failed::Late(e)) => return Err(e),
+                Err((Failed::Early(e) | Failed::Late(e), _)) => return Err(e),
             }
+        }
+    }
+
+    /// One connection's try: connect (or reuse one), send, read the head. The failure says
+    /// whether the connection was a pooled one (`true`), which may be tried again.
+    async fn attempt(
+        &self,
+        peer: &HttpPeer,
+        req: Box<RequestHeader>,
+        body: &Bytes,
+        idle: Duration,
+    ) -> Result<(HttpSession, Box<ResponseHeader>), (Failed, bool)> {
+        let (mut session, reused) = self
+            .session(peer)
+            .await
+            .map_err(|e| (Failed::Late(e), false))?;
+        session.read_timeout = Some(idle);
+        session.write_timeout = peer.options.write_timeout;
+        match exchange(&mut session, req, body).await {
+            Ok(head) => Ok((session, head)),
+            Err(f) => Err((f, reused)),
         }
     }
 
@@ -114,7 +188,7 @@ async fn exchange(
             // answer); that retry is decided here, so the error says "do not retry" onwards.
             let retry = matches!(e.retry, RetryType::ReusedOnly);
             e.retry = RetryType::Decided(false);
-            let e = ClientError::Receive(e);
+            let e = receive_error(e);
             return Err(if retry {
                 Failed::Early(e)
             } else {
@@ -135,12 +209,22 @@ async fn exchange(
     ))))
 }
 
+/// A failed read from the agent: the idle timeout (pingora's per-read timeout) is a deadline.
+fn receive_error(e: Box<pingora::Error>) -> ClientError {
+    match e.etype() {
+        ErrorType::ReadTimedout => ClientError::Timeout(Deadline::Idle),
+        _ => ClientError::Receive(e),
+    }
+}
+
 /// An agent's response whose header has been read; the body is read from it.
 pub(super) struct Response<'c> {
     client: &'c Client,
     session: HttpSession,
     peer: Box<HttpPeer>,
     head: Box<ResponseHeader>,
+    /// When a unary body must be complete (`None`: a stream).
+    body_by: Option<Instant>,
 }
 
 impl Response<'_> {
@@ -179,18 +263,34 @@ impl Response<'_> {
             .and_then(|v| v.trim().parse().ok())
     }
 
-    /// The next piece of the body as it arrives, `None` at its end.
-    pub async fn chunk(&mut self) -> Result<Option<Bytes>, ClientError> {
-        self.session
-            .read_body_bytes()
-            .await
-            .map_err(ClientError::Receive)
+    /// The next piece of the body as it arrives, `None` at its end; the body deadline and a
+    /// caller that hangs up end the wait (see [`Client::send`]).
+    pub async fn chunk(&mut self, caller: &mut Session) -> Result<Option<Bytes>, ClientError> {
+        let read = self.session.read_body_bytes();
+        let read = match self.body_by {
+            Some(by) => tokio::select! {
+                biased;
+                read = read => read,
+                () = hung_up(caller) => return Err(ClientError::CallerGone),
+                () = tokio::time::sleep_until(by) => return Err(ClientError::Timeout(Deadline::Body)),
+            },
+            None => tokio::select! {
+                biased;
+                read = read => read,
+                () = hung_up(caller) => return Err(ClientError::CallerGone),
+            },
+        };
+        read.map_err(receive_error)
     }
 
     /// Reads the whole body (refusing past `limit` bytes) and returns the connection to the pool.
-    pub async fn read_all(mut self, limit: usize) -> Result<Answer, ClientError> {
+    pub async fn read_all(
+        mut self,
+        limit: usize,
+        caller: &mut Session,
+    ) -> Result<Answer, ClientError> {
         let mut buf = BytesMut::new();
-        while let Some(chunk) = self.chunk().await? {
+        while let Some(chunk) = self.chunk(caller).await? {
             if buf.len() + chunk.len() > limit {
                 return Err(ClientError::TooLarge { limit });
             }
@@ -201,6 +301,7 @@ impl Response<'_> {
             session,
             peer,
             head,
+            ..
         } = self;
         client.release(session, &peer).await;
         Ok(Answer {

@@ -5,12 +5,18 @@
 //! Which of the agent's headers the caller gets is decided before any of these run, by the one
 //! allowlist of both directions ([`crate::proxy::headers::crosses`], applied in `vet`); here only
 //! the framing the gateway writes itself for its own bytes is left out.
+//!
+//! An SSE answer has no length, so its framing follows the caller's HTTP version: chunked to an
+//! HTTP/1.1 caller; to an HTTP/1.0 caller, which cannot read chunked (RFC 9112 §6.1), the body
+//! ends when the connection closes (`Connection: close`, no `Transfer-Encoding`).
 
+use bytes::Bytes;
+use pingora::Result;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
-use pingora::{Error, ErrorType, Result};
 
 use super::exchange::{Answer, Response};
+use super::{ClientError, Tally};
 use crate::proxy::call::Outcome;
 use crate::proxy::feedback::sse_event;
 use crate::proxy::headers::{FRAMING, is_framing};
@@ -73,6 +79,8 @@ pub(super) async fn pass_through(session: &mut Session, a: Answer) -> Result<()>
     Ok(())
 }
 
+/// Writes the head of an SSE answer, with `from`'s copyable headers, framed for the caller's HTTP
+/// version (see the module doc).
 pub(super) async fn sse_header(session: &mut Session, from: Option<&ResponseHeader>) -> Result<()> {
     let mut h = match from {
         Some(from) => copied(from, 200, 3)?,
@@ -80,43 +88,84 @@ pub(super) async fn sse_header(session: &mut Session, from: Option<&ResponseHead
     };
     h.insert_header("content-type", "text/event-stream")?;
     h.insert_header("cache-control", "no-cache")?;
-    // pingora frames a body without length only if told to: SSE needs chunked on HTTP/1.1.
-    h.insert_header("transfer-encoding", "chunked")?;
+    if session.req_header().version < http::Version::HTTP_11 {
+        // Neither length nor chunked: pingora's writer then ends the body by closing, and with
+        // keep-alive off it says `Connection: close` (even to a caller that asked to keep alive).
+        session.set_keepalive(None);
+    } else {
+        // pingora frames a body without length only if told to: SSE needs chunked on HTTP/1.1.
+        h.insert_header("transfer-encoding", "chunked")?;
+    }
     session.write_response_header(Box::new(h), false).await
 }
 
 /// Passes a large non-SSE answer through chunk by chunk (status and headers unchanged).
-pub(super) async fn pipe_large(session: &mut Session, resp: Response<'_>) -> Result<Outcome> {
+pub(super) async fn pipe_large(
+    session: &mut Session,
+    resp: Response<'_>,
+    tally: &Tally<'_>,
+) -> Result<Outcome> {
     let mut h = copied(resp.head(), resp.status(), 1)?;
     if let Some(n) = resp.content_length() {
         h.insert_header("content-length", n.to_string())?;
     }
     let ok = resp.head().status.is_success();
     session.write_response_header(Box::new(h), false).await?;
-    copy_body(session, resp, "answer").await?;
-    Ok(if ok { Outcome::Ok } else { Outcome::AgentError })
+    match copy_body(session, resp, "answer", tally).await? {
+        Outcome::Ok if !ok => Ok(Outcome::AgentError),
+        outcome => Ok(outcome),
+    }
+}
+
+/// One step of copying an upstream body to a caller whose answer head went out.
+pub(super) enum Piece {
+    /// The next bytes.
+    Chunk(Bytes),
+    /// The body ended.
+    End,
+    /// The caller hung up: the answer ends here, quietly (nothing can reach the caller), and the
+    /// agent's connection is dropped with the response.
+    Gone,
+}
+
+/// The next [`Piece`] of `resp`; an upstream failure (a deadline included) is counted and
+/// becomes the error that cuts the caller's answer ([`Tally::cut`]).
+pub(super) async fn piece(
+    session: &mut Session,
+    resp: &mut Response<'_>,
+    what: &str,
+    tally: &Tally<'_>,
+) -> Result<Piece> {
+    match resp.chunk(session).await {
+        Ok(Some(chunk)) => Ok(Piece::Chunk(chunk)),
+        Ok(None) => Ok(Piece::End),
+        Err(ClientError::CallerGone) => {
+            session.set_keepalive(None);
+            tally.gone(what);
+            Ok(Piece::Gone)
+        }
+        Err(e) => Err(tally.cut(e, what)),
+    }
 }
 
 /// Copies the rest of an upstream body to the caller chunk by chunk, then ends the response and
-/// returns the agent's connection to the pool.
-async fn copy_body(session: &mut Session, mut resp: Response<'_>, what: &str) -> Result<()> {
+/// returns the agent's connection to the pool: `Ok` or, when the caller hung up, `ClientClosed`.
+async fn copy_body(
+    session: &mut Session,
+    mut resp: Response<'_>,
+    what: &str,
+    tally: &Tally<'_>,
+) -> Result<Outcome> {
     loop {
-        match resp.chunk().await {
-            Ok(Some(chunk)) => session.write_response_body(Some(chunk), false).await?,
-            Ok(None) => break,
-            Err(e) => {
-                // Headers are out: the only honest signal left is cutting the response.
-                tracing::warn!(error = %e, kind = e.kind(), body = what, "upstream body broke");
-                return Err(Error::explain(
-                    ErrorType::ReadError,
-                    format!("upstream body broke: {e}"),
-                ));
-            }
+        match piece(session, &mut resp, what, tally).await? {
+            Piece::Chunk(chunk) => session.write_response_body(Some(chunk), false).await?,
+            Piece::End => break,
+            Piece::Gone => return Ok(Outcome::ClientClosed),
         }
     }
     session.write_response_body(None, true).await?;
     resp.release().await;
-    Ok(())
+    Ok(Outcome::Ok)
 }
 
 /// Answers a successful SendMessage as a one-event SSE stream.

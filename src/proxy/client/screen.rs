@@ -19,11 +19,12 @@
 use std::time::SystemTime;
 
 use bytes::{Bytes, BytesMut};
+use pingora::Result;
 use pingora::proxy::Session;
-use pingora::{Error, ErrorType, Result};
 
+use super::Tally;
 use super::exchange::Response;
-use super::reply::{copied, sse_header};
+use super::reply::{Piece, copied, piece, sse_header};
 use super::vet::Events;
 use crate::config::{ArtifactPolicy, ArtifactSchema};
 use crate::profile::Binding;
@@ -143,10 +144,16 @@ pub(super) async fn pipe_stream(
     screen: Option<&Screen<'_>>,
     events: &Events<'_>,
     shape: &Shape,
+    tally: &Tally<'_>,
 ) -> Result<Outcome> {
     sse_header(session, Some(resp.head())).await?;
     let mut split = Some(Splitter::new(MAX_EVENT_BYTES));
-    while let Some(chunk) = next_chunk(&mut resp).await? {
+    loop {
+        let chunk = match piece(session, &mut resp, "stream", tally).await? {
+            Piece::Chunk(chunk) => chunk,
+            Piece::End => break,
+            Piece::Gone => return Ok(Outcome::ClientClosed),
+        };
         let Some(s) = split.as_mut() else {
             session.write_response_body(Some(chunk), false).await?;
             continue;
@@ -220,6 +227,7 @@ pub(super) async fn pipe_large(
     session: &mut Session,
     mut resp: Response<'_>,
     screen: &Screen<'_>,
+    tally: &Tally<'_>,
 ) -> Result<Outcome> {
     let mut h = copied(resp.head(), resp.status(), 1)?;
     if let Some(n) = resp.content_length() {
@@ -228,7 +236,12 @@ pub(super) async fn pipe_large(
     let ok = resp.head().status.is_success();
     session.write_response_header(Box::new(h), false).await?;
     let mut held = Some(BytesMut::new());
-    while let Some(chunk) = next_chunk(&mut resp).await? {
+    loop {
+        let chunk = match piece(session, &mut resp, "answer", tally).await? {
+            Piece::Chunk(chunk) => chunk,
+            Piece::End => break,
+            Piece::Gone => return Ok(Outcome::ClientClosed),
+        };
         if let Some(b) = held.as_mut() {
             if b.len() + chunk.len() > MAX_EVENT_BYTES {
                 held = None;
@@ -247,12 +260,4 @@ pub(super) async fn pipe_large(
         screen.check(ok, &b);
     }
     Ok(if ok { Outcome::Ok } else { Outcome::AgentError })
-}
-
-/// The next piece of an upstream body; a broken body cuts the caller's response.
-async fn next_chunk(resp: &mut Response<'_>) -> Result<Option<Bytes>> {
-    resp.chunk().await.map_err(|e| {
-        tracing::warn!(error = %e, kind = e.kind(), "upstream body broke");
-        Error::explain(ErrorType::ReadError, format!("upstream body broke: {e}"))
-    })
 }

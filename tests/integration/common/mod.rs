@@ -6,6 +6,7 @@
 //! Not every test file uses every helper, hence the `dead_code` allowance.
 #![allow(dead_code, unused_imports)]
 
+pub mod drip;
 pub mod eventually;
 pub mod gateway;
 pub mod hostile;
