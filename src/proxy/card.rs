@@ -463,11 +463,11 @@ mod tests {
         use crate::config::{CardSigning, SignMode};
         let same = |a: &EffectiveCard, b: &EffectiveCard| a.body.as_ptr() == b.body.as_ptr();
         let s = state(StreamingMode::Required, true);
-        assert!(!s.card.is_rendered());
         let first = served_card(&s, "http://gw", None).unwrap();
-        assert!(s.card.is_rendered());
         let again = served_card(&s, "http://gw", None).unwrap();
         assert!(same(&first, &again), "the second GET is a pointer copy");
+        assert!(s.card.is_rendered());
+        assert!(!state(StreamingMode::Required, true).card.is_rendered());
         assert_eq!(first, effective_card(&s, "http://gw").unwrap());
 
         // A state derived from it with the same inputs (new evidence) keeps the rendering.
