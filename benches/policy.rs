@@ -9,7 +9,10 @@
 //! - `snapshot/{1,100,1000}`: the per-request snapshot load and lookup, and installing one
 //!   integration's new state (what a refresh does), at 1, 100 and 1,000 integrations;
 //! - `lock/diff`: judging a compiled profile against its lockfile, and two profiles against
-//!   each other.
+//!   each other;
+//! - `effective_card_10k_skills`: one GET's card work for an agent of 10,000 accepted skills:
+//!   `render` is what every GET did before the card was kept with its state (project, sanitise,
+//!   serialise, hash), `served` what a GET does now (the kept card: a pointer copy).
 //!
 //! The integration state is built the way the control plane builds it: a config parsed from
 //! TOML, a card validated and compiled, the upstream prepared for tests (no DNS).
@@ -22,6 +25,7 @@ use a2a_egress::config::{Config, Integration};
 use a2a_egress::lock;
 use a2a_egress::profile::{self, Profile};
 use a2a_egress::proxy::body::parse_jsonrpc;
+use a2a_egress::proxy::card::{effective_card, served_card};
 use a2a_egress::proxy::policy::{self, DataClasses, Facts};
 use a2a_egress::proxy::route::{check_path, route};
 use a2a_egress::proxy::shape::upstream_headers;
@@ -206,5 +210,63 @@ fn bench_lock(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_request, bench_snapshot, bench_lock);
+/// A usable state of one integration accepting all `n` skills of its agent's card.
+fn many_skills_state(n: usize) -> IntegrationState {
+    let ids: Vec<String> = (0..n).map(|i| format!("s{i}")).collect();
+    let text = format!(
+        "[client]\nallow_plain_http = true\nmax_card_bytes = 8388608\n[listen]\nproxy = \"127.0.0.1:0\"\n\
+         admin = \"127.0.0.1:0\"\n[[integrations]]\nname = \"bulk\"\n\
+         card = \"{ORIGIN}/.well-known/agent-card.json\"\norigins = [\"{ORIGIN}\"]\nskills = {}\n\
+         data_classes = [\"internal\"]\ncredential = {{ type = \"none\" }}\n",
+        serde_json::to_string(&ids).unwrap()
+    );
+    let config = Config::parse(&text, Path::new("bench.toml")).expect("bench config");
+    let skills: Vec<_> = (0..n)
+        .map(|i| {
+            json!({"id": format!("s{i}"), "name": format!("Skill {i}"),
+                "description": format!("Does task {i} with inputs of several kinds."),
+                "tags": ["bulk", format!("group-{}", i % 7)], "examples": [format!("Run task {i}")],
+                "inputModes": ["text/plain"]})
+        })
+        .collect();
+    let card = json!({
+        "name": "Bulk agent", "description": "An agent with very many skills.", "version": "1.0.0",
+        "supportedInterfaces": [{"url": format!("{ORIGIN}/a2a/jsonrpc"),
+            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": false},
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["application/json"],
+        "skills": skills,
+    });
+    let v = card::validate(
+        card.to_string().as_bytes(),
+        &config.card_policy,
+        Some(ORIGIN),
+    )
+    .expect("bench card");
+    let p = profile::compile(&v, &config.caps);
+    let up = Upstream::for_tests(&format!("{ORIGIN}/a2a/jsonrpc"));
+    IntegrationState::from_profile(Arc::new(config.integrations[0].clone()), p, Ok(up))
+}
+
+fn bench_card(c: &mut Criterion) {
+    let s = many_skills_state(10_000);
+    let url = "http://127.0.0.1:7411";
+    let kept = served_card(&s, url, None).expect("a card");
+    assert_eq!(Some(&kept), effective_card(&s, url).as_ref());
+    let mut g = c.benchmark_group("effective_card_10k_skills");
+    g.sample_size(10);
+    g.bench_function("render", |b| b.iter(|| effective_card(black_box(&s), url)));
+    g.bench_function("served", |b| {
+        b.iter(|| served_card(black_box(&s), url, None))
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_request,
+    bench_snapshot,
+    bench_lock,
+    bench_card
+);
 criterion_main!(benches);

@@ -2,12 +2,29 @@
 //!
 //! Card strings are a prompt-injection channel: card content is untrusted input.
 //! The rule, applied to every string in the profile's `Display` and to skill tags:
-//! 1. remove control characters (Unicode Cc other than whitespace) and invisible format
-//!    characters: bidi embeddings/overrides/isolates and marks, zero-width space/joiners, word joiner
-//!    and invisible operators, BOM, soft hyphen, interlinear annotation marks, variation selectors,
-//!    and the Unicode "tag" block (U+E0000–U+E007F, used to smuggle invisible text);
+//! 1. remove control characters (Unicode `Cc` other than whitespace) and every invisible format
+//!    character: the general category `Cf` (bidi embeddings, overrides, isolates and marks,
+//!    zero-width space and joiners, word joiner and invisible operators, BOM, soft hyphen,
+//!    interlinear annotation, Egyptian hieroglyph and shorthand format controls, the "tag" block
+//!    used to smuggle invisible text) and the property `Default_Ignorable_Code_Point` (variation
+//!    selectors, Hangul fillers, combining grapheme joiner, the reserved ignorable ranges). Both
+//!    come from the Unicode Character Database as ICU4X bakes it (`icu_properties`, already in
+//!    the tree through `url` → `idna`), not from a list kept by hand, so a new Unicode version's
+//!    format characters are removed once the crate is updated;
 //! 2. fold every run of whitespace (including newlines and tabs) into one space, and trim;
 //! 3. cut to a fixed number of characters; a cut string ends with `…` (counted in the limit).
+
+use icu_properties::props::{DefaultIgnorableCodePoint, GeneralCategory};
+use icu_properties::{
+    CodePointMapData, CodePointMapDataBorrowed, CodePointSetData, CodePointSetDataBorrowed,
+};
+
+/// `Default_Ignorable_Code_Point`, from the compiled Unicode data (no allocation, no I/O).
+const DEFAULT_IGNORABLE: CodePointSetDataBorrowed<'static> =
+    CodePointSetData::new::<DefaultIgnorableCodePoint>();
+/// `General_Category`, from the compiled Unicode data.
+const CATEGORY: CodePointMapDataBorrowed<'static, GeneralCategory> =
+    CodePointMapData::<GeneralCategory>::new();
 
 /// Longest card or skill `name` kept, in characters.
 pub const MAX_NAME_CHARS: usize = 128;
@@ -25,32 +42,21 @@ pub const MAX_TAG_CHARS: usize = 64;
 pub const MAX_TAGS: usize = 32;
 
 /// Whether `c` is removed by [`sanitize`]: a non-whitespace control character or an invisible
-/// format character (see the module docs). Also used by validation to refuse such characters in
-/// identifiers, where removing them silently would change meaning.
+/// format character (`Cf` or `Default_Ignorable_Code_Point`, see the module docs). Also used by
+/// validation to refuse such characters in identifiers, where removing them silently would
+/// change meaning.
 pub fn is_hidden(c: char) -> bool {
     if c.is_ascii() {
-        // Fast path (most card text): ASCII controls except the whitespace ones.
+        // Fast path (most card text): ASCII controls except the whitespace ones. No ASCII
+        // character is `Cf` or default-ignorable.
         return c.is_ascii_control() && !c.is_ascii_whitespace() && c != '\u{0B}';
     }
-    (c.is_control() && !c.is_whitespace())
-        || matches!(c,
-            '\u{00AD}'                   // soft hyphen
-            | '\u{034F}'                 // combining grapheme joiner
-            | '\u{061C}'                 // Arabic letter mark (bidi)
-            | '\u{115F}' | '\u{1160}'    // Hangul fillers (render blank)
-            | '\u{17B4}' | '\u{17B5}'
-            | '\u{180B}'..='\u{180F}'    // Mongolian variation selectors, vowel separator
-            | '\u{200B}'..='\u{200F}'    // zero-width space/non-joiner/joiner, LRM, RLM
-            | '\u{202A}'..='\u{202E}'    // bidi embeddings and overrides
-            | '\u{2060}'..='\u{206F}'    // word joiner, invisible operators, bidi isolates, deprecated formats
-            | '\u{3164}'                 // Hangul filler
-            | '\u{FE00}'..='\u{FE0F}'    // variation selectors
-            | '\u{FEFF}'                 // BOM / zero-width no-break space
-            | '\u{FFA0}'
-            | '\u{FFF9}'..='\u{FFFB}'    // interlinear annotation
-            | '\u{1D173}'..='\u{1D17A}'  // musical invisible formatting
-            | '\u{E0000}'..='\u{E007F}'  // tags
-            | '\u{E0100}'..='\u{E01EF}') // variation selectors supplement
+    // Whitespace is folded, never removed (neither property holds any, by their definitions).
+    !c.is_whitespace()
+        && (matches!(
+            CATEGORY.get(c),
+            GeneralCategory::Control | GeneralCategory::Format
+        ) || DEFAULT_IGNORABLE.contains(c))
 }
 
 /// Applies the module's rule to `text`, keeping at most `max_chars` characters (`max_chars >= 1`).
@@ -182,6 +188,106 @@ mod tests {
         }
         for c in ['a', ' ', '\n', 'é', '中', '😀'] {
             assert!(!is_hidden(c), "{:x}", c as u32);
+        }
+    }
+
+    #[test]
+    fn format_characters_the_old_list_kept_are_removed() {
+        // Egyptian hieroglyph format controls (Cf, not default-ignorable) and shorthand format
+        // controls (both): the hand-written list kept them.
+        for c in [
+            '\u{13430}',
+            '\u{13438}',
+            '\u{1343F}',
+            '\u{1BCA0}',
+            '\u{1BCA1}',
+            '\u{1BCA2}',
+            '\u{1BCA3}',
+        ] {
+            assert!(is_hidden(c), "{:x}", c as u32);
+            assert_eq!(sanitize(&format!("a{c}b"), 10), "ab", "{:x}", c as u32);
+        }
+        // Other Cf and default-ignorable characters outside the old list.
+        for c in [
+            '\u{0600}',
+            '\u{070F}',
+            '\u{110BD}',
+            '\u{E0FFF}',
+            '\u{FFF0}',
+            '\u{2065}',
+        ] {
+            assert!(is_hidden(c), "{:x}", c as u32);
+        }
+        // Visible neighbours stay.
+        for c in ['\u{13000}', '\u{1BC9C}', '\u{1BC00}', '\u{0627}'] {
+            assert!(!is_hidden(c), "{:x}", c as u32);
+        }
+    }
+
+    /// Characters a hostile card string is made of: controls, bidi and every other format
+    /// character, the ignorable ranges, whitespace of every kind, multi-byte letters, and any
+    /// character at all.
+    fn hostile_char() -> impl proptest::strategy::Strategy<Value = char> {
+        use proptest::char::range;
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<char>(),
+            range('\u{0}', '\u{A0}'),
+            range('\u{0600}', '\u{0605}'),
+            range('\u{1680}', '\u{180F}'),
+            range('\u{2000}', '\u{206F}'),
+            range('\u{FE00}', '\u{FEFF}'),
+            range('\u{FFF0}', '\u{FFFB}'),
+            range('\u{13430}', '\u{1345F}'),
+            range('\u{1BCA0}', '\u{1BCA3}'),
+            range('\u{1D173}', '\u{1D17A}'),
+            range('\u{E0000}', '\u{E01EF}'),
+            Just('\u{3164}'),
+            Just('\u{115F}'),
+            range('a', 'e'),
+            Just(' '),
+            Just('é'),
+            Just('中'),
+            Just('😀'),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever the input, the output holds no control, format or default-ignorable
+        /// character (checked against a second Unicode table, not only against `is_hidden`), no
+        /// whitespace but single inner spaces, at most `max` characters, and every visible
+        /// character of the input when it was not cut.
+        #[test]
+        fn output_has_no_hidden_character(
+            chars in proptest::collection::vec(hostile_char(), 0..40),
+            max in 1usize..50,
+        ) {
+            use unicode_general_category::{GeneralCategory as Gc, get_general_category};
+            let text: String = chars.into_iter().collect();
+            let out = sanitize(&text, max);
+            for c in out.chars() {
+                proptest::prop_assert!(!is_hidden(c), "{:x} in {:?}", c as u32, out);
+                proptest::prop_assert!(!DEFAULT_IGNORABLE.contains(c), "{:x}", c as u32);
+                proptest::prop_assert!(
+                    !matches!(get_general_category(c), Gc::Format | Gc::Control),
+                    "{:x} in {:?}", c as u32, out
+                );
+                proptest::prop_assert!(c == ' ' || !c.is_whitespace(), "{:x}", c as u32);
+            }
+            proptest::prop_assert!(out.chars().count() <= max);
+            proptest::prop_assert!(!out.starts_with(' ') && !out.ends_with(' ') && !out.contains("  "));
+            let visible: String = text
+                .chars()
+                .filter(|&c| !is_hidden(c))
+                .collect::<String>()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            if visible.chars().count() <= max {
+                proptest::prop_assert_eq!(out, visible);
+            } else {
+                proptest::prop_assert!(out.ends_with('…'));
+            }
         }
     }
 }

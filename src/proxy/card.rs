@@ -11,26 +11,20 @@
 
 use bytes::Bytes;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::card_signer::CardSigner;
 use crate::card::sanitize::sanitize;
 use crate::config::StreamingMode;
 use crate::profile::{SkillDisplay, SkillProfile};
-use crate::state::IntegrationState;
+use crate::state::{CardContext, IntegrationState};
+use crate::types::etag::Tagged;
 
 /// `Cache-Control` of the effective card: short, so a profile change reaches callers quickly;
 /// revalidation is cheap thanks to the ETag.
 pub const CACHE_CONTROL: &str = "private, max-age=60";
 
-/// A rendered effective card.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EffectiveCard {
-    /// JSON bytes.
-    pub body: Bytes,
-    /// Weak ETag (`W/"…"`) over the bytes.
-    pub etag: String,
-}
+/// A rendered effective card: its JSON bytes and the weak ETag over them.
+pub type EffectiveCard = Tagged;
 
 /// Longest name (card or skill) published, in characters.
 const NAME_CHARS: usize = 100;
@@ -46,14 +40,31 @@ const VERSION_CHARS: usize = 64;
 const UNKNOWN_VERSION: &str = "unknown";
 
 /// Builds the effective card for a usable integration; `None` when it has no usable profile.
-/// `public_url` is the gateway's base URL without a trailing slash.
+/// `public_url` is the gateway's base URL without a trailing slash. Renders anew on every call
+/// (what [`served_card`] keeps).
 pub fn effective_card(state: &IntegrationState, public_url: &str) -> Option<EffectiveCard> {
     card_json(state, public_url).map(|card| render(&card))
 }
 
 /// The effective card as served: signed by `signer` when it signs this integration's card
-/// (see [`CardSigner::applies`]), otherwise exactly [`effective_card`].
+/// (see [`CardSigner::applies`]), otherwise exactly [`effective_card`]. Rendered once per state
+/// and kept with it ([`IntegrationState::rendered_card`]): a GET is a pointer copy, whatever the
+/// card's size, and a new profile, a streaming override or a config reload (each a new state)
+/// renders anew.
 pub fn served_card(
+    state: &IntegrationState,
+    public_url: &str,
+    signer: Option<&CardSigner>,
+) -> Option<EffectiveCard> {
+    let context = CardContext {
+        public_url,
+        signer: signer.map_or(0, CardSigner::id),
+    };
+    state.rendered_card(context, || render_served(state, public_url, signer))
+}
+
+/// [`served_card`] without keeping it.
+fn render_served(
     state: &IntegrationState,
     public_url: &str,
     signer: Option<&CardSigner>,
@@ -70,10 +81,7 @@ pub fn served_card(
 
 /// The bytes and weak ETag of a card.
 pub fn render(card: &Value) -> EffectiveCard {
-    let body = Bytes::from(card.to_string());
-    let digest = Sha256::digest(&body);
-    let etag = format!("W/\"{}\"", hex::encode(&digest[..16]));
-    EffectiveCard { body, etag }
+    Tagged::weak(Bytes::from(card.to_string()))
 }
 
 /// The effective card's JSON (see the module doc).
@@ -208,14 +216,6 @@ fn skill_json(id: &str, sp: &SkillProfile, d: Option<&SkillDisplay>) -> Value {
         skill["examples"] = json!(examples);
     }
     skill
-}
-
-/// Whether an `If-None-Match` value matches `etag` (weak comparison, `*` matches anything).
-pub fn if_none_match(header: &str, etag: &str) -> bool {
-    let strip = |s: &str| s.trim().trim_start_matches("W/").to_owned();
-    header
-        .split(',')
-        .any(|t| t.trim() == "*" || strip(t) == strip(etag))
 }
 
 #[cfg(test)]
@@ -457,10 +457,100 @@ mod tests {
     }
 
     #[test]
-    fn etags_match() {
-        assert!(if_none_match("W/\"abc\"", "W/\"abc\""));
-        assert!(if_none_match("\"x\", W/\"abc\"", "W/\"abc\""));
-        assert!(if_none_match("*", "W/\"abc\""));
-        assert!(!if_none_match("W/\"abd\"", "W/\"abc\""));
+    fn a_served_card_is_rendered_once_per_state_and_anew_when_its_inputs_change() {
+        use crate::card::sign::SigningKey;
+        use crate::card::signature::SigAlg;
+        use crate::config::{CardSigning, SignMode};
+        let same = |a: &EffectiveCard, b: &EffectiveCard| a.body.as_ptr() == b.body.as_ptr();
+        let s = state(StreamingMode::Required, true);
+        let first = served_card(&s, "http://gw", None).unwrap();
+        let again = served_card(&s, "http://gw", None).unwrap();
+        assert!(same(&first, &again), "the second GET is a pointer copy");
+        assert!(s.card.is_rendered());
+        assert!(!state(StreamingMode::Required, true).card.is_rendered());
+        assert_eq!(first, effective_card(&s, "http://gw").unwrap());
+
+        // A state derived from it with the same inputs (new evidence) keeps the rendering.
+        let derived = s.with_evidence(crate::state::Evidence {
+            at: std::time::SystemTime::now(),
+            kind: crate::state::EvidenceKind::StreamingRefused,
+            detail: "x".into(),
+        });
+        assert!(same(
+            &served_card(&derived, "http://gw", None).unwrap(),
+            &first
+        ));
+
+        // A streaming override: a new card (streaming is no longer guaranteed), kept too.
+        let mut off = s.clone();
+        off.overrides.streaming_off = true;
+        let off_card = served_card(&off, "http://gw", None).unwrap();
+        assert_ne!(off_card.etag, first.etag);
+        assert_eq!(off_card, effective_card(&off, "http://gw").unwrap());
+        assert!(same(
+            &served_card(&off, "http://gw", None).unwrap(),
+            &off_card
+        ));
+
+        // A state edited in place after it rendered is never served its old card.
+        let mut edited = s.clone();
+        served_card(&edited, "http://gw", None).unwrap();
+        edited.overrides.streaming_off = true;
+        assert_eq!(served_card(&edited, "http://gw", None).unwrap(), off_card);
+
+        // A new profile: a new state, a new card.
+        let renamed = state_edited(StreamingMode::Required, true, None, |p| {
+            p.display.name = "Renamed".into();
+        });
+        let renamed_card = served_card(&renamed, "http://gw", None).unwrap();
+        assert_ne!(renamed_card.etag, first.etag);
+        let v: Value = serde_json::from_slice(&renamed_card.body).unwrap();
+        assert_eq!(v["name"], "Renamed");
+
+        // Another public URL or a signer: rendered for them, never the kept card.
+        let other = served_card(&s, "http://other", None).unwrap();
+        assert_eq!(other, effective_card(&s, "http://other").unwrap());
+        let (key, _) = SigningKey::generate(SigAlg::EdDSA, Some("gw")).unwrap();
+        let signer = CardSigner::new(
+            &CardSigning {
+                key_file: "k".into(),
+                key: Arc::new(key),
+                mode: SignMode::Always,
+                previous: vec![],
+                jku: None,
+            },
+            "http://gw",
+        );
+        let signed = served_card(&s, "http://gw", Some(&signer)).unwrap();
+        assert_ne!(signed.etag, first.etag, "signed");
+        assert!(same(&served_card(&s, "http://gw", None).unwrap(), &first));
+
+        // A signer's state keeps its signed card the same way.
+        let t = state(StreamingMode::Required, true);
+        let a = served_card(&t, "http://gw", Some(&signer)).unwrap();
+        let b = served_card(&t, "http://gw", Some(&signer)).unwrap();
+        assert!(same(&a, &b));
+        assert_eq!(
+            a.etag, signed.etag,
+            "same content, same signature, same ETag"
+        );
+    }
+
+    #[test]
+    fn a_state_without_a_usable_profile_serves_no_card() {
+        let s = state(StreamingMode::Preferred, true);
+        let crate::state::Status::Usable { profile, upstream } = s.status.clone() else {
+            panic!("usable");
+        };
+        let blocked = IntegrationState {
+            status: crate::state::Status::Blocked {
+                reason: "x".into(),
+                profile,
+                upstream,
+            },
+            ..s.clone()
+        };
+        assert!(served_card(&s, "http://gw", None).is_some());
+        assert_eq!(served_card(&blocked, "http://gw", None), None);
     }
 }

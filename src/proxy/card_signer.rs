@@ -12,6 +12,7 @@
 //! card at, so the key is published wherever the card is.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -78,8 +79,13 @@ pub fn jku_risks(jku: &str, jku_configured: bool, public_url_configured: bool) -
     risks
 }
 
+/// The identity of the next signer made (see [`CardSigner::id`]); `0` means "no signer".
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
 /// Signs effective cards with the configured key and serves its JWK Set.
 pub struct CardSigner {
+    /// This signer's identity, part of the key a state's rendered card is kept under.
+    id: u64,
     key: Arc<SigningKey>,
     mode: SignMode,
     jku: String,
@@ -111,6 +117,7 @@ impl CardSigner {
             .unwrap_or_else(|| format!("{public_url}{JWKS_PATH}"));
         let jwks = Bytes::from(sign::jwks(&config.published_keys()).to_string());
         CardSigner {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             key: config.key.clone(),
             mode: config.mode,
             jku,
@@ -131,6 +138,12 @@ impl CardSigner {
         if let Some(c) = &self.counter {
             c.with_label_values(&[result]).inc();
         }
+    }
+
+    /// This signer's identity (never `0`, never another signer's): a card a state kept for one
+    /// signer is not served for another.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The JWK Set body (public keys only: the current key, then the previous ones).

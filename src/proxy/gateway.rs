@@ -21,7 +21,7 @@ use pingora::{Error, ErrorType, Result};
 
 use super::body::{RequestFacts, RpcId, RpcRequest, parse_jsonrpc, parse_rest_body};
 use super::call::{Ctx, Gateway, Inflight, Outcome, respond};
-use super::card::{CACHE_CONTROL, if_none_match, served_card};
+use super::card::{CACHE_CONTROL, served_card};
 use super::card_signer::{JWKS_CACHE_CONTROL, JWKS_CONTENT_TYPE};
 use super::deny::{Deny, Shape};
 use super::limits::{self, Cap, Phase};
@@ -193,18 +193,14 @@ impl Gateway {
             return self.deny(session, ctx, Deny::NoUsableProfile).await;
         };
         ctx.outcome = Some(Outcome::Ok);
-        let inm = session
-            .req_header()
-            .headers
-            .get("if-none-match")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let not_modified =
+            crate::types::etag::if_none_match(&session.req_header().headers, &card.etag);
         let common = [
             ("etag", card.etag.as_str()),
             ("cache-control", CACHE_CONTROL),
             ("content-type", "application/json"),
         ];
-        if inm.is_some_and(|h| if_none_match(&h, &card.etag)) {
+        if not_modified {
             respond(session, 304, &common[..2], Bytes::new()).await?;
         } else if session.req_header().method == "HEAD" {
             respond(session, 200, &common, Bytes::new()).await?;

@@ -18,11 +18,13 @@ use crate::config::Integration;
 use crate::profile::{Binding, Profile};
 use crate::types::origin_of_url;
 
+mod card_cache;
 mod evidence;
 mod lock_state;
 mod refresh_hook;
 pub mod trust;
 pub mod upstream;
+pub use card_cache::{CardCache, CardContext};
 pub use evidence::{
     Claim, Observer, ProbeRecord, ProbeRun, ProbeTrigger, ProbeVerdict, Source, claims,
 };
@@ -247,6 +249,8 @@ pub struct IntegrationState {
     /// The last probe run the gateway made by itself (kept across refreshes; [`claims`] reads
     /// only what it found since the current profile was installed).
     pub probes: Option<Arc<ProbeRun>>,
+    /// The effective card rendered from this state, once (see [`Self::rendered_card`]).
+    pub card: CardCache,
 }
 
 /// How current an integration's profile is: set by the control plane's refresh, shown on the admin API.
@@ -378,6 +382,7 @@ impl IntegrationState {
             freshness: Freshness::default(),
             lock: LockState::unpinned(SystemTime::now()),
             probes: None,
+            card: CardCache::default(),
         }
     }
 
@@ -421,6 +426,7 @@ impl IntegrationState {
             freshness: Freshness::default(),
             lock: LockState::unpinned(SystemTime::now()),
             probes: None,
+            card: CardCache::default(),
         }
     }
 
@@ -483,6 +489,17 @@ impl IntegrationState {
         v.sort();
         v.dedup();
         v
+    }
+
+    /// The effective card of this state under `context`, rendered by `render` on first use and
+    /// kept: every later call is a pointer copy (see [`CardCache`]). `render` must depend only on
+    /// this state's integration, usable profile and streaming override, and on `context`.
+    pub fn rendered_card(
+        &self,
+        context: CardContext<'_>,
+        render: impl Fn() -> Option<crate::types::etag::Tagged>,
+    ) -> Option<crate::types::etag::Tagged> {
+        self.card.get_or_render(self, context, render)
     }
 
     /// Whether evidence of `kind` was recorded less than `gap` before `now` (writers of

@@ -6,6 +6,7 @@
 
 pub mod data_class;
 pub mod duration;
+pub mod etag;
 pub mod media_type;
 pub mod origin;
 pub mod rfc3339;
