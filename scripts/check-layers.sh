@@ -281,8 +281,6 @@ ALLOWED_CIRCLES = {
         "the reference agent is moving to its own crate (issue 19 item 1); cut there",
     ("src/agent/rest.rs", "src/agent/server.rs"):
         "the reference agent is moving to its own crate (issue 19 item 1); cut there",
-    ("src/proxy/card.rs", "src/proxy/card_signer.rs"):
-        "served_card (projection + signature) moves above both once the render-once cache lands",
 }
 seen_circles = set()
 for comp in circles(file_graph):

@@ -9,7 +9,6 @@
 //! supplies the credential), no provider URLs; every provider-written string sanitised and cut
 //! by the one sanitiser ([`crate::card::sanitize`]).
 
-use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::card_signer::CardSigner;
@@ -81,7 +80,7 @@ fn render_served(
 
 /// The bytes and weak ETag of a card.
 pub fn render(card: &Value) -> EffectiveCard {
-    Tagged::weak(Bytes::from(card.to_string()))
+    Tagged::json(card)
 }
 
 /// The effective card's JSON (see the module doc).

@@ -19,11 +19,11 @@ use bytes::Bytes;
 use prometheus::IntCounterVec;
 use serde_json::Value;
 
-use super::card::{EffectiveCard, render};
 use super::route::JWKS_PATH;
 use crate::card::sign::{self, SigningKey};
 use crate::config::{CardSigning, SignMode};
 use crate::profile::Profile;
+use crate::types::etag::Tagged;
 
 /// `Cache-Control` of the JWK Set: keys change only with a restart, and a rotation keeps the
 /// previous key published, so a few minutes of caching loses nothing.
@@ -92,7 +92,7 @@ pub struct CardSigner {
     jwks: Bytes,
     /// Integration name → (the unsigned card's ETag, the card served for it: signed, or the
     /// unsigned one when signing it failed, so a failure is logged and counted once per content).
-    signed: Mutex<HashMap<String, (String, EffectiveCard)>>,
+    signed: Mutex<HashMap<String, (String, Tagged)>>,
     /// `a2a_egress_card_signatures_total{result}`, when the gateway's metrics are attached.
     counter: Option<IntCounterVec>,
 }
@@ -171,7 +171,7 @@ impl CardSigner {
     /// this integration's card has not changed since it was last signed. A card that cannot be
     /// signed is served unsigned, with a warning once per card content (signing is
     /// deterministic, so trying the same content again would fail again).
-    pub fn signed(&self, name: &str, card: &Value, unsigned: EffectiveCard) -> EffectiveCard {
+    pub fn signed(&self, name: &str, card: &Value, unsigned: Tagged) -> Tagged {
         if let Some((etag, served)) = self.lock().get(name)
             && *etag == unsigned.etag
         {
@@ -179,7 +179,7 @@ impl CardSigner {
         }
         let served = match sign::sign(card, &self.key, &self.jku) {
             Ok(v) => {
-                let signed = render(&v);
+                let signed = Tagged::json(&v);
                 tracing::info!(integration = %name, kid = %self.key.kid(), etag = %signed.etag, "effective card signed");
                 self.count("signed");
                 signed
@@ -214,7 +214,7 @@ impl CardSigner {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, EffectiveCard)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Tagged)>> {
         // The map is only ever replaced entry by entry, so a panic elsewhere cannot leave it
         // half-updated.
         self.signed.lock().unwrap_or_else(|e| e.into_inner())
@@ -266,21 +266,21 @@ mod tests {
         let signings = || metrics.card_signatures.with_label_values(&["signed"]).get();
         assert_eq!(s.jku(), "http://127.0.0.1:7411/.well-known/jwks.json");
         let card = serde_json::json!({"name": "a", "description": "d"});
-        let first = s.signed("a", &card, render(&card));
+        let first = s.signed("a", &card, Tagged::json(&card));
         assert_ne!(
             first,
-            render(&card),
+            Tagged::json(&card),
             "the signature changes the body and the ETag"
         );
-        let again = s.signed("a", &card, render(&card));
+        let again = s.signed("a", &card, Tagged::json(&card));
         assert_eq!(again, first);
         assert_eq!(signings(), 1, "the same card is signed once");
 
         let changed = serde_json::json!({"name": "a", "description": "e"});
-        let second = s.signed("a", &changed, render(&changed));
+        let second = s.signed("a", &changed, Tagged::json(&changed));
         assert_ne!(second.etag, first.etag);
         assert_eq!(signings(), 2, "a changed card is signed again");
-        s.signed("a", &changed, render(&changed));
+        s.signed("a", &changed, Tagged::json(&changed));
         assert_eq!(signings(), 2);
         assert_eq!(
             metrics.card_signatures.with_label_values(&["failed"]).get(),

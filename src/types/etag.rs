@@ -27,6 +27,11 @@ impl Tagged {
         let etag = format!("W/\"{}\"", hex::encode(&digest[..16]));
         Tagged { body, etag }
     }
+
+    /// `value` serialised (compact) with its weak ETag: how every served JSON document is made.
+    pub fn json(value: &serde_json::Value) -> Tagged {
+        Tagged::weak(Bytes::from(value.to_string()))
+    }
 }
 
 /// Whether the request's `If-None-Match` (every field line of it) matches `etag`: weak
