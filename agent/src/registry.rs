@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::profile::Binding;
+use a2a_egress::profile::Binding;
 
 use super::handlers::HandlerKind;
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::profile::Binding;
+use a2a_egress::profile::Binding;
 
 use super::super::handlers::HandlerKind;
 use super::*;

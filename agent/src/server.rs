@@ -25,7 +25,7 @@ use super::project::ProjectError;
 use super::registry::{self, RegistryError};
 use super::service::{App, Snapshot};
 use super::{jsonrpc, rest};
-use crate::profile::Binding;
+use a2a_egress::profile::Binding;
 
 /// Path of the public card.
 pub const CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -51,7 +51,7 @@ pub enum ServerError {
     },
 }
 
-/// Options of `a2a-egress agent`.
+/// Options of `a2a-agent`.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// The registry file.

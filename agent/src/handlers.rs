@@ -397,8 +397,8 @@ async fn slow_report(input: &Input, em: &mut Emitter) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::registry::tests::sample;
-    use crate::agent::tasks::{Binding, Scope};
+    use crate::registry::tests::sample;
+    use crate::tasks::{Binding, Scope};
     use a2a::Task;
 
     fn setup(store: &Arc<TaskStore>) -> Emitter {
