@@ -44,7 +44,10 @@ fn both_sample_cards_pass_validate() {
         let file = dir.path().join(format!("{}.json", which.replace(':', "-")));
         std::fs::write(&file, &out.stdout).unwrap();
         let v = Command::new(crate::common::gateway_bin())
-            .arg("validate").arg(&file).output().unwrap();
+            .arg("validate")
+            .arg(&file)
+            .output()
+            .unwrap();
         assert!(
             v.status.success(),
             "{which} card is invalid:\n{}\n{}",

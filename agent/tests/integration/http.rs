@@ -618,7 +618,12 @@ fn sigterm_shuts_down_cleanly() {
 fn exit_on_stdin_eof_stops_an_orphaned_agent() {
     use std::process::{Command, Stdio};
     let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-agent"))
-        .args(["--exit-on-stdin-eof", "--listen", "127.0.0.1:0", "--registry"])
+        .args([
+            "--exit-on-stdin-eof",
+            "--listen",
+            "127.0.0.1:0",
+            "--registry",
+        ])
         .arg(RefAgent::sample_registry())
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -14,10 +14,11 @@
 //! 2. in the agent's own suite, the binary cargo built for it (`CARGO_BIN_EXE_a2a-agent`);
 //! 3. in the gateway's suite and benches, `a2a-agent` in the target directory this executable was
 //!    built in (`<target>/<profile>/deps/<test>` → `<target>/<profile>/a2a-agent`), first brought
-//!    up to date by `cargo build -p a2a-agent` into that same directory when it runs under
-//!    cargo (`$CARGO`; cargo holds no lock on the target directory while tests run). So a fresh clone's `cargo test --test integration` builds it, a run after
-//!    an edit to the agent or the gateway's library never starts a stale agent, and after
-//!    `cargo test --workspace` or `scripts/test.sh` (which build it already) the build is a no-op.
+//!    up to date by cargo into that same directory when it runs under cargo (`$CARGO`; cargo
+//!    holds no lock on the target directory while tests run; the command is in [`build_agent`]).
+//!    So a fresh clone's `cargo test --test integration` builds it, a run after an edit to the
+//!    agent or the gateway's library never starts a stale agent, and after
+//!    `cargo test --workspace` or `scripts/test.sh` (which build it already) it is a no-op.
 //!    Without `$CARGO` (the test executable run by hand) the binary must already be there.
 
 use std::path::{Path, PathBuf};
@@ -70,26 +71,49 @@ fn target_of(exe: &Path) -> Option<(PathBuf, String)> {
     Some((profile_dir.parent()?.to_path_buf(), name))
 }
 
-/// `cargo build -p a2a-agent --bin a2a-agent` into `target_dir` with the profile whose output
-/// directory is `profile_dir` (`debug` is the `dev` profile's), so the binary lands beside this
-/// test executable's own and shares its compiled dependencies.
+/// Builds `a2a-agent` into `target_dir` with the profile whose output directory is `profile_dir`,
+/// so the binary lands beside this test executable's own and shares its compiled dependencies.
+///
+/// It is `cargo test --no-run -p a2a-egress -p a2a-agent --test agent` rather than
+/// `cargo build -p a2a-agent`: cargo unifies features over the selected packages, and over their
+/// dev-dependencies only when a test target is built, so `cargo build -p a2a-agent` resolves
+/// other features than the gateway's test build (getrandom's, say) and compiles a second copy of
+/// the graph from pingora up. With both packages and a test target selected the features are the
+/// gateway's test build's (and `cargo test --workspace`'s): only the agent's own crates compile.
+/// Selecting the agent's suite (`agent`) makes cargo build the agent's binary.
 fn build_agent(cargo: &std::ffi::OsStr, target_dir: &Path, profile_dir: &str) {
-    let profile = if profile_dir == "debug" {
-        "dev"
-    } else {
-        profile_dir
-    };
-    let out = Command::new(cargo)
-        .args(["build", "--quiet", "--manifest-path"])
+    let mut cmd = Command::new(cargo);
+    // What cargo set for this test process, not what a user set: ring's build script reruns when
+    // `CARGO_PKG_NAME`, `OUT_DIR` and the like change in the *calling* cargo's environment, and a
+    // rerun here would rebuild half the graph, then the next plain `cargo test` would rebuild it
+    // back (seen: minutes per run, each way).
+    for (key, _) in std::env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        if set_by_cargo_for_tests(key) {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.args(["test", "--no-run", "--quiet"]);
+    match profile_dir {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        other => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    let out = cmd
+        .arg("--manifest-path")
         .arg(workspace_manifest())
-        .args(["-p", "a2a-agent", "--bin", "a2a-agent", "--profile", profile])
+        .args(["-p", "a2a-egress", "-p", "a2a-agent", "--test", "agent"])
         .arg("--target-dir")
         .arg(target_dir)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {cargo:?} to build a2a-agent: {e}"));
     assert!(
         out.status.success(),
-        "`cargo build -p a2a-agent` failed ({}):\n{}",
+        "building a2a-agent failed ({}):\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
@@ -104,4 +128,21 @@ fn workspace_manifest() -> PathBuf {
         .find(|d| d.join("Cargo.lock").is_file())
         .unwrap_or(manifest)
         .join("Cargo.toml")
+}
+
+/// Whether `key` is one of the variables cargo sets for the test executables it runs (and so
+/// says nothing about how the user builds).
+fn set_by_cargo_for_tests(key: &str) -> bool {
+    key.starts_with("CARGO_PKG_")
+        || key.starts_with("CARGO_BIN_EXE_")
+        || matches!(
+            key,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_BIN_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "OUT_DIR"
+        )
 }

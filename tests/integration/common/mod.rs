@@ -12,8 +12,8 @@
 pub mod agent_bin;
 pub mod eventually;
 pub mod gateway;
-pub mod hostile;
 pub mod host;
+pub mod hostile;
 pub mod process;
 pub mod ref_agent;
 pub mod relay;

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-pub use super::agent_bin::agent_bin;
 use super::ChildGuard;
+pub use super::agent_bin::agent_bin;
 
 /// Startup deadline (the agent listens within milliseconds; generous for a loaded CI machine).
 const START_DEADLINE: Duration = Duration::from_secs(30);
