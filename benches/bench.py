@@ -580,7 +580,7 @@ def versions(bin_path, root):
     }
 
 
-def start_upstreams(procs, out, root, bin_path):
+def start_upstreams(procs, out, root, agent_bin):
     fixed = free_port()
     conf = os.path.join(out, "nginx-upstream.conf")
     os.makedirs(os.path.join(out, "nginx-tmp-up"), exist_ok=True)
@@ -594,7 +594,7 @@ def start_upstreams(procs, out, root, bin_path):
     reg_path = os.path.join(out, "registry.toml")
     with open(reg_path, "w") as f:
         f.write(reg)
-    _, line = procs.start("agent", [bin_path, "agent", "--registry", reg_path, "--listen",
+    _, line = procs.start("agent", [agent_bin, "--registry", reg_path, "--listen",
                                     "127.0.0.1:0", "--watch-interval-ms", "0"],
                           CPU_LOAD, env={"RUST_LOG": "warn"}, first_line=True)
     return fixed, line["addr"]
@@ -1109,7 +1109,7 @@ def print_instructions(args):
     os.makedirs(args.out, exist_ok=True)
     procs = Procs(args.out)
     try:
-        fixed, _agent = start_upstreams(procs, args.out, args.root, args.bin)
+        fixed, _agent = start_upstreams(procs, args.out, args.root, args.agent_bin)
         rows = instructions(procs, args.out, args.bin, args.bare, fixed, 1000)
     finally:
         procs.stop_all()
@@ -1122,6 +1122,7 @@ def print_instructions(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--bin", required=True, help="release a2a-egress binary")
+    ap.add_argument("--agent-bin", required=True, help="release a2a-agent binary (the reference agent)")
     ap.add_argument("--bare", required=True, help="release bare-pingora binary")
     ap.add_argument("--root", required=True)
     ap.add_argument("--out", required=True, help="directory for raw logs")
@@ -1147,7 +1148,7 @@ def main():
            "seconds": args.seconds, "lat_rounds": args.lat_rounds, "lat_seconds": args.lat_seconds}
     procs = Procs(args.out)
     try:
-        fixed, agent = start_upstreams(procs, args.out, args.root, args.bin)
+        fixed, agent = start_upstreams(procs, args.out, args.root, args.agent_bin)
         nx = (free_port(), free_port(), free_port())
         conf = os.path.join(args.out, "nginx-proxy.conf")
         os.makedirs(os.path.join(args.out, "nginx-tmp-px"), exist_ok=True)

@@ -1,6 +1,7 @@
 //! Added latency of the gateway: the same JSON-RPC `SendMessage` to the bundled reference agent,
-//! sent directly and through `a2a-egress serve`, side by side in one run (spawns both binaries on
-//! loopback port-0 listeners; process and network I/O).
+//! sent directly and through `a2a-egress serve`, side by side in one run (spawns the agent's
+//! binary, `a2a-agent`, and the gateway's on loopback port-0 listeners; process and network I/O;
+//! the agent's binary is found, and built, as the integration tests find it).
 //!
 //! `cargo bench --bench proxy_latency`. The interesting number is the difference (and ratio) of the
 //! two means: policy, shaping and one extra loopback hop. Both use one keep-alive HTTP/1.1 client.
@@ -10,6 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+
+#[path = "../tests/integration/common/agent_bin.rs"]
+mod agent_bin;
 
 struct Proc(Child);
 
@@ -47,9 +51,9 @@ fn bench(c: &mut Criterion) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let bin = env!("CARGO_BIN_EXE_a2a-egress");
     let root = env!("CARGO_MANIFEST_DIR");
-    let mut agent_cmd = Command::new(bin);
+    let mut agent_cmd = Command::new(agent_bin::agent_bin());
     agent_cmd
-        .args(["agent", "--listen", "127.0.0.1:0", "--registry"])
+        .args(["--listen", "127.0.0.1:0", "--registry"])
         .arg(format!("{root}/config/agent/registry.toml"));
     let (_agent, first) = spawn(agent_cmd);
     let card_url = first["card_url"].as_str().expect("card_url").to_owned();

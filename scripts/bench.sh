@@ -56,8 +56,9 @@ if ! command -v oha >/dev/null; then
 fi
 
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-say "building release binaries (a2a-egress, benches/bare_pingora.rs)"
+say "building release binaries (a2a-egress, a2a-agent, benches/bare_pingora.rs)"
 cargo build --release --locked --quiet --bin a2a-egress --example bare-pingora
+cargo build --release --locked --quiet -p a2a-agent --bin a2a-agent
 
 if [ -n "$ONLY_INSTRUCTIONS" ]; then
     OUT="$TARGET/bench-instructions"
@@ -65,7 +66,7 @@ if [ -n "$ONLY_INSTRUCTIONS" ]; then
     mkdir -p "$OUT"
     say "instructions per request (callgrind; raw logs in $OUT)"
     exec python3 benches/bench.py --instructions-only --bin "$TARGET/release/a2a-egress" \
-        --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
+        --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
         --results /dev/null --target-dir "$TARGET"
 fi
 
@@ -86,7 +87,7 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 say "load benchmark (raw logs in $OUT)"
 python3 benches/bench.py $QUICK --bin "$TARGET/release/a2a-egress" \
-    --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
+    --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
     --alt-bin "$TARGET/release/examples/a2a-egress-system-alloc" --alt-label "system allocator" \
     --results "$ROOT/benches/RESULTS.md" --target-dir "$TARGET"
 say "results: $ROOT/benches/RESULTS.md"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fails when a module of src/ imports a module above it (the graph in ARCHITECTURE.md).
+# Fails when a module of src/ imports a module above it (the graph in ARCHITECTURE.md), and
+# when the two crates of the workspace point the wrong way (see "The reference agent" below).
 #
 # Layers, top to bottom; a module may use only modules of layers below its own. Modules on one
 # line are peers: neither may use the other.
@@ -7,7 +8,7 @@
 #   main
 #   cli
 #   server
-#   admin  agent
+#   admin
 #   select             (planner selection and its candidate view of the runtime state)
 #   proxy  control  probe
 #   metrics
@@ -21,6 +22,12 @@
 # Every `crate::…` and `super::…` path in code counts (comments and string literals do not),
 # grouped imports included. Test code (`#[cfg(test)]` modules and the files they load) may use
 # any layer: a test may assemble the layers above to check a property end to end.
+#
+# The reference agent (agent/src, crate a2a-agent) is no layer of the gateway: it sits beside it
+# and uses the gateway's library (`a2a_egress::…`) only for what both products share, the layers
+# in AGENT_MAY_USE (card wire model and canonical JSON, profile types, protocol value types). The
+# gateway never uses the agent: no `a2a_agent` in src/, no `a2a-agent` dependency in Cargo.toml.
+# Test code is exempt here too.
 #
 # ALLOWED lists upward edges tolerated for a while, each as `from -> target module`, with why
 # (none today). A new upward edge fails, and so does an entry that is no longer needed.
@@ -43,7 +50,7 @@ LAYERS = [
     ["main"],
     ["cli"],
     ["server"],
-    ["admin", "agent"],
+    ["admin"],
     ["select"],
     ["proxy", "control", "probe"],
     ["metrics"],
@@ -58,6 +65,9 @@ LAYERS = [
 # from unit -> target module (first two path segments): why it is still there.
 ALLOWED = {}
 
+# The gateway's layers the reference agent may use.
+AGENT_MAY_USE = ["profile", "card", "json", "types"]
+
 TIER = {unit: i for i, tier in enumerate(LAYERS) for unit in tier}
 
 
@@ -68,8 +78,8 @@ def unit_of(segments):
     return segments[0]
 
 
-def module_of(path):
-    rel = path.relative_to("src").with_suffix("")
+def module_of(path, root="src"):
+    rel = path.relative_to(root).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] in ("mod", "lib"):
         parts.pop()
@@ -156,9 +166,12 @@ def expand(prefix, item):
     return [prefix + segs]
 
 
-def references(code, module, is_main):
-    root = r"(?:crate|a2a_egress)" if is_main else r"crate"
-    pattern = re.compile(r"(?<![\w:])(" + root + r"|(?:super::)*super)((?:::\w+)*)(::\{)?")
+def references(code, module, is_main, root=None):
+    """(line, absolute path) of every use of the crate's modules; with `root`, of every path
+    starting with that name only (another crate's)."""
+    if root is None:
+        root = (r"(?:crate|a2a_egress)" if is_main else r"crate") + r"|(?:super::)*super"
+    pattern = re.compile(r"(?<![\w:])(" + root + r")((?:::\w+)*)(::\{)?")
     for m in pattern.finditer(code):
         base = m.group(1)
         if base in ("crate", "a2a_egress"):
@@ -177,16 +190,22 @@ def references(code, module, is_main):
             yield line, segs
 
 
+def load(files):
+    """Each file's code without comments, literals and inline test modules, and the files that
+    only tests load."""
+    sources, test_files = {}, set()
+    for f in files:
+        code, tests = drop_test_modules(mask(f.read_text()))
+        sources[f] = code
+        for t in tests:
+            base = f.parent if f.name in ("mod.rs", "lib.rs", "main.rs") else f.with_suffix("")
+            test_files.add(base / f"{t}.rs")
+            test_files.add(base / t / "mod.rs")
+    return sources, test_files
+
+
 files = sorted(pathlib.Path("src").rglob("*.rs"))
-test_files = set()
-sources = {}
-for f in files:
-    code, tests = drop_test_modules(mask(f.read_text()))
-    sources[f] = code
-    for t in tests:
-        base = f.parent if f.name in ("mod.rs", "lib.rs", "main.rs") else f.with_suffix("")
-        test_files.add(base / f"{t}.rs")
-        test_files.add(base / t / "mod.rs")
+sources, test_files = load(files)
 
 violations, used, graph = [], set(), {}
 for f in files:
@@ -214,32 +233,58 @@ for f in files:
         kind = "a peer" if TIER[dst] == TIER[src] else "a layer above"
         violations.append(f"{f}:{line}: {src} uses crate::{'::'.join(segs)} ({kind})")
 
+# The reference agent: uses of the gateway's library only into AGENT_MAY_USE.
+agent_files = sorted(pathlib.Path("agent/src").rglob("*.rs"))
+agent_sources, agent_tests = load(agent_files)
+for f in agent_files:
+    if f in agent_tests:
+        continue
+    for line, segs in references(agent_sources[f], module_of(f, "agent/src"), False, r"a2a_egress"):
+        dst = unit_of(segs)
+        if dst is None:
+            continue
+        graph.setdefault("a2a-agent", set()).add(dst)
+        if dst not in AGENT_MAY_USE:
+            violations.append(f"{f}:{line}: the agent uses a2a_egress::{'::'.join(segs)} "
+                              f"(it may use only {', '.join(AGENT_MAY_USE)})")
+# ... and the gateway never uses the agent.
+for f in files:
+    for m in re.finditer(r"(?<![\w:])a2a_agent\b", sources[f]):
+        line = sources[f].count("\n", 0, m.start()) + 1
+        violations.append(f"{f}:{line}: the gateway uses the reference agent (a2a_agent)")
+for line_no, line in enumerate(pathlib.Path("Cargo.toml").read_text().splitlines(), 1):
+    if re.match(r"\s*a2a-agent\s*=", line):
+        violations.append(f"Cargo.toml:{line_no}: the gateway depends on a2a-agent")
 # File-level circles inside a module: file A uses an item of file B (a `crate::`/`super::` path
 # that resolves to B's module) and B, directly or through other files of the same module, uses A.
 # The module rule above cannot see them, and they make a module's files impossible to read (or
 # test, or move) one at a time. Each file's uses are resolved to the deepest module that has a
 # file of its own.
-file_of = {}
-for f in files:
-    if f in test_files or f.name in ("lib.rs", "main.rs"):
-        continue
-    file_of[tuple(module_of(f))] = f
-file_graph = {}
-for f in files:
-    if f in test_files or f.name in ("lib.rs", "main.rs"):
-        continue
-    module = module_of(f)
-    for line, segs in references(sources[f], module, False):
-        if not segs or segs[0] != module[0]:
+def file_graph(files, sources, tests, root, within_unit):
+    """file -> {file it uses: first line}, for the files of one crate. `within_unit`: only uses
+    inside the file's own top-level module (the gateway, whose modules the layer rule above
+    already orders); otherwise every use inside the crate (the agent, which has no layers)."""
+    file_of = {}
+    for f in files:
+        if f in tests or f.name in ("lib.rs", "main.rs"):
             continue
-        target = None
-        for k in range(len(segs), 0, -1):
-            if tuple(segs[:k]) in file_of:
-                target = file_of[tuple(segs[:k])]
-                break
-        if target is not None and target != f:
-            file_graph.setdefault(f, {}).setdefault(target, line)
-
+        file_of[tuple(module_of(f, root))] = f
+    graph = {}
+    for f in files:
+        if f in tests or f.name in ("lib.rs", "main.rs"):
+            continue
+        module = module_of(f, root)
+        for line, segs in references(sources[f], module, False):
+            if not segs or (within_unit and segs[0] != module[0]):
+                continue
+            target = None
+            for k in range(len(segs), 0, -1):
+                if tuple(segs[:k]) in file_of:
+                    target = file_of[tuple(segs[:k])]
+                    break
+            if target is not None and target != f:
+                graph.setdefault(f, {}).setdefault(target, line)
+    return graph
 
 def circles(graph):
     """Strongly connected components with more than one file (Tarjan, iterative)."""
@@ -275,21 +320,18 @@ def circles(graph):
     return out
 
 
+files_graph = file_graph(files, sources, test_files, "src", True)
+files_graph.update(file_graph(agent_files, agent_sources, agent_tests, "agent/src", False))
 # Circles tolerated for a while, each as the sorted tuple of its files, with why.
-ALLOWED_CIRCLES = {
-    ("src/agent/handlers.rs", "src/agent/project.rs", "src/agent/registry.rs"):
-        "the reference agent is moving to its own crate (issue 19 item 1); cut there",
-    ("src/agent/rest.rs", "src/agent/server.rs"):
-        "the reference agent is moving to its own crate (issue 19 item 1); cut there",
-}
+ALLOWED_CIRCLES = {}
 seen_circles = set()
-for comp in circles(file_graph):
+for comp in circles(files_graph):
     key = tuple(comp)
     if key in ALLOWED_CIRCLES:
         seen_circles.add(key)
         continue
     members = set(comp)
-    edges = [f"{a} -> {b} (line {l})" for a in comp for b, l in sorted(file_graph.get(pathlib.Path(a), {}).items(), key=lambda e: str(e[0])) if str(b) in members]
+    edges = [f"{a} -> {b} (line {l})" for a in comp for b, l in sorted(files_graph.get(pathlib.Path(a), {}).items(), key=lambda e: str(e[0])) if str(b) in members]
     violations.append("file-level circle: " + ", ".join(comp) + "\n    " + "\n    ".join(edges))
 for key, why in ALLOWED_CIRCLES.items():
     if key not in seen_circles:
@@ -304,6 +346,8 @@ if "--graph" in sys.argv[1:]:
         for unit in tier:
             uses = sorted(graph.get(unit, ()), key=lambda u: (TIER.get(u, 99), u))
             print(f"{unit:8} -> {', '.join(uses) if uses else '(nothing)'}")
+    uses = sorted(graph.get("a2a-agent", ()), key=lambda u: (TIER.get(u, 99), u))
+    print(f"a2a-agent (agent/src) -> a2a_egress::{{{', '.join(uses)}}}")
 
 for v in sorted(set(violations)):
     print(v)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fails when a function in src/ is longer than a reader can hold in their head.
+# Fails when a function in src/ or agent/src/ (the gateway's and the reference agent's crates) is
+# longer than a reader can hold in their head.
 #
 # The limit is 80 lines per function (MAX_FN_LINES, default 80), counted from the line of `fn`
 # to the line of the body's closing brace, doc comments and attributes not included. Closures
@@ -136,17 +137,17 @@ def paused(masked, start):
 
 
 offenders, sleepers = [], []
-files = sorted(pathlib.Path("src").rglob("*.rs")) + sorted(pathlib.Path("tests").rglob("*.rs"))
+files = [f for d in ("src", "agent/src", "tests", "agent/tests") for f in sorted(pathlib.Path(d).rglob("*.rs"))]
 for path in files:
     raw = path.read_text()
     masked = code_mask(raw).split("\n")
     found = spans(masked)
-    if str(path).startswith("src/"):
+    if str(path).startswith(("src/", "agent/src/")):
         for start, end, name in found:
             if end - start + 1 > limit:
                 offenders.append((str(path), start + 1, name, end - start + 1))
     # Test code: all of tests/, a `tests.rs`, or what follows a `#[cfg(test)]` in src/.
-    if str(path).startswith("tests/") or path.name == "tests.rs":
+    if str(path).startswith(("tests/", "agent/tests/")) or path.name == "tests.rs":
         test_from = 0
     else:
         marks = [i for i, l in enumerate(masked) if l.strip() == "#[cfg(test)]"]
@@ -188,7 +189,7 @@ if problems:
     print(f"check-structure: {len(problems)} problem(s) (functions over {limit} lines, "
           f"real-time sleeps in tests)", file=sys.stderr)
     sys.exit(1)
-print(f"check-structure: every function in src/ is at most {limit} lines, "
+print(f"check-structure: every function in src/ and agent/src/ is at most {limit} lines, "
       f"{len(seen)} known one(s) aside (see ALLOWED); no test sleeps on real time, "
       f"{len(used)} known one(s) aside (see SLEEP_ALLOWED)")
 PY

@@ -4,8 +4,8 @@
 #   bash scripts/run.sh          # start both, show calls through the gateway, keep running (Ctrl-C stops)
 #   bash scripts/run.sh --once   # the same, then stop both (used to check this script)
 #
-# Installs cmake when missing (pingora's build needs it), builds the binary, starts
-#   - the reference agent on 127.0.0.1:7400 (config/agent/registry.toml),
+# Installs cmake when missing (pingora's build needs it), builds both binaries, starts
+#   - the reference agent (`a2a-agent`) on 127.0.0.1:7400 (config/agent/registry.toml),
 #   - the gateway on 127.0.0.1:7411 (data plane) and 127.0.0.1:7412 (admin), config/gateway.toml,
 # then fetches the effective card and sends SendMessage and SendStreamingMessage through the
 # gateway with curl. Logs go to target/demo/*.log.
@@ -23,9 +23,11 @@ if ! command -v cmake >/dev/null 2>&1; then
     else sudo apt-get update -qq && sudo apt-get install -y -qq cmake; fi
 fi
 
-say "building a2a-egress"
+say "building a2a-egress and a2a-agent"
 cargo build --quiet --bin a2a-egress
-BIN=target/debug/a2a-egress
+cargo build --quiet -p a2a-agent --bin a2a-agent
+BIN="${CARGO_TARGET_DIR:-target}/debug/a2a-egress"
+AGENT_BIN="${CARGO_TARGET_DIR:-target}/debug/a2a-agent"
 mkdir -p target/demo
 
 # Demo tokens only: the agent accepts the partner token, the gateway sends it (from its env var).
@@ -56,7 +58,7 @@ start() {
 }
 
 say "starting the reference agent on 127.0.0.1:7400"
-start target/demo/agent.log "$BIN" agent --registry config/agent/registry.toml --listen 127.0.0.1:7400
+start target/demo/agent.log "$AGENT_BIN" --registry config/agent/registry.toml --listen 127.0.0.1:7400
 
 say "starting the gateway (data plane 127.0.0.1:7411, admin 127.0.0.1:7412)"
 start target/demo/gateway.log "$BIN" serve --config config/gateway.toml

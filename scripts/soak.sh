@@ -31,7 +31,9 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 say "building release binaries"
 cargo build --release --quiet --bin a2a-egress
+cargo build --release --quiet -p a2a-agent --bin a2a-agent
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/a2a-egress"
+AGENT_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/a2a-agent"
 
 PIDS=()
 cleanup() {
@@ -62,7 +64,7 @@ export RUST_LOG=warn
 
 # The agent serves a copy of the sample registry, which the soak edits to change the card.
 cp config/agent/registry.toml "$OUT/registry.toml"
-start "$OUT/agent" "$BIN" agent --registry "$OUT/registry.toml" --listen 127.0.0.1:0
+start "$OUT/agent" "$AGENT_BIN" --registry "$OUT/registry.toml" --listen 127.0.0.1:0
 AGENT_PID=${PIDS[-1]}
 AGENT_ADDR=$(json_field "$OUT/agent.out" addr)
 

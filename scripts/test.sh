@@ -9,7 +9,8 @@
 #      SDK peer (tests/peers/js, `npm ci` from its package-lock.json; needs node >= 20);
 #   3. cargo-deny (licenses, bans, sources; deny.toml), installed with cargo when absent;
 #   4. the module layering and function length (scripts/check-layers.sh, check-structure.sh);
-#   5. cargo fmt --check, cargo clippy -D warnings, cargo doc -D warnings, cargo test --all-targets;
+#   5. cargo fmt --check, cargo clippy -D warnings, cargo doc -D warnings, cargo test --all-targets,
+#      each over the whole workspace (the gateway `a2a-egress` and the reference agent `agent/`);
 #   6. `a2a-egress check` of the sample config's lockfile against a freshly started reference agent.
 # Integration tests find the peer's interpreter through A2A_EGRESS_PYTHON.
 set -euo pipefail
@@ -102,16 +103,18 @@ scripts/check-structure.sh
 say "cargo fmt --all -- --check"
 cargo fmt --all -- --check
 
-say "cargo clippy --all-targets -- -D warnings"
-cargo clippy --all-targets -- -D warnings
+say "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
 
 # Seconds on top of clippy's build: a broken or private intra-doc link fails here, not on a reader.
-say "cargo doc --no-deps (RUSTDOCFLAGS=-D warnings)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
+say "cargo doc --workspace --no-deps (RUSTDOCFLAGS=-D warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 # --all-targets builds benches in test mode (each runs once, quickly); it never runs them as benchmarks.
-say "cargo test --all-targets"
-cargo test --all-targets
+# The gateway's tests start the reference agent's binary, which this same command builds (the
+# agent's own integration tests need it); tests/integration/common/agent_bin.rs says how they find it.
+say "cargo test --workspace --all-targets"
+cargo test --workspace --all-targets
 
 # --- the sample workflow's lockfile against the bundled agent ----------------------------------
 # config/locks/finance.json records what the sample `finance` integration needs from the reference
@@ -121,9 +124,11 @@ cargo test --all-targets
 # agent on 127.0.0.1:7400 (scripts/run.sh starts it there).
 say "a2a-egress check: config/locks/finance.json against the bundled reference agent"
 cargo build --quiet --bin a2a-egress
+cargo build --quiet -p a2a-agent --bin a2a-agent
 BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/a2a-egress"
+AGENT_BIN="${CARGO_TARGET_DIR:-$ROOT/target}/debug/a2a-agent"
 CHECK_DIR="$(mktemp -d)"
-A2A_AGENT_TOKEN_PARTNER=partner-demo-token "$BIN" agent --registry config/agent/registry.toml \
+A2A_AGENT_TOKEN_PARTNER=partner-demo-token "$AGENT_BIN" --registry config/agent/registry.toml \
     --listen 127.0.0.1:0 --watch-interval-ms 0 >"$CHECK_DIR/agent.out" 2>"$CHECK_DIR/agent.log" &
 AGENT_PID=$!
 stop_agent() { kill "$AGENT_PID" 2>/dev/null || true; wait "$AGENT_PID" 2>/dev/null || true; rm -rf "$CHECK_DIR"; }

@@ -4,11 +4,13 @@
 //! validates each remote Agent Card, compiles it into an immutable [`profile::Profile`], and then
 //! enforces, shapes and (when needed) downgrades every call from that one profile.
 //!
+//! The reference agent the README's quick start runs behind the gateway is its own crate
+//! (`agent/`, `a2a-agent`), which uses this library; nothing here uses it.
+//!
 //! Components, top to bottom (a module uses only those below it; `scripts/check-layers.sh`):
 //! - [`cli`]: the `a2a-egress` command line.
 //! - [`server`]: the gateway core, `run(config, listeners, shutdown)` over bound sockets.
 //! - [`admin`]: the admin listener (health, readiness, metrics, forced refresh, planner API).
-//! - [`agent`]: the bundled reference A2A agent.
 //! - [`select`]: which integration can take a planner's need, with reasons for every candidate (pure).
 //! - [`proxy`]: the pingora data plane.
 //! - [`control`]: card fetch, refresh, reload and last-known-good state (I/O).
@@ -24,7 +26,6 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
-pub mod agent;
 pub mod card;
 pub mod cli;
 pub mod config;

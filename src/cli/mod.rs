@@ -20,7 +20,6 @@ use crate::card::CardPolicy;
 use crate::config::Config;
 use crate::profile::ClientCaps;
 
-mod agent;
 mod current;
 mod diff;
 mod guard;
@@ -68,8 +67,6 @@ enum Command {
     /// Prints one JSON line on stdout once listening: `{"proxy": ADDR, "admin": ADDR, "public_url": URL}`.
     /// Exit 0 on clean shutdown, 64 for a bad config.
     Serve(ServeArgs),
-    /// Run the bundled reference A2A agent from a capability registry.
-    Agent(agent::AgentArgs),
     /// Compiles two cards (or reads two compiled profiles) and prints the profile-level diff.
     ///
     /// stdout: one finding per line (`<class>: <field>: <old> -> <new> (<why>)`), then
@@ -155,7 +152,6 @@ pub fn main() -> ExitCode {
                 Ok(ExitCode::from(EXIT_USAGE))
             }
         },
-        Command::Agent(args) => Ok(agent::run(args)),
         Command::Diff(a) => diff::run(&a),
         Command::Lock(a) => lock::run_lock(a),
         Command::Check(a) => lock::run_check(a),

@@ -12,8 +12,6 @@ mod common;
 
 mod admin_auth;
 mod agent_cards_validate;
-mod agent_http;
-mod agent_sdk;
 mod card_fixtures;
 mod card_hostile;
 mod card_props;

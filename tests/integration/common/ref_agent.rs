@@ -1,5 +1,6 @@
-//! The bundled reference agent (`a2a-egress agent`) as a Rust handle for integration
-//! tests: starts the real binary on 127.0.0.1:0 and kills it on drop (process and loopback I/O).
+//! The bundled reference agent (the `a2a-agent` binary, `agent/` in the workspace) as a Rust
+//! handle for integration tests: starts the real binary on 127.0.0.1:0 and kills it on drop
+//! (process and loopback I/O).
 //!
 //! ```ignore
 //! let agent = RefAgent::sample();                       // config/agent/registry.toml, demo tokens
@@ -7,6 +8,8 @@
 //! let agent = RefAgent::start_with_args(&path, &RefAgent::demo_envs(), &["--watch-interval-ms", "0"]);
 //! agent.card_url; agent.jsonrpc_url(); agent.rest_url(); agent.card().await; agent.sighup();
 //! ```
+//!
+//! The binary is the one [`agent_bin`] finds (and, in the gateway's suite, builds first).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,6 +17,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::ChildGuard;
+pub use super::agent_bin::agent_bin;
 
 /// Startup deadline (the agent listens within milliseconds; generous for a loaded CI machine).
 const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -69,7 +73,7 @@ impl RefAgent {
         Self::start(&Self::sample_registry(), &Self::demo_envs())
     }
 
-    /// Starts `a2a-egress agent --registry <registry> --listen 127.0.0.1:0` with `envs` added to
+    /// Starts `a2a-agent --registry <registry> --listen 127.0.0.1:0` with `envs` added to
     /// the environment, and waits for its `listening` line. Panics with its stderr if it fails.
     pub fn start(registry: &Path, envs: &[(&str, &str)]) -> RefAgent {
         Self::start_with_args(registry, envs, &[])
@@ -88,22 +92,16 @@ impl RefAgent {
     }
 
     fn spawn(registry: &Path, envs: &[(&str, &str)], args: &[&str], listen: &str) -> RefAgent {
-        let mut cmd = Command::new(super::gateway_bin());
+        let mut cmd = Command::new(agent_bin());
         // The guard holds stdin open; if the test process dies, EOF stops the agent too.
-        cmd.args([
-            "agent",
-            "--exit-on-stdin-eof",
-            "--listen",
-            listen,
-            "--registry",
-        ])
-        .arg(registry)
-        .args(args)
-        .env("RUST_LOG", "info");
+        cmd.args(["--exit-on-stdin-eof", "--listen", listen, "--registry"])
+            .arg(registry)
+            .args(args)
+            .env("RUST_LOG", "info");
         for (k, v) in envs {
             cmd.env(k, v);
         }
-        let process = ChildGuard::spawn("a2a-egress agent", cmd, START_DEADLINE);
+        let process = ChildGuard::spawn("a2a-agent", cmd, START_DEADLINE);
         assert_eq!(
             process.first()["event"],
             "listening",

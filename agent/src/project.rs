@@ -203,7 +203,7 @@ fn build(
         signatures: None,
     };
     let json = sorted(to_value(&card)?);
-    let digest = crate::card::canonical::digest(&json)
+    let digest = a2a_egress::card::canonical::digest(&json)
         .map_err(|e| ProjectError::Serialise(e.to_string()))?;
     let body =
         Bytes::from(serde_json::to_vec(&json).map_err(|e| ProjectError::Serialise(e.to_string()))?);
@@ -286,7 +286,7 @@ pub fn sorted(v: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::registry::tests::sample;
+    use crate::registry::tests::sample;
 
     fn principal(reg: &Registry, token: &str) -> Principal {
         reg.principals.authenticate(token).unwrap().clone()

@@ -1,15 +1,28 @@
-//! `a2a-egress agent`: runs the bundled reference agent, or prints one of its card projections.
+//! The `a2a-agent` binary: runs the bundled reference agent, or prints one of its card
+//! projections (clap; everything else lives in the library).
+#![forbid(unsafe_code)]
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::agent::{self, server};
+use a2a_agent::{self as agent, server};
+use clap::Parser as _;
 
-/// Arguments of `a2a-egress agent`.
-#[derive(Debug, clap::Args)]
-pub struct AgentArgs {
+/// Exit code for an invalid registry (sysexits EX_DATAERR, as the gateway's invalid inputs).
+const EXIT_INVALID: u8 = 65;
+/// Exit code for a bad `--print-card` selector (sysexits EX_USAGE; clap's own errors exit 2).
+const EXIT_USAGE: u8 = 64;
+
+/// Arguments of `a2a-agent`.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "a2a-agent",
+    version,
+    about = "Reference A2A 1.0 agent generated from one capability registry"
+)]
+struct AgentArgs {
     /// The capability registry (TOML), e.g. config/agent/registry.toml.
     #[arg(long)]
     registry: PathBuf,
@@ -27,8 +40,10 @@ pub struct AgentArgs {
     exit_on_stdin_eof: bool,
 }
 
-/// Runs the command; exit 0 on clean shutdown, 65 on an invalid registry, 1 on other failures.
-pub fn run(args: AgentArgs) -> ExitCode {
+/// Runs the agent; exit 0 on clean shutdown, 65 on an invalid registry, 64 for a bad
+/// `--print-card` selector, 1 on other failures.
+fn main() -> ExitCode {
+    let args = AgentArgs::parse();
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
@@ -46,8 +61,8 @@ pub fn run(args: AgentArgs) -> ExitCode {
             Err(e) => {
                 eprintln!("error: {e}");
                 match e {
-                    agent::PrintCardError::Registry(_) => ExitCode::from(super::EXIT_INVALID),
-                    _ => ExitCode::from(64),
+                    agent::PrintCardError::Registry(_) => ExitCode::from(EXIT_INVALID),
+                    _ => ExitCode::from(EXIT_USAGE),
                 }
             }
         };
@@ -74,7 +89,7 @@ pub fn run(args: AgentArgs) -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             match e {
-                server::ServerError::Registry(_) => ExitCode::from(super::EXIT_INVALID),
+                server::ServerError::Registry(_) => ExitCode::from(EXIT_INVALID),
                 _ => ExitCode::FAILURE,
             }
         }

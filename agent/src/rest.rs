@@ -19,9 +19,9 @@ use super::jsonrpc::echo_extensions;
 use super::params;
 use super::project::ProjectedCard;
 use super::registry::Interface;
-use super::server::not_modified;
 use super::service::{self, App, Call, Snapshot};
 use super::sse::{self, Framing};
+use a2a_egress::types::etag::if_none_match;
 
 /// A REST operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,7 +210,7 @@ fn extended_card_response(
     snap: &Snapshot,
     activated: &[String],
 ) -> Response {
-    let mut r = if not_modified(headers, &card.etag) {
+    let mut r = if if_none_match(headers, &card.etag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         (

@@ -25,7 +25,8 @@ use super::project::ProjectError;
 use super::registry::{self, RegistryError};
 use super::service::{App, Snapshot};
 use super::{jsonrpc, rest};
-use crate::profile::Binding;
+use a2a_egress::profile::Binding;
+use a2a_egress::types::etag::if_none_match;
 
 /// Path of the public card.
 pub const CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -51,7 +52,7 @@ pub enum ServerError {
     },
 }
 
-/// Options of `a2a-egress agent`.
+/// Options of `a2a-agent`.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// The registry file.
@@ -196,22 +197,11 @@ pub fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-/// Whether `If-None-Match` matches `etag` (weak comparison, RFC 9110 §13.1.2).
-pub(crate) fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
-    let strip = |t: &str| t.trim().trim_start_matches("W/").to_string();
-    headers
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| t.trim() == "*" || strip(t) == strip(etag))
-}
-
 async fn agent_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let snap = app.live.load();
     let card = &snap.public;
     let cache = format!("public, max-age={}", snap.registry.agent.card_max_age_secs);
-    let mut r = if not_modified(&headers, &card.etag) {
+    let mut r = if if_none_match(&headers, &card.etag) {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         (
@@ -354,8 +344,10 @@ pub fn reload(app: &App, path: &Path, bound: SocketAddr) -> Result<String, Serve
 mod tests {
     use super::*;
 
+    /// The agent answers conditional card fetches with the gateway's one matcher.
     #[test]
     fn if_none_match_forms() {
+        let not_modified = if_none_match;
         let etag = "\"sha256:ab\"";
         let mut h = HeaderMap::new();
         assert!(!not_modified(&h, etag));

@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::{App, Call, Started, agent_text, hint, part_media_type, state_name, task_error};
-use crate::agent::errors::A2aError;
-use crate::agent::handlers::{self, Emitter, Input, Outcome};
-use crate::agent::registry::{Manifest, Registry, State};
-use crate::agent::router::{self, Continuing, Decision, RouteError, RouteRequest};
-use crate::agent::tasks::Binding;
+use crate::errors::A2aError;
+use crate::handlers::{self, Emitter, Input, Outcome};
+use crate::registry::{Manifest, Registry, State};
+use crate::router::{self, Continuing, Decision, RouteError, RouteRequest};
+use crate::tasks::Binding;
 
 /// The task a message continues, with what it is bound to.
 type Existing = Option<(Task, Binding)>;

@@ -7,7 +7,12 @@
 //! [`server`], on top of binding-independent operations ([`service`]) and a bounded in-memory task
 //! store ([`tasks`]). Every error is the protocol's own, with its ErrorInfo reason ([`errors`]).
 //!
-//! Run it with `a2a-egress agent --registry config/agent/registry.toml [--listen 127.0.0.1:0]`.
+//! Run it with `a2a-agent --registry config/agent/registry.toml [--listen 127.0.0.1:0]`.
+//!
+//! Its own crate beside the gateway (`a2a-egress`): what both need (canonical JSON digests, the
+//! binding and protocol version types) comes from the gateway's library, which never depends on
+//! this crate, so the gateway binary holds no agent code.
+#![forbid(unsafe_code)]
 
 pub mod errors;
 pub mod handlers;

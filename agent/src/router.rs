@@ -459,7 +459,7 @@ fn dedup(v: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::registry::tests::sample;
+    use crate::registry::tests::sample;
 
     fn text(t: &str) -> RouteRequest {
         RouteRequest {

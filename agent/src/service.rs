@@ -19,7 +19,7 @@ use super::errors::A2aError;
 use super::project::{self, ProjectedCard};
 use super::registry::{Interface, Principal, Registry};
 use super::tasks::{ListQuery, Scope, Subscription, TaskError, TaskStore, is_final};
-use crate::types::ProtocolVersion;
+use a2a_egress::types::ProtocolVersion;
 
 /// Everything one request reads: the registry and the cards generated from it, swapped whole on reload.
 #[derive(Debug)]

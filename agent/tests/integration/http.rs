@@ -617,9 +617,8 @@ fn sigterm_shuts_down_cleanly() {
 #[test]
 fn exit_on_stdin_eof_stops_an_orphaned_agent() {
     use std::process::{Command, Stdio};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-egress"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-agent"))
         .args([
-            "agent",
             "--exit-on-stdin-eof",
             "--listen",
             "127.0.0.1:0",

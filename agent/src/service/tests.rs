@@ -2,8 +2,8 @@
 use super::*;
 use std::collections::HashMap;
 
-use crate::agent::registry::State;
-use crate::agent::registry::tests::sample;
+use crate::registry::State;
+use crate::registry::tests::sample;
 use futures::StreamExt;
 use serde_json::json;
 
@@ -283,7 +283,7 @@ fn extended_card_errors() {
     ));
     reg.agent.capabilities.extended_agent_card = Some(true);
     reg.manifests.retain(|m| {
-        m.visibility == crate::agent::registry::Visibility::Public && m.state != State::Preview
+        m.visibility == crate::registry::Visibility::Public && m.state != State::Preview
     });
     let s3 = Arc::new(Snapshot::new(reg, "http://x".into()).unwrap());
     assert_eq!(

@@ -16,9 +16,53 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::profile::Binding;
+use a2a_egress::profile::Binding;
 
-use super::handlers::HandlerKind;
+/// The built-in handlers a manifest's `handler` may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandlerKind {
+    /// Repeats the text (and any data parts) it receives.
+    Echo,
+    /// Returns a JSON status for an invoice number.
+    LookupInvoice,
+    /// Reconciles an invoice against its purchase order (JSON output).
+    ReconcileInvoice,
+    /// Reconciliation in the v2 output shape (with a summary).
+    ReconcileInvoiceV2,
+    /// Streams a report in several artifact chunks, one per step.
+    SlowReport,
+}
+
+impl HandlerKind {
+    const ALL: [HandlerKind; 5] = [
+        HandlerKind::Echo,
+        HandlerKind::LookupInvoice,
+        HandlerKind::ReconcileInvoice,
+        HandlerKind::ReconcileInvoiceV2,
+        HandlerKind::SlowReport,
+    ];
+
+    /// The name used in the registry.
+    pub fn name(self) -> &'static str {
+        match self {
+            HandlerKind::Echo => "echo",
+            HandlerKind::LookupInvoice => "lookup-invoice",
+            HandlerKind::ReconcileInvoice => "reconcile-invoice",
+            HandlerKind::ReconcileInvoiceV2 => "reconcile-invoice-v2",
+            HandlerKind::SlowReport => "slow-report",
+        }
+    }
+
+    /// Parses a registry name.
+    pub fn from_name(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|h| h.name() == s)
+    }
+
+    /// All registry names.
+    pub fn names() -> Vec<&'static str> {
+        Self::ALL.iter().map(|h| h.name()).collect()
+    }
+}
 
 /// Errors loading a registry.
 #[derive(Debug, thiserror::Error)]

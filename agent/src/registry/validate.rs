@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::profile::Binding;
+use a2a_egress::profile::Binding;
 
-use super::super::handlers::HandlerKind;
+use super::HandlerKind;
 use super::*;
 
 // === wire model (TOML) ===

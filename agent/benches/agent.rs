@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::path::Path;
 
-use a2a_egress::agent::registry::{self, Secrets};
-use a2a_egress::agent::router::{RouteRequest, route};
-use a2a_egress::agent::{params, project};
+use a2a_agent::registry::{self, Secrets};
+use a2a_agent::router::{RouteRequest, route};
+use a2a_agent::{params, project};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 
@@ -26,7 +26,7 @@ impl Secrets for Demo {
 }
 
 fn bench(c: &mut Criterion) {
-    let text = include_str!("../config/agent/registry.toml");
+    let text = include_str!("../../config/agent/registry.toml");
     let secrets = Demo(HashMap::from([
         ("A2A_AGENT_TOKEN_PARTNER", "partner-demo-token"),
         ("A2A_AGENT_TOKEN_VIEWER", "viewer-demo-token"),
