@@ -6,6 +6,10 @@
 //!
 //! The card is generated deterministically (no randomness): many skills with tags, examples,
 //! their own modes and security requirements, so every rule of the validator and compiler runs.
+//!
+//! `config/validate_100k_integrations` is what `a2a-egress validate --config` and a reload do
+//! with a 100,000-integration file: read it (through the bounded reader), parse and validate it
+//! (goal: well under a second; every check is linear).
 use std::hint::black_box;
 
 use a2a_egress::card;
@@ -106,5 +110,38 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// A config of `n` integrations, each as the README's example writes one.
+fn config_of(n: usize) -> String {
+    let mut t = String::from(
+        "[listen]\nproxy = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n\
+         [client]\nbindings = [\"JSONRPC\", \"HTTP+JSON\"]\nversions = [\"1.0\"]\n",
+    );
+    for i in 0..n {
+        t.push_str(&format!(
+            "[[integrations]]\nname = \"agent-{i}\"\n\
+             card = \"https://agent-{i}.example/.well-known/agent-card.json\"\n\
+             origins = [\"https://agent-{i}.example\"]\nskills = [\"echo\", \"summarize\"]\n\
+             data_classes = [\"public\", \"internal\"]\n"
+        ));
+    }
+    t
+}
+
+fn bench_config(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gateway.toml");
+    let text = config_of(100_000);
+    std::fs::write(&path, &text).unwrap();
+    let loaded = a2a_egress::config::Config::load(&path).expect("bench config must be valid");
+    assert_eq!(loaded.integrations.len(), 100_000);
+    let mut g = c.benchmark_group("config");
+    g.sample_size(10);
+    g.throughput(Throughput::Bytes(text.len() as u64));
+    g.bench_function("validate_100k_integrations", |b| {
+        b.iter(|| a2a_egress::config::Config::load(black_box(&path)).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_config);
 criterion_main!(benches);

@@ -109,6 +109,54 @@ pub fn sanitize(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// Longest line [`bounded_report`] keeps for the gateway's own error texts, in characters.
+pub const MAX_REPORT_LINE_CHARS: usize = 240;
+/// Most lines [`bounded_report`] keeps for an error text served back (`/readyz`).
+pub const MAX_REPORT_LINES: usize = 12;
+
+/// An error text the gateway keeps or serves (a refused config's message, a refresh failure),
+/// bounded and safe to show: every character [`is_hidden`] removes is removed, other whitespace
+/// controls (tab, CR) become a space, each line is cut to `max_line_chars` (ending with `…`),
+/// and at most `max_lines` lines are kept, followed by one saying how many were left out.
+///
+/// Unlike [`sanitize`], spaces and line breaks are kept, so a parser's multi-line message (its
+/// caret under the column) still reads. The work is linear in `text` and the result is at most
+/// about `max_lines × max_line_chars` characters whatever `text` holds (a NUL-padded or a
+/// 50 MB line included).
+pub fn bounded_report(text: &str, max_line_chars: usize, max_lines: usize) -> String {
+    let max_line_chars = max_line_chars.max(1);
+    let mut out = String::new();
+    let mut lines = text.split('\n');
+    for line in lines.by_ref().take(max_lines.max(1)) {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let shown = |c: char| if c.is_whitespace() { ' ' } else { c };
+        let mut kept = line.chars().filter(|&c| !is_hidden(c));
+        let mut n = 0usize;
+        while let Some(c) = kept.next() {
+            if n + 1 == max_line_chars {
+                // The last place: the ellipsis when anything follows.
+                out.push(if kept.next().is_some() {
+                    '…'
+                } else {
+                    shown(c)
+                });
+                break;
+            }
+            out.push(shown(c));
+            n += 1;
+        }
+        let kept = out.trim_end_matches(' ').len();
+        out.truncate(kept);
+    }
+    let left = lines.count();
+    if left > 0 {
+        out.push_str(&format!("\n… ({left} more line(s) not shown)"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,5 +337,34 @@ mod tests {
                 proptest::prop_assert!(out.ends_with('…'));
             }
         }
+    }
+
+    #[test]
+    fn a_report_is_bounded_and_keeps_no_control_character_whatever_the_text() {
+        let nul_padded = format!("line 1: bad{}\nsecond\tline\r", "\0".repeat(5_000_000));
+        let long_line = format!("a = \"{}\"", "x".repeat(50_000_000));
+        let many = "problem\n".repeat(1000);
+        for text in [nul_padded.as_str(), long_line.as_str(), many.as_str()] {
+            let r = bounded_report(text, 40, 3);
+            assert!(r.chars().count() <= 3 * 41 + 40, "{r}");
+            assert!(!r.chars().any(|c| c.is_control() && c != '\n'), "{r:?}");
+            assert!(!r.chars().any(is_hidden), "{r:?}");
+        }
+        assert_eq!(
+            bounded_report(&nul_padded, 40, 3),
+            "line 1: bad\nsecond line"
+        );
+        let cut = bounded_report(&long_line, 10, 3);
+        assert_eq!(cut, "a = \"xxxx…");
+        assert_eq!(cut.chars().count(), 10);
+        assert_eq!(
+            bounded_report(&many, 40, 2),
+            "problem\nproblem\n… (999 more line(s) not shown)"
+        );
+        // Indentation and a parser's caret survive.
+        assert_eq!(
+            bounded_report("  |\n1 | a\n  |   ^", 40, 5),
+            "  |\n1 | a\n  |   ^"
+        );
     }
 }

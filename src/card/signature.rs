@@ -84,13 +84,13 @@ pub enum SignatureError {
     /// The card cannot be canonicalised, so nothing can be verified.
     #[error(transparent)]
     Canonical(#[from] CanonicalError),
-    /// A JWKS file could not be read.
-    #[error("cannot read JWKS {path}: {source}")]
+    /// A JWKS file could not be read (missing, not a regular file, over [`MAX_JWKS_BYTES`]).
+    #[error("{source}")]
     JwksRead {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// Why it could not be read.
+        source: crate::types::file::FileError,
     },
     /// A JWKS file is not usable; the message names the key index and rule.
     #[error("JWKS {source_name}: {reason}")]
@@ -295,6 +295,19 @@ impl fmt::Debug for TrustedKey {
     }
 }
 
+/// Cap on a JWKS file: a key set of a few dozen RSA keys is tens of KiB.
+pub const MAX_JWKS_BYTES: u64 = 1024 * 1024;
+
+/// Reads a JWKS file through the one bounded reader (at most [`MAX_JWKS_BYTES`]).
+pub fn read_jwks(path: &std::path::Path) -> Result<String, SignatureError> {
+    crate::types::file::read_capped_string(path, MAX_JWKS_BYTES, "JWKS file").map_err(|source| {
+        SignatureError::JwksRead {
+            path: path.to_owned(),
+            source,
+        }
+    })
+}
+
 /// Verification keys by origin, from the `[[client.trusted_keys]]` JWKS files.
 ///
 /// A key is only ever looked up inside its origin's set, so a key trusted for one agent can
@@ -311,11 +324,7 @@ impl TrustedKeys {
     pub fn load(entries: &[(String, PathBuf)]) -> Result<TrustedKeys, SignatureError> {
         let mut keys = TrustedKeys::default();
         for (origin, path) in entries {
-            let text =
-                std::fs::read_to_string(path).map_err(|source| SignatureError::JwksRead {
-                    path: path.clone(),
-                    source,
-                })?;
+            let text = read_jwks(path)?;
             keys.add_jwks(origin, &text, &path.display().to_string())?;
         }
         Ok(keys)

@@ -7,8 +7,6 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-
 use super::{EXIT_INVALID, EXIT_USAGE, load_config};
 use crate::card::CardPolicy;
 use crate::lock::{self, Verdict};
@@ -95,9 +93,7 @@ pub(super) fn print_verdict(v: &Verdict) {
 /// A card (validated and compiled with `caps`) or a profile as `compile` prints it.
 fn profile_of(path: &Path, caps: &ClientCaps, policy: &CardPolicy) -> anyhow::Result<Profile> {
     let name = path.display().to_string();
-    let f = std::fs::File::open(path).with_context(|| format!("opening {name}"))?;
-    let bytes = crate::card::wire::read_bounded(f, policy.max_card_bytes)
-        .with_context(|| format!("reading {name}"))?;
+    let bytes = super::read_card_file(path, policy.max_card_bytes)?;
     let looks_like_profile = serde_json::from_slice::<serde_json::Value>(&bytes)
         .ok()
         .and_then(|v| {

@@ -191,6 +191,13 @@ fn load_config(
     }
 }
 
+/// A card file given on the command line, through the one bounded reader (at most the config's
+/// `max_card_bytes`; a FIFO or device is refused, so `-` is the way to pipe a card in).
+fn read_card_file(path: &Path, max_card_bytes: usize) -> anyhow::Result<Vec<u8>> {
+    let cap = u64::try_from(max_card_bytes).unwrap_or(u64::MAX);
+    Ok(crate::types::file::read_capped(path, cap, "card file")?)
+}
+
 fn card_command(a: &CardArgs, compile: bool) -> anyhow::Result<ExitCode> {
     let (caps, policy) = match load_config(a.config.as_deref()) {
         Ok(c) => c,
@@ -214,9 +221,7 @@ fn card_command(a: &CardArgs, compile: bool) -> anyhow::Result<ExitCode> {
         card::wire::read_bounded(std::io::stdin().lock(), policy.max_card_bytes)
             .context("reading the card from stdin")?
     } else {
-        let f = std::fs::File::open(&a.card).with_context(|| format!("opening {}", a.card))?;
-        card::wire::read_bounded(f, policy.max_card_bytes)
-            .with_context(|| format!("reading {}", a.card))?
+        read_card_file(std::path::Path::new(&a.card), policy.max_card_bytes)?
     };
     // The validator must not panic on any input; should a bug make it, the command still ends
     // with a meaningful exit code and one line saying so, not a backtrace and 101.

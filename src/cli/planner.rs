@@ -99,14 +99,14 @@ fn read_need(source: &str) -> anyhow::Result<Vec<u8>> {
             .take(limit)
             .read_to_end(&mut bytes)?;
     } else {
-        let f = std::fs::File::open(source).with_context(|| format!("opening {source}"))?;
-        f.take(limit).read_to_end(&mut bytes)?;
+        bytes = crate::types::file::read_capped(Path::new(source), MAX_NEED_BYTES as u64, "need")?;
     }
     Ok(bytes)
 }
 
 fn read_token(path: &Path) -> anyhow::Result<String> {
-    let t = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let cap = crate::config::MAX_PRIVATE_FILE_BYTES;
+    let t = crate::types::file::read_capped_string(path, cap, "admin token file")?;
     Ok(t.trim_end().to_owned())
 }
 

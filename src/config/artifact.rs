@@ -1,6 +1,7 @@
 //! An integration's expected artifact schema: the JSON Schema file named by `artifact_schema`,
 //! read and compiled once at config load, and what a mismatch does (`artifact_policy`). Reads
-//! that one file; validation itself is pure ([`ArtifactSchema::check`]).
+//! that one file (through the one bounded reader, [`crate::types::file`]); validation itself is
+//! pure ([`ArtifactSchema::check`]).
 //!
 //! The schema must be self-contained: no `$ref` is ever fetched, from the network or from disk
 //! (a reference outside the file fails to compile, so the config is refused).
@@ -39,20 +40,10 @@ impl ArtifactPolicy {
 /// Why an `artifact_schema` file cannot be used (each message names the file).
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
-    /// The file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The file is larger than [`MAX_SCHEMA_BYTES`].
-    #[error("{} is larger than {MAX_SCHEMA_BYTES} bytes", path.display())]
-    TooLarge {
-        /// The file.
-        path: PathBuf,
-    },
+    /// The file could not be read: missing, not a regular file, or larger than
+    /// [`MAX_SCHEMA_BYTES`] (the message names the file and the cap).
+    #[error(transparent)]
+    Read(#[from] crate::types::file::FileError),
     /// The file is not JSON.
     #[error("{} is not JSON: {message}", path.display())]
     Json {
@@ -76,8 +67,8 @@ impl SchemaError {
     /// Bounded label for logs and metrics.
     pub fn kind(&self) -> &'static str {
         match self {
-            SchemaError::Read { .. } => "read",
-            SchemaError::TooLarge { .. } => "too_large",
+            SchemaError::Read(e) if e.kind() == "too_large" => "too_large",
+            SchemaError::Read(_) => "read",
             SchemaError::Json { .. } => "json",
             SchemaError::Compile { .. } => "compile",
         }
@@ -137,23 +128,7 @@ impl std::hash::Hash for ArtifactSchema {
 impl ArtifactSchema {
     /// Reads and compiles the schema at `path` (bounded read; nothing else is fetched).
     pub fn load(path: &Path, policy: ArtifactPolicy) -> Result<ArtifactSchema, SchemaError> {
-        use std::io::Read as _;
-        let file = std::fs::File::open(path).map_err(|source| SchemaError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        let mut bytes = Vec::new();
-        file.take(MAX_SCHEMA_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|source| SchemaError::Read {
-                path: path.to_owned(),
-                source,
-            })?;
-        if bytes.len() as u64 > MAX_SCHEMA_BYTES {
-            return Err(SchemaError::TooLarge {
-                path: path.to_owned(),
-            });
-        }
+        let bytes = crate::types::file::read_capped(path, MAX_SCHEMA_BYTES, "artifact schema")?;
         Self::from_bytes(path, &bytes, policy)
     }
 

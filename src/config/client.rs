@@ -1,6 +1,7 @@
 //! The `[client]` table: what this client implements (bindings, protocol versions, extensions)
 //! and how strictly it reads cards (size cap, signatures, plain http, trusted keys). Raw serde
-//! model and validation; reads the trusted JWKS files, nothing else.
+//! model and validation; reads the trusted JWKS files (through the one bounded reader), nothing
+//! else.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -137,11 +138,8 @@ pub(super) fn card_policy(c: &RawClient, base: &Path, problems: &mut Vec<String>
             continue;
         };
         let file = base.join(&k.jwks);
-        match std::fs::read_to_string(&file) {
-            Err(e) => problems.push(format!(
-                "client.trusted_keys[{i}].jwks: cannot read {}: {e}",
-                file.display()
-            )),
+        match crate::card::signature::read_jwks(&file) {
+            Err(e) => problems.push(format!("client.trusted_keys[{i}].jwks: {e}")),
             Ok(text) => {
                 if let Err(e) = keys.add_jwks(&origin, &text, &file.display().to_string()) {
                     problems.push(format!("client.trusted_keys[{i}].jwks: {e}"));

@@ -125,15 +125,14 @@ pub(super) fn effective_card(
     });
     let previous = previous_keys(&raw.previous_keys, base, problems);
     let key = key?;
-    let mut kids = vec![key.kid().to_owned()];
+    let mut kids = std::collections::HashSet::from([key.kid().to_owned()]);
     for k in &previous {
         let kid = k.get("kid").and_then(Value::as_str).unwrap_or_default();
-        if kids.iter().any(|seen| seen == kid) {
+        if !kids.insert(kid.to_owned()) {
             problems.push(format!(
                 "effective_card.previous_keys: kid {kid:?} is published twice (every published key needs its own kid)"
             ));
         }
-        kids.push(kid.to_owned());
     }
     Some(CardSigning {
         key_file,
@@ -153,8 +152,8 @@ fn previous_keys(raw: &[RawPublicKey], base: &Path, problems: &mut Vec<String>) 
             RawPublicKey::Jwk(v) => vec![v.clone()],
             RawPublicKey::File(f) => {
                 let path = base.join(f);
-                let doc = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))
+                let doc = crate::card::signature::read_jwks(&path)
+                    .map_err(|e| e.to_string())
                     .and_then(|t| {
                         serde_json::from_str::<Value>(&t)
                             .map_err(|e| format!("{}: not JSON: {e}", path.display()))

@@ -5,6 +5,7 @@
 //! streaming requirement, optional extensions to activate, tenant, credential, body cap and extra
 //! TLS roots. Secrets never appear here: a credential names an environment variable or a file.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -345,14 +346,18 @@ pub fn is_reserved_header(name: &str) -> bool {
 
 fn forward_headers(raw: &[String], at: &str, problems: &mut Vec<String>) -> Vec<http::HeaderName> {
     let mut out: Vec<http::HeaderName> = Vec::new();
+    let mut seen = HashSet::new();
     for h in raw {
         match http::HeaderName::from_bytes(h.as_bytes()) {
             Err(_) => problems.push(format!("{at}.forward_headers: {h:?} is not a header name")),
             Ok(n) if is_reserved_header(n.as_str()) => problems.push(format!(
                 "{at}.forward_headers: {h:?} is set or consumed by the gateway itself"
             )),
-            Ok(n) if !out.contains(&n) => out.push(n),
-            Ok(_) => {}
+            Ok(n) => {
+                if seen.insert(n.clone()) {
+                    out.push(n);
+                }
+            }
         }
     }
     out
@@ -386,7 +391,8 @@ pub(super) fn integrations(
     base: &Path,
     problems: &mut Vec<String>,
 ) -> Vec<Integration> {
-    let mut out: Vec<Integration> = Vec::new();
+    let mut out: Vec<Integration> = Vec::with_capacity(raws.len());
+    let mut names = HashSet::with_capacity(raws.len());
     let mut check = Check {
         client,
         known_extensions,
@@ -394,7 +400,7 @@ pub(super) fn integrations(
         problems,
     };
     for (i, r) in raws.iter().enumerate() {
-        let at = check.name(i, r, &out);
+        let at = check.name(i, r, &mut names);
         out.push(check.integration(&at, r));
     }
     check_fallbacks(&out, problems);
@@ -405,14 +411,16 @@ pub(super) fn integrations(
 /// starting with `at`, the table's place in the file).
 struct Check<'a> {
     client: &'a RawClient,
+    /// `[client] extensions`, sorted and deduplicated (looked up by binary search).
     known_extensions: &'a [String],
     base: &'a Path,
     problems: &'a mut Vec<String>,
 }
 
 impl Check<'_> {
-    /// The name's rules (charset, uniqueness among `seen`); returns how messages name the table.
-    fn name(&mut self, i: usize, r: &RawIntegration, seen: &[Integration]) -> String {
+    /// The name's rules (charset, uniqueness among the names `seen` so far, which it joins; a
+    /// hash set, so checking 100,000 names is linear); returns how messages name the table.
+    fn name<'r>(&mut self, i: usize, r: &'r RawIntegration, seen: &mut HashSet<&'r str>) -> String {
         let at = if is_name(&r.name) {
             format!("integrations[{i}] ({})", r.name)
         } else {
@@ -422,7 +430,7 @@ impl Check<'_> {
             ));
             format!("integrations[{i}]")
         };
-        if seen.iter().any(|o| o.name == r.name) {
+        if !seen.insert(r.name.as_str()) {
             self.problems.push(format!(
                 "{at}.name: duplicate integration name {:?}",
                 r.name
@@ -493,6 +501,7 @@ impl Check<'_> {
     /// Approved origins, normalised and deduplicated (plain http only when the client allows it).
     fn origins(&mut self, at: &str, r: &RawIntegration) -> Vec<String> {
         let mut origins = Vec::new();
+        let mut seen = HashSet::new();
         for o in &r.origins {
             match normalize_origin(o) {
                 Some(n) if n.starts_with("http://") && !self.client.allow_plain_http => {
@@ -501,7 +510,7 @@ impl Check<'_> {
                     ))
                 }
                 Some(n) => {
-                    if !origins.contains(&n) {
+                    if seen.insert(n.clone()) {
                         origins.push(n)
                     }
                 }
@@ -596,7 +605,7 @@ impl Check<'_> {
             }
         }
         for e in &r.extensions {
-            if !self.known_extensions.contains(e) {
+            if self.known_extensions.binary_search(e).is_err() {
                 self.problems.push(format!(
                     "{at}.extensions: {e:?} is not in [client] extensions, so it cannot be activated"
                 ));
@@ -648,11 +657,12 @@ fn media_types(raw: &[String], key: &str, at: &str, problems: &mut Vec<String>) 
             problems.push(format!(
                 "{at}.{key}: {m:?} is not a type/subtype media type"
             ));
-        } else if !out.iter().any(|o| o.eq_ignore_ascii_case(m)) {
+        } else {
             out.push(m.to_ascii_lowercase());
         }
     }
     out.sort();
+    out.dedup();
     out
 }
 
@@ -710,6 +720,7 @@ fn lock_policy(r: &RawIntegration, at: &str, problems: &mut Vec<String>) -> Lock
 
 /// A fallback names another configured integration (one hop: its own fallback is not followed).
 fn check_fallbacks(all: &[Integration], problems: &mut Vec<String>) {
+    let names: HashSet<&str> = all.iter().map(|o| o.name.as_str()).collect();
     for (i, it) in all.iter().enumerate() {
         if let OnBreaking::Fallback(to) = &it.lock.on_breaking {
             let at = format!("integrations[{i}] ({})", it.name);
@@ -717,7 +728,7 @@ fn check_fallbacks(all: &[Integration], problems: &mut Vec<String>) {
                 problems.push(format!(
                     "{at}.on_breaking: an integration cannot fall back to itself"
                 ));
-            } else if !all.iter().any(|o| &o.name == to) {
+            } else if !names.contains(to.as_str()) {
                 problems.push(format!(
                     "{at}.on_breaking: fallback integration {to:?} is not configured"
                 ));

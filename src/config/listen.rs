@@ -1,5 +1,6 @@
 //! The `[listen]`, `[admin]` and `[limits]` tables: who may reach the gateway and how much of it one
-//! caller may hold (raw serde model and validation; reads the admin token file, nothing else).
+//! caller may hold (raw serde model and validation; reads the admin token file, nothing else,
+//! through the one bounded reader, [`crate::types::file`]).
 //!
 //! Both listeners default to loopback. The data plane adds an integration's credential to every
 //! call it forwards, so a data plane anyone can reach lends that credential to anyone; the admin
@@ -44,6 +45,17 @@ pub const DEFAULT_REFRESH_MIN_INTERVAL: Duration = Duration::from_secs(10);
 const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
 /// Largest accepted connection or in-flight cap.
 const MAX_CAP: usize = 1_000_000;
+/// Default (and largest) `[limits] max_config_bytes`: the cap on the config file's size. At start
+/// the file is read with this cap (its own `[limits]` is not known before it is read), so a
+/// larger value could never be started from; a smaller one applies to every reload and to the
+/// file itself (a config over its own cap is refused). 32 MiB holds about 200,000 integrations
+/// of the usual size.
+pub const DEFAULT_MAX_CONFIG_BYTES: u64 = 32 * 1024 * 1024;
+/// Smallest accepted `[limits] max_config_bytes`.
+pub const MIN_MAX_CONFIG_BYTES: u64 = 4 * 1024;
+/// Cap on a private key or token file read by [`read_private_file`]: such files hold one key or
+/// one token, a few KiB at most.
+pub const MAX_PRIVATE_FILE_BYTES: u64 = 64 * 1024;
 /// Shortest accepted admin token: a bearer token is the admin listener's only protection.
 const MIN_TOKEN_LEN: usize = 16;
 
@@ -197,6 +209,10 @@ pub struct RawLimits {
     /// Longest silence between two reads from an agent, the only bound of a stream (default `"300s"`).
     #[serde(default)]
     pub upstream_idle_timeout: Option<String>,
+    /// Cap on the config file's size in bytes (default and most 32 MiB): a reload of a larger
+    /// file is refused without reading it, and the running config keeps serving.
+    #[serde(default)]
+    pub max_config_bytes: Option<u64>,
 }
 
 /// Validated `[limits]`: what one slow or greedy caller can hold of the data plane.
@@ -218,6 +234,22 @@ pub struct Limits {
     pub upstream_body_timeout: Duration,
     /// Longest silence between two reads from an agent (streams' only bound).
     pub upstream_idle_timeout: Duration,
+    /// Cap on the config file's size (applies to the next reload as soon as a config with it is
+    /// running; no restart needed).
+    pub max_config_bytes: u64,
+}
+
+impl Limits {
+    /// Whether the settings read only at start (all but `max_config_bytes`) are the same.
+    pub fn same_at_start(&self, other: &Limits) -> bool {
+        Limits {
+            max_config_bytes: 0,
+            ..*self
+        } == Limits {
+            max_config_bytes: 0,
+            ..*other
+        }
+    }
 }
 
 impl Default for Limits {
@@ -231,6 +263,7 @@ impl Default for Limits {
             upstream_header_timeout: DEFAULT_UPSTREAM_HEADER_TIMEOUT,
             upstream_body_timeout: DEFAULT_UPSTREAM_BODY_TIMEOUT,
             upstream_idle_timeout: DEFAULT_UPSTREAM_IDLE_TIMEOUT,
+            max_config_bytes: DEFAULT_MAX_CONFIG_BYTES,
         }
     }
 }
@@ -304,14 +337,9 @@ pub(super) fn listen(raw: &RawListen, problems: &mut Vec<String>) -> Listen {
 /// Why a secret file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PrivateFileError {
-    /// The file cannot be read (or its metadata cannot).
-    #[error("cannot read {}: {source}", path.display())]
-    Unreadable {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    /// The file cannot be read (or its metadata cannot), is over its cap or is not UTF-8.
+    #[error(transparent)]
+    File(#[from] crate::types::file::FileError),
     /// The path is a directory, a device or a socket.
     #[error("{} is not a regular file", shown(path, target.as_deref()))]
     NotAFile {
@@ -348,7 +376,7 @@ impl PrivateFileError {
     /// Bounded label for logs and metrics.
     pub fn kind(&self) -> &'static str {
         match self {
-            PrivateFileError::Unreadable { .. } => "unreadable",
+            PrivateFileError::File(e) => e.kind(),
             PrivateFileError::NotAFile { .. } => "not_a_file",
             PrivateFileError::NotPrivate { .. } => "not_private",
         }
@@ -390,34 +418,26 @@ impl TokenError {
 /// private keys): a secret readable by every local user protects nothing.
 ///
 /// The mode is read from the open handle and the text from that same handle, so the file judged
-/// is the file read even if the path is swapped meanwhile. A path that is not a regular file is
-/// refused before it is opened (opening a FIFO would block). Errors about a symbolic link name
-/// its target too, the file whose mode is meant.
+/// is the file read even if the path is swapped meanwhile. The handle is opened without blocking
+/// and must be a regular file ([`crate::types::file`]); at most [`MAX_PRIVATE_FILE_BYTES`] are
+/// read. Errors about a symbolic link name its target too, the file whose mode is meant.
 pub fn read_private_file(path: &Path) -> Result<String, PrivateFileError> {
-    use std::io::Read as _;
+    use crate::types::file::{self, FileError};
     use std::os::unix::fs::PermissionsExt as _;
-    let unreadable = |source| PrivateFileError::Unreadable {
-        path: path.to_owned(),
-        source,
-    };
+    const WHAT: &str = "private file";
     let target = || {
         std::fs::symlink_metadata(path)
             .is_ok_and(|m| m.file_type().is_symlink())
             .then(|| std::fs::canonicalize(path).ok())
             .flatten()
     };
-    let not_a_file = || PrivateFileError::NotAFile {
-        path: path.to_owned(),
-        target: target(),
-    };
-    if !std::fs::metadata(path).map_err(unreadable)?.is_file() {
-        return Err(not_a_file());
-    }
-    let mut file = std::fs::File::open(path).map_err(unreadable)?;
-    let meta = file.metadata().map_err(unreadable)?;
-    if !meta.is_file() {
-        return Err(not_a_file());
-    }
+    let (handle, meta) = file::open_regular(path, WHAT).map_err(|e| match e {
+        FileError::NotAFile { .. } => PrivateFileError::NotAFile {
+            path: path.to_owned(),
+            target: target(),
+        },
+        other => PrivateFileError::File(other),
+    })?;
     let mode = meta.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
         return Err(PrivateFileError::NotPrivate {
@@ -426,9 +446,13 @@ pub fn read_private_file(path: &Path) -> Result<String, PrivateFileError> {
             mode,
         });
     }
-    let mut text = String::new();
-    file.read_to_string(&mut text).map_err(unreadable)?;
-    Ok(text)
+    let bytes = file::read_open(handle, meta.len(), path, MAX_PRIVATE_FILE_BYTES, WHAT)?;
+    String::from_utf8(bytes).map_err(|_| {
+        PrivateFileError::File(FileError::NotUtf8 {
+            what: WHAT,
+            path: path.to_owned(),
+        })
+    })
 }
 
 fn token(file: &Path) -> Result<AdminToken, TokenError> {
@@ -551,6 +575,22 @@ pub(super) fn limits(raw: &RawLimits, problems: &mut Vec<String>) -> Limits {
         upstream_header_timeout,
         upstream_body_timeout,
         upstream_idle_timeout,
+        max_config_bytes: max_config_bytes(raw.max_config_bytes, problems),
+    }
+}
+
+fn max_config_bytes(raw: Option<u64>, problems: &mut Vec<String>) -> u64 {
+    match raw {
+        None => DEFAULT_MAX_CONFIG_BYTES,
+        Some(n) if (MIN_MAX_CONFIG_BYTES..=DEFAULT_MAX_CONFIG_BYTES).contains(&n) => n,
+        Some(n) => {
+            problems.push(format!(
+                "limits.max_config_bytes: {n} is outside \
+                 {MIN_MAX_CONFIG_BYTES}..={DEFAULT_MAX_CONFIG_BYTES} (the file is read with the \
+                 largest at start, before its own [limits] is known)"
+            ));
+            DEFAULT_MAX_CONFIG_BYTES
+        }
     }
 }
 

@@ -1,8 +1,15 @@
-//! The gateway configuration (`config/gateway.toml`): TOML model, defaults and validation (reads files only).
+//! The gateway configuration (`config/gateway.toml`): TOML model, defaults and validation (reads
+//! files only, each through the one bounded reader, [`crate::types::file`]).
 //!
 //! Parsing is two steps, as in agentgateway and linkerd: a raw serde model that rejects unknown keys,
 //! then [`Config::from_raw`] which checks every value and reports all problems at once. A config that
 //! fails either step is never used; callers keep the one they had.
+//!
+//! The file is read with a cap (`[limits] max_config_bytes`; at start its default, on a reload the
+//! running config's), and every line of a refusal is bounded and stripped of control characters
+//! ([`crate::card::sanitize::bounded_report`]): a refused file's message never quotes more than a
+//! short excerpt of it, whatever it holds. Validation is linear in the number of integrations
+//! (names and fallbacks are checked against hash sets).
 
 use std::path::{Path, PathBuf};
 
@@ -30,8 +37,9 @@ pub use integrations::{
     is_reserved_header,
 };
 pub use listen::{
-    Admin, AdminToken, Limits, Listen, PrivateFileError, RawAdmin, RawLimits, RawListen,
-    TokenError, is_loopback, read_private_file,
+    Admin, AdminToken, DEFAULT_MAX_CONFIG_BYTES, Limits, Listen, MAX_PRIVATE_FILE_BYTES,
+    MIN_MAX_CONFIG_BYTES, PrivateFileError, RawAdmin, RawLimits, RawListen, TokenError,
+    is_loopback, read_private_file,
 };
 pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
 pub use probes::{ProbeSchedule, RawProbes};
@@ -39,19 +47,16 @@ pub use refresh::{RawRefresh, RawState, RefreshSettings};
 pub use runtime::{
     DEFAULT_WORK_STEALING, DEFAULT_WORKER_THREADS, MAX_WORKER_THREADS, RawRuntime, Runtime,
 };
-pub use secret::{SecretError, bearer_authorization, read_secret};
+pub use secret::{MAX_SECRET_BYTES, SecretError, bearer_authorization, read_secret};
+
+use crate::card::sanitize::{MAX_REPORT_LINE_CHARS, bounded_report};
 
 /// Errors loading or validating a configuration file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The file could not be read.
-    #[error("cannot read config {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    /// The file could not be read: missing, not a regular file, over its cap (named), not UTF-8.
+    #[error(transparent)]
+    Read(#[from] crate::types::file::FileError),
     /// The TOML did not parse, or had an unknown key or a wrongly typed value (the message names the line).
     #[error("{path}: {message}")]
     Parse {
@@ -74,7 +79,7 @@ impl ConfigError {
     /// Bounded label for logs and metrics.
     pub fn kind(&self) -> &'static str {
         match self {
-            ConfigError::Read { .. } => "read",
+            ConfigError::Read(_) => "read",
             ConfigError::Parse { .. } => "parse",
             ConfigError::Invalid { .. } => "invalid",
         }
@@ -157,19 +162,36 @@ pub struct Config {
 }
 
 impl Config {
-    /// Reads, parses and validates a config file.
+    /// Reads, parses and validates a config file, read with the default cap
+    /// ([`DEFAULT_MAX_CONFIG_BYTES`]: at start, before any `[limits]` is known).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
+        Self::load_capped(path, DEFAULT_MAX_CONFIG_BYTES)
+    }
+
+    /// Reads (at most `cap` bytes, else refused naming the cap), parses and validates a config
+    /// file. Blocking: callers on a runtime call it from a blocking thread.
+    pub fn load_capped(path: &Path, cap: u64) -> Result<Config, ConfigError> {
+        let text = crate::types::file::read_capped_string(path, cap, "config")?;
         Self::parse(&text, path)
     }
 
-    /// Parses and validates config text; `path` is used for messages and relative paths.
+    /// Parses and validates config text; `path` is used for messages and relative paths. A text
+    /// longer than its own `[limits] max_config_bytes` is refused, so a config that starts is
+    /// never one its own reload would refuse for its size.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let raw = parse_raw(text, path)?;
-        Self::from_raw(raw, path)
+        let config = Self::from_raw(raw, path)?;
+        let cap = config.limits.max_config_bytes;
+        if text.len() as u64 > cap {
+            return Err(ConfigError::Invalid {
+                path: path.to_owned(),
+                problems: vec![format!(
+                    "limits.max_config_bytes: the file is {} bytes, more than its own cap of {cap}",
+                    text.len()
+                )],
+            });
+        }
+        Ok(config)
     }
 
     /// Checks every value of a raw config, reporting all problems at once.
@@ -197,6 +219,8 @@ impl Config {
         let log = log::log(&raw.log, &mut problems);
         let runtime = runtime::runtime(&raw.runtime, &mut problems);
         if !problems.is_empty() {
+            // A problem may quote a value of any length: each is one bounded, printable line.
+            let problems = problems.iter().map(|p| one_line(p)).collect();
             return Err(ConfigError::Invalid {
                 path: path.to_owned(),
                 problems,
@@ -221,12 +245,56 @@ impl Config {
     }
 }
 
+/// `text` as one bounded line without control characters (a problem or a parser's message).
+fn one_line(text: &str) -> String {
+    bounded_report(&text.replace('\n', " "), MAX_REPORT_LINE_CHARS, 1)
+}
+
+/// Bytes of the offending line shown on each side of a parse error's position.
+const EXCERPT_BYTES: usize = 40;
+
+/// A parse error as `line L, column C: message`, then a short excerpt of the line around the
+/// position. toml's own rendering quotes the offending line whole, which for a 30 MB line is a
+/// 30 MB message.
+fn located(err: &toml::de::Error, text: &str) -> String {
+    let msg = one_line(err.message());
+    let Some(span) = err.span() else {
+        return msg;
+    };
+    let b = text.as_bytes();
+    let at = span.start.min(b.len());
+    let line_start = b[..at]
+        .iter()
+        .rposition(|&c| c == b'\n')
+        .map_or(0, |p| p + 1);
+    let line = b[..line_start].iter().filter(|&&c| c == b'\n').count() + 1;
+    // Characters, not bytes: UTF-8 continuation bytes do not start one.
+    let column = b[line_start..at]
+        .iter()
+        .filter(|&&c| c & 0xC0 != 0x80)
+        .count()
+        + 1;
+    let line_end = b[at..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(b.len(), |p| at + p);
+    let from = at.saturating_sub(EXCERPT_BYTES).max(line_start);
+    let to = at.saturating_add(EXCERPT_BYTES).min(line_end);
+    let near = one_line(&String::from_utf8_lossy(&b[from..to]));
+    let (open, close) = (
+        if from > line_start { "…" } else { "" },
+        if to < line_end { "…" } else { "" },
+    );
+    format!("line {line}, column {column}: {msg}\n  near: {open}{near}{close}")
+}
+
 /// Most unknown keys listed for one file (a guard for the remove-and-retry loop below).
 const MAX_UNKNOWN_KEYS_REPORTED: usize = 64;
 
 /// Deserialises the raw model. toml stops at the first unknown key; to name every one with its
 /// line, each unknown key is removed from the parsed document (located by the error's span) and
-/// deserialisation retried. Other errors are reported as toml renders them (with line and column).
+/// deserialisation retried. Other errors are reported with their line, column and a short excerpt
+/// ([`located`]).
 fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
     let parse_error = |message: String| ConfigError::Parse {
         path: path.to_owned(),
@@ -238,10 +306,10 @@ fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
         Err(e) => e,
     };
     if !first.message().starts_with("unknown field") {
-        return Err(parse_error(first.to_string()));
+        return Err(parse_error(located(&first, text)));
     }
     let Ok(mut doc) = toml::de::DeTable::parse(text) else {
-        return Err(parse_error(first.to_string()));
+        return Err(parse_error(located(&first, text)));
     };
     let mut lines = Vec::new();
     let mut rest = None;
@@ -262,7 +330,7 @@ fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
                 head.iter().filter(|&&b| b == b'\n').count() + 1
             });
         let at = line.map_or_else(String::new, |l| format!("line {l}: "));
-        let msg = err.message().lines().next().unwrap_or_default().to_owned();
+        let msg = one_line(err.message().lines().next().unwrap_or_default());
         if !removed {
             rest = Some(format!("{at}{msg}"));
             break;
@@ -270,7 +338,7 @@ fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
         lines.push((line.unwrap_or(0), format!("{at}{msg}")));
     }
     if lines.is_empty() {
-        return Err(parse_error(first.to_string()));
+        return Err(parse_error(located(&first, text)));
     }
     lines.sort();
     let lines: Vec<String> = lines.into_iter().map(|(_, l)| l).collect();
@@ -429,5 +497,93 @@ mod tests {
             crate::card::DEFAULT_MAX_CARD_BYTES
         );
         assert!(!c.card_policy.allow_plain_http);
+    }
+
+    #[test]
+    fn a_config_over_its_cap_or_not_a_regular_file_is_refused_naming_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.toml");
+        std::fs::write(&path, format!("# {}\n", "x".repeat(5000))).unwrap();
+        assert!(Config::load_capped(&path, 6000).is_ok());
+        let e = Config::load_capped(&path, 4096).unwrap_err();
+        assert_eq!(e.kind(), "read");
+        assert!(
+            e.to_string().contains("larger than its cap of 4096 bytes"),
+            "{e}"
+        );
+        let zero = dir.path().join("zero.toml");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let e = Config::load(&zero).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn max_config_bytes_is_checked_and_a_file_over_its_own_cap_is_refused() {
+        let c = Config::parse("", Path::new("g.toml")).unwrap();
+        assert_eq!(c.limits.max_config_bytes, DEFAULT_MAX_CONFIG_BYTES);
+        for bad in [0, MIN_MAX_CONFIG_BYTES - 1, DEFAULT_MAX_CONFIG_BYTES + 1] {
+            let e = Config::parse(
+                &format!("[limits]\nmax_config_bytes = {bad}\n"),
+                Path::new("g"),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("limits.max_config_bytes"), "{e}");
+        }
+        let own = format!(
+            "[limits]\nmax_config_bytes = 4096\n# {}\n",
+            "x".repeat(4096)
+        );
+        let e = Config::parse(&own, Path::new("g")).unwrap_err().to_string();
+        assert!(e.contains("more than its own cap of 4096"), "{e}");
+    }
+
+    #[test]
+    fn a_refusal_quotes_only_a_short_printable_excerpt_of_any_line() {
+        let nul = format!(
+            "[listen]\nproxy = \"127.0.0.1:0\"\n{}",
+            "\0".repeat(1 << 20)
+        );
+        let long_value = format!("[listen]\npublic_url = \"{}\"\n", "\u{1b}x".repeat(1 << 20));
+        let long_key = format!("[listen]\n{} = 1\n", "k".repeat(1 << 20));
+        for text in [nul, long_value, long_key] {
+            let e = Config::parse(&text, Path::new("g.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.len() < 2048, "{} bytes: {}", e.len(), &e[..200]);
+            assert!(!e.chars().any(|c| c.is_control() && c != '\n'), "{e:?}");
+        }
+        let e = Config::parse("[listen]\nproxy = \"x\" x\n", Path::new("g.toml")).unwrap_err();
+        assert!(e.to_string().contains("line 2, column"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_names_and_missing_fallbacks_are_found_among_many_integrations() {
+        let mut text = String::from("[client]\nallow_plain_http = true\n");
+        let one = |name: &str, extra: &str| {
+            format!(
+                "[[integrations]]\nname = \"{name}\"\ncard = \"http://a.example/c.json\"\n\
+                 origins = [\"http://a.example\", \"http://a.example\"]\nskills = [\"s\"]\n\
+                 data_classes = [\"internal\"]\n{extra}"
+            )
+        };
+        for i in 0..20_000 {
+            text.push_str(&one(&format!("i{i}"), ""));
+        }
+        text.push_str(&one("i7", "on_breaking = \"fallback:i19999\"\n"));
+        text.push_str(&one("last", "on_breaking = \"fallback:nobody\"\n"));
+        let problems = match Config::parse(&text, Path::new("g.toml")) {
+            Err(ConfigError::Invalid { problems, .. }) => problems,
+            other => panic!("expected an invalid config, got {other:?}"),
+        };
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("duplicate integration name \"i7\""),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].contains("\"nobody\" is not configured"),
+            "{problems:?}"
+        );
     }
 }

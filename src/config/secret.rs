@@ -1,11 +1,14 @@
 //! Reading an integration's credential from its source, an environment variable or a file, and
-//! the header it is sent in (I/O: the environment and the file system; nothing else).
-
-use std::path::PathBuf;
+//! the header it is sent in (I/O: the environment and the file system, through the one bounded
+//! reader [`crate::types::file`]; nothing else).
 
 use http::HeaderValue;
 
 use super::{Credential, SecretSource};
+use crate::types::file::{FileError, read_capped_string};
+
+/// Cap on a credential file: a bearer token, even a large JWT, is a few KiB.
+pub const MAX_SECRET_BYTES: u64 = 64 * 1024;
 
 /// Why a secret could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -13,14 +16,9 @@ pub enum SecretError {
     /// The named environment variable is unset or not Unicode.
     #[error("credential environment variable {0} is not set")]
     EnvUnset(String),
-    /// The named file cannot be read.
-    #[error("credential file {} cannot be read: {source}", path.display())]
-    Unreadable {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    /// The named file cannot be read, is not a regular file, is over its cap or is not UTF-8.
+    #[error(transparent)]
+    Unreadable(#[from] FileError),
     /// The secret is empty once trailing whitespace is trimmed.
     #[error("credential is empty")]
     Empty,
@@ -34,7 +32,7 @@ impl SecretError {
     pub fn kind(&self) -> &'static str {
         match self {
             SecretError::EnvUnset(_) => "credential_env_unset",
-            SecretError::Unreadable { .. } => "credential_file_unreadable",
+            SecretError::Unreadable(_) => "credential_file_unreadable",
             SecretError::Empty => "credential_empty",
             SecretError::NotAHeader => "credential_not_a_header",
         }
@@ -47,12 +45,7 @@ pub fn read_secret(source: &SecretSource) -> Result<String, SecretError> {
         SecretSource::Env(var) => {
             std::env::var(var).map_err(|_| SecretError::EnvUnset(var.clone()))?
         }
-        SecretSource::File(path) => {
-            std::fs::read_to_string(path).map_err(|source| SecretError::Unreadable {
-                path: path.clone(),
-                source,
-            })?
-        }
+        SecretSource::File(path) => read_capped_string(path, MAX_SECRET_BYTES, "credential file")?,
     };
     let s = raw.trim_end().to_owned();
     if s.is_empty() {

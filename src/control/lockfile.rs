@@ -1,6 +1,7 @@
 //! Lockfiles on disk: one per integration, `locks/<integration>.json` in the config file's folder
-//! (file I/O). Written atomically through the same writer as the last-known-good cards, so a
-//! reader (the gateway re-reads the file on every profile change) sees the old lock or the new.
+//! (file I/O; read through the one bounded reader, [`crate::types::file`]). Written atomically
+//! through the same writer as the last-known-good cards, so a reader (the gateway re-reads the
+//! file on every profile change) sees the old lock or the new.
 
 use std::path::{Path, PathBuf};
 
@@ -44,16 +45,17 @@ pub fn path_for(config_path: &Path, integration: &str) -> PathBuf {
 
 /// Reads and parses a lockfile; `Ok(None)` when there is none (the integration is unpinned).
 pub fn read(path: &Path) -> Result<Option<Lock>, UnreadableLock> {
-    let read_err = |source| UnreadableLock::Read {
-        path: path.to_owned(),
-        source,
+    let cap = wire::MAX_LOCK_BYTES as u64;
+    let bytes = match crate::types::file::read_capped(path, cap, "lockfile") {
+        Ok(b) => b,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(source) => {
+            return Err(UnreadableLock::Read {
+                path: path.to_owned(),
+                source,
+            });
+        }
     };
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(read_err(e)),
-    };
-    let bytes = crate::card::wire::read_bounded(file, wire::MAX_LOCK_BYTES).map_err(read_err)?;
     Ok(Some(wire::parse(&bytes, &path.display().to_string())?))
 }
 

@@ -31,6 +31,9 @@ pub struct ControlMetrics {
     /// config keeps serving), 0 once a file is applied. A counter of refusals moves once per
     /// change of the file, so an alert on it clears while the bad file is still there.
     pub config_refused: IntGauge,
+    /// `a2a_egress_config_reload_in_progress`: 1 while a config file is being read and validated
+    /// (on a blocking thread, beside the calls the data plane serves), 0 otherwise.
+    pub reload_in_progress: IntGauge,
     /// `a2a_egress_profile_degraded{integration}`: 1 while the last refresh failed.
     pub degraded: IntGaugeVec,
     /// `a2a_egress_worker_panics_total{integration}`: panics caught in an integration's refresh
@@ -93,6 +96,10 @@ impl ControlMetrics {
                 "a2a_egress_config_refused",
                 "1 while the configuration file on disk is refused and the previous one serves.",
             )?,
+            reload_in_progress: IntGauge::new(
+                "a2a_egress_config_reload_in_progress",
+                "1 while a configuration file is being read and validated, 0 otherwise.",
+            )?,
             degraded: IntGaugeVec::new(
                 Opts::new(
                     "a2a_egress_profile_degraded",
@@ -134,6 +141,7 @@ impl ControlMetrics {
         registry.register(Box::new(self.stale_refreshes.clone()))?;
         registry.register(Box::new(self.reloads.clone()))?;
         registry.register(Box::new(self.config_refused.clone()))?;
+        registry.register(Box::new(self.reload_in_progress.clone()))?;
         registry.register(Box::new(self.degraded.clone()))?;
         registry.register(Box::new(self.worker_panics.clone()))?;
         registry.register(Box::new(self.state_write_failures.clone()))?;

@@ -1,12 +1,16 @@
 //! Configuration hot reload on file change and on SIGHUP, and the readiness verdict (file I/O,
 //! signals).
 //!
-//! The whole new file is parsed and validated first ([`Config::load`]); a bad one is refused (logged,
-//! counted in `a2a_egress_config_reloads_total{result="refused"}`, shown by `/readyz`) and the old
-//! config keeps serving. A good one is applied by difference: unchanged integrations keep their
-//! workers, profiles and caches (no refetch storm); changed ones are rebuilt from their cached card,
-//! or refetched when the card's source, trust or credential changed; removed ones leave the snapshot
-//! (so they stop routing at once); new ones are fetched.
+//! The whole new file is read (at most the running config's `[limits] max_config_bytes`, through
+//! the one bounded reader), parsed and validated first ([`Config::load_capped`]), on a blocking
+//! thread: neither the file I/O nor the validation of a 100,000-integration file runs on a
+//! thread that serves calls, and every check is linear. A bad one is refused (logged,
+//! counted in `a2a_egress_config_reloads_total{result="refused"}`, shown by `/readyz` bounded and
+//! without control characters) and the old config keeps serving. A good one is applied by
+//! difference (on that same thread): unchanged integrations keep their workers, profiles and
+//! caches (no refetch storm); changed ones are rebuilt from their cached card, or refetched when
+//! the card's source, trust or credential changed; removed ones leave the snapshot (so they stop
+//! routing at once); new ones are fetched.
 //!
 //! Change detection polls the file (default every second) rather than using inotify through
 //! `notify`: it needs no extra crate and works the same on bind mounts, network filesystems and
@@ -17,6 +21,7 @@
 //! did. A change must read the same twice, a debounce apart, before it is applied, so a half-written
 //! file is not even tried. SIGHUP reloads at once.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,9 +30,11 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::card::CardPolicy;
-use crate::config::{Config, Integration};
+use crate::card::sanitize::{MAX_REPORT_LINE_CHARS, MAX_REPORT_LINES, bounded_report};
+use crate::config::{Config, ConfigError, Integration};
 use crate::control::refresh::{ControlHandle, lock, needs_refetch};
 use crate::state::{IntegrationState, Status};
+use crate::types::file::{FileError, read_capped};
 
 /// Default interval between two looks at the config file.
 pub const DEFAULT_POLL: Duration = Duration::from_secs(1);
@@ -101,7 +108,7 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<RestartTable> {
     if old.admin != new.admin {
         tables.push(RestartTable::Admin);
     }
-    if old.limits != new.limits {
+    if !old.limits.same_at_start(&new.limits) {
         tables.push(RestartTable::Limits);
     }
     if old.card_signing != new.card_signing {
@@ -158,10 +165,11 @@ impl ControlHandle {
         new: &Config,
         report: &mut ReloadReport,
     ) -> Vec<Arc<Integration>> {
+        let kept: HashSet<&str> = new.integrations.iter().map(|n| n.name.as_str()).collect();
         let removed: Vec<String> = old
             .integrations
             .iter()
-            .filter(|o| !new.integrations.iter().any(|n| n.name == o.name))
+            .filter(|o| !kept.contains(o.name.as_str()))
             .map(|o| o.name.clone())
             .collect();
         let added: Vec<Arc<Integration>> = new
@@ -197,8 +205,9 @@ impl ControlHandle {
     /// Hands each kept integration whose settings changed to its worker (refetching when the
     /// card's source, trust or credential changed); the rest keep their state.
     fn apply_changes(&self, new: &Config, added: &[Arc<Integration>], report: &mut ReloadReport) {
+        let added: HashSet<&str> = added.iter().map(|a| a.name.as_str()).collect();
         for n in &new.integrations {
-            if added.iter().any(|a| a.name == n.name) {
+            if added.contains(n.name.as_str()) {
                 continue;
             }
             let Some(cur) = self.worker_integration(&n.name) else {
@@ -217,18 +226,43 @@ impl ControlHandle {
         }
     }
 
-    /// Loads, validates and applies the config file; a bad file is refused and the old config
-    /// keeps serving.
-    pub fn reload_from(&self, path: &Path) -> Result<ReloadReport, crate::config::ConfigError> {
-        match Config::load(path) {
+    /// Loads, validates and applies the config file on a blocking thread, off the runtime that
+    /// serves calls (see [`reload_blocking`](Self::reload_blocking)); a bad file is refused and
+    /// the old config keeps serving.
+    pub async fn reload_from(&self, path: &Path) -> Result<ReloadReport, ConfigError> {
+        let (handle, owned) = (self.clone(), path.to_owned());
+        let gauge = self.metrics().reload_in_progress.clone();
+        gauge.set(1);
+        let done = tokio::task::spawn_blocking(move || handle.reload_blocking(&owned)).await;
+        gauge.set(0);
+        match done {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Only when the runtime shuts down before the thread started: nothing was read.
+            Err(_) => Err(ConfigError::Read(crate::types::file::FileError::Io {
+                what: "config",
+                path: path.to_owned(),
+                source: std::io::Error::other("the runtime is shutting down"),
+            })),
+        }
+    }
+
+    /// Reads the config file (at most the running config's `[limits] max_config_bytes`),
+    /// validates it and applies it, or refuses it: logged, counted, and its message (bounded,
+    /// without control characters) kept for `/readyz`. Blocking (file I/O, and validation that
+    /// takes a while for a large file): call it from a blocking thread.
+    pub fn reload_blocking(&self, path: &Path) -> Result<ReloadReport, ConfigError> {
+        let cap = self.config().limits.max_config_bytes;
+        match Config::load_capped(path, cap) {
             Ok(new) => Ok(self.apply_config(new)),
             Err(e) => {
-                tracing::error!(error = %e, "configuration reload refused; the previous configuration keeps serving");
+                let shown = bounded_report(&e.to_string(), MAX_REPORT_LINE_CHARS, MAX_REPORT_LINES);
+                tracing::error!(error = %shown, "configuration reload refused; the previous configuration keeps serving");
                 self.metrics()
                     .reloads
                     .with_label_values(&[ReloadResult::Refused.as_str()])
                     .inc();
-                *lock(&self.inner.reload_refused) = Some(e.to_string());
+                *lock(&self.inner.reload_refused) = Some(shown);
                 self.metrics().config_refused.set(1);
                 Err(e)
             }
@@ -241,7 +275,7 @@ impl ControlHandle {
         let mut r = Readiness {
             ready: snap.ready(),
             config_refused: self.reload_refused(),
-            state_dir: lock(&self.inner.state_problem).clone(),
+            state_dir: lock(&self.inner.state_problem).as_deref().map(shown),
             ..Readiness::default()
         };
         for (name, s) in &snap.integrations {
@@ -250,7 +284,7 @@ impl ControlHandle {
                 Status::Unusable { reason, .. } | Status::Blocked { reason, .. } => {
                     r.unusable.push(IntegrationIssue {
                         integration: name.clone(),
-                        reason: reason.clone(),
+                        reason: shown(reason),
                     })
                 }
                 Status::Usable { .. } => {}
@@ -258,7 +292,7 @@ impl ControlHandle {
             if let Some(d) = &s.freshness.degraded {
                 r.degraded.push(IntegrationIssue {
                     integration: name.clone(),
-                    reason: d.reason.clone(),
+                    reason: shown(&d.reason),
                 });
             }
             if s.freshness.unrevalidated {
@@ -267,6 +301,15 @@ impl ControlHandle {
         }
         r
     }
+}
+
+/// Lines of one reason `/readyz` shows.
+const MAX_REASON_LINES: usize = 4;
+
+/// A reason as `/readyz` shows it: bounded and without control characters, whoever wrote it (a
+/// card's validation problems, an agent's error message, a file's I/O error).
+fn shown(reason: &str) -> String {
+    bounded_report(reason, MAX_REPORT_LINE_CHARS, MAX_REASON_LINES)
 }
 
 /// `/readyz`: ready once every integration has a usable profile or a definite verdict.
@@ -298,8 +341,26 @@ pub struct IntegrationIssue {
     pub reason: String,
 }
 
-fn file_hash(path: &Path) -> Option<[u8; 32]> {
-    std::fs::read(path).ok().map(|b| Sha256::digest(&b).into())
+/// What one read of the config file found: its content's hash, a refusal of the file itself
+/// (over the cap, not a regular file, not UTF-8: worth a reload, which reports it), or nothing
+/// to act on (missing for a moment during a rename, or an I/O error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    Hash([u8; 32]),
+    Refused(&'static str),
+    Nothing,
+}
+
+/// Reads the file (at most `cap` bytes, through the one bounded reader). Blocking.
+fn look(path: &Path, cap: u64) -> Look {
+    match read_capped(path, cap, "config") {
+        Ok(b) => match std::str::from_utf8(&b) {
+            Ok(_) => Look::Hash(Sha256::digest(&b).into()),
+            Err(_) => Look::Refused("not_utf8"),
+        },
+        Err(FileError::Io { .. }) => Look::Nothing,
+        Err(e) => Look::Refused(e.kind()),
+    }
 }
 
 /// What a poll compares before reading the file: a rename over it changes the inode, a write its
@@ -327,8 +388,14 @@ fn must_read(last: Option<Stamp>, now: Option<Stamp>, quiet: u32) -> bool {
     now.is_none() || last != now || quiet >= FULL_LOOK_EVERY
 }
 
-/// Watches `path` (content hash every `poll`, debounced) and SIGHUP, reloading on either. Runs until
-/// the returned task is aborted.
+/// Runs `f` on a blocking thread (file I/O stays off the runtime that serves calls).
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    tokio::task::spawn_blocking(f).await.ok()
+}
+
+/// Watches `path` (metadata every `poll`, content when it moved, debounced) and SIGHUP, reloading
+/// on either. Every read of the file is on a blocking thread, with the running config's cap.
+/// Runs until the returned task is aborted.
 pub fn spawn_reloader(
     handle: ControlHandle,
     path: PathBuf,
@@ -342,8 +409,11 @@ pub fn spawn_reloader(
                 None
             }
         };
-        let mut seen = file_hash(&path);
-        let mut seen_stamp = stamp(&path);
+        let cap = |h: &ControlHandle| h.config().limits.max_config_bytes;
+        let (p, c) = (path.clone(), cap(&handle));
+        let (mut seen, mut seen_stamp) = blocking(move || (look(&p, c), stamp(&p)))
+            .await
+            .unwrap_or((Look::Nothing, None));
         let mut quiet = 0u32;
         let mut tick = tokio::time::interval(poll);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -352,31 +422,46 @@ pub fn spawn_reloader(
                 _ = tick.tick() => false,
                 Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => true,
             };
-            if !by_signal {
-                let now_stamp = stamp(&path);
+            if by_signal {
+                tracing::info!("SIGHUP: reloading configuration");
+                let (p, c) = (path.clone(), cap(&handle));
+                seen = blocking(move || look(&p, c)).await.unwrap_or(seen);
+            } else {
+                let p = path.clone();
+                let now_stamp = blocking(move || stamp(&p)).await.flatten();
                 quiet += 1;
                 if !must_read(seen_stamp, now_stamp, quiet) {
                     continue;
                 }
+                let moved = seen_stamp != now_stamp;
                 quiet = 0;
                 seen_stamp = now_stamp;
-            }
-            let now = file_hash(&path);
-            if !by_signal {
-                if now == seen || now.is_none() {
+                let Some(now) = changed(&path, cap(&handle), seen, moved).await else {
                     continue;
-                }
-                tokio::time::sleep(DEBOUNCE).await;
-                if file_hash(&path) != now {
-                    continue; // still being written; look again next tick
-                }
-            } else {
-                tracing::info!("SIGHUP: reloading configuration");
+                };
+                seen = now;
             }
-            seen = now;
-            let _ = handle.reload_from(&path);
+            let _ = handle.reload_from(&path).await;
         }
     })
+}
+
+/// The file's look when it changed since `seen` and reads the same after [`DEBOUNCE`] (a
+/// half-written file is not even tried); `None` otherwise. A refused file has no content to
+/// compare, so one refused the same way counts as changed when its metadata `moved` (a FIFO in
+/// place of a link to `/dev/zero`), and not on the periodic look.
+async fn changed(path: &Path, cap: u64, seen: Look, moved: bool) -> Option<Look> {
+    let p = path.to_owned();
+    let now = blocking(move || look(&p, cap)).await?;
+    let refused_anew = moved && matches!(now, Look::Refused(_));
+    if (now == seen && !refused_anew) || now == Look::Nothing {
+        return None;
+    }
+    tokio::time::sleep(DEBOUNCE).await;
+    let p = path.to_owned();
+    let again = blocking(move || look(&p, cap)).await?;
+    // Still being written when it differs: look again next tick.
+    (again == now).then_some(now)
 }
 
 #[cfg(test)]

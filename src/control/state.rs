@@ -1,4 +1,5 @@
-//! Last-known-good cards on disk, so a restart while an agent is down keeps traffic flowing (file I/O).
+//! Last-known-good cards on disk, so a restart while an agent is down keeps traffic flowing (file
+//! I/O; files are read through the one bounded reader, [`crate::types::file`]).
 //!
 //! One JSON file per integration under `[state] dir`, holding the last card that validated and
 //! compiled, its validators and the time it was fetched. Files are written atomically: a temp file
@@ -19,6 +20,11 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::control::fetch::Validators;
+
+/// Cap on one state file, read through the one bounded reader ([`crate::types::file`]): the
+/// largest card a config may allow (16 MiB), with room for JSON escaping of the card text in the
+/// record; a larger file is not one this gateway wrote and is ignored as corrupt.
+pub const MAX_STATE_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Version of the on-disk format; a file with another version is ignored.
 pub const FORMAT: u32 = 1;
@@ -264,19 +270,22 @@ impl StateDir {
     }
 
     fn load_from(&self, path: &Path, integration: &str) -> Result<Option<SavedCard>, StateError> {
-        let bytes = match std::fs::read(path) {
+        use crate::types::file::{FileError, read_capped};
+        let corrupt = |reason: String| StateError::Corrupt {
+            path: path.to_owned(),
+            reason,
+        };
+        let bytes = match read_capped(path, MAX_STATE_FILE_BYTES, "state file") {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(FileError::Io { source, .. }) => {
                 return Err(StateError::Io {
                     path: path.to_owned(),
                     source,
                 });
             }
-        };
-        let corrupt = |reason: String| StateError::Corrupt {
-            path: path.to_owned(),
-            reason,
+            // Over its cap or not a regular file: not a record this gateway wrote.
+            Err(e) => return Err(corrupt(e.to_string())),
         };
         let card: SavedCard = serde_json::from_slice(&bytes)
             .map_err(|e| corrupt(format!("not a state record: {e}")))?;

@@ -25,13 +25,13 @@ use crate::lock::{self, Class, Finding, Lock, LockError, Manifest, StreamingNeed
 /// Why an integration's lockfile could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum UnreadableLock {
-    /// The file exists but could not be read.
-    #[error("{path}: cannot read the lockfile: {source}")]
+    /// The file exists but could not be read (not a regular file, over its cap, an I/O error).
+    #[error("{source}")]
     Read {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// Why it could not be read.
+        source: crate::types::file::FileError,
     },
     /// The file is not a valid lockfile (the message names the file and the field).
     #[error(transparent)]

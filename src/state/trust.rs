@@ -1,6 +1,7 @@
 //! Which roots verify an agent's certificate: one decision for its card fetches (reqwest) and
 //! its calls (pingora), so the same agent is trusted or refused the same way on both (file I/O:
-//! the platform's store, once per process, and the integration's `ca_file`).
+//! the platform's store, once per process, and the integration's `ca_file`, through the one
+//! bounded reader [`crate::types::file`]).
 //!
 //! The roots are the platform's as pingora's connector loads them by default (the system store,
 //! `SSL_CERT_FILE` and `SSL_CERT_DIR` honoured) plus the integration's `ca_file`, which adds roots
@@ -13,6 +14,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use rustls::RootCertStore;
 use rustls::pki_types::{CertificateDer, pem::PemObject};
+
+/// Cap on a `ca_file`: the whole Mozilla root bundle is about 220 KB of PEM.
+pub const MAX_CA_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The roots one integration's agent is verified against.
 #[derive(Debug)]
@@ -42,8 +46,8 @@ impl TrustRoots {
 /// Why an integration's `ca_file` cannot extend the roots.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TrustError {
-    /// The file cannot be read.
-    #[error("ca_file {} cannot be read: {detail}", path.display())]
+    /// The file cannot be read (missing, not a regular file, over [`MAX_CA_FILE_BYTES`]).
+    #[error("ca_file {} cannot be used: {detail}", path.display())]
     Unreadable {
         /// The file.
         path: PathBuf,
@@ -113,9 +117,11 @@ pub fn trust_roots(ca_file: Option<&Path>) -> Result<Arc<TrustRoots>, TrustError
     let Some(path) = ca_file else {
         return Ok(PLATFORM.clone());
     };
-    let pem = std::fs::read(path).map_err(|e| TrustError::Unreadable {
-        path: path.to_owned(),
-        detail: e.to_string(),
+    let pem = crate::types::file::read_capped(path, MAX_CA_FILE_BYTES, "ca_file").map_err(|e| {
+        TrustError::Unreadable {
+            path: path.to_owned(),
+            detail: e.to_string(),
+        }
     })?;
     let digest: [u8; 32] = sha2::Sha256::digest(&pem).into();
     let key = (path.to_owned(), digest);

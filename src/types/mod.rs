@@ -1,4 +1,5 @@
-//! Shared value types and their one parser each: the leaf every other module may use (pure, no I/O).
+//! Shared value types and their one parser each: the leaf every other module may use (pure, no
+//! I/O, except [`file`], the one bounded reader of whole files).
 //!
 //! Nothing here imports another module of the crate, so `config`, `card`, `profile` and the planes
 //! can all agree on what an origin, a protocol version, a duration or a data class is without
@@ -7,6 +8,7 @@
 pub mod data_class;
 pub mod duration;
 pub mod etag;
+pub mod file;
 pub mod media_type;
 pub mod origin;
 pub mod rfc3339;

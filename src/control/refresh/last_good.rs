@@ -1,5 +1,6 @@
 //! Last-known-good at the worker level: load the saved card at start (served marked
-//! unrevalidated) and save every good card after a fetch (file I/O through `control::state`).
+//! unrevalidated) and save every good card after a fetch (file I/O through `control::state`; the
+//! saved files are read on a blocking thread).
 
 use std::time::Duration;
 
@@ -15,7 +16,12 @@ impl Worker {
         let Some(dir) = lock(&self.inner.state_dir).clone() else {
             return;
         };
-        let saved = match dir.load(self.name()) {
+        // Up to `MAX_STATE_FILE_BYTES` read: on a blocking thread, not the runtime's.
+        let (d, name) = (dir.clone(), self.name().to_owned());
+        let Ok(loaded) = tokio::task::spawn_blocking(move || d.load(&name)).await else {
+            return;
+        };
+        let saved = match loaded {
             Ok(Some(s)) => s,
             Ok(None) => return,
             Err(e @ StateError::Corrupt { .. }) | Err(e @ StateError::Io { .. }) => {
@@ -37,7 +43,9 @@ impl Worker {
         };
         // This credential's extended card, if one was saved, so partner-only skills survive too.
         if let Some(id) = self.credential_identity() {
-            match dir.load_extended(self.name(), id.as_str()) {
+            let (d, name, key) = (dir.clone(), self.name().to_owned(), id.as_str().to_owned());
+            let loaded = tokio::task::spawn_blocking(move || d.load_extended(&name, &key)).await;
+            match loaded.unwrap_or(Ok(None)) {
                 Ok(Some(ext)) => {
                     self.inner
                         .extended

@@ -168,7 +168,9 @@ impl Worker {
 
     /// Records a failure: the last good profile stays; without one the integration is unusable.
     pub(super) fn fail(&mut self, error: RefreshError) -> RefreshReport {
-        let reason = error.to_string();
+        use crate::card::sanitize::{MAX_REPORT_LINE_CHARS, MAX_REPORT_LINES, bounded_report};
+        // Kept and served (`/readyz`, refresh answers): bounded, whatever the card or agent wrote.
+        let reason = bounded_report(&error.to_string(), MAX_REPORT_LINE_CHARS, MAX_REPORT_LINES);
         let now = SystemTime::now();
         let failures = match self.last {
             Last::Failed { consecutive } => consecutive + 1,

@@ -101,7 +101,11 @@ fn degraded_after_panic(inner: &Inner, name: &str, reason: String) -> Degraded {
         .get(name)
         .and_then(|s| s.freshness.degraded.clone());
     Degraded {
-        reason,
+        reason: crate::card::sanitize::bounded_report(
+            &reason,
+            crate::card::sanitize::MAX_REPORT_LINE_CHARS,
+            crate::card::sanitize::MAX_REPORT_LINES,
+        ),
         since: previous.as_ref().map_or_else(SystemTime::now, |d| d.since),
         failures: previous.map_or(1, |d| d.failures.saturating_add(1)),
     }

@@ -115,7 +115,11 @@ fn an_unreadable_lockfile_is_breaking() {
     let s = state("", pricing_profile()).with_lock(
         Err(crate::state::UnreadableLock::Read {
             path: "locks/pricing.json".into(),
-            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            source: crate::types::file::FileError::Io {
+                what: "lockfile",
+                path: "locks/pricing.json".into(),
+                source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            },
         }),
         at(),
     );
@@ -123,7 +127,7 @@ fn an_unreadable_lockfile_is_breaking() {
     assert_eq!(
         lines(&s),
         [
-            "breaking: lockfile: valid -> invalid (locks/pricing.json: cannot read the lockfile: permission denied)"
+            "breaking: lockfile: valid -> invalid (cannot read the lockfile locks/pricing.json: permission denied)"
         ]
     );
     assert!(matches!(s.status, Status::Blocked { .. }));

@@ -232,6 +232,16 @@ impl InProcess {
 
     /// As [`start`](Self::start), in a prepared directory (for token, CA or key files).
     pub async fn start_in(dir: tempfile::TempDir, config: &str) -> InProcess {
+        Self::start_with_workers(dir, config, 2).await
+    }
+
+    /// As [`start_in`](Self::start_in), on a runtime of `workers` threads (one: anything that
+    /// blocks a runtime thread stops every call and the admin listener with it).
+    pub async fn start_with_workers(
+        dir: tempfile::TempDir,
+        config: &str,
+        workers: usize,
+    ) -> InProcess {
         init_tracing();
         let path = dir.path().join("gateway.toml");
         std::fs::write(&path, config).expect("writing the config");
@@ -249,7 +259,7 @@ impl InProcess {
         std::thread::Builder::new()
             .name(format!("gateway {proxy}"))
             .spawn(move || {
-                let result = serve(config, listeners, stopped);
+                let result = serve(config, listeners, stopped, workers);
                 let _ = done_tx.send(result);
             })
             .expect("spawning the gateway thread");
@@ -313,9 +323,10 @@ fn serve(
     config: a2a_egress::config::Config,
     listeners: a2a_egress::server::Listeners,
     stopped: tokio::sync::oneshot::Receiver<()>,
+    workers: usize,
 ) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .thread_name("gateway")
         .enable_all()
         .build()
