@@ -21,11 +21,24 @@
 //! `state::trust::MAX_CA_FILE_BYTES`, state files `control::state::MAX_STATE_FILE_BYTES`, cards
 //! read by the CLI `[client] max_card_bytes`.
 //!
-//! Callers on an async runtime call this from a blocking thread (`spawn_blocking`) or from the
-//! control plane, never from a data-plane task.
+//! Callers on an async runtime call this from a blocking thread (`spawn_blocking`), or through
+//! [`blocking`] where the caller cannot be made to wait for one, never from a data-plane task.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+
+/// Runs `read` (a bounded file read) where it cannot hold up the data plane's tasks. With work
+/// stealing (`[runtime] work_stealing = true`, the default) the control plane runs on the data
+/// plane's multi-thread runtime, so the read is made under `block_in_place`: the thread hands
+/// its other tasks to the runtime (which starts a worker for them if need be) for as long as the
+/// read lasts. On a single-threaded runtime (the control plane's own without work stealing, the
+/// CLI's, a test's) nothing else is held up and the read runs as it is.
+pub fn blocking<T>(read: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(read),
+        _ => read(),
+    }
+}
 
 /// Why a file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -166,6 +179,32 @@ pub fn read_capped_string(path: &Path, cap: u64, what: &'static str) -> Result<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On a multi-thread runtime of one worker, a read on that worker lets a task spawned while
+    /// it blocks still run: the read waits for that task's message and gets it. Without
+    /// `block_in_place` the one worker would be stuck in the read and the wait would time out.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_blocking_read_lets_the_runtimes_other_tasks_run() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (started_tx, started) = tokio::sync::oneshot::channel();
+        // The test's own future runs beside the runtime's worker; the read runs on the worker.
+        let read = tokio::spawn(async move {
+            let _ = started_tx.send(());
+            blocking(|| rx.recv_timeout(std::time::Duration::from_secs(20)))
+        });
+        started.await.unwrap();
+        tokio::spawn(async move {
+            let _ = tx.send(());
+        });
+        let got = read.await.unwrap();
+        assert!(got.is_ok(), "the other task did not run during the read");
+    }
+
+    /// On a single-threaded runtime (the control plane's own, the CLI's) it simply runs.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_blocking_read_on_a_single_threaded_runtime_runs_in_place() {
+        assert_eq!(blocking(|| 7), 7);
+    }
 
     #[test]
     fn a_file_up_to_its_cap_is_read_and_one_byte_more_is_refused_naming_the_cap() {

@@ -131,7 +131,11 @@ impl Worker {
     /// `Authorization: Bearer <secret>` of the integration's bearer credential, built as its
     /// calls build it; `Ok(None)` without one.
     fn bearer_authorization(&self) -> Result<Option<HeaderValue>, SecretError> {
-        crate::config::bearer_authorization(&self.integration.credential)
+        // A credential file is read anew each time (a rotation applies at the next refresh):
+        // off the data plane's threads.
+        crate::types::file::blocking(|| {
+            crate::config::bearer_authorization(&self.integration.credential)
+        })
     }
 
     /// The identity of the integration's bearer credential, when it has one that can be read.

@@ -13,7 +13,8 @@ impl Worker {
     /// This integration's lockfile now: `Ok(None)` without one, `Err` (one line) when unreadable.
     fn read_lock(&self) -> Result<Option<Lock>, UnreadableLock> {
         let path = lockfile::path_for(&self.inner.config.load().path, self.name());
-        lockfile::read(&path)
+        // Re-read on every install: off the data plane's threads.
+        crate::types::file::blocking(|| lockfile::read(&path))
     }
 
     /// `state` judged against the lockfile; an unchanged verdict keeps the time it was reached,
