@@ -20,10 +20,13 @@
 //!     was too large for a server in front of the agent), 502 and 504 (a load balancer's page for
 //!     an agent that is down or slow), passed on as they are: callers' retry logic reads the
 //!     status, and it is the only thing such a page says.
-//! - **A large answer** (over the held size, passed on as it arrives): only when its header says
-//!   JSON (`application/json`, `application/a2a+json`, any `+json`) in `identity`
-//!   ([`passes_unread`]); any other large answer is read whole like a small one and judged the
-//!   same way, within the same cap.
+//! - **A large answer** (over the held size, passed on as it arrives): only over HTTP+JSON and
+//!   when its header says JSON (`application/json`, `application/a2a+json`, any `+json`) in
+//!   `identity` ([`passes_unread`]); any other large answer, every JSON-RPC one among them (its
+//!   `id` must be checked), is read whole like a small one and judged the same way, within the
+//!   same cap.
+//! - **An empty body** under gzip or deflate (a 204, an error with a coding header) has nothing
+//!   to decode and is judged as the empty body it is.
 //! - **A stream**: `identity` only ([`Invalid::Encoding`] otherwise, before anything reached the
 //!   caller: decoding SSE incrementally would buy nothing an agent that was asked for `identity`
 //!   needs). Each event's data is judged like a 2xx body ([`check_event`]).

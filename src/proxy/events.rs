@@ -207,7 +207,10 @@ mod tests {
         let data = |e: &'static [u8]| data_of(e).map(Cow::into_owned);
         assert_eq!(data(b"data: a\r\ndata:b\r\n\r\n").unwrap(), b"a\nb");
         assert_eq!(data(b"event: error\ndata: {}\n\n").unwrap(), b"{}");
-        assert!(matches!(data_of(b"data: {}\n\n"), Some(Cow::Borrowed(b"{}"))));
+        assert!(matches!(
+            data_of(b"data: {}\n\n"),
+            Some(Cow::Borrowed(b"{}"))
+        ));
         assert_eq!(data_of(b": ping\n\n"), None);
         assert_eq!(data_of(b"datax: 1\n\n"), None);
         // Empty or blank data is no data (the JS SDK skips the event).

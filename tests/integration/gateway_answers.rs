@@ -194,7 +194,10 @@ async fn jsonrpc_answers_that_are_not_a2a_are_invalid_agent_response_counted_and
     let (status, _, body) = gw
         .rpc_raw("raw", &send_request("g", "SendMessage", "html-502"), &[])
         .await;
-    assert_eq!((status, body.as_str()), (502, "<html>502 Bad Gateway</html>"));
+    assert_eq!(
+        (status, body.as_str()),
+        (502, "<html>502 Bad Gateway</html>")
+    );
 
     // A large JSON answer with the request's id passes, whole.
     let (status, v) = gw

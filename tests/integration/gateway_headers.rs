@@ -408,13 +408,23 @@ fn assert_agent_headers_filtered(path: &str, headers: &reqwest::header::HeaderMa
         .filter(|(n, _)| {
             !matches!(
                 n.as_str(),
-                "content-length" | "transfer-encoding" | "connection" | "date" | "x-request-id"
-                    | "traceparent" | "tracestate" | "a2a-egress-request-id"
+                "content-length"
+                    | "transfer-encoding"
+                    | "connection"
+                    | "date"
+                    | "x-request-id"
+                    | "traceparent"
+                    | "tracestate"
+                    | "a2a-egress-request-id"
             )
         })
         .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
         .collect();
-    let ct = if path == "stream" { "text/event-stream" } else { "application/json" };
+    let ct = if path == "stream" {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
     let mut want: Vec<(String, String)> = [
         ("content-type", ct),
         ("retry-after", "7"),

@@ -95,7 +95,8 @@ fn keep_allowed(
                     name = n;
                 }
                 if let Some(n) = &name {
-                    h.append_header(n.clone(), v).map_err(ClientError::Receive)?;
+                    h.append_header(n.clone(), v)
+                        .map_err(ClientError::Receive)?;
                 }
             }
             h.set_version(head.version);
