@@ -342,8 +342,9 @@ fn check_rpc(id: Option<&str>, data: &[u8], error_status: bool) -> Result<(), In
     let is_error = match (answer.result, answer.error) {
         (Some(_), None) if !error_status => false,
         (None, Some(e)) => {
-            let RpcErrorObject { code: _ } =
-                serde_json::from_str(e.get()).map_err(|_| Invalid::NotJsonRpc)?;
+            let _code: i64 = serde_json::from_str::<RpcErrorObject>(e.get())
+                .map_err(|_| Invalid::NotJsonRpc)?
+                .code;
             true
         }
         _ => return Err(Invalid::NotJsonRpc),
