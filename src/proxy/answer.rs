@@ -16,11 +16,17 @@
 //!     them is held to the same id rule). A body that is not JSON — a proxy's HTML page, an empty
 //!     404 — is the agent's failure too, except for the statuses that are a complete answer at the
 //!     HTTP level whatever the body: 401/403 (authentication, outside A2A's error table),
-//!     429 and 503 (load shedding, with `Retry-After`), passed on as they are.
-//! - **A large answer** (over the held size, passed on as it arrives): only when its header says
-//!   JSON (`application/json`, `application/a2a+json`, any `+json`) in `identity`
-//!   ([`passes_unread`]); any other large answer is read whole like a small one and judged the
-//!   same way, within the same cap.
+//!     429 and 503 (load shedding, with `Retry-After`), 408 and 413 (the request took too long or
+//!     was too large for a server in front of the agent), 502 and 504 (a load balancer's page for
+//!     an agent that is down or slow), passed on as they are: callers' retry logic reads the
+//!     status, and it is the only thing such a page says.
+//! - **A large answer** (over the held size, passed on as it arrives): only over HTTP+JSON and
+//!   when its header says JSON (`application/json`, `application/a2a+json`, any `+json`) in
+//!   `identity` ([`passes_unread`]); any other large answer, every JSON-RPC one among them (its
+//!   `id` must be checked), is read whole like a small one and judged the same way, within the
+//!   same cap.
+//! - **An empty body** under gzip or deflate (a 204, an error with a coding header) has nothing
+//!   to decode and is judged as the empty body it is.
 //! - **A stream**: `identity` only ([`Invalid::Encoding`] otherwise, before anything reached the
 //!   caller: decoding SSE incrementally would buy nothing an agent that was asked for `identity`
 //!   needs). Each event's data is judged like a 2xx body ([`check_event`]).
@@ -41,7 +47,7 @@ use crate::profile::Binding;
 
 /// Statuses that are a whole answer at the HTTP level whatever their body says (see the module
 /// documentation): passed on even when the body is not JSON.
-const HTTP_LEVEL: [u16; 4] = [401, 403, 429, 503];
+const HTTP_LEVEL: [u16; 8] = [401, 403, 408, 413, 429, 502, 503, 504];
 
 /// Why an answer is not an A2A answer. The label ([`Invalid::as_str`]) is bounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
@@ -145,28 +151,54 @@ pub enum Decoded {
     TooLarge,
 }
 
-/// Decodes `body` in coding `enc`, never holding more than `limit` decoded bytes.
+/// Decodes `body` in coding `enc`, never holding more than `limit` decoded bytes. An empty body
+/// (a 204, an error with a coding header and nothing after it) has nothing to decode and is
+/// passed on as it is.
 pub fn decode(enc: Encoding, body: Bytes, limit: usize) -> Result<Decoded, Invalid> {
+    if body.is_empty() {
+        return Ok(Decoded::Body(body));
+    }
     let out = match enc {
         Encoding::Identity => return Ok(Decoded::Body(body)),
         Encoding::Gzip => bounded(flate2::read::MultiGzDecoder::new(&body[..]), limit),
         Encoding::Deflate => bounded(flate2::read::ZlibDecoder::new(&body[..]), limit)
             .or_else(|_| bounded(flate2::read::DeflateDecoder::new(&body[..]), limit)),
     }?;
-    Ok(match out {
-        Some(b) => Decoded::Body(Bytes::from(b)),
-        None => Decoded::TooLarge,
+    Ok(if out.len() <= limit {
+        Decoded::Body(Bytes::from(out))
+    } else {
+        Decoded::TooLarge
     })
 }
 
-/// Reads `r` to its end, or `None` once it yields more than `limit` bytes.
-fn bounded(r: impl Read, limit: usize) -> Result<Option<Vec<u8>>, Invalid> {
+/// First size of the decoding buffer, bytes (it doubles from there, up to the cap).
+const DECODE_START: usize = 16 * 1024;
+
+/// Reads `r` to its end or to `limit + 1` bytes, whichever comes first. The buffer grows by
+/// doubling but never past `limit + 1`, so a bomb costs the cap and not twice it (as
+/// `read_to_end`'s amortised growth would).
+fn bounded(mut r: impl Read, limit: usize) -> Result<Vec<u8>, Invalid> {
+    let max = limit.saturating_add(1);
     let mut out = Vec::new();
-    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    r.take(cap)
-        .read_to_end(&mut out)
-        .map_err(|_| Invalid::Encoding)?;
-    Ok((out.len() <= limit).then_some(out))
+    let mut filled = 0;
+    loop {
+        if filled == out.len() {
+            if filled >= max {
+                break;
+            }
+            let grow = filled.max(DECODE_START).min(max - filled);
+            out.reserve_exact(grow);
+            out.resize(filled + grow, 0);
+        }
+        match r.read(&mut out[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(Invalid::Encoding),
+        }
+    }
+    out.truncate(filled);
+    Ok(out)
 }
 
 /// Whether a large answer may go to the caller unread: its header says JSON, in `identity`.
@@ -282,10 +314,10 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
     <&RawValue>::deserialize(d).map(Some)
 }
 
-/// The `error` member's one required fact here: an integer `code`.
+/// The `error` member's one required fact here: an integer `code` (read, so that an error
+/// without one, or with a code that is not an integer, is not a JSON-RPC error).
 #[derive(Deserialize)]
 struct RpcErrorObject {
-    #[allow(dead_code)]
     code: i64,
 }
 
@@ -310,7 +342,9 @@ fn check_rpc(id: Option<&str>, data: &[u8], error_status: bool) -> Result<(), In
     let is_error = match (answer.result, answer.error) {
         (Some(_), None) if !error_status => false,
         (None, Some(e)) => {
-            serde_json::from_str::<RpcErrorObject>(e.get()).map_err(|_| Invalid::NotJsonRpc)?;
+            let _code: i64 = serde_json::from_str::<RpcErrorObject>(e.get())
+                .map_err(|_| Invalid::NotJsonRpc)?
+                .code;
             true
         }
         _ => return Err(Invalid::NotJsonRpc),

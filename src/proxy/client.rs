@@ -668,9 +668,12 @@ async fn send<'g>(
     // A unary answer is held only while it can still be an error worth acting on (errors are
     // small); a big result goes to the caller as it arrives.
     // Only one whose header says JSON in identity: any other is read (and decoded) whole and
-    // judged by its bytes ([`vet`]).
+    // judged by its bytes ([`vet`]). Never a JSON-RPC answer: its `id` must be the request's,
+    // which only reading it shows (another request's answer would otherwise pass), and it is
+    // read within the same answer cap as any.
     let large = resp.content_length().is_some_and(|n| n > MAX_HELD_ERROR);
-    if out.pass_large && large && passes_unread(&resp.head().headers) {
+    let rest = at.plan.binding == Binding::HttpJson;
+    if out.pass_large && rest && large && passes_unread(&resp.head().headers) {
         return Ok(Sent::Large(resp));
     }
     Ok(Sent::Whole(resp.read_all(MAX_ANSWER_BYTES, caller).await?))

@@ -143,17 +143,34 @@ pub fn prune(agent: &HeaderMap, listed: &[HeaderName]) -> Prune {
     Prune::Remove(remove)
 }
 
-/// The agent's headers the caller gets, in their order, within the caps; and how many allowed
-/// ones the caps dropped.
+/// Names the caps reach last: the caller cannot read the answer without its `Content-Type`, nor
+/// retry or authenticate as asked without `Retry-After` and `WWW-Authenticate`, so their lines
+/// are taken before any other (in this order) and only what is left goes to the rest.
+pub const RESERVED_ANSWER_HEADERS: [HeaderName; 3] = [
+    http::header::CONTENT_TYPE,
+    http::header::RETRY_AFTER,
+    http::header::WWW_AUTHENTICATE,
+];
+
+/// The agent's headers the caller gets within the caps: those of
+/// [`RESERVED_ANSWER_HEADERS`] first, the others in their order; and how many allowed lines the
+/// caps dropped. The first line of each reserved name is kept whatever its size (pingora's own
+/// header limit bounds it), so the caller always has them; further lines of them count as any.
 pub fn answer_headers(agent: &HeaderMap, listed: &[HeaderName]) -> (HeaderMap, usize) {
     let mut out = HeaderMap::with_capacity(agent.len().min(MAX_ANSWER_HEADERS));
     let (mut bytes, mut dropped) = (0usize, 0usize);
-    for (n, v) in agent {
-        if !crosses(Side::Agent, n, listed) {
-            continue;
-        }
+    let reserved = RESERVED_ANSWER_HEADERS
+        .iter()
+        .flat_map(|n| agent.get_all(n).iter().map(move |v| (n, v)));
+    let others = agent
+        .iter()
+        .filter(|(n, _)| !RESERVED_ANSWER_HEADERS.contains(n) && crosses(Side::Agent, n, listed));
+    for (n, v) in reserved.chain(others) {
         let size = n.as_str().len() + v.len();
-        if out.len() >= MAX_ANSWER_HEADERS || bytes + size > MAX_ANSWER_HEADER_BYTES {
+        let first_reserved = RESERVED_ANSWER_HEADERS.contains(n) && !out.contains_key(n);
+        if !first_reserved
+            && (out.len() >= MAX_ANSWER_HEADERS || bytes + size > MAX_ANSWER_HEADER_BYTES)
+        {
             dropped += 1;
             continue;
         }
@@ -244,6 +261,24 @@ mod tests {
         let bytes: usize = out.iter().map(|(n, v)| n.as_str().len() + v.len()).sum();
         assert!(bytes <= MAX_ANSWER_HEADER_BYTES);
         assert_eq!(prune(&h, &[]), Prune::Rebuild(out, dropped));
+        // The names the caller needs to read or retry the answer are never the ones dropped,
+        // wherever they come.
+        let mut late = HeaderMap::new();
+        for i in 0..100 {
+            late.append("vary", HeaderValue::from_str(&format!("x-{i}")).unwrap());
+        }
+        late.append("www-authenticate", HeaderValue::from_static("Bearer"));
+        late.append("retry-after", HeaderValue::from_static("7"));
+        late.append(
+            "content-type",
+            HeaderValue::from_str(&format!("application/json; x={}", "p".repeat(20_000))).unwrap(),
+        );
+        let (out, dropped) = answer_headers(&late, &[]);
+        assert_eq!(out["retry-after"], "7");
+        assert_eq!(out["www-authenticate"], "Bearer");
+        assert!(out["content-type"].len() > 20_000);
+        assert_eq!(out.get_all("vary").iter().count(), 0, "no bytes left");
+        assert_eq!(dropped, 100);
         let mut small = HeaderMap::new();
         small.append("content-type", HeaderValue::from_static("application/json"));
         small.append("server", HeaderValue::from_static("nginx"));

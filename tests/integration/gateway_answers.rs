@@ -44,9 +44,11 @@ fn rpc_answer(req: &RawRequest) -> Vec<u8> {
         "other-id",
         "no-envelope",
         "redirect",
+        "html-500",
         "html-502",
         "html-401",
         "big-html",
+        "big-other-id",
         "big-json",
     ]
     .into_iter()
@@ -66,6 +68,7 @@ fn rpc_answer(req: &RawRequest) -> Vec<u8> {
             br#"{"message":{"messageId":"r","role":"ROLE_AGENT","parts":[]}}"#,
         ),
         "redirect" => http(302, &[("location", "http://elsewhere.example/")], b""),
+        "html-500" => http(500, HTML, b"<html>500 Internal Server Error</html>"),
         "html-502" => http(502, HTML, b"<html>502 Bad Gateway</html>"),
         "html-401" => http(
             401,
@@ -80,6 +83,11 @@ fn rpc_answer(req: &RawRequest) -> Vec<u8> {
             HTML,
             format!("<html>{}</html>", "x".repeat(100 * 1024)).as_bytes(),
         ),
+        "big-other-id" => {
+            let big = json!({"jsonrpc": "2.0", "id": "somebody-else", "result": {"message": {
+                "messageId": "r", "role": "ROLE_AGENT", "parts": [{"text": "y".repeat(100 * 1024)}]}}});
+            http(200, JSON, big.to_string().as_bytes())
+        }
         "big-json" => {
             let big = json!({"jsonrpc": "2.0", "id": id, "result": {"message": {
                 "messageId": "r", "role": "ROLE_AGENT", "parts": [{"text": "y".repeat(100 * 1024)}]}}});
@@ -131,6 +139,9 @@ async fn jsonrpc_answers_that_are_not_a2a_are_invalid_agent_response_counted_and
         ("redirect", "redirect"),
         // Larger than the 64 KiB held for errors, yet not JSON by its header: read whole, judged.
         ("big-html", "not_json"),
+        // Larger than 64 KiB and JSON by its header, but JSON-RPC: read whole so that another
+        // request's answer does not pass.
+        ("big-other-id", "id_mismatch"),
     ] {
         let before = gw.metrics().await;
         let (status, v) = gw
@@ -154,11 +165,11 @@ async fn jsonrpc_answers_that_are_not_a2a_are_invalid_agent_response_counted_and
     // A server error's page is the agent failing: refused the same way, not a stale card.
     let before = gw.metrics().await;
     let (status, v) = gw
-        .rpc("raw", &send_request("e", "SendMessage", "html-502"), &[])
+        .rpc("raw", &send_request("e", "SendMessage", "html-500"), &[])
         .await;
     assert_invalid_rpc(status, &v, "e");
     assert_eq!(
-        v["error"]["data"][0]["metadata"]["agentStatus"], "502",
+        v["error"]["data"][0]["metadata"]["agentStatus"], "500",
         "{v}"
     );
     let after = gw.metrics().await;
@@ -179,7 +190,16 @@ async fn jsonrpc_answers_that_are_not_a2a_are_invalid_agent_response_counted_and
     assert_eq!(status, 401, "{body}");
     assert_eq!(headers["www-authenticate"], "Bearer");
 
-    // A large JSON answer goes through unread, whole.
+    // A load balancer's 502 page: the status is the answer (callers retry on it), passed on.
+    let (status, _, body) = gw
+        .rpc_raw("raw", &send_request("g", "SendMessage", "html-502"), &[])
+        .await;
+    assert_eq!(
+        (status, body.as_str()),
+        (502, "<html>502 Bad Gateway</html>")
+    );
+
+    // A large JSON answer with the request's id passes, whole.
     let (status, v) = gw
         .rpc("raw", &send_request("b", "SendMessage", "big-json"), &[])
         .await;

@@ -195,17 +195,13 @@ async fn an_http_json_call_past_its_deadline_is_a_504_deadline_exceeded() {
 
 #[tokio::test]
 async fn a_large_answer_past_its_body_deadline_is_cut_and_counted() {
-    // Larger than the gateway holds back: its head goes to the caller before the body is read.
+    // Larger than the gateway holds back, over HTTP+JSON: its head goes to the caller before the
+    // body is read (a JSON-RPC answer is read whole, for its id: the next test).
     let len = 200_000;
-    let agent = DripAgent::start(Drip::Body { len }, Binding::JsonRpc).await;
+    let agent = DripAgent::start(Drip::Body { len }, Binding::Rest).await;
     let gw = InProcess::start(&(config_head(&[]) + SHORT + &agent.integration("drip"))).await;
-    let mut s = post(
-        gw.proxy,
-        "/agents/drip",
-        &json!({"jsonrpc": "2.0", "id": "g-1", "method": "GetTask", "params": {"id": "t"}}),
-        "1.1",
-    )
-    .await;
+    let req = &send_request("r-1", "SendMessage", "hi")["params"];
+    let mut s = post(gw.proxy, "/agents/drip/message:send", req, "1.1").await;
     let raw = read_to_close(&mut s).await;
     let (head, body) = head_and_body(&raw);
     assert!(head.starts_with("http/1.1 200"), "{head}");
@@ -215,6 +211,21 @@ async fn a_large_answer_past_its_body_deadline_is_cut_and_counted() {
         "the body was cut: {} of {len} bytes",
         body.len()
     );
+    let labels = [("integration", "drip"), ("phase", "body")];
+    wait_metric(&gw, "a2a_egress_upstream_timeouts_total", &labels, 1.0).await;
+    wait_agent_closed(&agent, 1).await;
+}
+
+#[tokio::test]
+async fn a_large_jsonrpc_answer_past_its_body_deadline_is_a_504() {
+    // Read whole (its id is checked), so nothing went to the caller yet: a whole 504.
+    let len = 200_000;
+    let agent = DripAgent::start(Drip::Body { len }, Binding::JsonRpc).await;
+    let gw = InProcess::start(&(config_head(&[]) + SHORT + &agent.integration("drip"))).await;
+    let req = json!({"jsonrpc": "2.0", "id": "g-1", "method": "GetTask", "params": {"id": "t"}});
+    let (status, body) = gw.rpc("drip", &req, &[]).await;
+    assert_eq!(status, 504, "{body}");
+    assert_timeout_error(&body, "g-1");
     let labels = [("integration", "drip"), ("phase", "body")];
     wait_metric(&gw, "a2a_egress_upstream_timeouts_total", &labels, 1.0).await;
     wait_agent_closed(&agent, 1).await;

@@ -400,6 +400,50 @@ fn assert_agent_headers_filtered(path: &str, headers: &reqwest::header::HeaderMa
             "{path}: {n}"
         );
     }
+    // Exactly the allowed lines the agent sent, within the cap of 32 lines: the reserved names
+    // first, then the others in their order, every `vary` line of a repeated name kept until
+    // the cap.
+    let agent_lines: Vec<(String, String)> = headers
+        .iter()
+        .filter(|(n, _)| {
+            !matches!(
+                n.as_str(),
+                "content-length"
+                    | "transfer-encoding"
+                    | "connection"
+                    | "date"
+                    | "x-request-id"
+                    | "traceparent"
+                    | "tracestate"
+                    | "a2a-egress-request-id"
+            )
+        })
+        .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+        .collect();
+    let ct = if path == "stream" {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    let mut want: Vec<(String, String)> = [
+        ("content-type", ct),
+        ("retry-after", "7"),
+        ("www-authenticate", "Bearer realm=\"agent\""),
+        ("a2a-version", "1.0"),
+        ("x-caller-trace", "back-1"),
+    ]
+    .iter()
+    .map(|(n, v)| (n.to_string(), v.to_string()))
+    .collect();
+    want.extend((0..27).map(|i| ("vary".to_owned(), format!("x-vary-{i}"))));
+    if path == "stream" {
+        // The gateway's own, on every SSE answer it writes.
+        want.push(("cache-control".into(), "no-cache".into()));
+    }
+    let mut got = agent_lines.clone();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want, "{path}: {headers:?}");
     let size: usize = headers
         .iter()
         .map(|(n, v)| n.as_str().len() + v.len())

@@ -1,3 +1,5 @@
+//! Tests of the A2A answer check and the bounded decoding of unasked-for codings (pure).
+
 use std::io::Write;
 
 use super::*;
@@ -125,9 +127,22 @@ fn errors_pass_as_json_and_http_level_statuses_pass_as_they_are() {
         Ok(())
     );
     assert_eq!(
-        check_whole(REST, None, 502, b"<html>Bad Gateway</html>"),
+        check_whole(REST, None, 500, b"<html>Internal Server Error</html>"),
         Err(Invalid::NotJson)
     );
+    assert_eq!(
+        check_whole(RPC, Some("1"), 404, b"<html>Not Found</html>"),
+        Err(Invalid::NotJson)
+    );
+    // A load balancer's or front server's page: the status is the answer (callers' retry logic
+    // reads it).
+    for s in [408, 413, 502, 504] {
+        assert_eq!(
+            check_whole(RPC, Some("1"), s, b"<html>Bad Gateway</html>"),
+            Ok(()),
+            "{s}"
+        );
+    }
     assert_eq!(check_whole(RPC, Some("1"), 404, b""), Err(Invalid::NotJson));
     for s in HTTP_LEVEL {
         assert_eq!(
@@ -253,6 +268,36 @@ fn gzip_and_both_deflates_decode_and_a_bomb_stops_at_the_cap() {
         decode(Encoding::Gzip, bomb, 1024 * 1024),
         Ok(Decoded::TooLarge)
     );
+}
+
+#[test]
+fn an_empty_body_with_a_coding_has_nothing_to_decode() {
+    for enc in [Encoding::Gzip, Encoding::Deflate] {
+        assert_eq!(
+            decode(enc, Bytes::new(), 1024),
+            Ok(Decoded::Body(Bytes::new())),
+            "{enc:?}"
+        );
+    }
+    assert_eq!(check_whole(REST, None, 204, b""), Ok(()));
+}
+
+#[test]
+fn the_decoding_buffer_never_grows_past_the_cap_and_one() {
+    let bomb = gzip(&vec![0u8; 8 * 1024 * 1024]);
+    for limit in [1024 * 1024 + 3, 1024 * 1024, 100_000] {
+        let out = bounded(flate2::read::MultiGzDecoder::new(&bomb[..]), limit).unwrap();
+        assert_eq!(out.len(), limit + 1);
+        assert!(
+            out.capacity() <= limit + 1,
+            "{} > {}",
+            out.capacity(),
+            limit + 1
+        );
+    }
+    let small = gzip(b"{}");
+    let out = bounded(flate2::read::MultiGzDecoder::new(&small[..]), 1 << 20).unwrap();
+    assert_eq!(out, b"{}");
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! - A whole answer is checked before it is passed on; enforced, a mismatch answers the caller
 //!   with `ARTIFACT_SCHEMA_MISMATCH` instead.
 //! - A stream is cut into events ([`crate::proxy::events`]), each held until it is checked (one
-//!   event at most, [`MAX_EVENT_BYTES`]); an event that is not A2A, or (enforced) a mismatch,
+//!   event at most: [`MAX_EVENT_BYTES`] under a schema, [`MAX_A2A_EVENT_BYTES`] without); an event that is not A2A, or (enforced) a mismatch,
 //!   ends the stream with an error event in the binding's shape; recorded, a mismatch is only
 //!   reported.
 //! - A large unary answer (recorded only: enforced answers are read whole) goes on as it arrives
@@ -35,8 +35,16 @@ use crate::proxy::events::{Splitter, data_of};
 use crate::proxy::feedback::sse_event;
 use crate::state::{Evidence, EvidenceKind, IntegrationState};
 
-/// Largest stream event held to be checked, and largest large answer checked (bytes).
+/// Largest stream event held to be checked against an artifact schema, and largest large answer
+/// checked (bytes): an artifact may carry a large data part, and the schema must see all of it.
 pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// Largest stream event held when only the A2A check applies (no artifact schema), bytes. Every
+/// stream holds one event, so this bounds the memory of every stream the gateway carries; the
+/// check only needs to see that an event is a JSON-RPC response with the request's id (or a
+/// JSON object), which status updates and ordinary artifact chunks are far below. A larger event
+/// and the rest of its stream pass unchecked, as past [`MAX_EVENT_BYTES`].
+pub const MAX_A2A_EVENT_BYTES: usize = 1024 * 1024;
 
 pub use crate::proxy::call::EVIDENCE_GAP;
 
@@ -135,9 +143,11 @@ fn error_event(d: &Deny, shape: &Shape, integration: &str) -> Bytes {
 
 /// Streams an SSE answer to the caller one whole event at a time: each event's data must be an
 /// A2A answer ([`Events`]), and held to the schema when there is one. A bad event is never
-/// passed on: the stream ends with an error event instead. An event larger than
-/// [`MAX_EVENT_BYTES`] cannot be held: it and the rest of the stream pass unchecked (an enforced
-/// schema ends the stream instead), so memory stays bounded whatever the agent sends.
+/// passed on: the stream ends with an error event instead. An event larger than the cap
+/// ([`MAX_EVENT_BYTES`] under a schema, else [`MAX_A2A_EVENT_BYTES`]) cannot be held: the whole
+/// events before it are judged and passed on, then it and the rest of the stream pass unchecked
+/// (an enforced schema ends the stream instead), so memory stays bounded whatever the agent
+/// sends.
 pub(super) async fn pipe_stream(
     session: &mut Session,
     mut resp: Response<'_>,
@@ -147,7 +157,11 @@ pub(super) async fn pipe_stream(
     tally: &Tally<'_>,
 ) -> Result<Outcome> {
     sse_header(session, Some(resp.head())).await?;
-    let mut split = Some(Splitter::new(MAX_EVENT_BYTES));
+    let limit = match screen {
+        Some(_) => MAX_EVENT_BYTES,
+        None => MAX_A2A_EVENT_BYTES,
+    };
+    let mut split = Some(Splitter::new(limit));
     loop {
         let chunk = match piece(session, &mut resp, "stream", tally).await? {
             Piece::Chunk(chunk) => chunk,
@@ -160,7 +174,14 @@ pub(super) async fn pipe_stream(
         };
         let done = match s.push(&chunk) {
             Ok(done) => done,
-            Err(_) => {
+            Err(e) => {
+                // The events the chunk completed before the large one are whole: they go first.
+                for event in e.done {
+                    if let Some(d) = judge(screen, events, &event) {
+                        return end_with_error(session, d, shape, events.name()).await;
+                    }
+                    session.write_response_body(Some(event), false).await?;
+                }
                 if let Some(d) = too_large(screen) {
                     return end_with_error(session, d, shape, events.name()).await;
                 }

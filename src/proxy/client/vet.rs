@@ -87,9 +87,16 @@ fn keep_allowed(
         Prune::Rebuild(kept, dropped) => {
             let mut h = ResponseHeader::build_no_case(head.status, Some(kept.len()))
                 .map_err(ClientError::Receive)?;
+            // An owned map yields a name only with its first value; the next values of that
+            // name come with `None` and belong to the name before them.
+            let mut name = None;
             for (n, v) in kept {
-                if let Some(n) = n {
-                    h.append_header(n, v).map_err(ClientError::Receive)?;
+                if n.is_some() {
+                    name = n;
+                }
+                if let Some(n) = &name {
+                    h.append_header(n.clone(), v)
+                        .map_err(ClientError::Receive)?;
                 }
             }
             h.set_version(head.version);
