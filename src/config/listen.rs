@@ -33,6 +33,12 @@ pub const DEFAULT_UPSTREAM_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default longest silence between two reads from an agent: what bounds a stream, which has no
 /// total deadline (SDK agents send an SSE ping every 15 s).
 pub const DEFAULT_UPSTREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default longest time one write of an answer to a caller may wait for the caller to read: a
+/// caller that stays connected but stops reading holds its call, its agent connection and its
+/// in-flight slot no longer than this (the agent side's deadlines cannot see it: the gateway is
+/// writing, not reading). A write of a large piece that progresses slowly only needs to finish
+/// within it, so a slow reader is cut only at a rate far below any real one.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default cap on open downstream connections of the data plane.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// Default cap on data-plane requests in progress (each may hold a body up to `max_body_bytes`).
@@ -209,6 +215,9 @@ pub struct RawLimits {
     /// Longest silence between two reads from an agent, the only bound of a stream (default `"300s"`).
     #[serde(default)]
     pub upstream_idle_timeout: Option<String>,
+    /// Longest wait for one write of an answer to a caller (default `"30s"`).
+    #[serde(default)]
+    pub write_timeout: Option<String>,
     /// Cap on the config file's size in bytes (default and most 32 MiB): a reload of a larger
     /// file is refused without reading it, and the running config keeps serving.
     #[serde(default)]
@@ -234,6 +243,8 @@ pub struct Limits {
     pub upstream_body_timeout: Duration,
     /// Longest silence between two reads from an agent (streams' only bound).
     pub upstream_idle_timeout: Duration,
+    /// Longest wait for one write of an answer to a caller that does not read.
+    pub write_timeout: Duration,
     /// Cap on the config file's size (applies to the next reload as soon as a config with it is
     /// running; no restart needed).
     pub max_config_bytes: u64,
@@ -263,6 +274,7 @@ impl Default for Limits {
             upstream_header_timeout: DEFAULT_UPSTREAM_HEADER_TIMEOUT,
             upstream_body_timeout: DEFAULT_UPSTREAM_BODY_TIMEOUT,
             upstream_idle_timeout: DEFAULT_UPSTREAM_IDLE_TIMEOUT,
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
             max_config_bytes: DEFAULT_MAX_CONFIG_BYTES,
         }
     }
@@ -558,6 +570,7 @@ pub(super) fn limits(raw: &RawLimits, problems: &mut Vec<String>) -> Limits {
         &raw.upstream_idle_timeout,
         d.upstream_idle_timeout,
     );
+    let write_timeout = timeout("write_timeout", &raw.write_timeout, d.write_timeout);
     let mut cap = |key: &str, v: Option<usize>, default: usize| match v {
         None => default,
         Some(n) if (1..=MAX_CAP).contains(&n) => n,
@@ -575,6 +588,7 @@ pub(super) fn limits(raw: &RawLimits, problems: &mut Vec<String>) -> Limits {
         upstream_header_timeout,
         upstream_body_timeout,
         upstream_idle_timeout,
+        write_timeout,
         max_config_bytes: max_config_bytes(raw.max_config_bytes, problems),
     }
 }
@@ -713,7 +727,7 @@ mod tests {
         let c = Config::parse(
             "[limits]\nheader_timeout = \"300ms\"\nmax_connections = 2\n\
              upstream_header_timeout = \"5s\"\nupstream_body_timeout = \"250ms\"\n\
-             upstream_idle_timeout = \"1m\"\n[admin]\nrefresh_min_interval = \"0s\"\n",
+             upstream_idle_timeout = \"1m\"\nwrite_timeout = \"2s\"\n[admin]\nrefresh_min_interval = \"0s\"\n",
             Path::new("g.toml"),
         )
         .unwrap();
@@ -722,6 +736,7 @@ mod tests {
         assert_eq!(c.limits.upstream_header_timeout, Duration::from_secs(5));
         assert_eq!(c.limits.upstream_body_timeout, Duration::from_millis(250));
         assert_eq!(c.limits.upstream_idle_timeout, Duration::from_secs(60));
+        assert_eq!(c.limits.write_timeout, Duration::from_secs(2));
         assert!(c.admin.refresh_min_interval.is_zero());
 
         let dir = tempfile::tempdir().unwrap();
@@ -729,7 +744,7 @@ mod tests {
             "[limits]\nheader_timeout = \"0s\"\nbody_timeout = \"2h\"\nidle_timeout = \"soon\"\n\
              max_connections = 0\nmax_inflight = 2000000\nupstream_header_timeout = \"0s\"\n\
              upstream_body_timeout = \"2h\"\nupstream_idle_timeout = \"never\"\n\
-             [admin]\nrefresh_min_interval = \"2d\"\nmax_connections = 0\n",
+             write_timeout = \"0s\"\n[admin]\nrefresh_min_interval = \"2d\"\nmax_connections = 0\n",
             dir.path(),
         );
         let keys: Vec<&str> = p.iter().filter_map(|l| l.split(':').next()).collect();
@@ -742,6 +757,7 @@ mod tests {
                 "limits.upstream_header_timeout",
                 "limits.upstream_body_timeout",
                 "limits.upstream_idle_timeout",
+                "limits.write_timeout",
                 "limits.max_connections",
                 "limits.max_inflight",
                 "admin.refresh_min_interval",

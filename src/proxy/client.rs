@@ -271,8 +271,22 @@ pub async fn call(
         may_retry: call.may_retry,
     };
     match attempt(gw, session, ctx, call.redo, at).await {
-        // Writing to the caller failed: it left (a reset, or a close seen only by the write).
-        // The call ended with its caller, like a hang-up seen while waiting on the agent.
+        // Writing to the caller failed: it left (a reset, or a close seen only by the write),
+        // or it stopped reading for longer than `[limits] write_timeout` (counted). The call
+        // ended with its caller, like a hang-up seen while waiting on the agent.
+        Err(e) if *e.etype() == ErrorType::WriteTimedout => {
+            // The socket is full and stays full: the error path drops the connection, where
+            // finishing the answer would wait on it again, with no deadline.
+            (gw.metrics.downstream_timeouts)
+                .with_label_values(&[super::limits::Phase::Write.as_str()])
+                .inc();
+            tracing::debug!(
+                integration = at.name(),
+                "the caller stopped reading its answer; the call is cut at the write timeout"
+            );
+            ctx.outcome = Some(Outcome::ClientClosed);
+            Err(e)
+        }
         Err(e) if *e.etype() == ErrorType::WriteError => {
             session.set_keepalive(None);
             tracing::debug!(

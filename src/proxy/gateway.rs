@@ -338,6 +338,9 @@ impl ProxyHttp for Gateway {
     async fn early_request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<()> {
         ctx.snapshot = Some(self.store.load());
         ctx.trace = Trace::of(&session.req_header().headers);
+        // A caller that stops reading its answer holds the call no longer than this per write
+        // (pingora sets no write deadline of its own).
+        session.set_write_timeout(Some(self.limits.write_timeout));
         // The header is read: its deadline stops, and a connection over the cap is refused.
         if let Some(cap) = limits::header_read() {
             ctx.overloaded = Some(cap);
@@ -423,7 +426,20 @@ impl ProxyHttp for Gateway {
         )
     }
 
+    fn suppress_error_log(&self, _session: &Session, ctx: &Ctx, _error: &Error) -> bool {
+        // A caller that left or stopped reading is no failure of the gateway's (counted as
+        // `client_closed` and, for a write timeout, in `downstream_timeouts_total`).
+        matches!(ctx.outcome, Some(Outcome::ClientClosed))
+    }
+
     async fn fail_to_proxy(&self, session: &mut Session, e: &Error, ctx: &mut Ctx) -> FailToProxy {
+        if matches!(ctx.outcome, Some(Outcome::ClientClosed)) {
+            // Nothing can reach the caller, and the connection is not kept for another request.
+            return FailToProxy {
+                error_code: 0,
+                can_reuse_downstream: false,
+            };
+        }
         // Nothing written yet: answer in the caller's protocol, never pingora's HTML page, naming
         // the certificate check when TLS with the agent failed.
         let deny = tls_fault(e).map_or(Deny::UpstreamUnavailable, Deny::UpstreamTls);

@@ -68,6 +68,8 @@ pub enum Phase {
     Header,
     /// A request body did not complete within `body_timeout` (answered 408).
     Body,
+    /// A write of the answer waited longer than `write_timeout` for the caller to read.
+    Write,
 }
 
 impl Phase {
@@ -77,6 +79,7 @@ impl Phase {
             Phase::Idle => "idle",
             Phase::Header => "header",
             Phase::Body => "body",
+            Phase::Write => "write",
         }
     }
 }
@@ -117,6 +120,8 @@ pub struct RequestLimits {
     pub body_timeout: Duration,
     /// The deadlines of every call the gateway makes to an agent.
     pub upstream: UpstreamDeadlines,
+    /// `write_timeout`: each write of an answer to the caller.
+    pub write_timeout: Duration,
 }
 
 /// How long one call to an agent may take (`[limits] upstream_*`): a caller that waits is never
@@ -138,6 +143,7 @@ impl RequestLimits {
         RequestLimits {
             inflight: Arc::new(Semaphore::new(limits.max_inflight)),
             body_timeout: limits.body_timeout,
+            write_timeout: limits.write_timeout,
             upstream: UpstreamDeadlines {
                 header: limits.upstream_header_timeout,
                 body: limits.upstream_body_timeout,
@@ -197,7 +203,7 @@ impl<A> Limited<A> {
         for cap in [Cap::Connections, Cap::Inflight] {
             metrics.overload_refusals.with_label_values(&[cap.as_str()]);
         }
-        for phase in [Phase::Idle, Phase::Header, Phase::Body] {
+        for phase in [Phase::Idle, Phase::Header, Phase::Body, Phase::Write] {
             metrics
                 .downstream_timeouts
                 .with_label_values(&[phase.as_str()]);

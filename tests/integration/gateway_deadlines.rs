@@ -302,6 +302,28 @@ async fn a_caller_that_hangs_up_cancels_its_stream() {
     wait_metric(&gw, "a2a_egress_requests_total", &outcome, 1.0).await;
 }
 
+/// A caller that stays connected but never reads its stream holds the call no longer than
+/// `[limits] write_timeout`: the agent keeps sending, the gateway's writes stop moving, and the
+/// call ends (agent connection closed, slot freed, counted) while the caller's socket is open.
+#[tokio::test]
+async fn a_caller_that_stops_reading_is_cut_at_the_write_timeout() {
+    let agent = DripAgent::start(Drip::Flood, Binding::JsonRpc).await;
+    let limits = "[limits]\nwrite_timeout = \"1s\"\nupstream_idle_timeout = \"1h\"\n";
+    let config = config_head(&[]) + limits + &agent.integration("drip");
+    let gw = InProcess::start(&config).await;
+    let req = send_request("w-1", "SendStreamingMessage", "hi");
+    let s = post(gw.proxy, "/agents/drip", &req, "1.1").await;
+    wait_metric(&gw, "a2a_egress_inflight_requests", &[], 1.0).await;
+    // The caller never reads: the loopback buffers fill, then each write waits.
+    wait_agent_closed(&agent, 1).await;
+    wait_metric(&gw, "a2a_egress_inflight_requests", &[], 0.0).await;
+    let write = [("phase", "write")];
+    wait_metric(&gw, "a2a_egress_downstream_timeouts_total", &write, 1.0).await;
+    let outcome = [("integration", "drip"), ("outcome", "client_closed")];
+    wait_metric(&gw, "a2a_egress_requests_total", &outcome, 1.0).await;
+    drop(s);
+}
+
 /// The open file descriptors of process `pid`.
 fn fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))

@@ -25,6 +25,8 @@ pub enum Drip {
     },
     /// An SSE head and one event, then silence (no ping, no end).
     Stream,
+    /// An SSE head, then events of 16 KiB as fast as the gateway takes them, forever.
+    Flood,
 }
 
 /// Which binding the card offers (the call paths differ).
@@ -170,6 +172,21 @@ async fn serve(
     closed.fetch_add(1, Ordering::SeqCst);
 }
 
+/// An SSE stream of 16 KiB events answering `id`, written until a write fails.
+async fn flood(wr: &mut tokio::net::tcp::OwnedWriteHalf, id: &str) {
+    let pad = "x".repeat(16 * 1024);
+    let event = format!(
+        "data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"statusUpdate\":{{\"taskId\":\"{pad}\"}}}}}}\n\n"
+    );
+    let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+    let head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+    if wr.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    while wr.write_all(chunk.as_bytes()).await.is_ok() {}
+}
+
 /// The JSON-RPC id of a request body (`null` when it has none): a stream's events answer it, as
 /// the gateway checks.
 fn request_id(body: &str) -> String {
@@ -202,6 +219,7 @@ async fn drip_forever(wr: &mut tokio::net::tcp::OwnedWriteHalf, drip: Drip, id: 
             }
             return std::future::pending().await;
         }
+        Drip::Flood => return flood(wr, id).await,
     };
     if wr.write_all(start.as_bytes()).await.is_err() {
         return;
