@@ -587,7 +587,10 @@ impl CardFetcher {
     /// The TLS configuration for an integration's `ca_file`: the roots [`trust_roots`] decides,
     /// the same ones its calls are verified against.
     fn tls_config(&self, ca_file: Option<&Path>) -> Result<rustls::ClientConfig, FetchError> {
-        let roots = trust_roots(ca_file).map_err(|e| FetchError::CaFile {
+        // The CA file is read (and hashed) on every fetch, so a replaced file applies at once:
+        // off the data plane's threads.
+        let roots = crate::types::file::blocking(|| trust_roots(ca_file));
+        let roots = roots.map_err(|e| FetchError::CaFile {
             path: e.path().to_owned(),
             reason: e.detail().to_owned(),
         })?;

@@ -157,7 +157,7 @@ impl Worker {
             None,
             bytes,
         );
-        match saved.map(|c| dir.save_extended(&c, id.as_str())) {
+        match saved.map(|c| crate::types::file::blocking(|| dir.save_extended(&c, id.as_str()))) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 tracing::warn!(integration = %self.name(), error = %e, "cannot persist the extended card")
@@ -170,7 +170,7 @@ impl Worker {
 
     fn forget_extended(&self) {
         if let Some(dir) = lock(&self.inner.state_dir).clone()
-            && let Err(e) = dir.remove_extended(self.name())
+            && let Err(e) = crate::types::file::blocking(|| dir.remove_extended(self.name()))
         {
             tracing::warn!(integration = %self.name(), error = %e, "cannot remove saved extended cards");
         }

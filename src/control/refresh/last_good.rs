@@ -98,7 +98,8 @@ impl Worker {
             c.max_age,
             &c.bytes,
         ) {
-            Ok(saved) => match dir.save(&saved) {
+            // Written, fsynced and renamed after every refresh: off the data plane's threads.
+            Ok(saved) => match crate::types::file::blocking(|| dir.save(&saved)) {
                 Ok(()) => *lock(&self.inner.state_problem) = None,
                 Err(e) => {
                     tracing::warn!(integration = %self.name(), error = %e, "cannot persist the last-known-good card");
