@@ -26,8 +26,8 @@ use super::registry::{self, RegistryError};
 use super::service::{App, Snapshot};
 use super::{jsonrpc, rest};
 use a2a_egress::profile::Binding;
-use a2a_egress::types::file::read_capped;
 use a2a_egress::types::etag::if_none_match;
+use a2a_egress::types::file::read_capped;
 
 /// Path of the public card.
 pub const CARD_PATH: &str = "/.well-known/agent-card.json";

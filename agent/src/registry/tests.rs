@@ -261,7 +261,13 @@ fn registry_and_token_files_over_their_caps_are_refused_unread() {
     std::fs::write(&path, padded).unwrap();
     let err = load(&path).unwrap_err();
     assert!(
-        matches!(&err, RegistryError::Read { source: FileError::TooLarge { .. }, .. }),
+        matches!(
+            &err,
+            RegistryError::Read {
+                source: FileError::TooLarge { .. },
+                ..
+            }
+        ),
         "{err}"
     );
 }
