@@ -17,6 +17,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use a2a_egress::profile::Binding;
+use a2a_egress::types::file::{FileError, read_capped_string};
 
 /// The built-in handlers a manifest's `handler` may name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,8 +73,8 @@ pub enum RegistryError {
     Read {
         /// The registry path.
         path: PathBuf,
-        /// The underlying I/O error.
-        source: std::io::Error,
+        /// Why: an I/O error, not a regular file, or over [`MAX_REGISTRY_BYTES`].
+        source: FileError,
     },
     /// The TOML is malformed, has an unknown key or a value of the wrong type.
     #[error("registry: {at}: {message}")]
@@ -111,6 +112,11 @@ pub trait Secrets {
     fn file(&self, path: &Path) -> std::io::Result<String>;
 }
 
+/// Largest registry file read, in bytes (the shipped sample is a few KiB).
+pub const MAX_REGISTRY_BYTES: u64 = 4 * 1024 * 1024;
+/// Largest token file read, in bytes.
+pub const MAX_TOKEN_BYTES: u64 = 64 * 1024;
+
 /// [`Secrets`] backed by the real process environment and file system.
 pub struct ProcessSecrets;
 
@@ -119,7 +125,9 @@ impl Secrets for ProcessSecrets {
         std::env::var(name).ok()
     }
     fn file(&self, path: &Path) -> std::io::Result<String> {
-        std::fs::read_to_string(path)
+        // Capped and regular files only: a token path that names a FIFO or a huge file must not
+        // hang or fill the agent's memory.
+        read_capped_string(path, MAX_TOKEN_BYTES, "token file").map_err(std::io::Error::other)
     }
 }
 
@@ -465,9 +473,11 @@ use validate::{
 /// Reads and validates the registry at `path`, resolving tokens from the process environment.
 /// Relative `token_file` paths are resolved against the registry's directory.
 pub fn load(path: &Path) -> Result<Registry, RegistryError> {
-    let text = std::fs::read_to_string(path).map_err(|source| RegistryError::Read {
-        path: path.to_path_buf(),
-        source,
+    let text = read_capped_string(path, MAX_REGISTRY_BYTES, "registry").map_err(|source| {
+        RegistryError::Read {
+            path: path.to_path_buf(),
+            source,
+        }
     })?;
     let dir = path.parent().unwrap_or(Path::new("."));
     parse(&text, dir, &ProcessSecrets)

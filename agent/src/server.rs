@@ -27,6 +27,7 @@ use super::service::{App, Snapshot};
 use super::{jsonrpc, rest};
 use a2a_egress::profile::Binding;
 use a2a_egress::types::etag::if_none_match;
+use a2a_egress::types::file::read_capped;
 
 /// Path of the public card.
 pub const CARD_PATH: &str = "/.well-known/agent-card.json";
@@ -279,9 +280,22 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
     }
 }
 
-/// Content fingerprint of the registry file (`None` while it cannot be read, e.g. mid-rename).
+/// Content fingerprint of the registry file (`None` while it cannot be read, e.g. mid-rename, or
+/// is not a regular file or over [`registry::MAX_REGISTRY_BYTES`]).
 fn fingerprint(path: &Path) -> Option<[u8; 32]> {
-    std::fs::read(path).ok().map(|b| Sha256::digest(b).into())
+    read_capped(path, registry::MAX_REGISTRY_BYTES, "registry")
+        .ok()
+        .map(|b| Sha256::digest(b).into())
+}
+
+/// [`fingerprint`] on a blocking thread: the poll runs on the runtime that serves requests, and a
+/// slow disk must not stall them.
+async fn fingerprint_off_runtime(path: &Path) -> Option<[u8; 32]> {
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || fingerprint(&path))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// Reloads on SIGHUP, or when the file's content changes (polled: editors replace files by
@@ -293,7 +307,7 @@ async fn watch_registry(
     every: Option<Duration>,
     mut hup: Option<tokio::signal::unix::Signal>,
 ) {
-    let mut last = fingerprint(&path);
+    let mut last = fingerprint_off_runtime(&path).await;
     // With polling off the tick arm below is disabled; the period is then irrelevant.
     let mut tick = tokio::time::interval(every.unwrap_or(Duration::from_secs(3600)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -307,21 +321,24 @@ async fn watch_registry(
                 }
             } => "SIGHUP",
             _ = tick.tick(), if every.is_some() => {
-                let now = fingerprint(&path);
+                let now = fingerprint_off_runtime(&path).await;
                 if now.is_none() || now == last {
                     continue;
                 }
                 "file change"
             }
         };
-        last = fingerprint(&path);
-        match reload(&app, &path, bound) {
-            Ok(version) => tracing::info!(trigger = why, %version, "registry reloaded"),
-            Err(e) => tracing::warn!(
+        last = fingerprint_off_runtime(&path).await;
+        // The reload reads the registry and its token files: off the runtime too.
+        let (a, p) = (app.clone(), path.clone());
+        match tokio::task::spawn_blocking(move || reload(&a, &p, bound)).await {
+            Ok(Ok(version)) => tracing::info!(trigger = why, %version, "registry reloaded"),
+            Ok(Err(e)) => tracing::warn!(
                 trigger = why,
                 error = %e,
                 "registry reload failed; keeping the running registry"
             ),
+            Err(e) => tracing::warn!(trigger = why, error = %e, "registry reload task failed"),
         }
     }
 }
@@ -343,6 +360,30 @@ pub fn reload(app: &App, path: &Path, bound: SocketAddr) -> Result<String, Serve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The poll's read is bounded: a registry path that became a FIFO (nobody writing) or a huge
+    /// file gives no fingerprint instead of blocking the poll or reading it all.
+    #[test]
+    fn fingerprint_refuses_a_fifo_and_an_oversized_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("registry.toml");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = fifo.clone();
+        std::thread::spawn(move || tx.send(fingerprint(&p)).unwrap());
+        // A bound on the wait, not a timing assertion: the old read blocks forever.
+        let got = rx.recv_timeout(Duration::from_secs(30));
+        assert_eq!(got, Ok(None), "the read of a FIFO did not return");
+        let big = dir.path().join("big.toml");
+        std::fs::write(&big, vec![b'#'; registry::MAX_REGISTRY_BYTES as usize + 1]).unwrap();
+        assert_eq!(fingerprint(&big), None);
+        std::fs::write(&big, b"# small\n").unwrap();
+        assert!(fingerprint(&big).is_some());
+    }
 
     /// The agent answers conditional card fetches with the gateway's one matcher.
     #[test]

@@ -35,6 +35,7 @@ use crate::metrics::Metrics;
 pub mod auth;
 pub mod error;
 pub mod planner;
+pub mod readyz;
 pub mod refresh;
 pub mod view;
 use crate::state::Store;
@@ -136,17 +137,8 @@ async fn readyz(State(s): State<AdminState>) -> Response {
     let integrations: serde_json::Map<String, serde_json::Value> = snap
         .integrations
         .iter()
-        .map(|(n, st)| {
-            let reason = st.status.reason();
-            // The lockfile verdict, its findings and when it was reached; `review` is the flag
-            // an operator should look at.
-            (
-                n.clone(),
-                json!({"status": st.status.as_str(), "reason": reason, "lock": st.lock,
-                    "evidence": st.evidence, "probes": st.probes.as_deref(),
-                    "claims": crate::state::claims(st)}),
-            )
-        })
+        // Each entry bounded (reason, findings, evidence, claims): see [`readyz`].
+        .map(|(n, st)| (n.clone(), readyz::entry(st)))
         .collect();
     let code = if ready {
         StatusCode::OK

@@ -387,14 +387,17 @@ impl IntegrationState {
     }
 
     /// An integration without a usable profile, for `reason` (fetch, validation or compile failure).
+    /// The reason is kept bounded and without control characters: it may quote a card's or an
+    /// agent's text, and it lives as long as the state and is served on `/readyz`.
     pub fn unusable(
         integration: Arc<Integration>,
         profile: Option<Arc<Profile>>,
         reason: impl Into<String>,
     ) -> Self {
+        use crate::card::sanitize::{MAX_REPORT_LINE_CHARS, MAX_REPORT_LINES, bounded_report};
         IntegrationState {
             status: Status::Unusable {
-                reason: reason.into(),
+                reason: bounded_report(&reason.into(), MAX_REPORT_LINE_CHARS, MAX_REPORT_LINES),
                 profile,
             },
             ..Self::pending(integration)
@@ -781,6 +784,16 @@ mod tests {
             matches!(&s.status, Status::Unusable { reason, profile: Some(_) } if reason.contains("ECHO_TOKEN"))
         );
         assert!(s.usable().is_none());
+    }
+
+    #[test]
+    fn an_unusable_reason_is_kept_bounded_and_without_control_characters() {
+        let huge = format!("{}\u{0}\u{1b}[2J\n", "e".repeat(10_000)).repeat(100);
+        let s = IntegrationState::unusable(Arc::new(integration()), None, huge);
+        let reason = s.status.reason().unwrap();
+        assert!(reason.len() < 4096, "{} bytes", reason.len());
+        assert!(!reason.chars().any(|c| c.is_control() && c != '\n'));
+        assert!(reason.ends_with("more line(s) not shown)"), "{reason:.300}");
     }
 
     #[test]

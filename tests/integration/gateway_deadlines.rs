@@ -6,7 +6,7 @@
 //! once the answer's head went out) and counted; a stream silent past `upstream_idle_timeout` is
 //! cut and counted. And HTTP/1.0 callers get streams close-delimited, never chunked.
 //!
-//! Deadlines are configured small (300 ms); the only assertions about time are "it happened"
+//! The deadline under test is configured small (300 ms), the others long; the only assertions about time are "it happened"
 //! (waited for with `assert_eventually!`) and, for shutdown, "before the drain deadline".
 
 use std::net::SocketAddr;
@@ -22,9 +22,14 @@ use crate::common::gateway::{
     Endpoints, GatewayProc, InProcess, config_head, integration, metric, send_request, sse_events,
 };
 
-/// Small upstream deadlines for the deadline tests.
+/// Small header and body deadlines for their tests. The idle timeout is long so only the deadline
+/// under test can fire: the agent drips a byte per tick, and under load a late tick would let a
+/// short idle timeout cut the call first and count phase `idle`.
 const SHORT: &str = "[limits]\nupstream_header_timeout = \"300ms\"\nupstream_body_timeout = \"300ms\"\n\
-                     upstream_idle_timeout = \"300ms\"\n";
+                     upstream_idle_timeout = \"30s\"\n";
+/// A small idle timeout for the stream test, the header and body deadlines long for the same reason.
+const SHORT_IDLE: &str = "[limits]\nupstream_header_timeout = \"30s\"\nupstream_body_timeout = \"30s\"\n\
+                          upstream_idle_timeout = \"300ms\"\n";
 
 /// Sends `body` as a JSON-RPC POST to integration `name` on a fresh connection, as HTTP/`version`,
 /// and returns the connection without reading the answer.
@@ -234,7 +239,7 @@ async fn a_large_jsonrpc_answer_past_its_body_deadline_is_a_504() {
 #[tokio::test]
 async fn a_stream_silent_past_the_idle_timeout_is_cut_and_counted() {
     let agent = DripAgent::start(Drip::Stream, Binding::JsonRpc).await;
-    let gw = InProcess::start(&(config_head(&[]) + SHORT + &agent.integration("drip"))).await;
+    let gw = InProcess::start(&(config_head(&[]) + SHORT_IDLE + &agent.integration("drip"))).await;
     let req = send_request("s-1", "SendStreamingMessage", "hi");
     let mut s = post(gw.proxy, "/agents/drip", &req, "1.1").await;
     let raw = read_to_close(&mut s).await;

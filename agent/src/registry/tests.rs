@@ -242,3 +242,32 @@ fn token_file_is_read_relative_to_the_registry() {
     let err = load(&path).unwrap_err().to_string();
     assert!(err.contains("principals[p].token_file"), "{err}");
 }
+
+#[test]
+fn registry_and_token_files_over_their_caps_are_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("partner.token");
+    std::fs::write(&token, "t".repeat(MAX_TOKEN_BYTES as usize + 1)).unwrap();
+    let text = format!(
+        "{BASE}\n[[principals]]\nname = \"p\"\ntoken_file = \"partner.token\"\nscopes = [\"a\"]\n"
+    );
+    let path = dir.path().join("registry.toml");
+    std::fs::write(&path, &text).unwrap();
+    let err = load(&path).unwrap_err().to_string();
+    assert!(err.contains("principals[p].token_file"), "{err}");
+    assert!(err.contains("larger than its cap"), "{err}");
+    // A registry padded past its cap with a comment (valid TOML) is refused before parsing.
+    let padded = format!("{text}#{}\n", "x".repeat(MAX_REGISTRY_BYTES as usize));
+    std::fs::write(&path, padded).unwrap();
+    let err = load(&path).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            RegistryError::Read {
+                source: FileError::TooLarge { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
