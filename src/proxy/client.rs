@@ -670,7 +670,14 @@ async fn send<'g>(
     let build = |caller: &RequestHeader| request_header(caller, at, up, &out, trace);
     let started = std::time::Instant::now();
     let resp = (gw.client)
-        .send(up, &build, &out.body, caller, &gw.limits.upstream)
+        .send(
+            up,
+            &build,
+            &out.body,
+            caller,
+            &gw.limits.upstream,
+            at.plan.method.replayable(),
+        )
         .await;
     if !matches!(resp, Err(ClientError::CallerGone)) {
         (gw.metrics).observe_upstream(at.name(), started.elapsed().as_secs_f64());

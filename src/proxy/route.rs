@@ -308,6 +308,24 @@ impl Method {
         )
     }
 
+    /// Whether sending the operation again has the effect of sending it once (RFC 9110 §9.2.2:
+    /// reads, cancels, deletes), so a pooled connection that failed before any answer may be
+    /// tried once more. A message send or a push config creation is never sent twice: the agent
+    /// may have acted on it before its connection broke.
+    pub fn replayable(self) -> bool {
+        matches!(
+            self,
+            Method::GetTask
+                | Method::ListTasks
+                | Method::CancelTask
+                | Method::SubscribeToTask
+                | Method::GetPushConfig
+                | Method::ListPushConfigs
+                | Method::DeletePushConfig
+                | Method::GetExtendedAgentCard
+        )
+    }
+
     /// Whether the operation carries a message whose parts policy must check.
     pub fn sends_message(self) -> bool {
         matches!(self, Method::SendMessage | Method::SendStreamingMessage)

@@ -149,11 +149,14 @@ fn relay_cutting_the_first(
     count
 }
 
-/// A pooled connection the agent closes when the next request arrives (before any answer) is not
-/// the caller's failure: the request goes out again, whole, on a new connection, and the caller
-/// gets the agent's answer.
-#[tokio::test]
-async fn a_pooled_connection_closed_before_an_answer_is_retried_on_a_new_one() {
+/// A gateway in front of the SDK agent through a relay that, once `cut` is set, closes its first
+/// connection when the next request arrives on it (without forwarding it).
+async fn gateway_with_a_cutting_relay() -> (
+    InProcess,
+    SdkAgent,
+    Arc<std::sync::atomic::AtomicBool>,
+    Arc<AtomicUsize>,
+) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let relay_url = format!("http://{}", listener.local_addr().unwrap());
     let agent = SdkAgent::start(&["--interface-base", &relay_url]);
@@ -165,26 +168,59 @@ async fn a_pooled_connection_closed_before_an_answer_is_retried_on_a_new_one() {
              skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\n",
             agent.card_url, agent.base_url
         );
-    let gw = InProcess::start(&config).await;
+    (InProcess::start(&config).await, agent, cut, connections)
+}
 
-    let (status, body) = gw
-        .rpc("pooled", &send_request("s0", "SendMessage", "hi"), &[])
-        .await;
+fn get_task(id: &str) -> serde_json::Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "GetTask", "params": {"id": "no-such-task"}})
+}
+
+/// A pooled connection the agent closes when the next request arrives (before any answer) is
+/// most often an agent closing an idle connection, and a read is then sent again, whole, on a
+/// new connection: the caller gets the agent's answer.
+#[tokio::test]
+async fn a_read_whose_pooled_connection_closed_before_an_answer_is_retried_on_a_new_one() {
+    let (gw, _agent, cut, connections) = gateway_with_a_cutting_relay().await;
+    let (status, body) = gw.rpc("pooled", &get_task("g0"), &[]).await;
     assert_eq!(status, 200, "{body}");
     cut.store(true, Ordering::SeqCst);
-    let (status, body) = gw
-        .rpc("pooled", &send_request("s1", "SendMessage", "again"), &[])
-        .await;
+    let (status, body) = gw.rpc("pooled", &get_task("g1"), &[]).await;
     assert_eq!(status, 200, "{body}");
-    assert!(body.get("result").is_some(), "the agent's answer: {body}");
+    assert_eq!(body["id"], "g1", "the agent's answer: {body}");
+    assert!(
+        body.get("error").is_some() || body.get("result").is_some(),
+        "{body}"
+    );
     assert_eq!(
         connections.load(Ordering::SeqCst),
         2,
         "the closed connection, then one new one"
     );
+}
+
+/// The same close for a message send is not retried: the gateway cannot tell an idle close from
+/// an agent that acted on the message and then reset (RFC 9110 §9.2.2; Go's transport and nginx
+/// refuse to replay a non-idempotent request the same way), and a second send would create a
+/// second task. The caller gets `UPSTREAM_UNAVAILABLE` and decides.
+#[tokio::test]
+async fn a_message_send_whose_pooled_connection_closed_before_an_answer_is_not_sent_twice() {
+    let (gw, agent, cut, connections) = gateway_with_a_cutting_relay().await;
+    let (status, body) = gw
+        .rpc("pooled", &send_request("s0", "SendMessage", "hi"), &[])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    cut.store(true, Ordering::SeqCst);
+    let (_, body) = gw
+        .rpc("pooled", &send_request("s1", "SendMessage", "again"), &[])
+        .await;
     assert_eq!(
-        agent.seen_calls().await.len(),
-        2,
-        "the cut request reached the agent once, on the new connection"
+        body["error"]["data"][0]["reason"], "UPSTREAM_UNAVAILABLE",
+        "{body}"
     );
+    assert_eq!(
+        connections.load(Ordering::SeqCst),
+        1,
+        "no second connection"
+    );
+    assert_eq!(agent.seen_calls().await.len(), 1, "only the first send");
 }

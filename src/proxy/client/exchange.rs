@@ -59,7 +59,8 @@ impl Client {
     /// Sends the request `build` makes from the caller's header, with `body`, to `up` and reads
     /// the response header, within `deadlines.header` and while `caller` stays connected.
     /// `build` is called once per connection tried: the header a connection was sent is gone
-    /// with it, and most calls need only one.
+    /// with it, and most calls need only one. `replayable`: the request may go out again after a
+    /// pooled connection closed with it unanswered (see [`Failed`]).
     pub(super) async fn send(
         &self,
         up: &Upstream,
@@ -67,6 +68,7 @@ impl Client {
         body: &Bytes,
         caller: &mut Session,
         deadlines: &UpstreamDeadlines,
+        replayable: bool,
     ) -> Result<Response<'_>, ClientError> {
         // Boxed: the peer (about 670 bytes) goes into the response, which the answer's readers
         // take by value, and each of their futures would hold a copy.
@@ -107,7 +109,16 @@ impl Client {
                 Err((Failed::Early(_), true)) if tries < MAX_CONNECTIONS_PER_REQUEST => {
                     tracing::debug!("pooled connection to the agent was closed; trying another");
                 }
-                Err((Failed::Early(e) | Failed::Late(e), _)) => return Err(e),
+                Err((Failed::Unanswered(_), true))
+                    if replayable && tries < MAX_CONNECTIONS_PER_REQUEST =>
+                {
+                    tracing::debug!(
+                        "pooled connection to the agent closed before an answer; trying another"
+                    );
+                }
+                Err((Failed::Early(e) | Failed::Unanswered(e) | Failed::Late(e), _)) => {
+                    return Err(e);
+                }
             }
         }
     }
@@ -164,10 +175,14 @@ fn connect_error(e: Box<pingora::Error>) -> ClientError {
     }
 }
 
-/// How an exchange failed: `Early` when nothing shows that the agent saw the request (the write
-/// failed, or the connection closed before any answer), so another connection may be tried.
+/// How an exchange failed: `Early` when the request did not reach the agent whole (the write
+/// failed), so another connection may be tried; `Unanswered` when it went out but the connection
+/// closed before any answer, which on a pooled connection is most often the agent closing it
+/// while idle, but may be an agent that acted and then reset: tried again only for a request
+/// that is [`Method::replayable`](crate::proxy::route::Method::replayable); `Late` otherwise.
 enum Failed {
     Early(ClientError),
+    Unanswered(ClientError),
     Late(ClientError),
 }
 
@@ -190,7 +205,7 @@ async fn exchange(
             e.retry = RetryType::Decided(false);
             let e = receive_error(e);
             return Err(if retry {
-                Failed::Early(e)
+                Failed::Unanswered(e)
             } else {
                 Failed::Late(e)
             });
