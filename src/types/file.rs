@@ -113,17 +113,26 @@ pub fn open_regular(
         path: path.to_owned(),
         source,
     };
+    use std::os::unix::fs::MetadataExt as _;
+    let not_a_file = || FileError::NotAFile {
+        what,
+        path: path.to_owned(),
+    };
+    // Looked at before it is opened: opening some devices acts (a watchdog arms, a tape
+    // rewinds, a serial line changes state), so anything but a regular file is never opened.
+    let before = std::fs::metadata(path).map_err(io)?;
+    if !before.is_file() {
+        return Err(not_a_file());
+    }
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(io)?;
+    // And the open handle judged again, so a swap between the look and the open is refused.
     let meta = file.metadata().map_err(io)?;
-    if !meta.is_file() {
-        return Err(FileError::NotAFile {
-            what,
-            path: path.to_owned(),
-        });
+    if !meta.is_file() || (meta.dev(), meta.ino()) != (before.dev(), before.ino()) {
+        return Err(not_a_file());
     }
     Ok((file, meta))
 }
