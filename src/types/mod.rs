@@ -1,5 +1,5 @@
 //! Shared value types and their one parser each: the leaf every other module may use (pure, no
-//! I/O, except [`file`], the one bounded reader of whole files).
+//! I/O, except [`file`](mod@file), the one bounded reader of whole files).
 //!
 //! Nothing here imports another module of the crate, so `config`, `card`, `profile` and the planes
 //! can all agree on what an origin, a protocol version, a duration or a data class is without
