@@ -476,7 +476,6 @@ impl Check<'_> {
         at
     }
 
-    /// The validated integration (every field checked; the problems recorded).
     /// The validated integration (every field checked; the problems recorded). Every check
     /// reads the raw table first; then its strings move into the result.
     fn integration(&mut self, i: usize, duplicate: bool, r: RawIntegration) -> Integration {
