@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::RawClient;
-use super::artifact::{self, ArtifactSchema};
+use super::artifact::{self, ArtifactPolicy, ArtifactSchema};
 use crate::profile::Binding;
 use crate::types::data_class::is_data_class;
 use crate::types::{ProtocolVersion, normalize_origin, origin_of_url, parse_duration};
@@ -344,7 +344,11 @@ pub fn is_reserved_header(name: &str) -> bool {
     name.starts_with("a2a-egress-") || RESERVED.contains(&name.as_str())
 }
 
-fn forward_headers(raw: &[String], at: &str, problems: &mut Vec<String>) -> Vec<http::HeaderName> {
+fn forward_headers(
+    raw: &[String],
+    at: &At<'_>,
+    problems: &mut Vec<String>,
+) -> Vec<http::HeaderName> {
     let mut out: Vec<http::HeaderName> = Vec::new();
     let mut seen = HashSet::new();
     for h in raw {
@@ -384,27 +388,54 @@ fn is_name(s: &str) -> bool {
         && s != ".."
 }
 
+/// The validated integrations, in file order. The raw tables are consumed: their strings move
+/// into the validated ones instead of being copied (at 100,000 integrations the copies and the
+/// frees of the originals were a good part of `validate --config`'s time).
 pub(super) fn integrations(
-    raws: &[RawIntegration],
+    raws: Vec<RawIntegration>,
     client: &RawClient,
     known_extensions: &[String],
     base: &Path,
     problems: &mut Vec<String>,
 ) -> Vec<Integration> {
+    let duplicate = duplicate_names(&raws);
     let mut out: Vec<Integration> = Vec::with_capacity(raws.len());
-    let mut names = HashSet::with_capacity(raws.len());
     let mut check = Check {
         client,
         known_extensions,
         base,
         problems,
     };
-    for (i, r) in raws.iter().enumerate() {
-        let at = check.name(i, r, &mut names);
-        out.push(check.integration(&at, r));
+    for ((i, r), duplicate) in raws.into_iter().enumerate().zip(duplicate) {
+        out.push(check.integration(i, duplicate, r));
     }
     check_fallbacks(&out, problems);
     out
+}
+
+/// For each table, whether its name was already used by an earlier one (a hash set, so checking
+/// 100,000 names is linear).
+fn duplicate_names(raws: &[RawIntegration]) -> Vec<bool> {
+    let mut seen = HashSet::with_capacity(raws.len());
+    raws.iter().map(|r| !seen.insert(r.name.as_str())).collect()
+}
+
+/// How messages name a table: `integrations[N] (name)`, or `integrations[N]` when the name is not
+/// valid. Written only into a problem: formatting it for every table cost more than every check
+/// of a valid one.
+#[derive(Clone, Copy)]
+struct At<'r> {
+    index: usize,
+    name: Option<&'r str>,
+}
+
+impl std::fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.name {
+            Some(name) => write!(f, "integrations[{}] ({name})", self.index),
+            None => write!(f, "integrations[{}]", self.index),
+        }
+    }
 }
 
 /// Checks one `[[integrations]]` table after another, appending one message per problem (each
@@ -418,19 +449,25 @@ struct Check<'a> {
 }
 
 impl Check<'_> {
-    /// The name's rules (charset, uniqueness among the names `seen` so far, which it joins; a
-    /// hash set, so checking 100,000 names is linear); returns how messages name the table.
-    fn name<'r>(&mut self, i: usize, r: &'r RawIntegration, seen: &mut HashSet<&'r str>) -> String {
+    /// The name's rules (charset, and uniqueness: `duplicate` when an earlier table has it,
+    /// [`duplicate_names`]); returns how messages name the table.
+    fn name<'r>(&mut self, i: usize, r: &'r RawIntegration, duplicate: bool) -> At<'r> {
         let at = if is_name(&r.name) {
-            format!("integrations[{i}] ({})", r.name)
+            At {
+                index: i,
+                name: Some(&r.name),
+            }
         } else {
             self.problems.push(format!(
                 "integrations[{i}].name: {:?} must be 1..=64 characters of [A-Za-z0-9._-]",
                 r.name
             ));
-            format!("integrations[{i}]")
+            At {
+                index: i,
+                name: None,
+            }
         };
-        if !seen.insert(r.name.as_str()) {
+        if duplicate {
             self.problems.push(format!(
                 "{at}.name: duplicate integration name {:?}",
                 r.name
@@ -439,53 +476,62 @@ impl Check<'_> {
         at
     }
 
-    /// The validated integration (every field checked; the problems recorded).
-    fn integration(&mut self, at: &str, r: &RawIntegration) -> Integration {
-        let origins = self.origins(at, r);
-        self.card(at, r, &origins);
-        let binding = self.pins(at, r);
-        self.lists(at, r);
-        let credential = self.credential(at, r);
+    /// The validated integration (every field checked; the problems recorded). Every check
+    /// reads the raw table first; then its strings move into the result.
+    fn integration(&mut self, i: usize, duplicate: bool, r: RawIntegration) -> Integration {
+        let at = &self.name(i, &r, duplicate);
+        let origins = self.origins(at, &r);
+        self.card(at, &r, &origins);
+        let binding = self.pins(at, &r);
+        self.lists(at, &r);
+        let credential = self.credential(at, &r);
         let max_body_bytes = r.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
         if max_body_bytes == 0 || max_body_bytes > MAX_MAX_BODY_BYTES {
             self.problems.push(format!(
                 "{at}.max_body_bytes: {max_body_bytes} is outside 1..={MAX_MAX_BODY_BYTES}"
             ));
         }
-        let mut skills = r.skills.clone();
+        let ca_file = r.ca_file.as_ref().map(|f| self.base.join(f));
+        let forward_headers = forward_headers(&r.forward_headers, at, self.problems);
+        let lock = lock_policy(&r, at, self.problems);
+        let artifacts = self.artifacts(at, &r);
+        let mut skills = r.skills;
         skills.dedup();
-        let mut data_classes = r.data_classes.clone();
+        let mut data_classes = r.data_classes;
         data_classes.sort();
         data_classes.dedup();
-        let mut extensions = r.extensions.clone();
+        let mut extensions = r.extensions;
         extensions.sort();
         extensions.dedup();
         Integration {
-            name: r.name.clone(),
-            card: r.card.clone(),
+            name: r.name,
+            card: r.card,
             origins,
             binding,
-            version: r.version.clone(),
+            version: r.version,
             skills,
-            scopes: r.scopes.clone(),
+            scopes: r.scopes,
             data_classes,
             streaming: r.streaming,
             extensions,
-            tenant: r.tenant.clone(),
+            tenant: r.tenant,
             credential,
             max_body_bytes,
-            ca_file: r.ca_file.as_ref().map(|f| self.base.join(f)),
-            forward_headers: forward_headers(&r.forward_headers, at, self.problems),
-            lock: lock_policy(r, at, self.problems),
-            artifacts: self.artifacts(at, r),
+            ca_file,
+            forward_headers,
+            lock,
+            artifacts,
         }
     }
 
     /// The compiled `artifact_schema`, read relative to the config's folder.
-    fn artifacts(&mut self, at: &str, r: &RawIntegration) -> Option<ArtifactSchema> {
-        let policy = artifact::policy(r.artifact_policy.as_deref(), at)
-            .map_err(|p| self.problems.push(p.to_string()))
-            .unwrap_or_default();
+    fn artifacts(&mut self, at: &At<'_>, r: &RawIntegration) -> Option<ArtifactSchema> {
+        let policy = match r.artifact_policy.as_deref() {
+            None => ArtifactPolicy::default(),
+            raw => artifact::policy(raw, &at.to_string())
+                .map_err(|p| self.problems.push(p.to_string()))
+                .unwrap_or_default(),
+        };
         let Some(file) = &r.artifact_schema else {
             if r.artifact_policy.is_some() {
                 self.problems
@@ -499,7 +545,7 @@ impl Check<'_> {
     }
 
     /// Approved origins, normalised and deduplicated (plain http only when the client allows it).
-    fn origins(&mut self, at: &str, r: &RawIntegration) -> Vec<String> {
+    fn origins(&mut self, at: &At<'_>, r: &RawIntegration) -> Vec<String> {
         let mut origins = Vec::new();
         let mut seen = HashSet::new();
         for o in &r.origins {
@@ -528,7 +574,7 @@ impl Check<'_> {
     }
 
     /// The card URL: absolute http(s), on one of the approved `origins`.
-    fn card(&mut self, at: &str, r: &RawIntegration, origins: &[String]) {
+    fn card(&mut self, at: &At<'_>, r: &RawIntegration, origins: &[String]) {
         match url::Url::parse(&r.card) {
             Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
                 if u.scheme() == "http" && !self.client.allow_plain_http {
@@ -552,7 +598,7 @@ impl Check<'_> {
     }
 
     /// The binding and version pins, each one the client implements; returns the binding.
-    fn pins(&mut self, at: &str, r: &RawIntegration) -> Option<Binding> {
+    fn pins(&mut self, at: &At<'_>, r: &RawIntegration) -> Option<Binding> {
         let binding = r.binding.as_ref().and_then(|b| {
             let parsed = Binding::from_wire(b);
             if parsed.is_none() {
@@ -582,7 +628,7 @@ impl Check<'_> {
     }
 
     /// Skills, data classes, extensions to activate and the tenant.
-    fn lists(&mut self, at: &str, r: &RawIntegration) {
+    fn lists(&mut self, at: &At<'_>, r: &RawIntegration) {
         if r.skills.is_empty() {
             self.problems.push(format!(
                 "{at}.skills: must list at least one accepted skill id"
@@ -619,7 +665,7 @@ impl Check<'_> {
     }
 
     /// The credential: none, pass-through, or a bearer token from exactly one source.
-    fn credential(&mut self, at: &str, r: &RawIntegration) -> Credential {
+    fn credential(&mut self, at: &At<'_>, r: &RawIntegration) -> Credential {
         match &r.credential {
             None | Some(RawCredential::None) => Credential::None,
             Some(RawCredential::PassThrough) => Credential::PassThrough,
@@ -650,7 +696,7 @@ fn is_media_type(s: &str) -> bool {
     matches!(s.split_once('/'), Some((t, sub)) if token(t) && token(sub))
 }
 
-fn media_types(raw: &[String], key: &str, at: &str, problems: &mut Vec<String>) -> Vec<String> {
+fn media_types(raw: &[String], key: &str, at: &At<'_>, problems: &mut Vec<String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for m in raw {
         if !is_media_type(m) {
@@ -666,7 +712,7 @@ fn media_types(raw: &[String], key: &str, at: &str, problems: &mut Vec<String>) 
     out
 }
 
-fn lock_policy(r: &RawIntegration, at: &str, problems: &mut Vec<String>) -> LockPolicy {
+fn lock_policy(r: &RawIntegration, at: &At<'_>, problems: &mut Vec<String>) -> LockPolicy {
     let on_breaking = match r.on_breaking.as_deref() {
         None | Some("block") => OnBreaking::Block,
         Some("warn") => OnBreaking::Warn,

@@ -205,13 +205,8 @@ impl Config {
         let limits = listen::limits(&raw.limits, &mut problems);
         let admin = listen::admin(&raw.admin, &listen, base, &mut problems);
         let policy = integrations::policy(&raw.policy, &mut problems);
-        let integrations = integrations::integrations(
-            &raw.integrations,
-            &c,
-            &caps.extensions,
-            base,
-            &mut problems,
-        );
+        let integrations =
+            integrations::integrations(raw.integrations, &c, &caps.extensions, base, &mut problems);
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
         let probes = ProbeSchedule::from_raw(&raw.probes, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
