@@ -345,7 +345,7 @@ fn known_values() -> BTreeMap<&'static str, BTreeSet<String>> {
         ]),
     );
     m.insert("limit", set(&["connections", "inflight"]));
-    m.insert("phase", set(&["idle", "header", "body"]));
+    m.insert("phase", set(&["idle", "header", "body", "write"]));
     m.insert("version", set(&[env!("CARGO_PKG_VERSION")]));
     m.insert("protocol", set(&["1.0"]));
     m
