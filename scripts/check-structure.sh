@@ -41,7 +41,6 @@ SLEEP_ALLOWED = {
     ("tests/integration/common/eventually.rs", "pause"): "the poll interval of assert_eventually! itself",
     ("tests/integration/common/eventually.rs", "pause_blocking"): "the poll interval of eventually_blocking itself",
     ("tests/integration/control_scheduler.rs", "fetch"): "a scripted slow fetch, run only by paused-time tests",
-    ("tests/integration/common/drip.rs", "drip_forever"): "a dripping agent: its slowness is the fault under test",
 }
 SLEEP = re.compile(r"\bsleep\s*\(")
 FN = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?"

@@ -93,31 +93,9 @@ mod tests {
     use std::time::SystemTime;
 
     use super::*;
-    use crate::config::{Credential, Integration, StreamingMode};
+    use crate::admin::view::tests::integration;
     use crate::lock::{Class, Finding};
     use crate::state::{Evidence, EvidenceKind, LockVerdict};
-
-    fn integration() -> Integration {
-        Integration {
-            name: "finance".into(),
-            card: "https://a.example/.well-known/agent-card.json".into(),
-            origins: vec!["https://a.example".into()],
-            binding: None,
-            version: None,
-            skills: vec!["report".into()],
-            scopes: vec![],
-            data_classes: vec!["internal".into()],
-            streaming: StreamingMode::Preferred,
-            extensions: vec![],
-            tenant: None,
-            credential: Credential::None,
-            max_body_bytes: 1024,
-            ca_file: None,
-            forward_headers: vec![],
-            lock: Default::default(),
-            artifacts: None,
-        }
-    }
 
     fn has_control(v: &Value) -> bool {
         match v {

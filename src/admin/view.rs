@@ -421,4 +421,4 @@ fn untrusted(state: &IntegrationState, p: &Profile) -> Untrusted {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -42,7 +42,7 @@ const UNKNOWN_VERSION: &str = "unknown";
 /// `public_url` is the gateway's base URL without a trailing slash. Renders anew on every call
 /// (what [`served_card`] keeps).
 pub fn effective_card(state: &IntegrationState, public_url: &str) -> Option<EffectiveCard> {
-    card_json(state, public_url).map(|card| render(&card))
+    card_json(state, public_url).map(|card| Tagged::json(&card))
 }
 
 /// The effective card as served: signed by `signer` when it signs this integration's card
@@ -69,18 +69,13 @@ fn render_served(
     signer: Option<&CardSigner>,
 ) -> Option<EffectiveCard> {
     let card = card_json(state, public_url)?;
-    let unsigned = render(&card);
+    let unsigned = Tagged::json(&card);
     match (signer, state.usable()) {
         (Some(s), Some((profile, _))) if s.applies(profile) => {
             Some(s.signed(&state.integration.name, &card, unsigned))
         }
         _ => Some(unsigned),
     }
-}
-
-/// The bytes and weak ETag of a card.
-pub fn render(card: &Value) -> EffectiveCard {
-    Tagged::json(card)
 }
 
 /// The effective card's JSON (see the module doc).

@@ -8,7 +8,8 @@ use crate::config::{Credential, Integration, StreamingMode};
 use crate::profile::{Binding, Display, Interface, SkillDisplay, SkillProfile};
 use crate::state::{Degraded, Evidence, EvidenceKind, LockVerdict, Status, Upstream};
 
-fn integration() -> Integration {
+/// The admin views' test integration (also the readiness entry's tests).
+pub(in crate::admin) fn integration() -> Integration {
     Integration {
         name: "finance".into(),
         card: "https://a.example/.well-known/agent-card.json".into(),

@@ -224,8 +224,10 @@ async fn drip_forever(wr: &mut tokio::net::tcp::OwnedWriteHalf, drip: Drip, id: 
     if wr.write_all(start.as_bytes()).await.is_err() {
         return;
     }
+    let mut tick = tokio::time::interval(TICK);
+    tick.tick().await; // the first tick is at once
     loop {
-        tokio::time::sleep(TICK).await;
+        tick.tick().await;
         if wr.write_all(&[byte]).await.is_err() {
             return;
         }
