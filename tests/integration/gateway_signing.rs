@@ -509,14 +509,20 @@ async fn the_private_key_appears_in_no_response_log_or_metric() {
     let ready: Value = serde_json::from_str(&seen[7]).unwrap();
     assert_eq!(ready["card_signing"]["kid"], "gw", "{ready:#}");
     assert_eq!(ready["card_signing"]["failed"], json!([]), "{ready:#}");
+    // Three card requests, one profile: signed once. Lines reach stderr through the log queue
+    // a little after the event, so wait for the first.
+    let signings = |log: &[String]| {
+        log.iter()
+            .filter(|l| l.contains("effective card signed"))
+            .count()
+    };
+    crate::assert_eventually!(
+        signings(&gw.process.stderr_all().0) >= 1,
+        "the signing was never logged"
+    );
     let (log, dropped) = gw.process.stderr_all();
     assert_eq!(dropped, 0);
-    // Three card requests, one profile: signed once.
-    let signings = log
-        .iter()
-        .filter(|l| l.contains("effective card signed"))
-        .count();
-    assert_eq!(signings, 1, "{log:#?}");
+    assert_eq!(signings(&log), 1, "{log:#?}");
     for text in seen.iter().chain(log.iter()) {
         for (form, value) in &forms {
             assert!(

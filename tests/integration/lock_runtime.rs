@@ -269,6 +269,20 @@ fn verdict_lines(gw: &GatewayProc, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// Waits until the verdict lines logged for `name` are exactly `expected`. Lines reach stderr
+/// through the gateway's log queue a little after the event, in order: so once a later verdict
+/// shows up, any extra line logged before it would already be there (and the wait would fail).
+async fn assert_verdicts(gw: &GatewayProc, name: &str, expected: &[&str]) {
+    let mut seen = Vec::new();
+    crate::assert_eventually!(
+        {
+            seen = verdict_lines(gw, name);
+            seen == expected
+        },
+        "verdict lines for {name}: {seen:?}, want {expected:?}"
+    );
+}
+
 async fn admin_refresh(gw: &GatewayProc, name: &str) -> Value {
     let resp = crate::common::http()
         .post(gw.admin_url(&format!("/v1/integrations/{name}/refresh")))
@@ -290,7 +304,7 @@ async fn the_verdict_is_logged_once_per_change_not_once_per_refresh() {
     let dir = tempfile::tempdir().unwrap();
     pin(dir.path(), &config, "finance");
     let gw = GatewayProc::start_in(dir, &config, &[]).await;
-    assert_eq!(verdict_lines(&gw, "finance"), ["compatible"]);
+    assert_verdicts(&gw, "finance", &["compatible"]).await;
 
     let broken = ECHO_OUTPUT.replace("text/plain", "text/markdown");
     edit_registry(&agent, &registry, ECHO_OUTPUT, &broken, "Broken").await;
@@ -307,13 +321,11 @@ async fn the_verdict_is_logged_once_per_change_not_once_per_refresh() {
         ready["integrations"]["finance"]["lock"]["verdict"], "breaking",
         "{ready}"
     );
-    assert_eq!(verdict_lines(&gw, "finance"), ["compatible", "breaking"]);
+    assert_verdicts(&gw, "finance", &["compatible", "breaking"]).await;
 
     edit_registry(&agent, &registry, &broken, ECHO_OUTPUT, "Mended").await;
     assert_eq!(admin_refresh(&gw, "finance").await["result"], "changed");
     admin_refresh(&gw, "finance").await;
-    assert_eq!(
-        verdict_lines(&gw, "finance"),
-        ["compatible", "breaking", "compatible"]
-    );
+    // The last line is the barrier: a repeated "breaking" would sit before it.
+    assert_verdicts(&gw, "finance", &["compatible", "breaking", "compatible"]).await;
 }
