@@ -14,7 +14,6 @@ pub mod drip;
 pub mod eventually;
 pub mod gateway;
 pub mod host;
-pub mod hostile;
 pub mod process;
 pub mod raw_agent;
 pub mod ref_agent;
