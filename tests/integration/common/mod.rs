@@ -39,3 +39,9 @@ pub fn gateway_bin() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_a2a-egress")))
 }
+
+/// The one way tests run the gateway binary (any subcommand): a command for [`gateway_bin`].
+/// `GatewayProc` runs `serve` through it; tests of the other subcommands add their arguments.
+pub fn gateway_cmd() -> std::process::Command {
+    std::process::Command::new(gateway_bin())
+}
