@@ -8,25 +8,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_egress::config::Config;
-use a2a_egress::control::fetch::CardFetcher;
 use a2a_egress::control::metrics::ControlMetrics;
 use a2a_egress::control::refresh::ControlHandle;
 use a2a_egress::state::{Status, Store};
+use a2a_egress::testkit::CardJson;
 use axum::Router;
 use axum::http::header;
 use axum::routing::get;
+
+use crate::common::control::start;
 
 /// Serves a card whose interface URL is `iface` (with `{port}` replaced by the bound port).
 async fn agent(iface: &'static str) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let url = iface.replace("{port}", &addr.port().to_string());
-    let card = format!(
-        r#"{{"name":"Echo","description":"echo agent","version":"1.0.0",
- "supportedInterfaces":[{{"url":"{url}","protocolBinding":"JSONRPC","protocolVersion":"1.0"}}],
- "capabilities":{{}},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
- "skills":[{{"id":"echo","name":"Echo","description":"echoes","tags":["demo"]}}]}}"#
-    );
+    let card = CardJson::new(&url).text();
     let app = Router::new().route(
         "/card.json",
         get(move || {
@@ -45,17 +42,6 @@ fn config(addr: SocketAddr, extra_origin: &str) -> Config {
          origins = [\"http://{addr}\"{extra_origin}]\nskills = [\"echo\"]\ndata_classes = [\"internal\"]\n"
     );
     Config::parse(&text, Path::new("gateway.toml")).expect("test config")
-}
-
-fn start(cfg: Config) -> ControlHandle {
-    let metrics = ControlMetrics::register(&prometheus::Registry::new()).unwrap();
-    ControlHandle::start(
-        cfg,
-        Arc::new(Store::default()),
-        metrics,
-        Arc::new(CardFetcher::new()),
-        None,
-    )
 }
 
 async fn settle(h: &ControlHandle) {

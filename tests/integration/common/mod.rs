@@ -10,6 +10,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod agent_bin;
+pub mod control;
 pub mod drip;
 pub mod eventually;
 pub mod gateway;
