@@ -8,16 +8,13 @@
 //! the JSON-RPC route is valid JSON-RPC (`jsonrpc` "2.0", the caller's id or null, an error object
 //! with an integer code); a caller can never change the tenant the profile pins.
 
-use std::sync::Arc;
-
-use a2a_egress::config::{Credential, Integration, StreamingMode};
-use a2a_egress::profile::{Binding, Display, Interface, Profile, SkillProfile};
+use a2a_egress::config::Integration;
+use a2a_egress::profile::{Binding, Profile, SkillProfile};
 use a2a_egress::proxy::body::{BodyError, RpcRequest, parse_jsonrpc, parse_rest_body};
 use a2a_egress::proxy::deny::{Deny, Shape};
 use a2a_egress::proxy::policy::{self, DataClasses, Facts};
 use a2a_egress::proxy::route::{Route, check_path, route};
 use a2a_egress::state::IntegrationState;
-use a2a_egress::state::Upstream;
 use bytes::Bytes;
 use proptest::prelude::*;
 use serde_json::Value;
