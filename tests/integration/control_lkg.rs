@@ -12,7 +12,7 @@ use std::time::Duration;
 use a2a_egress::config::Config;
 use a2a_egress::control::refresh::ControlHandle;
 use a2a_egress::state::Status;
-use a2a_egress::testkit::CardJson;
+use a2a_egress::testkit::{CardJson, ConfigToml, IntegrationToml};
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
@@ -65,13 +65,21 @@ fn serve(listener: tokio::net::TcpListener, seen: Arc<Seen>) -> tokio::task::Joi
 }
 
 fn config(addr: SocketAddr, state: &Path) -> Config {
-    let text = format!(
-        "[client]\nallow_plain_http = true\n[refresh]\nmin = \"1h\"\nbackoff_initial = \"1h\"\nbackoff_max = \"1h\"\n\
-         [state]\ndir = {state:?}\n\
-         [[integrations]]\nname = \"echo\"\ncard = \"http://{addr}/.well-known/agent-card.json\"\n\
-         origins = [\"http://{addr}\"]\nskills = [\"echo\"]\ndata_classes = [\"internal\"]\n"
-    );
-    Config::parse(&text, Path::new("/nonexistent/gateway.toml")).expect("test config")
+    ConfigToml::bare()
+        .head(
+            "[client]\nallow_plain_http = true\n\
+             [refresh]\nmin = \"1h\"\nbackoff_initial = \"1h\"\nbackoff_max = \"1h\"",
+        )
+        .head(&format!("[state]\ndir = {state:?}"))
+        .integration(
+            IntegrationToml::new(
+                "echo",
+                &format!("http://{addr}/.well-known/agent-card.json"),
+            )
+            .data_classes(&["internal"]),
+        )
+        .parse(Path::new("/nonexistent/gateway.toml"))
+        .expect("test config")
 }
 
 /// Waits (real time, bounded) until `f` holds for the handle.
