@@ -118,7 +118,15 @@ impl IntegrationToml {
 
     /// The table's text, starting on a new line.
     pub fn text(&self) -> String {
-        let list = |items: &[String]| serde_json::to_string(items).expect("strings serialise");
+        // `["a", "b"]`, the way the tests' hand-written tables spell lists (some tests edit the
+        // text by replacing such a list).
+        let list = |items: &[String]| {
+            let quoted: Vec<String> = items
+                .iter()
+                .map(|i| serde_json::to_string(i).expect("strings serialise"))
+                .collect();
+            format!("[{}]", quoted.join(", "))
+        };
         let mut t = String::new();
         let _ = write!(
             t,
