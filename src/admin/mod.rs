@@ -168,13 +168,28 @@ async fn readyz(State(s): State<AdminState>) -> Response {
 }
 
 async fn metrics(State(s): State<AdminState>) -> Response {
-    s.metrics.observe_snapshot(&s.store.load());
+    // Gathering and rendering every series is CPU in proportion to the integrations (and their
+    // label sets): on the blocking pool, so a scrape never holds up the calls a serving thread
+    // carries (the admin listener shares the data plane's runtime; issue 21).
+    let rendered = tokio::task::spawn_blocking(move || {
+        s.metrics.observe_snapshot(&s.store.load());
+        s.metrics.render()
+    })
+    .await;
+    let text = match rendered {
+        Ok(text) => text,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            // Cancelled: the runtime is stopping.
+            Err(_) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+        },
+    };
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        s.metrics.render(),
+        text,
     )
         .into_response()
 }
