@@ -12,7 +12,7 @@
 //! The rest of the feature sits where its layer does (see ARCHITECTURE.md "Where a feature
 //! lives"): the verdict as part of an integration's state (`state::lock_state`), the refresh step
 //! that re-reads the file and judges (`control::refresh::lock_check`), the data plane's
-//! `blocked`/fallback routing (`proxy::route`, `proxy::policy`) and the commands `lock`, `check`
+//! `blocked`/fallback routing (`proxy::policy::lock_route`) and the commands `lock`, `check`
 //! and `diff` (`cli::lock`, `cli::lock::diff`).
 
 use std::collections::BTreeMap;
