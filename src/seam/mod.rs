@@ -37,7 +37,7 @@
 //! | 6 | pingora's HTTP/1 loop is `ServerSession::new_http1`, `HttpServerApp::process_new_http`, and the `ReusedHttpStream` it returns gives the stream back for the next request (`consume`) | `proxy::limits::Limited` | `seam::tests::a_finished_session_gives_its_stream_back_for_the_next_request`, `tests/integration/gateway_limits.rs::an_idle_keep_alive_connection_is_closed` |
 //! | 7 | [`write_continue`] answers `Expect: 100-continue` before the body is read | `proxy::gateway` | `seam::tests::a_continue_is_written_before_the_body_is_read` |
 //! | 8 | [`weak_validate_etag`] is RFC 9110's weak comparison (`W/` ignored on either side) | `types::etag` | `seam::tests::the_etag_comparison_is_weak` |
-//! | 9 | a [`CaType`] built from [`WrappedX509`] roots is what the connector verifies an agent's certificate against ([`load_native_certs`] the platform's) | `state::upstream`, `state::trust` | `tests/integration/gateway_tls.rs::calls_reach_an_https_agent_trusted_through_ca_file` |
+//! | 9 | a [`CaType`] built from [`WrappedX509`] roots is what the connector verifies an agent's certificate against ([`load_native_certs`] the platform's) | `state::upstream`, `state::trust` | `seam::tests::a_peers_own_roots_are_what_its_certificate_is_checked_against`, `tests/integration/gateway_tls.rs::calls_reach_an_https_agent_trusted_through_ca_file` |
 //! | 10 | raw requests reach pingora's logs only at TRACE under `pingora_core::protocols` and at DEBUG under `pingora_proxy` ([`RAW_TRAFFIC_TARGETS`]) | `cli::serve` | `cli::serve::tests::pingora_events_that_carry_raw_requests_are_dropped_at_any_filter` |
 //!
 //! The `ProxyHttp` surface itself (the hooks `proxy::gateway` implements) is pingora's public

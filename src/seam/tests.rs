@@ -235,6 +235,74 @@ async fn a_continue_is_written_before_the_body_is_read() {
     assert_eq!(body.as_deref(), Some(&b"ok"[..]));
 }
 
+/// A CA and a TLS listener on 127.0.0.1 presenting a leaf for `agent.test` it signed; returns
+/// the listener's address and the CA's certificate (DER). Each accepted connection completes
+/// its handshake, if the client accepts the certificate, and is then held open.
+async fn tls_agent() -> (std::net::SocketAddr, Vec<u8>) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["agent.test".to_owned()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    let chain = vec![leaf.der().clone(), ca.der().clone()];
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                if let Ok(mut tls) = acceptor.accept(tcp).await {
+                    let mut buf = [0u8; 1024];
+                    while matches!(tls.read(&mut buf).await, Ok(n) if n > 0) {}
+                }
+            });
+        }
+    });
+    let ca_der: CertificateDer<'static> = ca.der().clone();
+    (addr, ca_der.to_vec())
+}
+
+/// Assumption 9: a peer's [`CaType`] built from [`WrappedX509`] roots is what its certificate is
+/// verified against: the agent's private CA there, the handshake succeeds; without it (the
+/// platform's roots), it fails.
+#[tokio::test]
+async fn a_peers_own_roots_are_what_its_certificate_is_checked_against() {
+    let (addr, ca) = tls_agent().await;
+    let peer = |roots: Option<Arc<CaType>>| {
+        let mut peer = HttpPeer::new(addr, true, "agent.test".to_owned());
+        peer.options.verify_cert = true;
+        peer.options.verify_hostname = true;
+        peer.options.ca = roots;
+        peer
+    };
+    let roots: Arc<CaType> = Arc::from(vec![WrappedX509::new(ca, parse_x509)].into_boxed_slice());
+    let connector = Connector::new(None);
+    let trusted = bounded("handshake", connector.get_http_session(&peer(Some(roots)))).await;
+    assert!(trusted.is_ok(), "{:?}", trusted.err());
+    let untrusted = bounded("handshake", connector.get_http_session(&peer(None))).await;
+    let Err(e) = untrusted else {
+        panic!("the platform's roots do not know the test CA");
+    };
+    assert_eq!(e.etype(), &ErrorType::TLSHandshakeFailure, "{e}");
+}
+
 /// Assumption 8.
 #[test]
 fn the_etag_comparison_is_weak() {
