@@ -6,7 +6,7 @@
 //! - [`diff`] classifies a profile against a lock, or one profile against another, as
 //!   compatible / review / breaking, each finding one line.
 //!
-//! - [`file`] is the lockfile on disk (`locks/<integration>.json` beside the config, written
+//! - [`file`](mod@file) is the lockfile on disk (`locks/<integration>.json` beside the config, written
 //!   atomically): the feature's only I/O. Everything else here is pure.
 //!
 //! The rest of the feature sits where its layer does (see ARCHITECTURE.md "Where a feature
