@@ -77,10 +77,11 @@ fn init_tracing(log: &Log, format: Option<LogFormat>) {
 
 /// Whether an event of pingora's at `level` from `target` may carry raw request bytes: the
 /// HTTP/1 client's header writes at TRACE, and pingora_proxy's upstream request header and body
-/// chunks at DEBUG (and anything finer).
+/// chunks at DEBUG (and anything finer); where pingora writes them is `seam::RAW_TRAFFIC_TARGETS`.
 fn carries_raw_traffic(level: tracing::Level, target: &str) -> bool {
-    (level == tracing::Level::TRACE && target.starts_with("pingora_core::protocols"))
-        || (level >= tracing::Level::DEBUG && target.starts_with("pingora_proxy"))
+    crate::seam::RAW_TRAFFIC_TARGETS
+        .iter()
+        .any(|(prefix, finest_safe)| level >= *finest_safe && target.starts_with(prefix))
 }
 
 /// `directive` with pingora's crates at warn unless it names them itself.
@@ -160,7 +161,7 @@ struct Runtimes {
     main: tokio::runtime::Runtime,
     /// Without work stealing, on more than one thread: the data plane's threads, one
     /// single-threaded runtime each.
-    data_plane: Option<pingora_runtime::NoStealRuntime>,
+    data_plane: Option<crate::seam::NoStealRuntime>,
 }
 
 impl Runtimes {
@@ -179,7 +180,7 @@ impl Runtimes {
         }
         .context("starting the runtime")?;
         let data_plane = threads.control_plane_apart().then(|| {
-            pingora_runtime::NoStealRuntime::new(
+            crate::seam::NoStealRuntime::new(
                 workers,
                 "a2a-egress-data",
                 Default::default(),
