@@ -165,20 +165,34 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
-    run_on(config, listeners, shutdown, None).await
+    run_on(config, listeners, shutdown, RunOn::default()).await
 }
 
-/// [`run`], with the data plane's accept loop started on `data_plane` instead of the caller's
-/// runtime (`None`: the caller's). `a2a-egress serve` without work stealing hands it one thread
-/// of pingora's no-steal runtime, whose accept loop then gives each connection to one of that
-/// runtime's threads for its whole life; the control plane and the admin listener stay on the
-/// caller's runtime. The caller keeps `data_plane` running until this returns.
+/// Where [`run_on`] runs the data plane, and the threads `serve` chose for it (`/readyz` shows
+/// them). The default: the caller's runtime, no thread count to show (the in-process tests').
+#[derive(Debug, Default)]
+pub struct RunOn {
+    /// The runtime the data plane's accept loop starts on (`None`: the caller's). `a2a-egress
+    /// serve` without work stealing, on more than one thread, hands it one thread of pingora's
+    /// no-steal runtime, whose accept loop then gives each connection to one of that runtime's
+    /// threads for its whole life; the control plane and the admin listener stay on the caller's
+    /// runtime. The caller keeps it running until [`run_on`] returns.
+    pub data_plane: Option<tokio::runtime::Handle>,
+    /// The data plane's threads and why (`None`: not chosen by `serve`).
+    pub threads: Option<crate::config::Threads>,
+}
+
+/// [`run`], on the runtimes `on` names.
 pub async fn run_on(
     config: Config,
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
-    data_plane: Option<tokio::runtime::Handle>,
+    on: RunOn,
 ) -> Result<(), ServerError> {
+    let RunOn {
+        data_plane,
+        threads,
+    } = on;
     crate::control::fetch::install_crypto_provider();
     let (proxy_addr, _) = listeners.local_addrs()?;
     let public_url = public_url(&config.listen, proxy_addr);
@@ -204,6 +218,7 @@ pub async fn run_on(
             access: crate::admin::Access::new(&config.admin, metrics.clone()),
             default_data_class: config.policy.default_data_class.clone(),
             signer: signer.clone(),
+            threads,
         },
     )?;
     let gateway = Gateway {
