@@ -17,7 +17,8 @@
 #   profile
 #   card
 #   json
-#   types              (the leaf: imports nothing of the crate)
+#   types              (origin, versions, durations, error bodies)
+#   seam               (the leaf, imports nothing of the crate: pingora's internals, see below)
 #
 # Every `crate::…` and `super::…` path in code counts (comments and string literals do not),
 # grouped imports included. Test code (`#[cfg(test)]` modules and the files they load) may use
@@ -37,6 +38,11 @@
 # Inside a module the same holds between files: no file-level circle (file A uses an item of file
 # B, and B, directly or through other files of the module, uses A). ALLOWED_CIRCLES lists the
 # circles tolerated for a while, as the sorted tuple of their files, with why.
+#
+# pingora's internals are used only through `seam` (src/seam/, whose doc is the upgrade checklist,
+# one test per assumption): outside it a `pingora::` path must be the ProxyHttp surface in
+# PINGORA_SURFACE, no other `pingora_*` crate is named, and pingora's session internals
+# (`as_downstream`) are not reached. Test code is exempt.
 #
 # Usage: scripts/check-layers.sh [--graph]   (--graph also prints each module's direct uses)
 set -euo pipefail
@@ -62,6 +68,7 @@ LAYERS = [
     ["card"],
     ["json"],
     ["types"],
+    ["seam"],
 ]
 
 # from unit -> target module (first two path segments): why it is still there.
@@ -265,6 +272,26 @@ for f in files:
 for line_no, line in enumerate(pathlib.Path("Cargo.toml").read_text().splitlines(), 1):
     if re.match(r"\s*a2a-agent\s*=", line):
         violations.append(f"Cargo.toml:{line_no}: the gateway depends on a2a-agent")
+# pingora's internals only through `seam`: outside it, the ProxyHttp surface only.
+PINGORA_SURFACE = [
+    "proxy::ProxyHttp", "proxy::Session", "proxy::FailToProxy",
+    "http::RequestHeader", "http::ResponseHeader", "prelude::HttpPeer",
+    "Error", "ErrorType", "OrErr", "Result", "RetryType",
+]
+for f in files:
+    if f in test_files or f.name == "lib.rs" or module_of(f)[:1] == ["seam"]:
+        continue
+    for root in ("pingora", r"pingora_\w+"):
+        for line, segs in references(sources[f], [], False, root):
+            path = "::".join(segs)
+            if not segs or (root == "pingora" and any(path == s or path.startswith(s + "::") for s in PINGORA_SURFACE)):
+                continue
+            name = "pingora" if root == "pingora" else "pingora_*"
+            violations.append(f"{f}:{line}: {name}::{path} is a pingora internal outside crate::seam "
+                              "(reach it through src/seam/ with a test of what it assumes)")
+    for m in re.finditer(r"\bas_downstream(?:_mut)?\b", sources[f]):
+        line = sources[f].count("\n", 0, m.start()) + 1
+        violations.append(f"{f}:{line}: pingora's session internals outside crate::seam")
 # File-level circles inside a module: file A uses an item of file B (a `crate::`/`super::` path
 # that resolves to B's module) and B, directly or through other files of the same module, uses A.
 # The module rule above cannot see them, and they make a module's files impossible to read (or

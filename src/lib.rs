@@ -39,6 +39,7 @@ pub mod metrics;
 pub mod probe;
 pub mod profile;
 pub mod proxy;
+pub mod seam;
 pub mod select;
 pub mod server;
 pub mod state;

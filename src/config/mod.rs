@@ -45,7 +45,7 @@ pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
 pub use probes::{ProbeSchedule, RawProbes};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 pub use runtime::{
-    DEFAULT_WORK_STEALING, DEFAULT_WORKER_THREADS, MAX_WORKER_THREADS, RawRuntime, Runtime,
+    DEFAULT_WORK_STEALING, MAX_WORKER_THREADS, RawRuntime, Runtime, Threads, ThreadsFrom,
 };
 pub use secret::{MAX_SECRET_BYTES, SecretError, bearer_authorization, read_secret};
 

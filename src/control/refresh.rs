@@ -42,7 +42,7 @@ use crate::control::extended::{self, ExtendedCache, ExtendedError, ExtendedOutco
 use crate::control::fetch::{CardFetcher, FetchError, FetchOutcome, FetchPolicy, Validators};
 use crate::control::metrics::ControlMetrics;
 use crate::control::schedule::RefreshResult;
-use crate::control::state::StateDir;
+use crate::control::state_dir::StateDir;
 use crate::profile::{Interface, Profile};
 use crate::state::UpstreamError;
 use crate::state::{Status, Store};

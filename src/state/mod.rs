@@ -28,7 +28,7 @@ pub use card_cache::{CardCache, CardContext};
 pub use evidence::{
     Claim, Observer, ProbeRecord, ProbeRun, ProbeTrigger, ProbeVerdict, Source, claims,
 };
-pub use lock_state::{LockState, LockVerdict, UnreadableLock, manifest_of, satisfies};
+pub use lock_state::{LockState, LockVerdict, manifest_of, satisfies};
 pub use refresh_hook::{RefreshAnswer, RefreshHook, RefreshUnavailable};
 pub use upstream::{NoUpstream, Roots, Upstream, UpstreamError};
 

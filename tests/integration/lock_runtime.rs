@@ -273,8 +273,7 @@ fn verdict_lines(gw: &GatewayProc, name: &str) -> Vec<String> {
 /// through the gateway's log queue a little after the event, in order: so once a later verdict
 /// shows up, any extra line logged before it would already be there (and the wait would fail).
 async fn assert_verdicts(gw: &GatewayProc, name: &str, expected: &[&str]) {
-    #[allow(unused_assignments)]
-    let mut seen = Vec::new();
+    let mut seen: Vec<String>;
     crate::assert_eventually!(
         {
             seen = verdict_lines(gw, name);

@@ -11,7 +11,7 @@ use super::{Worker, lock};
 use crate::config::{Config, SecretError};
 use crate::control::extended::{CredentialIdentity, ExtendedOutcome};
 use crate::control::fetch::{FetchPolicy, Validators};
-use crate::control::state::SavedCard;
+use crate::control::state_dir::SavedCard;
 use crate::profile::{Interface, Profile};
 use crate::state::{ExtendedCardStatus, ExtendedFallback};
 use crate::types::origin_of_url;

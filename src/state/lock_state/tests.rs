@@ -124,7 +124,7 @@ fn breaking_with_fallback_or_warn_keeps_the_status() {
 #[test]
 fn an_unreadable_lockfile_is_breaking() {
     let s = state("", pricing_profile()).with_lock(
-        Err(crate::state::UnreadableLock::Read {
+        Err(crate::lock::UnreadableLock::Read {
             path: "locks/pricing.json".into(),
             source: crate::types::file::FileError::Io {
                 what: "lockfile",
@@ -197,4 +197,19 @@ fn the_verdict_time_is_shown_as_an_rfc3339_string() {
     let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_128_496_789);
     let v = serde_json::to_value(LockState::unpinned(at)).unwrap();
     assert_eq!(v["at"], "2026-12-01T12:34:56.789Z", "{v}");
+}
+
+#[test]
+fn the_manifest_is_the_integrations_workflow() {
+    use crate::lock::StreamingNeed;
+    use crate::state::manifest_of;
+    let text = "[[integrations]]\nname=\"a\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\", \"t\"]\nscopes=[\"x\"]\ndata_classes=[\"p\"]\nstreaming=\"required\"\ninput_modes=[\"application/json\"]\n";
+    let c = crate::config::Config::parse(text, std::path::Path::new("g.toml")).unwrap();
+    let m = manifest_of(&c.integrations[0]);
+    assert_eq!(m.agent, "https://a.example/c");
+    assert_eq!(m.skills, ["s", "t"]);
+    assert_eq!(m.scopes, ["x"]);
+    assert_eq!(m.streaming, StreamingNeed::Required);
+    assert_eq!(m.input_modes, ["application/json"]);
+    assert!(m.output_modes.is_empty());
 }

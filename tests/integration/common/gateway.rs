@@ -164,12 +164,32 @@ impl GatewayProc {
         config: &str,
         env: &[(&str, &str)],
     ) -> GatewayProc {
+        Self::start_wrapped(dir, config, env, &[]).await
+    }
+
+    /// As [`start_in`](Self::start_in), run by `wrapper` (a command and its arguments that end
+    /// by running the rest of their command line, e.g. `taskset -c 0`).
+    pub async fn start_wrapped(
+        dir: tempfile::TempDir,
+        config: &str,
+        env: &[(&str, &str)],
+        wrapper: &[&str],
+    ) -> GatewayProc {
         let path = dir.path().join("gateway.toml");
         std::fs::write(&path, config).expect("writing the config");
-        let mut cmd = super::gateway_cmd();
+        let mut cmd = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg(super::gateway_bin());
+                cmd
+            }
+            None => super::gateway_cmd(),
+        };
         cmd.arg("serve").arg("--config").arg(&path);
-        // Before `env`, so a test can ask for another log level.
+        // Before `env`, so a test can ask for another log level; the thread count is the
+        // config's or the CPUs' unless a test sets it (not the environment the suite runs in).
         cmd.env("RUST_LOG", "info");
+        cmd.env_remove("TOKIO_WORKER_THREADS");
         for (k, v) in env {
             cmd.env(k, v);
         }
