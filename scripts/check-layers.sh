@@ -22,7 +22,9 @@
 #
 # Every `crate::…` and `super::…` path in code counts (comments and string literals do not),
 # grouped imports included. Test code (`#[cfg(test)]` modules and the files they load) may use
-# any layer: a test may assemble the layers above to check a property end to end.
+# any layer: a test may assemble the layers above to check a property end to end. The test kit
+# (`src/testkit/`, compiled only for tests: `#[cfg(any(test, feature = "testkit"))]`) is test code
+# too, and no module outside test code may use it.
 #
 # The reference agent (agent/src, crate a2a-agent) is no layer of the gateway: it sits beside it
 # and uses the gateway's library (`a2a_egress::…`) only for what both products share, the layers
@@ -128,11 +130,16 @@ def mask(text):
     return "".join(out)
 
 
+# `#[cfg(test)]`, or the test kit's `#[cfg(any(test, feature = "testkit"))]` (matched on masked
+# code, where the feature's name is blanked: `any(test, feature = …)` counts as test code).
+TEST_CFG = r'#\[cfg\((?:test|any\(test,\s*feature\s*=\s*[^)]*\))\)\]'
+
+
 def drop_test_modules(code):
     """Blanks `#[cfg(test)] mod x { … }` blocks; returns the code and the names of
     `#[cfg(test)] mod x;` declarations (test code in other files)."""
-    test_files = re.findall(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", code)
-    for m in reversed(list(re.finditer(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", code))):
+    test_files = re.findall(TEST_CFG + r"\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", code)
+    for m in reversed(list(re.finditer(TEST_CFG + r"\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", code))):
         depth, j = 0, m.end() - 1
         while j < len(code):
             if code[j] == "{": depth += 1
@@ -208,6 +215,9 @@ def load(files):
             base = f.parent if f.name in ("mod.rs", "lib.rs", "main.rs") else f.with_suffix("")
             test_files.add(base / f"{t}.rs")
             test_files.add(base / t / "mod.rs")
+    # Every file below a test-only module directory is test code (the test kit's files).
+    dirs = [t.parent for t in test_files if t.name == "mod.rs"]
+    test_files.update(f for f in files if any(d in f.parents for d in dirs))
     return sources, test_files
 
 

@@ -3,22 +3,33 @@
 use std::time::{Duration, SystemTime};
 
 use super::*;
-use crate::config::Config;
 use crate::lock::diff::tests::pricing_profile;
 use crate::profile::Profile;
 use crate::state::{NoUpstream, Upstream};
+use crate::testkit::{ConfigToml, IntegrationToml};
 
 const URL: &str = "https://pricing.partner.example/a2a/jsonrpc";
 
 fn integration(extra: &str) -> Arc<crate::config::Integration> {
-    let text = format!(
-        "[[integrations]]\nname = \"pricing\"\ncard = \"https://pricing.partner.example/.well-known/agent-card.json\"\n\
-         origins = [\"https://pricing.partner.example\"]\nskills = [\"itinerary-pricing\"]\nscopes = [\"pricing.quote\"]\n\
-         data_classes = [\"internal\"]\ninput_modes = [\"application/json\"]\noutput_modes = [\"application/json\"]\n{extra}\n\
-         [[integrations]]\nname = \"spare\"\ncard = \"https://spare.example/c\"\norigins = [\"https://spare.example\"]\n\
-         skills = [\"itinerary-pricing\"]\ndata_classes = [\"internal\"]\n"
-    );
-    let c = Config::parse(&text, std::path::Path::new("g.toml")).unwrap();
+    let c = ConfigToml::bare()
+        .integration(
+            IntegrationToml::new(
+                "pricing",
+                "https://pricing.partner.example/.well-known/agent-card.json",
+            )
+            .skills(&["itinerary-pricing"])
+            .data_classes(&["internal"])
+            .extra("scopes = [\"pricing.quote\"]")
+            .extra("input_modes = [\"application/json\"]\noutput_modes = [\"application/json\"]")
+            .extra(extra),
+        )
+        .integration(
+            IntegrationToml::new("spare", "https://spare.example/c")
+                .skills(&["itinerary-pricing"])
+                .data_classes(&["internal"]),
+        )
+        .parse(std::path::Path::new("g.toml"))
+        .unwrap();
     Arc::new(c.integrations[0].clone())
 }
 
