@@ -603,7 +603,7 @@ impl Check<'_> {
             let parsed = Binding::from_wire(b);
             if parsed.is_none() {
                 self.problems.push(format!(
-                    "{at}.binding: {b:?} is not \"JSONRPC\" or \"HTTP+JSON\""
+                    "{at}.binding: {b:?} is not \"JSONRPC\", \"HTTP+JSON\" or \"GRPC\""
                 ));
             }
             parsed

@@ -157,6 +157,13 @@ pub async fn fetch_extended(
                 follow_redirects: false,
             }
         }
+        // Never reached: a profile whose interface is gRPC is unusable until gRPC is built
+        // (`profile::compile`), and the extended card is asked only for usable ones.
+        Binding::Grpc => {
+            return Err(ExtendedError::Malformed(
+                "the extended card over gRPC needs gRPC support, which is not built yet".into(),
+            ));
+        }
     };
     let binding = iface.binding;
     let resp = fetcher.send(req, policy).await?;
@@ -166,7 +173,7 @@ pub async fn fetch_extended(
     }
     match binding {
         Binding::JsonRpc => parse_jsonrpc(status, &resp.body),
-        Binding::HttpJson => parse_rest(status, resp.body),
+        Binding::HttpJson | Binding::Grpc => parse_rest(status, resp.body),
     }
 }
 
