@@ -157,13 +157,8 @@ pub async fn fetch_extended(
                 follow_redirects: false,
             }
         }
-        // Never reached: a profile whose interface is gRPC is unusable until gRPC is built
-        // (`profile::compile`), and the extended card is asked only for usable ones.
-        Binding::Grpc => {
-            return Err(ExtendedError::Malformed(
-                "the extended card over gRPC needs gRPC support, which is not built yet".into(),
-            ));
-        }
+        // Never reached: a gRPC profile is unusable until gRPC is built (`profile::compile`).
+        Binding::Grpc => return Err(ExtendedError::Malformed("gRPC is not built yet".into())),
     };
     let binding = iface.binding;
     let resp = fetcher.send(req, policy).await?;
