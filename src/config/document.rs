@@ -83,7 +83,10 @@ fn batches(text: &str) -> (Range<usize>, Vec<Range<usize>>) {
 }
 
 /// One batch, parsed and deserialised: its integrations and its other top-level keys.
-type Batch<'i> = (Vec<RawIntegration>, Vec<(Spanned<DeString<'i>>, Spanned<DeValue<'i>>)>);
+type Batch<'i> = (
+    Vec<RawIntegration>,
+    Vec<(Spanned<DeString<'i>>, Spanned<DeValue<'i>>)>,
+);
 
 /// Parses one batch of `[[integrations]]` tables; `None` if it does not parse or deserialise.
 fn batch(text: &str) -> Option<Batch<'_>> {
@@ -221,8 +224,10 @@ impl Walk<'_> {
                 Err(e) => e,
             };
             let unknown = err.message().starts_with("unknown field");
-            let removed =
-                unknown && err.span().is_some_and(|s| remove_in_value(part.get_mut(), &s));
+            let removed = unknown
+                && err
+                    .span()
+                    .is_some_and(|s| remove_in_value(part.get_mut(), &s));
             // Count bytes, not `&text[..start]`: a span is not promised to fall on a char boundary.
             let line = err.span().map(|s| {
                 let b = self.text.as_bytes();
@@ -439,8 +444,16 @@ mod tests {
             "{}[[integrations]]\nname = \"x\"\nbogus = 2\n[state]\nwrong = 1\n",
             many(2, |_| String::new())
         );
-        let nested = many(2, |_| "[integrations.probe]\nskill = \"s\"\nkid = 1\n".into());
-        let syntax = many(4, |i| if i == 2 { "x = \n".into() } else { String::new() });
+        let nested = many(2, |_| {
+            "[integrations.probe]\nskill = \"s\"\nkid = 1\n".into()
+        });
+        let syntax = many(4, |i| {
+            if i == 2 {
+                "x = \n".into()
+            } else {
+                String::new()
+            }
+        });
         for text in [
             root_unknown,
             seventy_unknown,

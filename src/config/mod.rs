@@ -9,7 +9,8 @@
 //! running config's), and every line of a refusal is bounded and stripped of control characters
 //! ([`crate::card::sanitize::bounded_report`]): a refused file's message never quotes more than a
 //! short excerpt of it, whatever it holds. Validation is linear in the number of integrations
-//! (names and fallbacks are checked against hash sets).
+//! (names and fallbacks are checked against hash sets); a large file's `[[integrations]]` are
+//! parsed (`document.rs`) and checked on every core.
 
 use std::path::{Path, PathBuf};
 
