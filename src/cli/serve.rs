@@ -155,9 +155,11 @@ pub fn run(config: Config, format: Option<LogFormat>) -> anyhow::Result<()> {
 
 /// The runtimes `serve` runs on (`[runtime]`).
 struct Runtimes {
-    /// With work stealing: the one runtime everything shares. Without, on one data-plane thread:
-    /// the one single-threaded runtime everything shares (on the main thread). Without, on more:
-    /// the control plane's and the admin listener's single-threaded runtime (on the main thread).
+    /// With work stealing, or on one data-plane thread: the one multi-thread runtime everything
+    /// shares (on one worker there is nothing to steal, and a multi-thread runtime lets a
+    /// blocking file read hand the worker's other tasks over: `types::file::blocking`).
+    /// Without, on more: the control plane's and the admin listener's single-threaded runtime
+    /// (on the main thread).
     main: tokio::runtime::Runtime,
     /// Without work stealing, on more than one thread: the data plane's threads, one
     /// single-threaded runtime each.
@@ -167,7 +169,7 @@ struct Runtimes {
 impl Runtimes {
     fn build(threads: &Threads) -> anyhow::Result<Runtimes> {
         let workers = threads.worker_threads;
-        let main = if threads.work_stealing {
+        let main = if !threads.control_plane_apart() {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(workers)
                 .thread_name("a2a-egress")
@@ -226,7 +228,7 @@ fn worker_threads(runtime: &crate::config::Runtime) -> anyhow::Result<Threads> {
             ),
             None => {
                 let cpus = crate::types::cpus::CpuLimits::read();
-                (cpus.available.min(max), ThreadsFrom::Cpus, cpus.why())
+                (cpus.threads().min(max), ThreadsFrom::Cpus, cpus.why())
             }
         },
     };
@@ -247,6 +249,44 @@ pub fn load(path: Option<PathBuf>) -> anyhow::Result<Config> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On one data-plane thread, with or without work stealing, a blocking file read on the
+    /// control plane lets the runtime's other tasks run: the read waits for a message that only
+    /// a task spawned while it blocks can send. On a single-threaded runtime that task would
+    /// never run and the read would time out.
+    #[test]
+    fn on_one_thread_a_blocking_read_does_not_hold_up_the_other_tasks() {
+        for work_stealing in [true, false] {
+            let threads = Threads {
+                worker_threads: 1,
+                from: ThreadsFrom::Config,
+                why: String::new(),
+                work_stealing,
+            };
+            assert!(!threads.control_plane_apart());
+            let runtimes = Runtimes::build(&threads).unwrap();
+            assert!(runtimes.data_plane().is_none());
+            let got = runtimes.main.block_on(async {
+                tokio::spawn(async {
+                    let (tx, rx) = std::sync::mpsc::channel();
+                    let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+                    let sender = tokio::spawn(async move {
+                        let _ = started.await;
+                        let _ = tx.send(());
+                    });
+                    let _ = started_tx.send(());
+                    let got =
+                        crate::types::file::blocking(|| rx.recv_timeout(Duration::from_secs(20)));
+                    let _ = sender.await;
+                    got
+                })
+                .await
+                .unwrap()
+            });
+            assert!(got.is_ok(), "work_stealing = {work_stealing}: {got:?}");
+            runtimes.shutdown();
+        }
+    }
 
     #[test]
     fn pingora_events_that_carry_raw_requests_are_dropped_at_any_filter() {

@@ -5,8 +5,9 @@
 //! work-stealing tokio runtime of `worker_threads` workers. Without it, the data plane runs on
 //! `worker_threads` single-threaded runtimes (pingora's no-steal runtime: each connection stays
 //! on the thread it was given) and the control plane and the admin listener on one more
-//! single-threaded runtime of their own — except on one thread, where everything shares it, so
-//! nothing competes with the data plane for the one CPU. `TOKIO_WORKER_THREADS`, when set,
+//! single-threaded runtime of their own — except on one thread, where there is nothing to steal
+//! and everything shares one multi-thread runtime of one worker, as with work stealing, so
+//! nothing of the gateway's competes with the data plane for the one CPU. `TOKIO_WORKER_THREADS`, when set,
 //! overrides `worker_threads`; without either, `serve` takes the CPUs the process may use
 //! (`types::cpus`).
 
@@ -25,7 +26,8 @@ pub struct Runtime {
     /// `serve` reads at start.
     pub worker_threads: Option<usize>,
     /// One work-stealing runtime for everything (true), or one single-threaded runtime per
-    /// data-plane thread plus one for the control plane (false).
+    /// data-plane thread plus one for the control plane (false, on more than one thread; on one,
+    /// the same as true).
     pub work_stealing: bool,
 }
 
@@ -76,8 +78,9 @@ pub struct Threads {
 
 impl Threads {
     /// Whether the control plane and the admin listener run on a thread of their own (without
-    /// work stealing, on more than one data-plane thread); otherwise they share the data plane's
-    /// runtime, so on one CPU nothing else of the gateway's competes with it.
+    /// work stealing, on more than one data-plane thread); otherwise everything shares one
+    /// multi-thread runtime, so on one CPU nothing else of the gateway's competes with the data
+    /// plane, and a blocking file read still hands its worker's tasks over.
     pub fn control_plane_apart(&self) -> bool {
         !self.work_stealing && self.worker_threads > 1
     }

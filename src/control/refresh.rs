@@ -47,6 +47,7 @@ use crate::profile::{Interface, Profile};
 use crate::state::UpstreamError;
 use crate::state::{Status, Store};
 
+mod compile;
 mod extended_card;
 mod handle;
 mod last_good;

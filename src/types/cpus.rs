@@ -3,12 +3,13 @@
 //! The readers do I/O (a few small files under `/proc/self` and `/sys/fs/cgroup`, each bounded);
 //! the parsers and [`threads_for`] are pure.
 //!
-//! The count the gateway uses is [`std::thread::available_parallelism`], which weighs the same two
-//! limits; this module reads them itself only to say *why* (`serve`'s first line, `/readyz`), and
-//! says so when the two disagree. Both are read once at start: a changed quota or affinity takes
+//! [`std::thread::available_parallelism`] weighs the same two limits; this module reads them
+//! itself to say *why* (`serve`'s first line, `/readyz`) and to catch a quota std misses (cgroup
+//! v2 without a cgroup namespace: the group's path is not where std looks). The count used is the
+//! fewer of the two ([`CpuLimits::threads`]), and the reason says when they disagree. Both are read once at start: a changed quota or affinity takes
 //! effect at the next start.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use super::file::read_capped_string;
 
@@ -72,7 +73,15 @@ impl CpuLimits {
         }
     }
 
-    /// One sentence saying where [`CpuLimits::available`] comes from.
+    /// The data-plane threads these limits allow: the fewer of this reading's and the standard
+    /// library's count, at least 1.
+    pub fn threads(&self) -> usize {
+        threads_for(self.affinity, self.quota.as_ref())
+            .map_or(self.available, |mine| mine.min(self.available))
+            .max(1)
+    }
+
+    /// One sentence saying where [`CpuLimits::threads`] comes from.
     pub fn why(&self) -> String {
         let affinity = match self.affinity {
             Some(n) => format!("{n} CPU{} in the affinity mask", plural(n)),
@@ -91,7 +100,10 @@ impl CpuLimits {
         let mine = threads_for(self.affinity, self.quota.as_ref());
         let mut why = format!("{affinity}, {quota}");
         if mine != Some(self.available) {
-            why.push_str(&format!("; the standard library counts {}", self.available));
+            why.push_str(&format!(
+                "; the standard library counts {}, the fewer is used",
+                self.available
+            ));
         }
         why
     }
@@ -166,16 +178,21 @@ pub fn parse_cfs(quota: &str, period: &str) -> Option<(u64, u64)> {
     (quota > 0 && period > 0).then_some((quota, period))
 }
 
-/// A cgroup mount from `/proc/self/mountinfo`: where it is mounted and which part of the
-/// hierarchy it shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Mount<'a> {
-    root: &'a str,
-    point: &'a str,
-}
-
-/// The cgroup v2 mount, or the v1 mount carrying the `cpu` controller (`v2`: which to find).
-fn find_mount(mountinfo: &str, v2: bool) -> Option<Mount<'_>> {
+/// The directories of the cgroup `group` (as `/proc/self/cgroup` gives it) as seen through the
+/// cgroup v2 mount (`v2`) or a v1 mount carrying the `cpu` controller, from the group itself up
+/// to the mount's root: through the first such mount whose root holds the group, compared path
+/// component by path component (a mount of `/pod` does not hold `/pod2`). `None` when no mount
+/// holds it, or when the group lies outside the process's cgroup namespace (the kernel then
+/// shows it with `..`), which nothing here may read.
+fn group_dirs(mountinfo: &str, v2: bool, group: &str) -> Option<Vec<PathBuf>> {
+    let group = Path::new(group);
+    if !group.is_absolute()
+        || group
+            .components()
+            .any(|c| !matches!(c, Component::RootDir | Component::Normal(_)))
+    {
+        return None;
+    }
     mountinfo.lines().find_map(|line| {
         // "36 35 0:31 /root /mount/point opts - fstype source super_opts"
         let (before, after) = line.split_once(" - ")?;
@@ -190,29 +207,18 @@ fn find_mount(mountinfo: &str, v2: bool) -> Option<Mount<'_>> {
         } else {
             fstype == "cgroup" && super_opts.split(',').any(|o| o == "cpu")
         };
-        wanted.then_some(Mount { root, point })
-    })
-}
-
-/// The directories of a cgroup `path` (as `/proc/self/cgroup` gives it) under `mount`, from
-/// the group itself up to the mount's root.
-fn group_dirs(mount: &Mount<'_>, path: &str) -> Vec<PathBuf> {
-    let inside = if mount.root == "/" {
-        path
-    } else {
-        path.strip_prefix(mount.root).unwrap_or(path)
-    };
-    let mut dirs = Vec::new();
-    let mut rel = inside.trim_matches('/');
-    loop {
-        dirs.push(Path::new(mount.point).join(rel));
-        match rel.rfind('/') {
-            Some(i) => rel = &rel[..i],
-            None if !rel.is_empty() => rel = "",
-            None => break,
+        if !wanted {
+            return None;
         }
-    }
-    dirs
+        let inside = group.strip_prefix(root).ok()?;
+        let mut dirs = Vec::new();
+        let mut rel = Some(inside);
+        while let Some(r) = rel {
+            dirs.push(Path::new(point).join(r));
+            rel = r.parent();
+        }
+        Some(dirs)
+    })
 }
 
 /// The tightest CPU quota over the process's cgroup and its ancestors, given the text of
@@ -234,10 +240,7 @@ pub fn tightest_quota(
             continue;
         };
         if controllers.is_empty() {
-            let Some(mount) = find_mount(mountinfo, true) else {
-                continue;
-            };
-            for dir in group_dirs(&mount, path) {
+            for dir in group_dirs(mountinfo, true, path).unwrap_or_default() {
                 let file = dir.join("cpu.max");
                 if let Some((quota_us, period_us)) = read(&file).as_deref().and_then(parse_cpu_max)
                 {
@@ -249,10 +252,7 @@ pub fn tightest_quota(
                 }
             }
         } else if controllers.split(',').any(|c| c == "cpu") {
-            let Some(mount) = find_mount(mountinfo, false) else {
-                continue;
-            };
-            for dir in group_dirs(&mount, path) {
+            for dir in group_dirs(mountinfo, false, path).unwrap_or_default() {
                 let file = dir.join("cpu.cfs_quota_us");
                 let quota = read(&file);
                 let period = read(&dir.join("cpu.cfs_period_us"));
@@ -393,21 +393,77 @@ mod tests {
             ..limits
         };
         assert!(
-            odd.why().ends_with("the standard library counts 2"),
+            odd.why()
+                .ends_with("the standard library counts 2, the fewer is used"),
             "{}",
             odd.why()
         );
     }
 
-    /// This machine's own files are read, and what they say gives the standard library's count.
+    /// This machine's own files are read; the count never exceeds std's.
     #[test]
-    fn this_process_limits_are_read_and_agree_with_std() {
+    fn this_process_limits_are_read() {
         let limits = CpuLimits::read();
         assert!(limits.affinity.is_some(), "{limits:?}");
-        assert_eq!(
-            threads_for(limits.affinity, limits.quota.as_ref()),
-            Some(limits.available),
+        assert!(
+            (1..=limits.available).contains(&limits.threads()),
             "{limits:?}"
+        );
+    }
+
+    #[test]
+    fn a_quota_std_misses_still_limits_the_threads() {
+        let limits = CpuLimits {
+            affinity: Some(8),
+            quota: Some(Quota {
+                quota_us: 200_000,
+                period_us: 100_000,
+                file: PathBuf::from("/sys/fs/cgroup/cpu.max"),
+            }),
+            available: 8,
+        };
+        assert_eq!(limits.threads(), 2);
+        assert!(
+            limits
+                .why()
+                .ends_with("the standard library counts 8, the fewer is used")
+        );
+        let none = CpuLimits {
+            affinity: None,
+            quota: None,
+            available: 3,
+        };
+        assert_eq!(none.threads(), 3);
+    }
+
+    /// Mount roots hold a group only component by component, the first mount that holds it is
+    /// used, and a group outside the namespace (`..`) is never read.
+    #[test]
+    fn a_group_is_read_only_through_a_mount_that_holds_it() {
+        let mounts = "40 31 0:29 /pod /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu,cpuacct\n\
+                      41 31 0:29 / /sys/fs/cgroup/cpu2 rw - cgroup cgroup rw,cpuacct,cpu\n";
+        let files: HashMap<&str, &str> = [
+            ("/sys/fs/cgroup/cpu/2/ctr/cpu.cfs_quota_us", "10000"),
+            ("/sys/fs/cgroup/cpu/2/ctr/cpu.cfs_period_us", "100000"),
+            ("/sys/fs/cgroup/cpu2/pod2/ctr/cpu.cfs_quota_us", "300000"),
+            ("/sys/fs/cgroup/cpu2/pod2/ctr/cpu.cfs_period_us", "100000"),
+        ]
+        .into();
+        let read = |p: &Path| files.get(p.to_str().unwrap()).map(|s| s.to_string());
+        // `/pod` does not hold `/pod2/ctr`: the second mount does (combined `cpu,cpuacct`).
+        let q = tightest_quota("4:cpu,cpuacct:/pod2/ctr\n", mounts, read).expect("a quota");
+        assert_eq!(
+            q.file,
+            Path::new("/sys/fs/cgroup/cpu2/pod2/ctr/cpu.cfs_quota_us")
+        );
+        let outside = |p: &Path| -> Option<String> { panic!("read {}", p.display()) };
+        assert_eq!(
+            tightest_quota(
+                "0::/../sibling\n",
+                "30 24 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+                outside
+            ),
+            None
         );
     }
 }

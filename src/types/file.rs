@@ -28,12 +28,13 @@ use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Runs `read` (a bounded file read) where it cannot hold up the data plane's tasks. With work
-/// stealing (`[runtime] work_stealing = true`, the default) the control plane runs on the data
-/// plane's multi-thread runtime, so the read is made under `block_in_place`: the thread hands
-/// its other tasks to the runtime (which starts a worker for them if need be) for as long as the
-/// read lasts. On a single-threaded runtime (the control plane's own without work stealing, the
-/// CLI's, a test's) nothing else is held up and the read runs as it is.
+/// Runs `read` (a bounded file read) where it cannot hold up the data plane's tasks. Wherever the
+/// control plane shares the data plane's runtime (with work stealing, the default, and on one
+/// data-plane thread whatever `[runtime] work_stealing` says), that runtime is a multi-thread
+/// one, so the read is made under `block_in_place`: the thread hands its other tasks to the
+/// runtime (which starts a worker for them if need be) for as long as the read lasts. On a
+/// single-threaded runtime (the control plane's own without work stealing on more than one
+/// thread, the CLI's, a test's) nothing else is held up and the read runs as it is.
 pub fn blocking<T>(read: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(read),

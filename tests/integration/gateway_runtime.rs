@@ -78,9 +78,10 @@ async fn without_work_stealing_one_thread_serves_the_control_plane_too() {
     let gw = GatewayProc::start(&config, &[]).await;
     one_call(&gw).await;
     let names = thread_names(gw.process.pid());
-    // No data-plane thread apart from the main one, which runs the control plane as well.
+    // No data-plane thread apart: one runtime, one worker, as with work stealing (the main
+    // thread and that worker; blocking-pool threads, named alike, come and go).
     assert_eq!(count(&names, "a2a-egress-data"), 0, "{names:?}");
-    assert_eq!(count(&names, "a2a-egress"), 1, "{names:?}");
+    assert!(count(&names, "a2a-egress") >= 2, "{names:?}");
     let first = gw.process.first();
     assert_eq!(first["worker_threads"], 1, "{first}");
     assert_eq!(first["worker_threads_from"], "config", "{first}");
@@ -116,12 +117,24 @@ async fn threads_said(gw: &GatewayProc) -> (u64, String, String) {
     )
 }
 
+/// The first CPU this test process may run on (from `Cpus_allowed_list`: CPU 0 may not be).
+fn first_allowed_cpu() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .expect("Cpus_allowed_list");
+    let first = list.trim().split([',', '-']).next().unwrap_or("0");
+    first.to_owned()
+}
+
 #[tokio::test]
 async fn by_default_the_threads_are_the_cpus_of_the_affinity_mask() {
     let agent = SdkAgent::start(&[]);
     let config = config_head(&[]) + &integration("echo", &agent.card_url, "");
     let dir = tempfile::tempdir().unwrap();
-    let gw = GatewayProc::start_wrapped(dir, &config, &[], &["taskset", "-c", "0"]).await;
+    let cpu = first_allowed_cpu();
+    let gw = GatewayProc::start_wrapped(dir, &config, &[], &["taskset", "-c", &cpu]).await;
     one_call(&gw).await;
     let (n, from, why) = threads_said(&gw).await;
     assert_eq!((n, from.as_str()), (1, "cpus"), "{why}");
@@ -135,7 +148,7 @@ async fn by_default_the_threads_are_the_cpus_of_the_affinity_mask() {
     // The variable still wins over the CPUs.
     let dir = tempfile::tempdir().unwrap();
     let env = [("TOKIO_WORKER_THREADS", "3")];
-    let gw = GatewayProc::start_wrapped(dir, &config, &env, &["taskset", "-c", "0"]).await;
+    let gw = GatewayProc::start_wrapped(dir, &config, &env, &["taskset", "-c", &cpu]).await;
     let (n, from, why) = threads_said(&gw).await;
     assert_eq!(
         (n, from.as_str(), why.as_str()),
@@ -163,10 +176,14 @@ impl QuotaGroup {
             panic!("neither a cgroup v1 cpu controller nor cgroup v2 is mounted");
         };
         if let Err(e) = std::fs::create_dir(&dir) {
-            let root = std::fs::read_to_string("/proc/self/status")
-                .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:\t0\t")));
-            assert!(!root, "as root, creating {} failed: {e}", dir.display());
-            eprintln!("skipped: not root, cannot create {}", dir.display());
+            use std::io::ErrorKind::{PermissionDenied, ReadOnlyFilesystem};
+            // Not root, or a container's read-only cgroupfs: nothing here can make a quota.
+            assert!(
+                matches!(e.kind(), PermissionDenied | ReadOnlyFilesystem),
+                "creating {} failed: {e}",
+                dir.display()
+            );
+            eprintln!("SKIPPED: cannot create {} ({e})", dir.display());
             return None;
         }
         let group = QuotaGroup { dir };

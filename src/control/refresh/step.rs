@@ -251,7 +251,9 @@ impl Worker {
         policy: &FetchPolicy,
         online: bool,
     ) -> Result<IntegrationState, CardErrors> {
-        let public = validate_and_compile(card, config).await?;
+        let public =
+            super::compile::validate_and_compile(card.bytes.clone(), card.origin.clone(), config)
+                .await?;
         // Past the only failure: the state returned below is built for this identity.
         self.built_for = Some(self.credential_identity());
         let (profile, extended) = self.extended(public, config, policy, online).await;
@@ -289,30 +291,6 @@ impl Worker {
                 self.fail(RefreshError::InvalidCard(e));
             }
         }
-    }
-}
-
-/// Validates `card` (its JWS signatures included) and compiles its profile on the blocking pool:
-/// for a large card that is milliseconds of CPU, which on a serving thread would hold up every
-/// call that thread carries (issue 21); there the kernel's scheduler bounds how long the data
-/// plane waits for the CPU. A panic inside goes on as this task's own.
-async fn validate_and_compile(
-    card: &CachedCard,
-    config: &Arc<Config>,
-) -> Result<crate::profile::Profile, CardErrors> {
-    let (bytes, origin, config) = (card.bytes.clone(), card.origin.clone(), Arc::clone(config));
-    let joined = tokio::task::spawn_blocking(move || {
-        let validated = crate::card::validate(&bytes, &config.card_policy, Some(&origin))?;
-        Ok(crate::profile::compile(&validated, &config.caps))
-    })
-    .await;
-    match joined {
-        Ok(built) => built,
-        Err(e) => match e.try_into_panic() {
-            Ok(panic) => std::panic::resume_unwind(panic),
-            // Cancelled: the runtime is stopping, and this task with it.
-            Err(_) => std::future::pending().await,
-        },
     }
 }
 
