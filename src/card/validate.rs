@@ -15,7 +15,7 @@
 //! - **0.3 cards**: no non-empty `supportedInterfaces` but a top-level `url`, `preferredTransport`,
 //!   `additionalInterfaces` or `protocolVersion` is a 0.3 card (as both SDKs detect it). It must
 //!   pass the pinned 0.3 JSON Schema (every violation reported, alone); it is then converted once
-//!   into the 1.0 shape ([`super::v03`]) and every rule below runs on that form (so a message
+//!   into the 1.0 shape (`card::v03`) and every rule below runs on that form (so a message
 //!   names the 1.0 path, e.g. `supportedInterfaces[0].url` for the 0.3 `url`). Its digest and
 //!   signatures are over the card as received. A card with both shapes is read as 1.0
 //!   (`supportedInterfaces` wins, as in the SDKs) with a warning per 0.3 member;

@@ -5,7 +5,10 @@
 //! - **interface**: the first entry of `supportedInterfaces`, in card order, whose
 //!   (`protocolBinding`, `protocolVersion`) the client supports; its `tenant` is copied (an empty
 //!   tenant is proto3's "unset" and becomes `None`). None supported → unusable
-//!   ([`Unusable::NoSupportedInterface`], listing what the card offered);
+//!   ([`Unusable::NoSupportedInterface`], listing what the card offered). Every interface is
+//!   recorded in [`Profile::interfaces`] with why it was not chosen;
+//! - **translation**: a chosen 0.3 or gRPC interface → unusable
+//!   ([`Unusable::TranslationNotBuilt`]) until translation exists, so no untranslated call leaves;
 //! - **required extensions**: a `required` extension whose URI the client does not know → unusable
 //!   ([`Unusable::RequiredExtensions`], naming every such URI, sorted). When both rules fail, the
 //!   interface reason is reported (it is checked first);
@@ -38,7 +41,7 @@ use crate::card::{SignatureStatus, ValidatedCard};
 pub struct ClientCaps {
     /// Supported bindings; the client speaks each of them at every version in `versions`
     /// (`Grpc` and version `0.3` may be chosen but are not callable yet: see
-    /// [`callable_untranslated`]).
+    /// `callable_untranslated`).
     pub bindings: Vec<Binding>,
     /// Supported `Major.Minor` versions.
     pub versions: Vec<String>,

@@ -4,7 +4,7 @@
 //! mutated afterwards; runtime
 //! evidence and overrides live beside it (see `control/`), and a new card means a new profile.
 //! Field names of the JSON form (`usable`, `reason`, `agent_version`, `interface`,
-//! `streaming`, `push`, `extended_card`, `extensions`, `skills`) are stable: lockfiles and tools
+//! `streaming`, `push`, `extended_card`, `extensions`, `skills`, `interfaces`) are stable: lockfiles and tools
 //! rely on them.
 
 use std::collections::BTreeMap;
