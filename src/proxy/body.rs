@@ -271,7 +271,10 @@ mod tests {
         assert_eq!(rpc(&bodies[0]).unwrap().id.get(), "1e400");
         assert_eq!(rpc(&bodies[2]).unwrap().id.get(), r#""\ud800""#);
         let refusal = |n: usize| err(&bodies[n]).1;
-        assert_eq!(refusal(3), BodyError::InvalidParams("tenant must be a string"));
+        assert_eq!(
+            refusal(3),
+            BodyError::InvalidParams("tenant must be a string")
+        );
         assert_eq!(refusal(4), BodyError::Invalid("method must be a string"));
         assert_eq!(refusal(5), BodyError::Parse);
         let parts = |n: usize| rpc(&bodies[n]).unwrap().params.parts.unwrap();

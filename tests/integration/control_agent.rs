@@ -52,7 +52,7 @@ const ECHO: &str = "[[integrations]]\nname = \"echo\"\ncard = \"{card}\"\norigin
                     skills = [\"echo\"]\ndata_classes = [\"internal\"]\n";
 
 fn start(cfg: Config) -> ControlHandle {
-    let metrics = ControlMetrics::register(&prometheus::Registry::new()).unwrap();
+    let metrics = ControlMetrics::register(&prometheus::Registry::new());
     ControlHandle::start(
         cfg,
         Arc::new(Store::default()),

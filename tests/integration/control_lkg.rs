@@ -78,7 +78,7 @@ fn config(addr: SocketAddr, state: &Path) -> Config {
 }
 
 fn start(cfg: Config) -> ControlHandle {
-    let metrics = ControlMetrics::register(&prometheus::Registry::new()).unwrap();
+    let metrics = ControlMetrics::register(&prometheus::Registry::new());
     ControlHandle::start(
         cfg,
         Arc::new(Store::default()),

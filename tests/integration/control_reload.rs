@@ -61,7 +61,7 @@ async fn file_changes_reload_by_difference_and_bad_files_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gateway.toml");
     std::fs::write(&path, text(addr, &["a", "b"])).unwrap();
-    let metrics = ControlMetrics::register(&prometheus::Registry::new()).unwrap();
+    let metrics = ControlMetrics::register(&prometheus::Registry::new());
     let h = ControlHandle::start(
         Config::load(&path).unwrap(),
         Arc::new(Store::default()),
@@ -161,7 +161,7 @@ async fn reload_from_applies_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gateway.toml");
     std::fs::write(&path, text(addr, &["a"])).unwrap();
-    let metrics = ControlMetrics::register(&prometheus::Registry::new()).unwrap();
+    let metrics = ControlMetrics::register(&prometheus::Registry::new());
     let h = ControlHandle::start(
         Config::load(Path::new(&path)).unwrap(),
         Arc::new(Store::default()),
@@ -205,7 +205,7 @@ async fn the_running_configs_cap_refuses_a_larger_reload() {
     let path = dir.path().join("gateway.toml");
     let small = format!("[limits]\nmax_config_bytes = 8192\n{}", text(addr, &["a"]));
     std::fs::write(&path, &small).unwrap();
-    let metrics = ControlMetrics::register(&prometheus::Registry::new()).unwrap();
+    let metrics = ControlMetrics::register(&prometheus::Registry::new());
     let h = ControlHandle::start(
         Config::load(&path).unwrap(),
         Arc::new(Store::default()),

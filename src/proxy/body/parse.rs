@@ -538,8 +538,16 @@ pub(super) fn jsonrpc(body: &[u8]) -> Result<Envelope, RpcError> {
     }
     match kind {
         Kind::Object => {}
-        Kind::Array => return Err(no_id(BodyError::Invalid("batch requests are not supported"))),
-        _ => return Err(no_id(BodyError::Invalid("the request is not a JSON object"))),
+        Kind::Array => {
+            return Err(no_id(BodyError::Invalid(
+                "batch requests are not supported",
+            )));
+        }
+        _ => {
+            return Err(no_id(BodyError::Invalid(
+                "the request is not a JSON object",
+            )));
+        }
     }
     envelope(&walk, top, id)
 }

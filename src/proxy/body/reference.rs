@@ -146,7 +146,6 @@ fn media_type(p: &PartIn<'_>) -> String {
     media_type_of(p.media_type.as_deref(), p.text.is_some(), p.data.is_some())
 }
 
-
 fn no_id(error: BodyError) -> RpcError {
     RpcError {
         id: RpcId::null(),
@@ -264,4 +263,3 @@ pub(super) fn reference_rest(body: &[u8], sends_message: bool) -> Result<Request
     }
     request_object(doc, sends_message).map(|(facts, _)| facts)
 }
-
