@@ -17,11 +17,14 @@
 #   profile
 #   card
 #   json
-#   types              (the leaf: imports nothing of the crate)
+#   types              (origin, versions, durations, error bodies)
+#   seam               (the leaf, imports nothing of the crate: pingora's internals, see below)
 #
 # Every `crate::…` and `super::…` path in code counts (comments and string literals do not),
 # grouped imports included. Test code (`#[cfg(test)]` modules and the files they load) may use
-# any layer: a test may assemble the layers above to check a property end to end.
+# any layer: a test may assemble the layers above to check a property end to end. The test kit
+# (`src/testkit/`, compiled only for tests: `#[cfg(any(test, feature = "testkit"))]`) is test code
+# too, and no module outside test code may use it.
 #
 # The reference agent (agent/src, crate a2a-agent) is no layer of the gateway: it sits beside it
 # and uses the gateway's library (`a2a_egress::…`) only for what both products share, the layers
@@ -35,6 +38,11 @@
 # Inside a module the same holds between files: no file-level circle (file A uses an item of file
 # B, and B, directly or through other files of the module, uses A). ALLOWED_CIRCLES lists the
 # circles tolerated for a while, as the sorted tuple of their files, with why.
+#
+# pingora's internals are used only through `seam` (src/seam/, whose doc is the upgrade checklist,
+# one test per assumption): outside it a `pingora::` path must be the ProxyHttp surface in
+# PINGORA_SURFACE, no other `pingora_*` crate is named, and pingora's session internals
+# (`as_downstream`) are not reached. Test code is exempt.
 #
 # Usage: scripts/check-layers.sh [--graph]   (--graph also prints each module's direct uses)
 set -euo pipefail
@@ -60,6 +68,7 @@ LAYERS = [
     ["card"],
     ["json"],
     ["types"],
+    ["seam"],
 ]
 
 # from unit -> target module (first two path segments): why it is still there.
@@ -121,11 +130,16 @@ def mask(text):
     return "".join(out)
 
 
+# `#[cfg(test)]`, or the test kit's `#[cfg(any(test, feature = "testkit"))]` (matched on masked
+# code, where the feature's name is blanked: `any(test, feature = …)` counts as test code).
+TEST_CFG = r'#\[cfg\((?:test|any\(test,\s*feature\s*=\s*[^)]*\))\)\]'
+
+
 def drop_test_modules(code):
     """Blanks `#[cfg(test)] mod x { … }` blocks; returns the code and the names of
     `#[cfg(test)] mod x;` declarations (test code in other files)."""
-    test_files = re.findall(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", code)
-    for m in reversed(list(re.finditer(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", code))):
+    test_files = re.findall(TEST_CFG + r"\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", code)
+    for m in reversed(list(re.finditer(TEST_CFG + r"\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", code))):
         depth, j = 0, m.end() - 1
         while j < len(code):
             if code[j] == "{": depth += 1
@@ -201,6 +215,9 @@ def load(files):
             base = f.parent if f.name in ("mod.rs", "lib.rs", "main.rs") else f.with_suffix("")
             test_files.add(base / f"{t}.rs")
             test_files.add(base / t / "mod.rs")
+    # Every file below a test-only module directory is test code (the test kit's files).
+    dirs = [t.parent for t in test_files if t.name == "mod.rs"]
+    test_files.update(f for f in files if any(d in f.parents for d in dirs))
     return sources, test_files
 
 
@@ -255,6 +272,26 @@ for f in files:
 for line_no, line in enumerate(pathlib.Path("Cargo.toml").read_text().splitlines(), 1):
     if re.match(r"\s*a2a-agent\s*=", line):
         violations.append(f"Cargo.toml:{line_no}: the gateway depends on a2a-agent")
+# pingora's internals only through `seam`: outside it, the ProxyHttp surface only.
+PINGORA_SURFACE = [
+    "proxy::ProxyHttp", "proxy::Session", "proxy::FailToProxy",
+    "http::RequestHeader", "http::ResponseHeader", "prelude::HttpPeer",
+    "Error", "ErrorType", "OrErr", "Result", "RetryType",
+]
+for f in files:
+    if f in test_files or f.name == "lib.rs" or module_of(f)[:1] == ["seam"]:
+        continue
+    for root in ("pingora", r"pingora_\w+"):
+        for line, segs in references(sources[f], [], False, root):
+            path = "::".join(segs)
+            if not segs or (root == "pingora" and any(path == s or path.startswith(s + "::") for s in PINGORA_SURFACE)):
+                continue
+            name = "pingora" if root == "pingora" else "pingora_*"
+            violations.append(f"{f}:{line}: {name}::{path} is a pingora internal outside crate::seam "
+                              "(reach it through src/seam/ with a test of what it assumes)")
+    for m in re.finditer(r"\bas_downstream(?:_mut)?\b", sources[f]):
+        line = sources[f].count("\n", 0, m.start()) + 1
+        violations.append(f"{f}:{line}: pingora's session internals outside crate::seam")
 # File-level circles inside a module: file A uses an item of file B (a `crate::`/`super::` path
 # that resolves to B's module) and B, directly or through other files of the same module, uses A.
 # The module rule above cannot see them, and they make a module's files impossible to read (or

@@ -23,6 +23,9 @@
 //! - [`card`]: the Agent Card wire model, strict validation and JWS signatures.
 //! - [`json`]: strict JSON reading shared by cards and requests (duplicate keys, safe paths).
 //! - [`types`]: shared value types (origin, protocol version, duration, data class, error bodies), the leaf.
+//!
+//! With the `testkit` feature (and in unit tests), `testkit` holds the builders and hostile-input
+//! generators every test uses; it is in no layer and not in the shipped binary.
 #![forbid(unsafe_code)]
 
 pub mod admin;
@@ -36,7 +39,10 @@ pub mod metrics;
 pub mod probe;
 pub mod profile;
 pub mod proxy;
+pub mod seam;
 pub mod select;
 pub mod server;
 pub mod state;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod types;

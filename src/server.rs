@@ -22,19 +22,11 @@
 
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener};
-use std::os::fd::IntoRawFd as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use pingora::apps::ServerApp;
-use pingora::listeners::{L4BufferSettings, ListenerConfig};
-use pingora::protocols::Stream;
-use pingora::server::configuration::ServerConf;
-use pingora::server::{Fds, ListenFds, ShutdownWatch};
-use pingora::services::Service as _;
-use pingora::services::listening::Service;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -45,6 +37,7 @@ use crate::control::fetch::CardFetcher;
 use crate::control::refresh::ControlHandle;
 use crate::metrics::Metrics;
 use crate::proxy::Gateway;
+use crate::seam::{ServerApp, ShutdownWatch, Stream};
 use crate::state::{Snapshot, StaleReceiver, Store, stale_channel};
 
 /// Longest wait for in-flight calls once shutdown starts.
@@ -168,20 +161,34 @@ pub async fn run(
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
-    run_on(config, listeners, shutdown, None).await
+    run_on(config, listeners, shutdown, RunOn::default()).await
 }
 
-/// [`run`], with the data plane's accept loop started on `data_plane` instead of the caller's
-/// runtime (`None`: the caller's). `a2a-egress serve` without work stealing hands it one thread
-/// of pingora's no-steal runtime, whose accept loop then gives each connection to one of that
-/// runtime's threads for its whole life; the control plane and the admin listener stay on the
-/// caller's runtime. The caller keeps `data_plane` running until this returns.
+/// Where [`run_on`] runs the data plane, and the threads `serve` chose for it (`/readyz` shows
+/// them). The default: the caller's runtime, no thread count to show (the in-process tests').
+#[derive(Debug, Default)]
+pub struct RunOn {
+    /// The runtime the data plane's accept loop starts on (`None`: the caller's). `a2a-egress
+    /// serve` without work stealing, on more than one thread, hands it one thread of pingora's
+    /// no-steal runtime, whose accept loop then gives each connection to one of that runtime's
+    /// threads for its whole life; the control plane and the admin listener stay on the caller's
+    /// runtime. The caller keeps it running until [`run_on`] returns.
+    pub data_plane: Option<tokio::runtime::Handle>,
+    /// The data plane's threads and why (`None`: not chosen by `serve`).
+    pub threads: Option<crate::config::Threads>,
+}
+
+/// [`run`], on the runtimes `on` names.
 pub async fn run_on(
     config: Config,
     listeners: Listeners,
     shutdown: impl Future<Output = ()>,
-    data_plane: Option<tokio::runtime::Handle>,
+    on: RunOn,
 ) -> Result<(), ServerError> {
+    let RunOn {
+        data_plane,
+        threads,
+    } = on;
     crate::control::fetch::install_crypto_provider();
     let (proxy_addr, _) = listeners.local_addrs()?;
     let public_url = public_url(&config.listen, proxy_addr);
@@ -207,6 +214,7 @@ pub async fn run_on(
             access: crate::admin::Access::new(&config.admin, metrics.clone()),
             default_data_class: config.policy.default_data_class.clone(),
             signer: signer.clone(),
+            threads,
         },
     )?;
     let gateway = Gateway {
@@ -387,31 +395,20 @@ impl DataPlane {
             which: Which::Proxy,
             source,
         };
-        let addr = listener.local_addr().map_err(failed)?;
-        // pingora serves a registered descriptor as it is; its accept loop must not block a
-        // runtime thread.
-        listener.set_nonblocking(true).map_err(failed)?;
-        let key = addr.to_string();
-        let fds: ListenFds = Arc::new(Fds::new().into());
-        fds.lock().add(key.clone(), listener.into_raw_fd());
-
-        let proxy = pingora::proxy::http_proxy(&Arc::new(ServerConf::default()), gateway);
+        let proxy = crate::seam::proxy_app(gateway);
         let limited = crate::proxy::limits::Limited::new(proxy, config.limits, metrics.clone());
         let (open_tx, open) = mpsc::channel(1);
         let app = Tracked {
             app: Arc::new(limited),
             _open: open_tx,
         };
-        let mut service = Service::new("a2a-egress data plane".into(), app);
-        // The address pingora looks the descriptor up by; it binds nothing itself.
-        service.add_listener(
-            ListenerConfig::tcp(&key)
-                .l4_buffer(L4BufferSettings::default().read(DOWNSTREAM_READ_BUFFER)),
-        );
-        let (stop, watch) = watch::channel(false);
-        let serve = async move {
-            service.start_service(Some(fds), watch, 1).await;
-        };
+        let (stop, serve) = crate::seam::hand_off(
+            "a2a-egress data plane",
+            listener,
+            app,
+            DOWNSTREAM_READ_BUFFER,
+        )
+        .map_err(failed)?;
         let service = match runtime {
             Some(handle) => handle.spawn(serve),
             None => tokio::spawn(serve),

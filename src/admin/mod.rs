@@ -6,7 +6,8 @@
 //!   gateway is not draining, else 503; the body lists each integration's status and its verdict
 //!   against its lockfile (`lock`: `verdict`, `findings`, `at`, `fallback`), its runtime
 //!   `evidence`, its last probe run (`probes`) and each claim of its profile with its source
-//!   (`claims`: declared, verified or contradicted, see [`crate::state::claims`]).
+//!   (`claims`: declared, verified or contradicted, see [`crate::state::claims`]), and the data
+//!   plane's threads as `serve` chose them (`runtime`).
 //! - `GET /metrics`: Prometheus text exposition of the one [`Metrics`] registry.
 //! - `POST /v1/integrations/{name}/refresh` ([`refresh`], when the control plane runs): a forced
 //!   refresh, rate-limited per integration.
@@ -58,6 +59,8 @@ pub struct AdminState {
     pub default_data_class: String,
     /// The effective-card signer (`[effective_card] signing_key`), for `/readyz`.
     pub signer: Option<Arc<crate::proxy::card_signer::CardSigner>>,
+    /// The data plane's threads as `serve` chose them, for `/readyz` (`None`: not run by `serve`).
+    pub threads: Option<crate::config::Threads>,
 }
 
 /// The admin routes (plus the control plane's `POST /v1/integrations/{name}/refresh` when it runs).
@@ -157,19 +160,36 @@ async fn readyz(State(s): State<AdminState>) -> Response {
             // The gateway's card signing: key, mode, jku, cards currently served unsigned
             // because signing failed (`null` without a key).
             "card_signing": s.signer.as_ref().map(|sg| sg.readiness()),
+            // The data plane's threads, where the count came from and why; read at start.
+            "runtime": s.threads.as_ref().map(readyz::runtime),
         })),
     )
         .into_response()
 }
 
 async fn metrics(State(s): State<AdminState>) -> Response {
-    s.metrics.observe_snapshot(&s.store.load());
+    // Gathering and rendering every series is CPU in proportion to the integrations (and their
+    // label sets): on the blocking pool, so a scrape never holds up the calls a serving thread
+    // carries (the admin listener shares the data plane's runtime; issue 21).
+    let rendered = tokio::task::spawn_blocking(move || {
+        s.metrics.observe_snapshot(&s.store.load());
+        s.metrics.render()
+    })
+    .await;
+    let text = match rendered {
+        Ok(text) => text,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            // Cancelled: the runtime is stopping.
+            Err(_) => return StatusCode::SERVICE_UNAVAILABLE.into_response(),
+        },
+    };
     (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        s.metrics.render(),
+        text,
     )
         .into_response()
 }

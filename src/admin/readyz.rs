@@ -1,4 +1,4 @@
-//! One integration's `/readyz` entry, bounded whatever its state holds (pure).
+//! One integration's `/readyz` entry, bounded whatever its state holds, and the runtime's (pure).
 //!
 //! A reason, a lock finding, an evidence detail or a probe message can carry text the gateway did
 //! not write (a card's validation problems, an agent's error message) and the lists can grow with
@@ -18,6 +18,19 @@ pub const MAX_LISTED: usize = 20;
 pub const MAX_CLAIMS: usize = 64;
 /// Lines of the status reason shown.
 const MAX_REASON_LINES: usize = 4;
+
+/// The `/readyz` `runtime` member: the data plane's threads, where the count came from, why,
+/// and whether the control plane has a thread of its own.
+pub fn runtime(t: &crate::config::Threads) -> Value {
+    json!({
+        "worker_threads": t.worker_threads,
+        "from": t.from.as_str(),
+        "why": t.why,
+        "work_stealing": t.work_stealing,
+        "control_plane_thread": if t.control_plane_apart() { "own" } else { "shared" },
+        "read": "at start; a changed CPU quota or affinity takes effect at the next start",
+    })
+}
 
 /// The `/readyz` entry of `st`: status, reason, lock verdict and findings, evidence, last probe
 /// run and claims, each bounded.

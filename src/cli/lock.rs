@@ -19,10 +19,11 @@ use std::process::ExitCode;
 
 use super::current::{Current, current, load};
 use crate::config::Config;
-use crate::control::lockfile;
-use crate::lock::{self, Class, Verdict};
+use crate::lock::{self, Class, Verdict, file as lockfile};
 use crate::probe::Outcome;
 use crate::state::{IntegrationState, LockVerdict, Status};
+
+pub(super) mod diff;
 
 /// Arguments of `a2a-egress lock`.
 #[derive(Debug, clap::Args)]

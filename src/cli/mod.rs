@@ -21,7 +21,6 @@ use crate::config::Config;
 use crate::profile::ClientCaps;
 
 mod current;
-mod diff;
 mod guard;
 mod keygen;
 mod lock;
@@ -73,7 +72,7 @@ enum Command {
     /// `verdict: <class>`. With --lock the change is judged against what the lockfile says the
     /// workflow needs; without, against everything OLD offered. Exit 0 compatible, 3 review,
     /// 4 breaking, 65 invalid card/profile/lockfile, 64 bad config.
-    Diff(diff::DiffArgs),
+    Diff(lock::diff::DiffArgs),
     /// Fetches and compiles an integration's card as the gateway would and writes its lockfile
     /// (`locks/<name>.json` beside the config) atomically.
     ///
@@ -152,7 +151,7 @@ pub fn main() -> ExitCode {
                 Ok(ExitCode::from(EXIT_USAGE))
             }
         },
-        Command::Diff(a) => diff::run(&a),
+        Command::Diff(a) => lock::diff::run(&a),
         Command::Lock(a) => lock::run_lock(a),
         Command::Check(a) => lock::run_check(a),
         Command::Probe(a) => probe::run(a),

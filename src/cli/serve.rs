@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::config::{Config, DEFAULT_LOG_LEVEL, Log, LogFormat};
+use crate::config::{Config, DEFAULT_LOG_LEVEL, Log, LogFormat, Threads, ThreadsFrom};
 use crate::server::{Listeners, public_url};
 
 /// The variable that sets the data plane's threads (tokio's own name for it); it wins over
@@ -77,10 +77,11 @@ fn init_tracing(log: &Log, format: Option<LogFormat>) {
 
 /// Whether an event of pingora's at `level` from `target` may carry raw request bytes: the
 /// HTTP/1 client's header writes at TRACE, and pingora_proxy's upstream request header and body
-/// chunks at DEBUG (and anything finer).
+/// chunks at DEBUG (and anything finer); where pingora writes them is `seam::RAW_TRAFFIC_TARGETS`.
 fn carries_raw_traffic(level: tracing::Level, target: &str) -> bool {
-    (level == tracing::Level::TRACE && target.starts_with("pingora_core::protocols"))
-        || (level >= tracing::Level::DEBUG && target.starts_with("pingora_proxy"))
+    crate::seam::RAW_TRAFFIC_TARGETS
+        .iter()
+        .any(|(prefix, finest_safe)| level >= *finest_safe && target.starts_with(prefix))
 }
 
 /// `directive` with pingora's crates at warn unless it names them itself.
@@ -106,13 +107,16 @@ fn termination() -> anyhow::Result<impl Future<Output = ()>> {
     })
 }
 
-/// Prints the one JSON line announcing the bound addresses.
-fn announce(config: &Config, listeners: &Listeners) -> anyhow::Result<()> {
+/// Prints the one JSON line announcing the bound addresses and the data plane's threads.
+fn announce(config: &Config, listeners: &Listeners, threads: &Threads) -> anyhow::Result<()> {
     let (proxy, admin) = listeners.local_addrs()?;
     let line = serde_json::json!({
         "proxy": proxy.to_string(),
         "admin": admin.to_string(),
         "public_url": public_url(&config.listen, proxy),
+        "worker_threads": threads.worker_threads,
+        "worker_threads_from": threads.from.as_str(),
+        "worker_threads_why": threads.why,
     });
     let mut out = std::io::stdout().lock();
     writeln!(out, "{line}")?;
@@ -124,14 +128,24 @@ fn announce(config: &Config, listeners: &Listeners) -> anyhow::Result<()> {
 /// `--log-format`, which wins over `[log] format`.
 pub fn run(config: Config, format: Option<LogFormat>) -> anyhow::Result<()> {
     init_tracing(&config.log, format);
-    let workers = worker_threads(config.runtime.worker_threads)?;
-    let runtimes = Runtimes::build(workers, config.runtime.work_stealing)?;
-    let data_plane = runtimes.data_plane();
+    let threads = worker_threads(&config.runtime)?;
+    tracing::info!(
+        worker_threads = threads.worker_threads,
+        from = threads.from.as_str(),
+        why = %threads.why,
+        control_plane_apart = threads.control_plane_apart(),
+        "data-plane threads chosen (read once: a changed CPU quota needs a restart)"
+    );
+    let runtimes = Runtimes::build(&threads)?;
+    let on = crate::server::RunOn {
+        data_plane: runtimes.data_plane(),
+        threads: Some(threads.clone()),
+    };
     let served = runtimes.main.block_on(async {
         let listeners = Listeners::bind(&config.listen)?;
         let stop = termination()?;
-        announce(&config, &listeners)?;
-        crate::server::run_on(config, listeners, stop, data_plane).await?;
+        announce(&config, &listeners, &threads)?;
+        crate::server::run_on(config, listeners, stop, on).await?;
         anyhow::Ok(())
     });
     runtimes.shutdown();
@@ -141,16 +155,21 @@ pub fn run(config: Config, format: Option<LogFormat>) -> anyhow::Result<()> {
 
 /// The runtimes `serve` runs on (`[runtime]`).
 struct Runtimes {
-    /// With work stealing: the one runtime everything shares. Without: the control plane's and
-    /// the admin listener's single-threaded runtime (on the main thread).
+    /// With work stealing, or on one data-plane thread: the one multi-thread runtime everything
+    /// shares (on one worker there is nothing to steal, and a multi-thread runtime lets a
+    /// blocking file read hand the worker's other tasks over: `types::file::blocking`).
+    /// Without, on more: the control plane's and the admin listener's single-threaded runtime
+    /// (on the main thread).
     main: tokio::runtime::Runtime,
-    /// Without work stealing: the data plane's threads, one single-threaded runtime each.
-    data_plane: Option<pingora_runtime::NoStealRuntime>,
+    /// Without work stealing, on more than one thread: the data plane's threads, one
+    /// single-threaded runtime each.
+    data_plane: Option<crate::seam::NoStealRuntime>,
 }
 
 impl Runtimes {
-    fn build(workers: usize, work_stealing: bool) -> anyhow::Result<Runtimes> {
-        let main = if work_stealing {
+    fn build(threads: &Threads) -> anyhow::Result<Runtimes> {
+        let workers = threads.worker_threads;
+        let main = if !threads.control_plane_apart() {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(workers)
                 .thread_name("a2a-egress")
@@ -162,8 +181,8 @@ impl Runtimes {
                 .build()
         }
         .context("starting the runtime")?;
-        let data_plane = (!work_stealing).then(|| {
-            pingora_runtime::NoStealRuntime::new(
+        let data_plane = threads.control_plane_apart().then(|| {
+            crate::seam::NoStealRuntime::new(
                 workers,
                 "a2a-egress-data",
                 Default::default(),
@@ -187,19 +206,38 @@ impl Runtimes {
 }
 
 /// The data plane's threads: `TOKIO_WORKER_THREADS` when set (a positive whole number, else an
-/// error), otherwise `configured` (`[runtime] worker_threads`).
-fn worker_threads(configured: usize) -> anyhow::Result<usize> {
-    match std::env::var(WORKER_THREADS_VAR) {
-        Err(std::env::VarError::NotPresent) => Ok(configured),
+/// error), otherwise `[runtime] worker_threads`, otherwise the CPUs the process may use
+/// ([`crate::types::cpus`]: affinity and cgroup CPU quota, rounded down, at least 1).
+fn worker_threads(runtime: &crate::config::Runtime) -> anyhow::Result<Threads> {
+    let max = crate::config::MAX_WORKER_THREADS;
+    let (worker_threads, from, why) = match std::env::var(WORKER_THREADS_VAR) {
         Ok(v) => match v.parse::<usize>() {
-            Ok(n) if (1..=crate::config::MAX_WORKER_THREADS).contains(&n) => Ok(n),
-            _ => anyhow::bail!(
-                "{WORKER_THREADS_VAR} must be a whole number from 1 to {}",
-                crate::config::MAX_WORKER_THREADS
-            ),
+            Ok(n) if (1..=max).contains(&n) => {
+                (n, ThreadsFrom::Env, format!("{WORKER_THREADS_VAR}={n}"))
+            }
+            _ => anyhow::bail!("{WORKER_THREADS_VAR} must be a whole number from 1 to {max}"),
         },
-        Err(_) => anyhow::bail!("{WORKER_THREADS_VAR} is not valid unicode"),
-    }
+        Err(std::env::VarError::NotUnicode(_)) => {
+            anyhow::bail!("{WORKER_THREADS_VAR} is not valid unicode")
+        }
+        Err(std::env::VarError::NotPresent) => match runtime.worker_threads {
+            Some(n) => (
+                n,
+                ThreadsFrom::Config,
+                format!("[runtime] worker_threads = {n}"),
+            ),
+            None => {
+                let cpus = crate::types::cpus::CpuLimits::read();
+                (cpus.threads().min(max), ThreadsFrom::Cpus, cpus.why())
+            }
+        },
+    };
+    Ok(Threads {
+        worker_threads,
+        from,
+        why,
+        work_stealing: runtime.work_stealing,
+    })
 }
 
 /// Loads the config for `serve` (default file when not given).
@@ -211,6 +249,44 @@ pub fn load(path: Option<PathBuf>) -> anyhow::Result<Config> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On one data-plane thread, with or without work stealing, a blocking file read on the
+    /// control plane lets the runtime's other tasks run: the read waits for a message that only
+    /// a task spawned while it blocks can send. On a single-threaded runtime that task would
+    /// never run and the read would time out.
+    #[test]
+    fn on_one_thread_a_blocking_read_does_not_hold_up_the_other_tasks() {
+        for work_stealing in [true, false] {
+            let threads = Threads {
+                worker_threads: 1,
+                from: ThreadsFrom::Config,
+                why: String::new(),
+                work_stealing,
+            };
+            assert!(!threads.control_plane_apart());
+            let runtimes = Runtimes::build(&threads).unwrap();
+            assert!(runtimes.data_plane().is_none());
+            let got = runtimes.main.block_on(async {
+                tokio::spawn(async {
+                    let (tx, rx) = std::sync::mpsc::channel();
+                    let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+                    let sender = tokio::spawn(async move {
+                        let _ = started.await;
+                        let _ = tx.send(());
+                    });
+                    let _ = started_tx.send(());
+                    let got =
+                        crate::types::file::blocking(|| rx.recv_timeout(Duration::from_secs(20)));
+                    let _ = sender.await;
+                    got
+                })
+                .await
+                .unwrap()
+            });
+            assert!(got.is_ok(), "work_stealing = {work_stealing}: {got:?}");
+            runtimes.shutdown();
+        }
+    }
 
     #[test]
     fn pingora_events_that_carry_raw_requests_are_dropped_at_any_filter() {

@@ -399,22 +399,64 @@ pub(super) fn integrations(
     problems: &mut Vec<String>,
 ) -> Vec<Integration> {
     let duplicate = duplicate_names(&raws);
-    let mut out: Vec<Integration> = Vec::with_capacity(raws.len());
-    let mut check = Check {
-        client,
-        known_extensions,
-        base,
-        problems,
+    let check = |first: usize, raws: Vec<RawIntegration>, duplicate: &[bool]| {
+        let mut found = Vec::new();
+        let mut check = Check {
+            client,
+            known_extensions,
+            base,
+            problems: &mut found,
+        };
+        let out: Vec<Integration> = (first..)
+            .zip(raws)
+            .zip(duplicate)
+            .map(|((i, r), &duplicate)| check.integration(i, duplicate, r))
+            .collect();
+        (out, found)
     };
-    for ((i, r), duplicate) in raws.into_iter().enumerate().zip(duplicate) {
-        out.push(check.integration(i, duplicate, r));
+    // Each table is checked on its own (names were compared above, fallbacks are below), so
+    // runs of tables are checked on every core; the runs' results and problems are joined in
+    // file order, as one pass would have written them.
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let per = raws.len().div_ceil(threads).max(PARALLEL_CHECK_MIN);
+    let mut runs = Vec::new();
+    let mut rest = raws;
+    while rest.len() > per {
+        let tail = rest.split_off(per);
+        runs.push(std::mem::replace(&mut rest, tail));
+    }
+    runs.push(rest);
+    let done: Vec<(Vec<Integration>, Vec<String>)> = std::thread::scope(|s| {
+        let mut runs = runs.into_iter();
+        let mine = runs.next().unwrap_or_default();
+        let (mine_n, mut from) = (mine.len(), mine.len());
+        let others: Vec<_> = runs
+            .map(|run| {
+                let (first, n) = (from, run.len());
+                from += n;
+                let duplicate = &duplicate[first..first + n];
+                s.spawn(move || check(first, run, duplicate))
+            })
+            .collect();
+        let mut done = vec![check(0, mine, &duplicate[..mine_n])];
+        for h in others {
+            done.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        done
+    });
+    let mut out: Vec<Integration> = Vec::with_capacity(duplicate.len());
+    for (run, found) in done {
+        out.extend(run);
+        problems.extend(found);
     }
     check_fallbacks(&out, problems);
     out
 }
 
-/// For each table, whether its name was already used by an earlier one (a hash set, so checking
-/// 100,000 names is linear).
+/// Fewest tables checked on a thread of their own: below this, starting a thread costs more
+/// than it saves.
+const PARALLEL_CHECK_MIN: usize = 2048;
+
 fn duplicate_names(raws: &[RawIntegration]) -> Vec<bool> {
     let mut seen = HashSet::with_capacity(raws.len());
     raws.iter().map(|r| !seen.insert(r.name.as_str())).collect()

@@ -9,7 +9,8 @@
 //! running config's), and every line of a refusal is bounded and stripped of control characters
 //! ([`crate::card::sanitize::bounded_report`]): a refused file's message never quotes more than a
 //! short excerpt of it, whatever it holds. Validation is linear in the number of integrations
-//! (names and fallbacks are checked against hash sets).
+//! (names and fallbacks are checked against hash sets); a large file's `[[integrations]]` are
+//! parsed (`document.rs`) and checked on every core.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +21,7 @@ use crate::profile::ClientCaps;
 
 mod artifact;
 mod client;
+mod document;
 mod effective_card;
 mod integrations;
 mod listen;
@@ -45,7 +47,7 @@ pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
 pub use probes::{ProbeSchedule, RawProbes};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 pub use runtime::{
-    DEFAULT_WORK_STEALING, DEFAULT_WORKER_THREADS, MAX_WORKER_THREADS, RawRuntime, Runtime,
+    DEFAULT_WORK_STEALING, MAX_WORKER_THREADS, RawRuntime, Runtime, Threads, ThreadsFrom,
 };
 pub use secret::{MAX_SECRET_BYTES, SecretError, bearer_authorization, read_secret};
 
@@ -179,7 +181,10 @@ impl Config {
     /// longer than its own `[limits] max_config_bytes` is refused, so a config that starts is
     /// never one its own reload would refuse for its size.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let raw = parse_raw(text, path)?;
+        let raw = document::parse_raw(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.0,
+        })?;
         let config = Self::from_raw(raw, path)?;
         let cap = config.limits.max_config_bytes;
         if text.len() as u64 > cap {
@@ -243,128 +248,6 @@ impl Config {
 /// `text` as one bounded line without control characters (a problem or a parser's message).
 fn one_line(text: &str) -> String {
     bounded_report(&text.replace('\n', " "), MAX_REPORT_LINE_CHARS, 1)
-}
-
-/// Bytes of the offending line shown on each side of a parse error's position.
-const EXCERPT_BYTES: usize = 40;
-
-/// A parse error as `line L, column C: message`, then a short excerpt of the line around the
-/// position. toml's own rendering quotes the offending line whole, which for a 30 MB line is a
-/// 30 MB message.
-fn located(err: &toml::de::Error, text: &str) -> String {
-    let msg = one_line(err.message());
-    let Some(span) = err.span() else {
-        return msg;
-    };
-    let b = text.as_bytes();
-    let at = span.start.min(b.len());
-    let line_start = b[..at]
-        .iter()
-        .rposition(|&c| c == b'\n')
-        .map_or(0, |p| p + 1);
-    let line = b[..line_start].iter().filter(|&&c| c == b'\n').count() + 1;
-    // Characters, not bytes: UTF-8 continuation bytes do not start one.
-    let column = b[line_start..at]
-        .iter()
-        .filter(|&&c| c & 0xC0 != 0x80)
-        .count()
-        + 1;
-    let line_end = b[at..]
-        .iter()
-        .position(|&c| c == b'\n')
-        .map_or(b.len(), |p| at + p);
-    let from = at.saturating_sub(EXCERPT_BYTES).max(line_start);
-    let to = at.saturating_add(EXCERPT_BYTES).min(line_end);
-    let near = one_line(&String::from_utf8_lossy(&b[from..to]));
-    let (open, close) = (
-        if from > line_start { "…" } else { "" },
-        if to < line_end { "…" } else { "" },
-    );
-    format!("line {line}, column {column}: {msg}\n  near: {open}{near}{close}")
-}
-
-/// Most unknown keys listed for one file (a guard for the remove-and-retry loop below).
-const MAX_UNKNOWN_KEYS_REPORTED: usize = 64;
-
-/// Deserialises the raw model. toml stops at the first unknown key; to name every one with its
-/// line, each unknown key is removed from the parsed document (located by the error's span) and
-/// deserialisation retried. Other errors are reported with their line, column and a short excerpt
-/// ([`located`]).
-fn parse_raw(text: &str, path: &Path) -> Result<RawConfig, ConfigError> {
-    let parse_error = |message: String| ConfigError::Parse {
-        path: path.to_owned(),
-        message,
-    };
-    use serde::Deserialize as _;
-    let first = match toml::from_str::<RawConfig>(text) {
-        Ok(raw) => return Ok(raw),
-        Err(e) => e,
-    };
-    if !first.message().starts_with("unknown field") {
-        return Err(parse_error(located(&first, text)));
-    }
-    let Ok(mut doc) = toml::de::DeTable::parse(text) else {
-        return Err(parse_error(located(&first, text)));
-    };
-    let mut lines = Vec::new();
-    let mut rest = None;
-    while lines.len() < MAX_UNKNOWN_KEYS_REPORTED {
-        let err = match RawConfig::deserialize(toml::de::Deserializer::from(doc.clone())) {
-            Ok(_) => break,
-            Err(e) => e,
-        };
-        let removed = err.message().starts_with("unknown field")
-            && err
-                .span()
-                .is_some_and(|span| remove_key_at(doc.get_mut(), &span));
-        let line = err
-            .span()
-            // Count bytes, not `&text[..start]`: a span is not promised to fall on a char boundary.
-            .map(|s| {
-                let head = text.as_bytes().get(..s.start).unwrap_or(text.as_bytes());
-                head.iter().filter(|&&b| b == b'\n').count() + 1
-            });
-        let at = line.map_or_else(String::new, |l| format!("line {l}: "));
-        let msg = one_line(err.message().lines().next().unwrap_or_default());
-        if !removed {
-            rest = Some(format!("{at}{msg}"));
-            break;
-        }
-        lines.push((line.unwrap_or(0), format!("{at}{msg}")));
-    }
-    if lines.is_empty() {
-        return Err(parse_error(located(&first, text)));
-    }
-    lines.sort();
-    let lines: Vec<String> = lines.into_iter().map(|(_, l)| l).collect();
-    let mut out = format!(
-        "{} unknown key(s):\n  - {}",
-        lines.len(),
-        lines.join("\n  - ")
-    );
-    if let Some(r) = rest {
-        out.push_str(&format!("\n  - {r}"));
-    }
-    Err(parse_error(out))
-}
-
-/// Removes the table key whose span is `span`, searching nested tables and arrays of tables.
-fn remove_key_at(table: &mut toml::de::DeTable<'_>, span: &std::ops::Range<usize>) -> bool {
-    let hit = table.keys().find(|k| k.span() == *span).cloned();
-    if let Some(k) = hit {
-        return table.remove(&k).is_some();
-    }
-    table
-        .iter_mut()
-        .any(|(_, v)| remove_in_value(v.get_mut(), span))
-}
-
-fn remove_in_value(v: &mut toml::de::DeValue<'_>, span: &std::ops::Range<usize>) -> bool {
-    match v {
-        toml::de::DeValue::Table(t) => remove_key_at(t, span),
-        toml::de::DeValue::Array(a) => a.iter_mut().any(|e| remove_in_value(e.get_mut(), span)),
-        _ => false,
-    }
 }
 
 #[cfg(test)]

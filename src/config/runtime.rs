@@ -5,17 +5,14 @@
 //! work-stealing tokio runtime of `worker_threads` workers. Without it, the data plane runs on
 //! `worker_threads` single-threaded runtimes (pingora's no-steal runtime: each connection stays
 //! on the thread it was given) and the control plane and the admin listener on one more
-//! single-threaded runtime of their own. `TOKIO_WORKER_THREADS`, when set, overrides
-//! `worker_threads`.
+//! single-threaded runtime of their own — except on one thread, where there is nothing to steal
+//! and everything shares one multi-thread runtime of one worker, as with work stealing, so
+//! nothing of the gateway's competes with the data plane for the one CPU. `TOKIO_WORKER_THREADS`, when set,
+//! overrides `worker_threads`; without either, `serve` takes the CPUs the process may use
+//! (`types::cpus`).
 
 use serde::Deserialize;
 
-/// Data-plane threads when neither `[runtime] worker_threads` nor `TOKIO_WORKER_THREADS` is set:
-/// two, even on a process pinned to one core. Measured side by side (README, performance): on a
-/// quiet machine fewer threads cost fewer instructions and less memory (peak RSS under load 22.8,
-/// 27.2 and 33.6 MB with one, two and four), but with one, every call in flight stalls whenever
-/// the core is taken away (p50 several times higher on a loaded machine); two kept four's p50.
-pub const DEFAULT_WORKER_THREADS: usize = 2;
 /// Most worker threads accepted.
 pub const MAX_WORKER_THREADS: usize = 1024;
 /// Whether work stealing is on when `[runtime] work_stealing` is not set.
@@ -24,19 +21,68 @@ pub const DEFAULT_WORK_STEALING: bool = true;
 /// The validated `[runtime]` table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Runtime {
-    /// Threads serving the data plane (1..=[`MAX_WORKER_THREADS`]).
-    pub worker_threads: usize,
+    /// Threads serving the data plane (1..=[`MAX_WORKER_THREADS`]); `None`: as many as the CPUs
+    /// the process may use (its affinity and cgroup CPU quota, rounded down, at least 1), which
+    /// `serve` reads at start.
+    pub worker_threads: Option<usize>,
     /// One work-stealing runtime for everything (true), or one single-threaded runtime per
-    /// data-plane thread plus one for the control plane (false).
+    /// data-plane thread plus one for the control plane (false, on more than one thread; on one,
+    /// the same as true).
     pub work_stealing: bool,
 }
 
 impl Default for Runtime {
     fn default() -> Self {
         Runtime {
-            worker_threads: DEFAULT_WORKER_THREADS,
+            worker_threads: None,
             work_stealing: DEFAULT_WORK_STEALING,
         }
+    }
+}
+
+/// Where the data plane's thread count came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadsFrom {
+    /// The `TOKIO_WORKER_THREADS` variable.
+    Env,
+    /// `[runtime] worker_threads`.
+    Config,
+    /// The CPUs the process may use (its affinity and cgroup CPU quota).
+    Cpus,
+}
+
+impl ThreadsFrom {
+    /// The name `serve`'s first line and `/readyz` give it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadsFrom::Env => "TOKIO_WORKER_THREADS",
+            ThreadsFrom::Config => "config",
+            ThreadsFrom::Cpus => "cpus",
+        }
+    }
+}
+
+/// How many threads `serve` runs the data plane on and why, decided once at start (a changed
+/// CPU quota or affinity takes effect at the next start).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Threads {
+    /// The data plane's threads.
+    pub worker_threads: usize,
+    /// Where the count came from.
+    pub from: ThreadsFrom,
+    /// One sentence: the variable, the key, or the CPU limits read.
+    pub why: String,
+    /// `[runtime] work_stealing`.
+    pub work_stealing: bool,
+}
+
+impl Threads {
+    /// Whether the control plane and the admin listener run on a thread of their own (without
+    /// work stealing, on more than one data-plane thread); otherwise everything shares one
+    /// multi-thread runtime, so on one CPU nothing else of the gateway's competes with the data
+    /// plane, and a blocking file read still hands its worker's tasks over.
+    pub fn control_plane_apart(&self) -> bool {
+        !self.work_stealing && self.worker_threads > 1
     }
 }
 
@@ -44,7 +90,8 @@ impl Default for Runtime {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRuntime {
-    /// Data-plane threads (default 2; `TOKIO_WORKER_THREADS` overrides it).
+    /// Data-plane threads (default: the CPUs the process may use; `TOKIO_WORKER_THREADS`
+    /// overrides it).
     pub worker_threads: Option<usize>,
     /// Work stealing between the data plane's threads (default true).
     pub work_stealing: Option<bool>,
@@ -55,7 +102,7 @@ pub fn runtime(raw: &RawRuntime, problems: &mut Vec<String>) -> Runtime {
     let d = Runtime::default();
     let worker_threads = match raw.worker_threads {
         None => d.worker_threads,
-        Some(n) if (1..=MAX_WORKER_THREADS).contains(&n) => n,
+        Some(n) if (1..=MAX_WORKER_THREADS).contains(&n) => Some(n),
         Some(n) => {
             problems.push(format!(
                 "runtime.worker_threads: {n} is not between 1 and {MAX_WORKER_THREADS}"
@@ -97,7 +144,7 @@ mod tests {
                 problems[0].starts_with("runtime.worker_threads"),
                 "{problems:?}"
             );
-            assert_eq!(r.worker_threads, DEFAULT_WORKER_THREADS);
+            assert_eq!(r.worker_threads, None);
             assert!(!r.work_stealing);
         }
         let mut problems = Vec::new();
@@ -105,7 +152,7 @@ mod tests {
             worker_threads: Some(2),
             work_stealing: None,
         };
-        assert_eq!(runtime(&raw, &mut problems).worker_threads, 2);
+        assert_eq!(runtime(&raw, &mut problems).worker_threads, Some(2));
         assert!(problems.is_empty());
     }
 }

@@ -3,9 +3,8 @@
 pub mod addr;
 pub mod extended;
 pub mod fetch;
-pub mod lockfile;
 pub mod metrics;
 pub mod refresh;
 pub mod reload;
 pub mod schedule;
-pub mod state;
+pub mod state_dir;

@@ -42,11 +42,12 @@ use crate::control::extended::{self, ExtendedCache, ExtendedError, ExtendedOutco
 use crate::control::fetch::{CardFetcher, FetchError, FetchOutcome, FetchPolicy, Validators};
 use crate::control::metrics::ControlMetrics;
 use crate::control::schedule::RefreshResult;
-use crate::control::state::StateDir;
+use crate::control::state_dir::StateDir;
 use crate::profile::{Interface, Profile};
 use crate::state::UpstreamError;
 use crate::state::{Status, Store};
 
+mod compile;
 mod extended_card;
 mod handle;
 mod last_good;

@@ -134,7 +134,6 @@ pub fn jitter_unit() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::{Binding, Display, Interface, SkillProfile};
 
     fn s() -> RefreshSettings {
         RefreshSettings {
@@ -225,36 +224,12 @@ mod tests {
     }
 
     fn profile() -> Profile {
-        Profile {
-            verdict: crate::profile::Verdict::Usable,
-            agent_version: "1".into(),
-            card_digest: "sha256:aa".into(),
-            verified_by: None,
-            signature_failed: false,
-            interface: Some(Interface {
-                url: "http://127.0.0.1:1/".into(),
-                binding: Binding::JsonRpc,
-                version: "1.0".into(),
-                tenant: None,
-            }),
-            offered: Vec::new(),
-            streaming: true,
-            push: false,
-            extended_card: false,
-            extensions: vec![],
-            required_extensions: Vec::new(),
-            skills: [(
-                "echo".to_string(),
-                SkillProfile {
-                    input: vec!["text/plain".into()],
-                    output: vec!["text/plain".into()],
-                    security: vec![],
-                    tags: vec![],
-                },
-            )]
-            .into(),
-            display: Display::default(),
-        }
+        Profile::builder()
+            .card_digest("sha256:aa")
+            .url("http://127.0.0.1:1/")
+            .streaming(true)
+            .skill("echo")
+            .build()
     }
 
     #[test]

@@ -6,8 +6,14 @@
 //! - [`diff`] classifies a profile against a lock, or one profile against another, as
 //!   compatible / review / breaking, each finding one line.
 //!
-//! No I/O: the lockfile on disk (`locks/<integration>.json` beside the config, written
-//! atomically) is `control::lockfile`'s.
+//! - [`file`](mod@file) is the lockfile on disk (`locks/<integration>.json` beside the config, written
+//!   atomically): the feature's only I/O. Everything else here is pure.
+//!
+//! The rest of the feature sits where its layer does (see ARCHITECTURE.md "Where a feature
+//! lives"): the verdict as part of an integration's state (`state::lock_state`), the refresh step
+//! that re-reads the file and judges (`control::refresh::lock_check`), the data plane's
+//! `blocked`/fallback routing (`proxy::policy::lock_route`) and the commands `lock`, `check`
+//! and `diff` (`cli::lock`, `cli::lock::diff`).
 
 use std::collections::BTreeMap;
 
@@ -17,6 +23,7 @@ use crate::profile::BindingVersion;
 
 pub mod derive;
 pub mod diff;
+pub mod file;
 pub mod wire;
 
 pub use derive::{Manifest, PinError, Pinned, StreamingNeed, pin};
@@ -24,6 +31,7 @@ pub use diff::{
     Class, Finding, Verdict, check_against_lock, check_against_lock_for, diff_profiles,
     invalid_lock_verdict, unusable_verdict,
 };
+pub use file::{LockFileError, UnreadableLock};
 
 /// What one workflow needs from one agent, and what it was verified against.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,11 +27,11 @@ use crate::profile::{Binding, Interface};
 use crate::state::IntegrationState;
 use crate::types::media_type::media_type_accepted;
 
-mod call;
+mod judge;
 pub mod runner;
 pub mod schedule;
 
-pub use call::{judge, request};
+pub use judge::{judge, request};
 
 /// One claim to check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -1,22 +1,23 @@
 //! The probe plan, requests and judgements, without an agent.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
 use super::*;
-use crate::config::Config;
 use crate::profile::{Profile, SkillProfile};
-use crate::state::Upstream;
+use crate::testkit::{self, ConfigToml, IntegrationToml};
 
 const REQ: &str = "https://example.com/ext/req/v1";
 
 pub(super) fn state(extra: &str, binding: Binding, streaming: bool) -> IntegrationState {
-    let text = format!(
-        "[[integrations]]\nname = \"p\"\ncard = \"https://a.example/c\"\norigins = [\"https://a.example\"]\n\
-         skills = [\"echo\", \"book\"]\ndata_classes = [\"internal\"]\n{extra}\n"
-    );
-    let c = Config::parse(&text, std::path::Path::new("g.toml")).unwrap();
+    let c = ConfigToml::bare()
+        .integration(
+            IntegrationToml::new("p", "https://a.example/c")
+                .skills(&["echo", "book"])
+                .data_classes(&["internal"])
+                .extra(extra),
+        )
+        .parse(std::path::Path::new("g.toml"))
+        .unwrap();
     let mut p: Profile = crate::lock::diff::tests::pricing_profile();
     let iface = p.interface.as_mut().unwrap();
     iface.binding = binding;
@@ -24,12 +25,7 @@ pub(super) fn state(extra: &str, binding: Binding, streaming: bool) -> Integrati
     p.streaming = streaming;
     p.extensions = vec![REQ.into()];
     p.required_extensions = vec![REQ.into()];
-    let skill = |input: &[&str]| SkillProfile {
-        input: input.iter().map(|s| s.to_string()).collect(),
-        output: vec!["text/plain".into()],
-        security: vec![],
-        tags: vec![],
-    };
+    let skill = |input: &[&str]| SkillProfile::builder().input(input).build();
     p.skills = [
         (
             "echo".to_string(),
@@ -38,11 +34,7 @@ pub(super) fn state(extra: &str, binding: Binding, streaming: bool) -> Integrati
         ("book".to_string(), skill(&["text/plain"])),
     ]
     .into();
-    IntegrationState::from_profile(
-        Arc::new(c.integrations[0].clone()),
-        p,
-        Ok(Upstream::for_tests("https://a.example/a2a")),
-    )
+    testkit::state(c.integrations[0].clone(), p)
 }
 
 const PROBE: &str = "[integrations.probe]\nskill = \"echo\"\ntext = \"echo ping\"";

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use pingora::Result;
-use pingora::connectors::http::v1::Connector;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 use tokio::sync::OwnedSemaphorePermit;
@@ -24,6 +23,7 @@ use super::route::Method;
 use super::trace::Trace;
 use crate::config::Integration;
 use crate::metrics::Metrics;
+use crate::seam::Connector;
 use crate::state::{
     Evidence, EvidenceKind, IntegrationState, RefreshHook, Snapshot, StaleCause, StaleMark,
     StaleSender, Store,

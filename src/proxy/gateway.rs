@@ -93,10 +93,7 @@ impl Gateway {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
         if expects_continue {
-            session
-                .as_downstream_mut()
-                .write_continue_response()
-                .await?;
+            crate::seam::write_continue(session).await?;
         }
         // A body that arrives in one piece (the usual case) is kept as it came, without a copy.
         let mut whole: Option<Bytes> = None;
@@ -340,7 +337,7 @@ impl ProxyHttp for Gateway {
         ctx.trace = Trace::of(&session.req_header().headers);
         // A caller that stops reading its answer holds the call no longer than this per write
         // (pingora sets no write deadline of its own).
-        session.set_write_timeout(Some(self.limits.write_timeout));
+        crate::seam::set_write_timeout(session, self.limits.write_timeout);
         // The header is read: its deadline stops, and a connection over the cap is refused.
         if let Some(cap) = limits::header_read() {
             ctx.overloaded = Some(cap);
@@ -418,8 +415,12 @@ impl ProxyHttp for Gateway {
             .await
     }
 
+    /// Required by `ProxyHttp`, never reached: pingora asks for a peer only when
+    /// `request_filter` returns `Ok(false)`, and the gateway's returns `Ok(true)` on every path
+    /// (it answers each request itself, through `proxy::client`, or refuses it) or an error.
+    /// Were it reached, it connects nowhere: the error goes to `fail_to_proxy`, which answers
+    /// 502 `UPSTREAM_UNAVAILABLE` in the caller's protocol.
     async fn upstream_peer(&self, _session: &mut Session, _ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
-        // Never reached: `request_filter` answers every request itself (through the client).
         Error::e_explain(
             ErrorType::InternalError,
             "pingora's upstream path is not used",

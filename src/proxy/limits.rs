@@ -31,14 +31,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use pingora::apps::{HttpPersistentSettings, HttpServerApp, ReusedHttpStream, ServerApp};
-use pingora::protocols::Stream;
-use pingora::protocols::http::ServerSession;
-use pingora::server::ShutdownWatch;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::Limits;
 use crate::metrics::Metrics;
+use crate::seam::{
+    HttpPersistentSettings, HttpServerApp, ReusedHttpStream, ServerApp, ServerSession,
+    ShutdownWatch, Stream,
+};
 
 /// Which cap refused a call (the `limit` label of `a2a_egress_overload_refusals_total`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

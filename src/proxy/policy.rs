@@ -443,34 +443,21 @@ fn paths(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Credential, Integration};
-    use crate::profile::{Display, Interface, Profile, SkillProfile};
+    use crate::config::Integration;
+    use crate::profile::{Profile, SkillProfile};
     use crate::proxy::body::parse_jsonrpc;
     use crate::proxy::route::Route;
-    use crate::state::Upstream;
     use serde_json::{Value, json};
     use std::sync::Arc;
 
     fn integration(streaming: StreamingMode) -> Integration {
-        Integration {
-            name: "echo".into(),
-            card: "http://127.0.0.1:9/.well-known/agent-card.json".into(),
-            origins: vec!["http://127.0.0.1:9".into()],
-            binding: None,
-            version: None,
-            skills: vec!["echo".into()],
-            scopes: vec![],
-            data_classes: vec!["internal".into(), "public".into()],
-            streaming,
-            extensions: vec![],
-            tenant: None,
-            credential: Credential::None,
-            max_body_bytes: 1000,
-            ca_file: None,
-            forward_headers: vec![],
-            lock: Default::default(),
-            artifacts: None,
-        }
+        Integration::builder("echo")
+            .origin("http://127.0.0.1:9")
+            .skills(&["echo"])
+            .data_classes(&["internal", "public"])
+            .streaming(streaming)
+            .max_body_bytes(1000)
+            .build()
     }
 
     fn profile(binding: Binding, streaming: bool, tenant: Option<&str>) -> Profile {
@@ -478,52 +465,22 @@ mod tests {
             Binding::JsonRpc => "http://127.0.0.1:9/jsonrpc",
             Binding::HttpJson => "http://127.0.0.1:9/rest",
         };
-        Profile {
-            verdict: crate::profile::Verdict::Usable,
-            agent_version: "1".into(),
-            card_digest: "sha256:0".into(),
-            verified_by: None,
-            signature_failed: false,
-            interface: Some(Interface {
-                url: url.into(),
-                binding,
-                version: "1.0".into(),
-                tenant: tenant.map(Into::into),
-            }),
-            offered: Vec::new(),
-            streaming,
-            push: false,
-            extended_card: false,
-            extensions: vec![],
-            required_extensions: Vec::new(),
-            skills: [
-                (
-                    "echo".to_string(),
-                    SkillProfile {
-                        input: vec!["text/plain".into()],
-                        output: vec!["text/plain".into()],
-                        security: vec![],
-                        tags: vec![],
-                    },
-                ),
-                (
-                    "pdf".to_string(),
-                    SkillProfile {
-                        input: vec!["application/pdf".into()],
-                        output: vec!["text/plain".into()],
-                        security: vec![],
-                        tags: vec![],
-                    },
-                ),
-            ]
-            .into(),
-            display: Display::default(),
-        }
+        Profile::builder()
+            .card_digest("sha256:0")
+            .url(url)
+            .binding(binding)
+            .tenant(tenant)
+            .streaming(streaming)
+            .skill("echo")
+            .skill_with(
+                "pdf",
+                SkillProfile::builder().input(&["application/pdf"]).build(),
+            )
+            .build()
     }
 
     fn state(i: Integration, p: Profile) -> IntegrationState {
-        let url = p.interface.as_ref().unwrap().url.clone();
-        IntegrationState::from_profile(Arc::new(i), p, Ok(Upstream::for_tests(&url)))
+        crate::testkit::state(i, p)
     }
 
     fn rpc(method: &str, params: Value) -> RpcRequest {

@@ -86,81 +86,40 @@ pub fn upstream_headers(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Credential, Integration, StreamingMode};
-    use crate::profile::{Binding, Display, Interface, Profile};
+    use crate::config::Integration;
+    use crate::profile::{Binding, Profile};
     use crate::proxy::policy::StreamPlan;
     use crate::proxy::route::Method;
     use std::sync::Arc;
 
     fn state(exts: &[&str]) -> IntegrationState {
-        let i = Integration {
-            name: "echo".into(),
-            card: "https://a.example/c".into(),
-            origins: vec!["https://a.example".into()],
-            binding: None,
-            version: None,
-            skills: vec!["s".into()],
-            scopes: vec![],
-            data_classes: vec!["internal".into()],
-            streaming: StreamingMode::Preferred,
-            extensions: exts.iter().map(|s| s.to_string()).collect(),
-            tenant: None,
-            credential: Credential::None,
-            max_body_bytes: 10,
-            ca_file: None,
-            forward_headers: vec![
-                HeaderName::from_static("x-listed"),
-                HeaderName::from_static("x-request-id"),
-            ],
-            lock: Default::default(),
-            artifacts: None,
-        };
-        let p = Profile {
-            verdict: crate::profile::Verdict::Usable,
-            agent_version: "1".into(),
-            card_digest: "x".into(),
-            verified_by: None,
-            signature_failed: false,
-            interface: Some(Interface {
-                url: "https://a.example:8443/a2a".into(),
-                binding: Binding::JsonRpc,
-                version: "1.0".into(),
-                tenant: None,
-            }),
-            offered: Vec::new(),
-            streaming: true,
-            push: false,
-            extended_card: false,
-            extensions: vec!["urn:a".into(), "urn:b".into()],
-            required_extensions: Vec::new(),
-            skills: Default::default(),
-            display: Display::default(),
-        };
+        let i = Integration::builder("echo")
+            .card("https://a.example/c")
+            .skills(&["s"])
+            .extensions(exts)
+            .max_body_bytes(10)
+            .forward_headers(&["x-listed", "x-request-id"])
+            .build();
+        let p = Profile::builder()
+            .card_digest("x")
+            .url("https://a.example:8443/a2a")
+            .streaming(true)
+            .extensions(&["urn:a", "urn:b"])
+            .build();
         IntegrationState {
             integration: Arc::new(i),
             status: crate::state::Status::Usable {
                 profile: Arc::new(p),
                 upstream: Arc::new(Upstream::for_tests("https://a.example:8443/a2a")),
             },
-            ..IntegrationState::pending(Arc::new(Integration {
-                name: "echo".into(),
-                card: String::new(),
-                origins: vec![],
-                binding: None,
-                version: None,
-                skills: vec![],
-                scopes: vec![],
-                data_classes: vec![],
-                streaming: StreamingMode::Preferred,
-                extensions: vec![],
-                tenant: None,
-                credential: Credential::None,
-                max_body_bytes: 1,
-                ca_file: None,
-                forward_headers: vec![],
-                lock: Default::default(),
-                artifacts: None,
-            }))
+            ..IntegrationState::pending(Arc::new(
+                Integration::builder("echo")
+                    .card("")
+                    .origins(&[])
+                    .data_classes(&[])
+                    .max_body_bytes(1)
+                    .build(),
+            ))
         }
     }
 

@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use pingora::prelude::HttpPeer;
-use pingora::protocols::ALPN;
 
+use crate::seam::ALPN;
 use crate::state::Upstream;
 
 /// Longest silence tolerated between two reads from an agent.

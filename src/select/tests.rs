@@ -6,9 +6,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::*;
-use crate::config::{Credential, Integration};
-use crate::profile::{Display, Interface, Profile, SkillDisplay, SkillProfile};
-use crate::state::Upstream;
+use crate::config::Integration;
+use crate::profile::{Display, Profile, SkillDisplay, SkillProfile};
 use crate::state::{Degraded, IntegrationState, Status};
 
 fn modes(input: &[&str], output: &[&str], tags: &[&str]) -> SkillModes {
@@ -308,66 +307,28 @@ fn streaming_off_and_refused_are_distinct_reasons() {
 // === from the runtime state ===
 
 fn integration(name: &str) -> Integration {
-    Integration {
-        name: name.into(),
-        card: format!("https://{name}.example/.well-known/agent-card.json"),
-        origins: vec![format!("https://{name}.example")],
-        binding: None,
-        version: None,
-        skills: vec!["report".into()],
-        scopes: vec![],
-        data_classes: vec!["internal".into()],
-        streaming: StreamingMode::Preferred,
-        extensions: vec![],
-        tenant: None,
-        credential: Credential::None,
-        max_body_bytes: 1024,
-        ca_file: None,
-        forward_headers: vec![],
-        lock: Default::default(),
-        artifacts: None,
-    }
+    Integration::builder(name)
+        .origin(&format!("https://{name}.example"))
+        .skills(&["report"])
+        .build()
 }
 
 fn profile(name: &str, display: Display) -> Profile {
-    Profile {
-        verdict: crate::profile::Verdict::Usable,
-        agent_version: "1".into(),
-        card_digest: "sha256:00".into(),
-        verified_by: None,
-        signature_failed: false,
-        interface: Some(Interface {
-            url: format!("https://{name}.example/a2a"),
-            binding: Binding::JsonRpc,
-            version: "1.0".into(),
-            tenant: None,
-        }),
-        offered: Vec::new(),
-        streaming: true,
-        push: false,
-        extended_card: false,
-        extensions: vec![],
-        required_extensions: Vec::new(),
-        skills: [(
-            "report".to_string(),
-            SkillProfile {
-                input: vec!["text/plain".into()],
-                output: vec!["application/json".into()],
-                security: vec![],
-                tags: vec![],
-            },
-        )]
-        .into(),
-        display,
-    }
+    Profile::builder()
+        .url(format!("https://{name}.example/a2a"))
+        .streaming(true)
+        .skill_with(
+            "report",
+            SkillProfile::builder()
+                .output(&["application/json"])
+                .build(),
+        )
+        .display(display)
+        .build()
 }
 
 fn state(name: &str, display: Display) -> IntegrationState {
-    IntegrationState::from_profile(
-        Arc::new(integration(name)),
-        profile(name, display),
-        Ok(Upstream::for_tests(&format!("https://{name}.example/a2a"))),
-    )
+    crate::testkit::state(integration(name), profile(name, display))
 }
 
 #[test]

@@ -12,7 +12,6 @@
 //! A lockfile that exists but does not parse is breaking: the workflow asked to be pinned and
 //! nothing can be checked.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -20,33 +19,7 @@ use serde::{Serialize, Serializer};
 
 use super::{IntegrationState, Status};
 use crate::config::{Integration, OnBreaking, StreamingMode};
-use crate::lock::{self, Class, Finding, Lock, LockError, Manifest, StreamingNeed, Verdict};
-
-/// Why an integration's lockfile could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum UnreadableLock {
-    /// The file exists but could not be read (not a regular file, over its cap, an I/O error).
-    #[error("{source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why it could not be read.
-        source: crate::types::file::FileError,
-    },
-    /// The file is not a valid lockfile (the message names the file and the field).
-    #[error(transparent)]
-    Invalid(#[from] LockError),
-}
-
-impl UnreadableLock {
-    /// Bounded label for logs and metrics.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            UnreadableLock::Read { .. } => "read",
-            UnreadableLock::Invalid(e) => e.kind(),
-        }
-    }
-}
+use crate::lock::{self, Class, Finding, Lock, Manifest, StreamingNeed, UnreadableLock, Verdict};
 
 /// The verdict of an integration against its lockfile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]

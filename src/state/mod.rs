@@ -28,7 +28,7 @@ pub use card_cache::{CardCache, CardContext};
 pub use evidence::{
     Claim, Observer, ProbeRecord, ProbeRun, ProbeTrigger, ProbeVerdict, Source, claims,
 };
-pub use lock_state::{LockState, LockVerdict, UnreadableLock, manifest_of, satisfies};
+pub use lock_state::{LockState, LockVerdict, manifest_of, satisfies};
 pub use refresh_hook::{RefreshAnswer, RefreshHook, RefreshUnavailable};
 pub use upstream::{NoUpstream, Roots, Upstream, UpstreamError};
 
@@ -670,62 +670,23 @@ impl Default for Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Credential, StreamingMode};
-    use crate::profile::{Binding, Display, Interface, SkillProfile};
+    use crate::config::StreamingMode;
+    use crate::profile::Binding;
 
     fn integration() -> Integration {
-        Integration {
-            name: "echo".into(),
-            card: "https://a.example/.well-known/agent-card.json".into(),
-            origins: vec!["https://a.example".into()],
-            binding: None,
-            version: None,
-            skills: vec!["echo".into()],
-            scopes: vec![],
-            data_classes: vec!["internal".into()],
-            streaming: StreamingMode::Preferred,
-            extensions: vec!["urn:opt".into()],
-            tenant: None,
-            credential: Credential::None,
-            max_body_bytes: 1024,
-            ca_file: None,
-            forward_headers: vec![],
-            lock: Default::default(),
-            artifacts: None,
-        }
+        Integration::builder("echo")
+            .skills(&["echo"])
+            .extensions(&["urn:opt"])
+            .build()
     }
 
     pub(crate) fn profile(url: &str) -> Profile {
-        Profile {
-            verdict: crate::profile::Verdict::Usable,
-            agent_version: "1".into(),
-            card_digest: "sha256:00".into(),
-            verified_by: None,
-            signature_failed: false,
-            interface: Some(Interface {
-                url: url.into(),
-                binding: Binding::JsonRpc,
-                version: "1.0".into(),
-                tenant: None,
-            }),
-            offered: Vec::new(),
-            streaming: true,
-            push: false,
-            extended_card: false,
-            extensions: vec!["urn:opt".into(), "urn:other".into(), "urn:req".into()],
-            required_extensions: Vec::new(),
-            skills: [(
-                "echo".to_string(),
-                SkillProfile {
-                    input: vec!["text/plain".into()],
-                    output: vec!["text/plain".into()],
-                    security: vec![],
-                    tags: vec![],
-                },
-            )]
-            .into(),
-            display: Display::default(),
-        }
+        Profile::builder()
+            .url(url)
+            .streaming(true)
+            .extensions(&["urn:opt", "urn:other", "urn:req"])
+            .skill("echo")
+            .build()
     }
 
     fn upstream() -> Upstream {

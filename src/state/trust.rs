@@ -93,7 +93,7 @@ impl TrustError {
 static PLATFORM: LazyLock<Arc<TrustRoots>> = LazyLock::new(|| {
     let mut certs = Vec::new();
     let mut store = RootCertStore::empty();
-    for c in pingora::tls::load_native_certs().unwrap_or_default() {
+    for c in crate::seam::load_native_certs().unwrap_or_default() {
         if store.add(c.clone()).is_ok() {
             certs.push(c);
         }

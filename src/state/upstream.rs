@@ -17,7 +17,7 @@ use crate::config::{Credential, Integration, SecretError, bearer_authorization};
 /// Root certificates for one upstream (pingora's per-peer CA list).
 pub struct Roots {
     /// The list handed to pingora: the platform roots plus the integration's `ca_file`.
-    pub pingora: Arc<pingora::protocols::tls::CaType>,
+    pub pingora: Arc<crate::seam::CaType>,
     /// Identifies this trust set, so pooled connections verified under it are never reused by an
     /// upstream that trusts something else (pingora's `group_key`).
     pub id: u64,
@@ -206,7 +206,7 @@ impl Upstream {
 /// pingora's per-peer root lists, by trust set: building one parses every certificate, and the
 /// control plane installs a new upstream on every profile change.
 static PINGORA_ROOTS: std::sync::LazyLock<
-    std::sync::Mutex<std::collections::HashMap<u64, Arc<pingora::protocols::tls::CaType>>>,
+    std::sync::Mutex<std::collections::HashMap<u64, Arc<crate::seam::CaType>>>,
 > = std::sync::LazyLock::new(Default::default);
 
 /// The upstream's roots, as [`trust_roots`] decides them for the integration: `None` without
@@ -222,12 +222,12 @@ fn roots(integration: &Integration) -> Result<Option<Roots>, UpstreamError> {
         .or_insert_with(|| {
             // pingora replaces its default roots with a per-peer list, so the list carries the
             // platform roots too: ca_file adds roots, it does not narrow trust.
-            let wrapped: Vec<pingora::utils::tls::WrappedX509> = trust
+            let wrapped: Vec<crate::seam::WrappedX509> = trust
                 .certs
                 .iter()
                 .map(|d| {
-                    pingora::utils::tls::WrappedX509::new(d.as_ref().to_vec(), |raw| {
-                        pingora::utils::tls::parse_x509(raw)
+                    crate::seam::WrappedX509::new(d.as_ref().to_vec(), |raw| {
+                        crate::seam::parse_x509(raw)
                     })
                 })
                 .collect();

@@ -4,10 +4,10 @@
 //! The comparison itself is pingora's (`weak_validate_etag`, RFC 9110 §8.8.3.2 weak comparison
 //! over a comma-separated list, nginx's algorithm), so no listener parses the header by hand.
 
+use crate::seam::weak_validate_etag;
 use bytes::Bytes;
 use http::HeaderMap;
 use http::header::IF_NONE_MATCH;
-use pingora::protocols::http::conditional_filter::weak_validate_etag;
 use sha2::{Digest, Sha256};
 
 /// A body as served, with the weak ETag over its bytes. Cloning shares the bytes.

@@ -1,5 +1,5 @@
-//! The one way the gateway reads a whole file: a regular file only, at most a cap of bytes
-//! (I/O: opens and reads the one file it is given, nothing else).
+//! The one way the gateway reads a whole file: a regular file only, at most a cap of bytes; and
+//! the one way it writes one, atomically (I/O: opens, reads or writes the one file it is given).
 //!
 //! Every file the gateway reads (the config, card files, JWKS and key files, lockfiles, artifact
 //! schemas, CA files, token and credential files, last-known-good state files, the CLI's inputs)
@@ -18,21 +18,23 @@
 //! files `card::signature::MAX_JWKS_BYTES`, private key and token files
 //! `config::MAX_PRIVATE_FILE_BYTES`, credential files `config::MAX_SECRET_BYTES`, lockfiles
 //! `lock::wire::MAX_LOCK_BYTES`, artifact schemas `config::MAX_SCHEMA_BYTES`, CA files
-//! `state::trust::MAX_CA_FILE_BYTES`, state files `control::state::MAX_STATE_FILE_BYTES`, cards
+//! `state::trust::MAX_CA_FILE_BYTES`, state files `control::state_dir::MAX_STATE_FILE_BYTES`, cards
 //! read by the CLI `[client] max_card_bytes`.
 //!
 //! Callers on an async runtime call this from a blocking thread (`spawn_blocking`), or through
 //! [`blocking`] where the caller cannot be made to wait for one, never from a data-plane task.
 
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Runs `read` (a bounded file read) where it cannot hold up the data plane's tasks. With work
-/// stealing (`[runtime] work_stealing = true`, the default) the control plane runs on the data
-/// plane's multi-thread runtime, so the read is made under `block_in_place`: the thread hands
-/// its other tasks to the runtime (which starts a worker for them if need be) for as long as the
-/// read lasts. On a single-threaded runtime (the control plane's own without work stealing, the
-/// CLI's, a test's) nothing else is held up and the read runs as it is.
+/// Runs `read` (a bounded file read) where it cannot hold up the data plane's tasks. Wherever the
+/// control plane shares the data plane's runtime (with work stealing, the default, and on one
+/// data-plane thread whatever `[runtime] work_stealing` says), that runtime is a multi-thread
+/// one, so the read is made under `block_in_place`: the thread hands its other tasks to the
+/// runtime (which starts a worker for them if need be) for as long as the read lasts. On a
+/// single-threaded runtime (the control plane's own without work stealing on more than one
+/// thread, the CLI's, a test's) nothing else is held up and the read runs as it is.
 pub fn blocking<T>(read: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(read),
@@ -74,6 +76,16 @@ pub enum FileError {
         /// The cap, in bytes.
         cap: u64,
     },
+    /// The file could not be written, synced or renamed into place (only for [`write_atomic`]).
+    #[error("cannot write the {what} {}: {source}", path.display())]
+    Write {
+        /// What the file is for (e.g. "lockfile").
+        what: &'static str,
+        /// The file (the temp file, the target or its folder).
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// The file is not UTF-8 text (only for [`read_capped_string`]).
     #[error("the {what} {} is not UTF-8 text", path.display())]
     NotUtf8 {
@@ -92,6 +104,7 @@ impl FileError {
             FileError::NotAFile { .. } => "not_a_file",
             FileError::TooLarge { .. } => "too_large",
             FileError::NotUtf8 { .. } => "not_utf8",
+            FileError::Write { .. } => "unwritable",
         }
     }
 
@@ -183,6 +196,53 @@ pub fn read_capped_string(path: &Path, cap: u64, what: &'static str) -> Result<S
         what,
         path: path.to_owned(),
     })
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Writes `bytes` to `path` atomically: a temp file in the same directory, `fsync`, `rename` over
+/// `path`, then `fsync` of the directory so the rename itself survives a crash. A reader sees the
+/// old file or the new one, never a mix; on failure the temp file is removed and `path` is as it was.
+/// The last-known-good cards (`control::state_dir`) and the lockfiles (`lock::file`) are both
+/// written through here.
+pub fn write_atomic(path: &Path, bytes: &[u8], what: &'static str) -> Result<(), FileError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let tmp = dir.join(format!(
+        ".{}.{}.{}.tmp",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+        std::process::id(),
+        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let io = |p: &Path| {
+        let p = p.to_owned();
+        move |source| FileError::Write {
+            what,
+            path: p,
+            source,
+        }
+    };
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(io(&tmp))?;
+        f.write_all(bytes).map_err(io(&tmp))?;
+        f.sync_all().map_err(io(&tmp))?;
+        drop(f);
+        std::fs::rename(&tmp, path).map_err(io(path))?;
+        // The rename is only durable once the directory entry is.
+        std::fs::File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(&dir))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 #[cfg(test)]

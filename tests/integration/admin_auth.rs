@@ -3,7 +3,7 @@
 //! the bearer token when one is configured, and forced refreshes are rate-limited per integration.
 
 use std::os::unix::fs::PermissionsExt as _;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -19,7 +19,7 @@ fn serve_refuses(config: &str) -> Option<(Option<i32>, String)> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gateway.toml");
     std::fs::write(&path, config).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_a2a-egress"))
+    let mut child = crate::common::gateway_cmd()
         .arg("serve")
         .arg("--config")
         .arg(&path)

@@ -43,7 +43,7 @@ fn both_sample_cards_pass_validate() {
         );
         let file = dir.path().join(format!("{}.json", which.replace(':', "-")));
         std::fs::write(&file, &out.stdout).unwrap();
-        let v = Command::new(crate::common::gateway_bin())
+        let v = crate::common::gateway_cmd()
             .arg("validate")
             .arg(&file)
             .output()

@@ -1,4 +1,4 @@
-//! Property tests of the card pipeline against hostile values (generators from `common::hostile`):
+//! Property tests of the card pipeline against hostile values (generators from `a2a_egress::testkit::hostile`):
 //! multi-byte, control and bidi text in every string a card holds (URLs around the scheme/host
 //! boundary, ids, tenants, extension URIs, media types, keys), duplicate keys at any depth as raw
 //! JSON text, deep nesting and huge numbers.
@@ -16,7 +16,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::Value;
 
-use crate::common::hostile::{
+use a2a_egress::testkit::hostile::{
     self, Raw, Style, deep_nesting, huge_number, is_control_or_bidi, with_duplicate_key,
 };
 

@@ -3,9 +3,7 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_a2a-egress");
+use std::process::{Output, Stdio};
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -17,7 +15,7 @@ fn fixture(rel: &str) -> PathBuf {
 /// unless the test passes `--config`), feeding `stdin`.
 fn run(args: &[&str], stdin: &[u8]) -> Output {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
+    let mut child = crate::common::gateway_cmd()
         .args(args)
         .current_dir(dir.path())
         .stdin(Stdio::piped())
@@ -203,7 +201,7 @@ fn an_implicit_default_config_is_named_on_stderr() {
         "[client]\nallow_plain_http = true\n",
     )
     .unwrap();
-    let out = Command::new(BIN)
+    let out = crate::common::gateway_cmd()
         .args(["validate", card])
         .current_dir(dir.path())
         .output()
@@ -219,7 +217,7 @@ fn an_implicit_default_config_is_named_on_stderr() {
     assert_eq!(out.status.code(), Some(65));
     assert!(!text(&out.stderr).contains("using config"));
     // An explicit --config is not announced either: the caller named it.
-    let out = Command::new(BIN)
+    let out = crate::common::gateway_cmd()
         .args(["validate", "--config", "config/gateway.toml", card])
         .current_dir(dir.path())
         .output()

@@ -3,11 +3,9 @@
 //! reference agent (process and loopback I/O).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::common::{self, RefAgent, ref_agent::PARTNER_TOKEN};
-
-const BIN: &str = env!("CARGO_BIN_EXE_a2a-egress");
 
 fn fixture(name: &str) -> String {
     common::repo_root()
@@ -19,7 +17,7 @@ fn fixture(name: &str) -> String {
 
 /// Runs the binary in `dir` (an empty temp folder unless given, so no default config applies).
 fn run_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
+    crate::common::gateway_cmd()
         .args(args)
         .current_dir(dir)
         .env("A2A_EGRESS_FINANCE_TOKEN", PARTNER_TOKEN)

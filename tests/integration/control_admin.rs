@@ -8,25 +8,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a_egress::config::Config;
-use a2a_egress::control::fetch::CardFetcher;
 use a2a_egress::control::metrics::ControlMetrics;
 use a2a_egress::control::refresh::ControlHandle;
 use a2a_egress::state::{Status, Store};
+use a2a_egress::testkit::{CardJson, ConfigToml, IntegrationToml};
 use axum::Router;
 use axum::http::header;
 use axum::routing::get;
+
+use crate::common::control::start;
 
 /// Serves a card whose interface URL is `iface` (with `{port}` replaced by the bound port).
 async fn agent(iface: &'static str) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let url = iface.replace("{port}", &addr.port().to_string());
-    let card = format!(
-        r#"{{"name":"Echo","description":"echo agent","version":"1.0.0",
- "supportedInterfaces":[{{"url":"{url}","protocolBinding":"JSONRPC","protocolVersion":"1.0"}}],
- "capabilities":{{}},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
- "skills":[{{"id":"echo","name":"Echo","description":"echoes","tags":["demo"]}}]}}"#
-    );
+    let card = CardJson::new(&url).text();
     let app = Router::new().route(
         "/card.json",
         get(move || {
@@ -38,24 +35,22 @@ async fn agent(iface: &'static str) -> SocketAddr {
     addr
 }
 
-fn config(addr: SocketAddr, extra_origin: &str) -> Config {
-    let text = format!(
-        "[client]\nallow_plain_http = true\n[refresh]\nmin = \"1h\"\n\
-         [[integrations]]\nname = \"echo\"\ncard = \"http://{addr}/card.json\"\n\
-         origins = [\"http://{addr}\"{extra_origin}]\nskills = [\"echo\"]\ndata_classes = [\"internal\"]\n"
-    );
-    Config::parse(&text, Path::new("gateway.toml")).expect("test config")
-}
-
-fn start(cfg: Config) -> ControlHandle {
-    let metrics = ControlMetrics::register(&prometheus::Registry::new());
-    ControlHandle::start(
-        cfg,
-        Arc::new(Store::default()),
-        metrics,
-        Arc::new(CardFetcher::new()),
-        None,
-    )
+/// The config for the agent at `addr`, approving `extra_origin` too when given.
+fn config(addr: SocketAddr, extra_origin: Option<&str>) -> Config {
+    let own = format!("http://{addr}");
+    let origins: Vec<&str> = [Some(own.as_str()), extra_origin]
+        .into_iter()
+        .flatten()
+        .collect();
+    ConfigToml::bare()
+        .head("[client]\nallow_plain_http = true\n[refresh]\nmin = \"1h\"")
+        .integration(
+            IntegrationToml::new("echo", &format!("{own}/card.json"))
+                .origins(&origins)
+                .data_classes(&["internal"]),
+        )
+        .parse(Path::new("gateway.toml"))
+        .expect("test config")
 }
 
 async fn settle(h: &ControlHandle) {
@@ -70,7 +65,7 @@ async fn settle(h: &ControlHandle) {
 #[tokio::test]
 async fn admin_refresh_route_answers_with_the_outcome() {
     let addr = agent("http://127.0.0.1:{port}/a2a").await;
-    let h = start(config(addr, ""));
+    let h = start(config(addr, None));
     settle(&h).await;
     assert!(h.store().load().get("echo").unwrap().usable().is_some());
 
@@ -113,7 +108,7 @@ async fn an_interface_resolving_to_loopback_is_refused_even_on_an_approved_origi
     let addr = agent("http://localhost:{port}/a2a").await;
     let h = start(config(
         addr,
-        &format!(", \"http://localhost:{}\"", addr.port()),
+        Some(&format!("http://localhost:{}", addr.port())),
     ));
     settle(&h).await;
     let snap = h.store().load();
@@ -131,7 +126,7 @@ async fn an_interface_resolving_to_loopback_is_refused_even_on_an_approved_origi
 #[tokio::test]
 async fn an_interface_on_an_unapproved_origin_is_refused() {
     let addr = agent("http://10.0.0.1:{port}/a2a").await;
-    let h = start(config(addr, ""));
+    let h = start(config(addr, None));
     settle(&h).await;
     let snap = h.store().load();
     let Status::Unusable { reason, .. } = &snap.get("echo").unwrap().status else {

@@ -6,14 +6,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::common::control::start;
 use crate::common::ref_agent::{PARTNER_TOKEN, RefAgent, VIEWER_TOKEN};
 use a2a_egress::config::Config;
-use a2a_egress::control::fetch::CardFetcher;
-use a2a_egress::control::metrics::ControlMetrics;
 use a2a_egress::control::refresh::ControlHandle;
 use a2a_egress::control::schedule::RefreshResult;
 use a2a_egress::profile::Profile;
-use a2a_egress::state::{Status, Store};
+use a2a_egress::state::Status;
 
 /// The sample registry with a 1-second card max-age (so the agent asks for fast revalidation).
 fn registry_text() -> String {
@@ -50,17 +49,6 @@ fn gateway_config_for(
 
 const ECHO: &str = "[[integrations]]\nname = \"echo\"\ncard = \"{card}\"\norigins = [\"{origin}\"]\n\
                     skills = [\"echo\"]\ndata_classes = [\"internal\"]\n";
-
-fn start(cfg: Config) -> ControlHandle {
-    let metrics = ControlMetrics::register(&prometheus::Registry::new());
-    ControlHandle::start(
-        cfg,
-        Arc::new(Store::default()),
-        metrics,
-        Arc::new(CardFetcher::new()),
-        None,
-    )
-}
 
 fn profile(h: &ControlHandle, name: &str) -> Option<Arc<Profile>> {
     h.store()

@@ -16,6 +16,7 @@ use std::time::Duration;
 use crate::common::SdkAgent;
 use crate::common::gateway::{InProcess, config_head, integration, metric, send_request};
 use crate::common::ref_agent::RefAgent;
+use a2a_egress::testkit::{CardJson, ConfigToml, IntegrationToml};
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -34,14 +35,11 @@ struct Flipper {
 }
 
 fn variant_card(addr: SocketAddr, v: &str, ext: &str) -> String {
-    json!({
-        "name": "Flipper", "description": "changes its card on every fetch", "version": format!("1.0.0-{v}"),
-        "supportedInterfaces": [{"url": format!("http://{addr}/a2a/{v}"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
-        "capabilities": {"extensions": [{"uri": ext, "required": false}]},
-        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
-        "skills": [{"id": "echo", "name": "Echo", "description": "echoes", "tags": ["demo"]}]
-    })
-    .to_string()
+    CardJson::new(&format!("http://{addr}/a2a/{v}"))
+        .named("Flipper", "changes its card on every fetch")
+        .version(&format!("1.0.0-{v}"))
+        .capability("extensions", json!([{"uri": ext, "required": false}]))
+        .text()
 }
 
 async fn flipper() -> (SocketAddr, Arc<Flipper>) {
@@ -408,13 +406,15 @@ async fn the_effective_card_follows_the_agent_within_the_refresh_period() {
         .replace("card_max_age_secs = 300", "card_max_age_secs = 1");
     let reg = RefAgent::write_registry(dir.path(), "registry.toml", &text);
     let agent = RefAgent::start(&reg, &RefAgent::demo_envs());
-    let config = config_head(&["https://example.com/ext/trace/v1"])
-        + "[refresh]\nmin = \"1s\"\nmax = \"2s\"\n"
-        + &format!(
-            "[[integrations]]\nname = \"ref\"\ncard = \"{}\"\norigins = [\"{}\"]\n\
-             skills = [\"echo\", \"stream-report\"]\ndata_classes = [\"internal\"]\n",
-            agent.card_url, agent.base_url
-        );
+    let config = ConfigToml::new(&["https://example.com/ext/trace/v1"])
+        .head("[refresh]\nmin = \"1s\"\nmax = \"2s\"")
+        .integration(
+            IntegrationToml::new("ref", &agent.card_url)
+                .origins(&[&agent.base_url])
+                .skills(&["echo", "stream-report"])
+                .data_classes(&["internal"]),
+        )
+        .text();
     let gw = InProcess::start(&config).await;
     let client = crate::common::http();
     let effective = || async {

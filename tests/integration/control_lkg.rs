@@ -10,14 +10,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use a2a_egress::config::Config;
-use a2a_egress::control::fetch::CardFetcher;
-use a2a_egress::control::metrics::ControlMetrics;
 use a2a_egress::control::refresh::ControlHandle;
-use a2a_egress::state::{Status, Store};
+use a2a_egress::state::Status;
+use a2a_egress::testkit::{CardJson, ConfigToml, IntegrationToml};
 use axum::Router;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
+
+use crate::common::control::start;
 
 #[derive(Default)]
 struct Seen {
@@ -28,13 +29,9 @@ struct Seen {
 }
 
 fn card(port: u16) -> String {
-    format!(
-        r#"{{"name":"Echo","description":"echo agent","version":"1.0.0",
- "supportedInterfaces":[{{"url":"http://127.0.0.1:{port}/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}}],
- "capabilities":{{"streaming":true}},
- "defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
- "skills":[{{"id":"echo","name":"Echo","description":"echoes","tags":["demo"]}}]}}"#
-    )
+    CardJson::new(&format!("http://127.0.0.1:{port}/a2a"))
+        .streaming(true)
+        .text()
 }
 
 /// Serves the card with an ETag on `listener` (503 while `seen.down`) until the task is aborted.
@@ -68,24 +65,21 @@ fn serve(listener: tokio::net::TcpListener, seen: Arc<Seen>) -> tokio::task::Joi
 }
 
 fn config(addr: SocketAddr, state: &Path) -> Config {
-    let text = format!(
-        "[client]\nallow_plain_http = true\n[refresh]\nmin = \"1h\"\nbackoff_initial = \"1h\"\nbackoff_max = \"1h\"\n\
-         [state]\ndir = {state:?}\n\
-         [[integrations]]\nname = \"echo\"\ncard = \"http://{addr}/.well-known/agent-card.json\"\n\
-         origins = [\"http://{addr}\"]\nskills = [\"echo\"]\ndata_classes = [\"internal\"]\n"
-    );
-    Config::parse(&text, Path::new("/nonexistent/gateway.toml")).expect("test config")
-}
-
-fn start(cfg: Config) -> ControlHandle {
-    let metrics = ControlMetrics::register(&prometheus::Registry::new());
-    ControlHandle::start(
-        cfg,
-        Arc::new(Store::default()),
-        metrics,
-        Arc::new(CardFetcher::new()),
-        None,
-    )
+    ConfigToml::bare()
+        .head(
+            "[client]\nallow_plain_http = true\n\
+             [refresh]\nmin = \"1h\"\nbackoff_initial = \"1h\"\nbackoff_max = \"1h\"",
+        )
+        .head(&format!("[state]\ndir = {state:?}"))
+        .integration(
+            IntegrationToml::new(
+                "echo",
+                &format!("http://{addr}/.well-known/agent-card.json"),
+            )
+            .data_classes(&["internal"]),
+        )
+        .parse(Path::new("/nonexistent/gateway.toml"))
+        .expect("test config")
 }
 
 /// Waits (real time, bounded) until `f` holds for the handle.

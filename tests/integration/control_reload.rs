@@ -8,11 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use a2a_egress::config::Config;
-use a2a_egress::control::fetch::CardFetcher;
-use a2a_egress::control::metrics::ControlMetrics;
-use a2a_egress::control::refresh::ControlHandle;
 use a2a_egress::control::reload::spawn_reloader;
-use a2a_egress::state::Store;
+use a2a_egress::testkit::{CardJson, ConfigToml, IntegrationToml};
+
+use crate::common::control::start;
 use axum::Router;
 use axum::http::header;
 use axum::routing::get;
@@ -21,12 +20,7 @@ use axum::routing::get;
 async fn agent(fetches: Arc<AtomicUsize>) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let card = format!(
-        r#"{{"name":"Echo","description":"echo agent","version":"1.0.0",
- "supportedInterfaces":[{{"url":"http://{addr}/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}}],
- "capabilities":{{}},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
- "skills":[{{"id":"echo","name":"Echo","description":"echoes","tags":["demo"]}}]}}"#
-    );
+    let card = CardJson::new(&format!("http://{addr}/a2a")).text();
     let app = Router::new().route(
         "/{name}/card.json",
         get(move || {
@@ -40,14 +34,18 @@ async fn agent(fetches: Arc<AtomicUsize>) -> SocketAddr {
 }
 
 fn text(addr: SocketAddr, names: &[&str]) -> String {
-    let mut t = "[client]\nallow_plain_http = true\n[refresh]\nmin = \"1h\"\n".to_string();
-    for n in names {
-        t.push_str(&format!(
-            "[[integrations]]\nname = \"{n}\"\ncard = \"http://{addr}/{n}/card.json\"\norigins = [\"http://{addr}\"]\n\
-             skills = [\"echo\"]\ndata_classes = [\"internal\"]\n"
-        ));
-    }
-    t
+    names
+        .iter()
+        .fold(
+            ConfigToml::bare().head("[client]\nallow_plain_http = true\n[refresh]\nmin = \"1h\""),
+            |c, n| {
+                c.integration(
+                    IntegrationToml::new(n, &format!("http://{addr}/{n}/card.json"))
+                        .data_classes(&["internal"]),
+                )
+            },
+        )
+        .text()
 }
 
 async fn eventually(what: &str, f: impl Fn() -> bool) {
@@ -61,14 +59,7 @@ async fn file_changes_reload_by_difference_and_bad_files_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gateway.toml");
     std::fs::write(&path, text(addr, &["a", "b"])).unwrap();
-    let metrics = ControlMetrics::register(&prometheus::Registry::new());
-    let h = ControlHandle::start(
-        Config::load(&path).unwrap(),
-        Arc::new(Store::default()),
-        metrics,
-        Arc::new(CardFetcher::new()),
-        None,
-    );
+    let h = start(Config::load(&path).unwrap());
     let reloader = spawn_reloader(h.clone(), path.clone(), Duration::from_millis(50));
     eventually("both usable", || {
         let s = h.store().load();
@@ -161,14 +152,7 @@ async fn reload_from_applies_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gateway.toml");
     std::fs::write(&path, text(addr, &["a"])).unwrap();
-    let metrics = ControlMetrics::register(&prometheus::Registry::new());
-    let h = ControlHandle::start(
-        Config::load(Path::new(&path)).unwrap(),
-        Arc::new(Store::default()),
-        metrics,
-        Arc::new(CardFetcher::new()),
-        None,
-    );
+    let h = start(Config::load(Path::new(&path)).unwrap());
     std::fs::write(&path, text(addr, &["a", "b"])).unwrap();
     // What SIGHUP triggers.
     let report = h.reload_from(&path).await.unwrap();
@@ -205,14 +189,7 @@ async fn the_running_configs_cap_refuses_a_larger_reload() {
     let path = dir.path().join("gateway.toml");
     let small = format!("[limits]\nmax_config_bytes = 8192\n{}", text(addr, &["a"]));
     std::fs::write(&path, &small).unwrap();
-    let metrics = ControlMetrics::register(&prometheus::Registry::new());
-    let h = ControlHandle::start(
-        Config::load(&path).unwrap(),
-        Arc::new(Store::default()),
-        metrics,
-        Arc::new(CardFetcher::new()),
-        None,
-    );
+    let h = start(Config::load(&path).unwrap());
     // Valid TOML a comment pads past the cap: only the cap refuses it.
     let padded = format!("{}\n#{}\n", text(addr, &["a", "b"]), "x".repeat(9000));
     std::fs::write(&path, &padded).unwrap();

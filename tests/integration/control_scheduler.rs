@@ -21,17 +21,15 @@ use a2a_egress::control::refresh::{CardSource, ControlError, ControlHandle};
 use a2a_egress::control::schedule::RefreshResult;
 use a2a_egress::profile::Interface;
 use a2a_egress::state::{Status, Store};
+use a2a_egress::testkit::{CardJson, IntegrationToml};
 use http::HeaderValue;
 use tokio::time::Instant;
 
 fn card(streaming: bool, agent_version: &str) -> String {
-    format!(
-        r#"{{"name":"Echo","description":"echo agent","version":"{agent_version}",
- "supportedInterfaces":[{{"url":"http://127.0.0.1:9/","protocolBinding":"JSONRPC","protocolVersion":"1.0"}}],
- "capabilities":{{"streaming":{streaming}}},
- "defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
- "skills":[{{"id":"echo","name":"Echo","description":"echoes","tags":["demo"]}}]}}"#
-    )
+    CardJson::new("http://127.0.0.1:9/")
+        .version(agent_version)
+        .streaming(streaming)
+        .text()
 }
 
 /// A scripted agent: serves `body` with an ETag derived from it and answers matching
@@ -142,10 +140,9 @@ fn config(extra: &str, integrations: &[&str]) -> Config {
          backoff_initial = \"1s\"\nbackoff_max = \"1m\"\nstale_debounce = \"200ms\"\nstale_min_interval = \"10s\"\n{extra}\n"
     );
     for name in integrations {
-        text.push_str(&format!(
-            "[[integrations]]\nname = \"{name}\"\ncard = \"http://127.0.0.1:9/{name}/card.json\"\n\
-             origins = [\"http://127.0.0.1:9\"]\nskills = [\"echo\"]\ndata_classes = [\"internal\"]\n"
-        ));
+        let table = IntegrationToml::new(name, &format!("http://127.0.0.1:9/{name}/card.json"))
+            .data_classes(&["internal"]);
+        text.push_str(&table.text());
     }
     Config::parse(&text, Path::new("gateway.toml")).expect("test config")
 }

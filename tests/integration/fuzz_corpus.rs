@@ -5,7 +5,7 @@
 //! internal error (70) or a panic (101).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use a2a_egress::card;
 use a2a_egress::card::CardPolicy;
@@ -71,7 +71,7 @@ fn the_cli_answers_every_card_corpus_input_with_0_or_65() {
     let dir = tempfile::tempdir().unwrap();
     for (p, _) in corpus("card") {
         for cmd in ["validate", "compile"] {
-            let out = Command::new(env!("CARGO_BIN_EXE_a2a-egress"))
+            let out = crate::common::gateway_cmd()
                 .args([cmd, p.to_str().unwrap()])
                 .current_dir(dir.path())
                 .stdin(Stdio::null())

@@ -3,18 +3,17 @@
 
 use std::time::Duration;
 
+use a2a_egress::testkit::IntegrationToml;
+
 use crate::common::gateway::{GatewayProc, config_head, metric, send_request, sse_events};
 use crate::common::ref_agent::{PARTNER_TOKEN, RefAgent};
 use crate::common::sdk_client::sdk_client;
 
 fn ref_integration(name: &str, agent: &RefAgent, extra: &str) -> String {
-    let u = url::Url::parse(&agent.card_url).unwrap();
-    format!(
-        "\n[[integrations]]\nname = \"{name}\"\ncard = \"{}\"\norigins = [\"{}\"]\n\
-         skills = [\"echo\", \"stream-report\"]\ndata_classes = [\"public\", \"internal\"]\n{extra}\n",
-        agent.card_url,
-        u.origin().ascii_serialization()
-    )
+    IntegrationToml::new(name, &agent.card_url)
+        .skills(&["echo", "stream-report"])
+        .extra(extra)
+        .text()
 }
 
 #[tokio::test]

@@ -7,7 +7,9 @@
 use serde_json::Value;
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{InProcess, config_head, metric, send_request};
+use a2a_egress::testkit::{ConfigToml, IntegrationToml};
+
+use crate::common::gateway::{InProcess, metric, send_request};
 use crate::common::relay::Relay;
 
 #[tokio::test]
@@ -15,12 +17,11 @@ async fn shutdown_lets_calls_in_flight_finish_and_refuses_new_ones() {
     let mut relay = Relay::bind().await;
     let agent = SdkAgent::start(&["--interface-base", &relay.url]);
     relay.forward_to(agent.addr);
-    let config = config_head(&[])
-        + &format!(
-            "\n[[integrations]]\nname = \"held\"\ncard = \"{}\"\norigins = [\"{}\", \"{}\"]\n\
-             skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\n",
-            agent.card_url, agent.base_url, relay.url
-        );
+    let config = ConfigToml::new(&[])
+        .integration(
+            IntegrationToml::new("held", &agent.card_url).origins(&[&agent.base_url, &relay.url]),
+        )
+        .text();
     let mut gw = InProcess::start(&config).await;
     let endpoints = gw.endpoints.clone();
 

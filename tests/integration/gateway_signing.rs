@@ -22,7 +22,7 @@ const JWKS: &str = "/.well-known/jwks.json";
 
 /// `a2a-egress keygen --out DIR/NAME --alg ALG --kid KID`; the public JWK it printed.
 fn keygen(dir: &Path, name: &str, alg: &str, kid: &str) -> Value {
-    let out = Command::new(crate::common::gateway_bin())
+    let out = crate::common::gateway_cmd()
         .args(["keygen", "--alg", alg, "--kid", kid, "--out"])
         .arg(dir.join(name))
         .output()
@@ -124,7 +124,7 @@ fn validate(dir: &Path, card: &Value, origin: &str, jwks: &str) -> (bool, String
         ),
     )
     .unwrap();
-    let out = Command::new(crate::common::gateway_bin())
+    let out = crate::common::gateway_cmd()
         .arg("validate")
         .arg(&card_file)
         .arg("--config")
@@ -553,7 +553,7 @@ async fn the_private_key_appears_in_no_response_log_or_metric() {
     let cfg_path = bad.path().join("gateway.toml");
     std::fs::write(&cfg_path, config(&agent, "signing_key = \"gw.jwk.json\"")).unwrap();
     // Bounded: with the check gone the gateway would start and serve with the key.
-    let mut serve = Command::new(crate::common::gateway_bin())
+    let mut serve = crate::common::gateway_cmd()
         .args(["serve", "--config"])
         .arg(&cfg_path)
         .stdout(std::process::Stdio::null())

@@ -2,6 +2,8 @@
 //! time (rcgen); the integration's `ca_file` makes the gateway trust it, for the card fetch, the
 //! pingora path (unary calls) and the gateway's own client (streams).
 
+use a2a_egress::testkit::IntegrationToml;
+
 use crate::common::SdkAgent;
 use crate::common::gateway::{
     GatewayProc, InProcess, config_head, integration, send_request, sse_events,
@@ -117,11 +119,10 @@ fn split_integration_trusting(
     let ca_file = ca.map_or(String::new(), |ca| {
         format!("ca_file = \"{}\"\n", ca.ca_path.display())
     });
-    format!(
-        "\n[[integrations]]\nname = \"{name}\"\ncard = \"{}\"\norigins = [\"{}\", \"https://{tls}\"]\n\
-         skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\n{ca_file}",
-        agent.card_url, agent.base_url,
-    )
+    IntegrationToml::new(name, &agent.card_url)
+        .origins(&[&agent.base_url, &format!("https://{tls}")])
+        .extra(&ca_file)
+        .text()
 }
 
 /// One decision of which roots verify an agent, for its card fetches and its calls: with the

@@ -5,9 +5,10 @@
 //! and loopback I/O).
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
+
+use a2a_egress::testkit::IntegrationToml;
 
 use crate::common::RefAgent;
 use crate::common::gateway::{GatewayProc, InProcess, config_head, metric, send_request};
@@ -16,11 +17,10 @@ const ECHO_OUTPUT: &str =
     "output_modes = [\"text/plain\"]\n\n[[manifests]]\nid = \"lookup-invoice\"";
 
 fn integration(name: &str, agent: &RefAgent, extra: &str) -> String {
-    format!(
-        "\n[[integrations]]\nname = \"{name}\"\ncard = \"{}\"\norigins = [\"{}\"]\n\
-         skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\n{extra}\n",
-        agent.card_url, agent.base_url
-    )
+    IntegrationToml::new(name, &agent.card_url)
+        .origins(&[&agent.base_url])
+        .extra(extra)
+        .text()
 }
 
 /// A registry copy whose `echo` skill can be broken later, and its agent (reloads on SIGHUP only).
@@ -56,7 +56,7 @@ async fn break_echo(agent: &RefAgent, registry: &Path) {
 fn pin(dir: &Path, config: &str, name: &str) {
     let path = dir.join("gateway.toml");
     std::fs::write(&path, config).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_a2a-egress"))
+    let out = crate::common::gateway_cmd()
         .args(["lock", name, "--config"])
         .arg(&path)
         .output()
@@ -273,7 +273,7 @@ fn verdict_lines(gw: &GatewayProc, name: &str) -> Vec<String> {
 /// through the gateway's log queue a little after the event, in order: so once a later verdict
 /// shows up, any extra line logged before it would already be there (and the wait would fail).
 async fn assert_verdicts(gw: &GatewayProc, name: &str, expected: &[&str]) {
-    let mut seen = Vec::new();
+    let mut seen: Vec<String>;
     crate::assert_eventually!(
         {
             seen = verdict_lines(gw, name);

@@ -690,11 +690,11 @@ async fn access_log_off_writes_no_access_lines_and_text_has_no_colour_codes() {
 #[tokio::test]
 async fn an_unread_stderr_pipe_never_stalls_calls() {
     use std::io::{BufRead as _, BufReader};
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gateway.toml");
     std::fs::write(&path, config_head(&[]) + DOWN).unwrap();
-    let mut child = Command::new(crate::common::gateway_bin())
+    let mut child = crate::common::gateway_cmd()
         .args(["serve", "--config"])
         .arg(&path)
         .env("RUST_LOG", "info")

@@ -7,7 +7,7 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
@@ -167,7 +167,7 @@ fn codes(answer: &Value, name: &str) -> Vec<String> {
 
 /// Runs the real binary; stdout, stderr and the exit code.
 fn cli(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_a2a-egress"))
+    crate::common::gateway_cmd()
         .args(args)
         .current_dir(dir)
         .output()

@@ -4,7 +4,7 @@
 //! (process and loopback I/O).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
@@ -34,7 +34,7 @@ fn config(dir: &Path, agent: &RefAgent, probe_skill: bool) -> PathBuf {
 }
 
 fn a2a_egress(args: &[&str], config: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_a2a-egress"))
+    crate::common::gateway_cmd()
         .args(args)
         .arg("--config")
         .arg(config)

@@ -7,10 +7,11 @@
 //! (process and loopback I/O).
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+use a2a_egress::testkit::{ConfigToml, IntegrationToml};
 
 use crate::common::gateway::{InProcess, config_head, integration, metric, send_request};
 use crate::common::{RefAgent, SdkAgent};
@@ -19,15 +20,13 @@ const TRACE: &str = "https://example.com/ext/trace/v1";
 const VERSION: &str = "version = \"1.4.0\"";
 
 fn config(agent: &RefAgent) -> String {
-    config_head(&[TRACE])
-        + &format!(
-            "\n[[integrations]]\nname = \"finance\"\ncard = \"{}\"\norigins = [\"{}\"]\n\
-             skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\nextensions = [\"{TRACE}\"]\n\
-             [integrations.probe]\nskill = \"echo\"\n\
-             [admin]\nrefresh_min_interval = \"0s\"\n\
-             [probes]\nmin_interval = \"0s\"\nspacing = \"0s\"\n",
-            agent.card_url, agent.base_url
-        )
+    let finance = IntegrationToml::new("finance", &agent.card_url)
+        .origins(&[&agent.base_url])
+        .extra(&format!("extensions = [\"{TRACE}\"]"))
+        .extra("[integrations.probe]\nskill = \"echo\"")
+        .extra("[admin]\nrefresh_min_interval = \"0s\"")
+        .extra("[probes]\nmin_interval = \"0s\"\nspacing = \"0s\"");
+    ConfigToml::new(&[TRACE]).integration(finance).text()
 }
 
 /// The agent on a registry copy it re-reads on SIGHUP.
@@ -43,7 +42,7 @@ fn agent(dir: &Path, edit: impl Fn(String) -> String) -> (RefAgent, std::path::P
 fn pin(dir: &Path, config: &str) {
     let path = dir.join("gateway.toml");
     std::fs::write(&path, config).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_a2a-egress"))
+    let out = crate::common::gateway_cmd()
         .args(["lock", "finance", "--config"])
         .arg(&path)
         .output()

@@ -1,5 +1,5 @@
 //! Property tests of the data plane's request decision against hostile requests (generators from
-//! `common::hostile`): multi-byte, control and bidi text in methods, ids, tenants, paths, media
+//! `a2a_egress::testkit::hostile`): multi-byte, control and bidi text in methods, ids, tenants, paths, media
 //! types and data-class lines; duplicate keys at any depth as raw JSON text; deep nesting; numbers
 //! no float holds.
 //!
@@ -8,21 +8,18 @@
 //! the JSON-RPC route is valid JSON-RPC (`jsonrpc` "2.0", the caller's id or null, an error object
 //! with an integer code); a caller can never change the tenant the profile pins.
 
-use std::sync::Arc;
-
-use a2a_egress::config::{Credential, Integration, StreamingMode};
-use a2a_egress::profile::{Binding, Display, Interface, Profile, SkillProfile};
+use a2a_egress::config::Integration;
+use a2a_egress::profile::{Binding, Profile, SkillProfile};
 use a2a_egress::proxy::body::{BodyError, RpcRequest, parse_jsonrpc, parse_rest_body};
 use a2a_egress::proxy::deny::{Deny, Shape};
 use a2a_egress::proxy::policy::{self, DataClasses, Facts};
 use a2a_egress::proxy::route::{Route, check_path, route};
 use a2a_egress::state::IntegrationState;
-use a2a_egress::state::Upstream;
 use bytes::Bytes;
 use proptest::prelude::*;
 use serde_json::Value;
 
-use crate::common::hostile::{
+use a2a_egress::testkit::hostile::{
     self, Raw, Style, deep_nesting, hostile_media_type, hostile_string, hostile_tenant,
     huge_number, with_duplicate_key,
 };
@@ -47,53 +44,26 @@ fn state(binding: Binding, tenant: Option<&str>) -> IntegrationState {
         Binding::JsonRpc => "http://127.0.0.1:9/jsonrpc",
         Binding::HttpJson => "http://127.0.0.1:9/rest",
     };
-    let integration = Integration {
-        name: "echo".into(),
-        card: "http://127.0.0.1:9/.well-known/agent-card.json".into(),
-        origins: vec!["http://127.0.0.1:9".into()],
-        binding: None,
-        version: None,
-        skills: vec!["echo".into()],
-        scopes: vec![],
-        data_classes: vec!["internal".into(), "public".into()],
-        streaming: StreamingMode::Preferred,
-        extensions: vec![],
-        tenant: None,
-        credential: Credential::None,
-        max_body_bytes: 1 << 20,
-        ca_file: None,
-        forward_headers: vec![],
-        lock: Default::default(),
-        artifacts: None,
-    };
-    let skill = SkillProfile {
-        input: vec!["text/plain".into(), "image/*".into()],
-        output: vec!["text/plain".into()],
-        security: vec![],
-        tags: vec![],
-    };
-    let profile = Profile {
-        verdict: a2a_egress::profile::Verdict::Usable,
-        agent_version: "1".into(),
-        card_digest: "sha256:0".into(),
-        verified_by: None,
-        signature_failed: false,
-        interface: Some(Interface {
-            url: url.into(),
-            binding,
-            version: "1.0".into(),
-            tenant: tenant.map(Into::into),
-        }),
-        offered: Vec::new(),
-        streaming: true,
-        push: false,
-        extended_card: false,
-        extensions: vec![],
-        required_extensions: Vec::new(),
-        skills: [("echo".to_string(), skill)].into(),
-        display: Display::default(),
-    };
-    IntegrationState::from_profile(Arc::new(integration), profile, Ok(Upstream::for_tests(url)))
+    let integration = Integration::builder("echo")
+        .origin("http://127.0.0.1:9")
+        .skills(&["echo"])
+        .data_classes(&["internal", "public"])
+        .max_body_bytes(1 << 20)
+        .build();
+    let profile = Profile::builder()
+        .card_digest("sha256:0")
+        .url(url)
+        .binding(binding)
+        .tenant(tenant)
+        .streaming(true)
+        .skill_with(
+            "echo",
+            SkillProfile::builder()
+                .input(&["text/plain", "image/*"])
+                .build(),
+        )
+        .build();
+    a2a_egress::testkit::state(integration, profile)
 }
 
 static NO_CLASS: DataClasses = DataClasses::Named(Vec::new());

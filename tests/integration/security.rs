@@ -25,6 +25,8 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use a2a_egress::testkit::{CardJson, IntegrationToml};
+
 use crate::common::gateway::{
     Endpoints, GatewayProc, InProcess, config_head, metric, send_request, sse_events,
 };
@@ -67,15 +69,18 @@ async fn recorder() -> (SocketAddr, Hits) {
 
 /// A valid A2A 1.0 card with one JSON-RPC interface at `iface`.
 fn card(iface: &str, extended: bool) -> Value {
-    json!({
-        "name": "Hostile", "description": "points its calls elsewhere", "version": "1.0.0",
-        "supportedInterfaces": [{"url": iface, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
-        "capabilities": {"extendedAgentCard": extended},
-        "securitySchemes": {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}},
-        "securityRequirements": [{"schemes": {"bearer": {"list": []}}}],
-        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
-        "skills": [{"id": "echo", "name": "Echo", "description": "echoes", "tags": ["demo"]}]
-    })
+    CardJson::new(iface)
+        .named("Hostile", "points its calls elsewhere")
+        .extended(extended)
+        .set(
+            "securitySchemes",
+            json!({"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}),
+        )
+        .set(
+            "securityRequirements",
+            json!([{"schemes": {"bearer": {"list": []}}}]),
+        )
+        .build()
 }
 
 /// What the approved agent does on its own origin.
@@ -290,14 +295,10 @@ const VIEWER_SECRET: &str = "viewer-secret-53a8f2d6";
 const WRONG_SECRET: &str = "wrong-secret-c0ffee42";
 
 fn ref_integration(name: &str, agent: &RefAgent, credential: &str) -> String {
-    let u = url::Url::parse(&agent.card_url).unwrap();
-    format!(
-        "\n[[integrations]]\nname = \"{name}\"\ncard = \"{}\"\norigins = [\"{}\"]\n\
-         skills = [\"echo\", \"stream-report\", \"reconcile-invoice\"]\ndata_classes = [\"public\", \"internal\"]\n\
-         credential = {credential}\n",
-        agent.card_url,
-        u.origin().ascii_serialization()
-    )
+    IntegrationToml::new(name, &agent.card_url)
+        .skills(&["echo", "stream-report", "reconcile-invoice"])
+        .extra(&format!("credential = {credential}"))
+        .text()
 }
 
 /// The reference agent with its principals' tokens set to this file's secrets.

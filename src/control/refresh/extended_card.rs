@@ -2,6 +2,7 @@
 //! as a whole replacement of the public card, keep it per credential identity in memory and on
 //! disk (I/O).
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -11,7 +12,7 @@ use super::{Worker, lock};
 use crate::config::{Config, SecretError};
 use crate::control::extended::{CredentialIdentity, ExtendedOutcome};
 use crate::control::fetch::{FetchPolicy, Validators};
-use crate::control::state::SavedCard;
+use crate::control::state_dir::SavedCard;
 use crate::profile::{Interface, Profile};
 use crate::state::{ExtendedCardStatus, ExtendedFallback};
 use crate::types::origin_of_url;
@@ -23,7 +24,7 @@ impl Worker {
     pub(super) async fn extended(
         &self,
         public: Profile,
-        config: &Config,
+        config: &Arc<Config>,
         policy: &FetchPolicy,
         online: bool,
     ) -> (Profile, Option<ExtendedCardStatus>) {
@@ -45,13 +46,12 @@ impl Worker {
             Err(fallback) => return (public, fallback.map(|f| status(Some(f)))),
         };
         let origin = origin_of_url(&iface.url).unwrap_or_default();
-        match crate::card::validate(&bytes, &config.card_policy, Some(&origin)) {
-            Ok(v) => {
+        match super::compile::validate_and_compile(bytes.clone(), origin.clone(), config).await {
+            Ok(p) => {
                 if online {
                     self.persist_extended(&iface.url, &origin, &id, &bytes);
                 }
                 self.inner.extended.put(self.name(), id.clone(), bytes);
-                let p = crate::profile::compile(&v, &config.caps);
                 (p, Some(status(None)))
             }
             Err(e) => {

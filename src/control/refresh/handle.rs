@@ -15,7 +15,7 @@ use crate::config::{Config, Integration};
 use crate::control::extended::ExtendedCache;
 use crate::control::metrics::ControlMetrics;
 use crate::control::schedule::RefreshResult;
-use crate::control::state::StateDir;
+use crate::control::state_dir::StateDir;
 use crate::profile::Profile;
 use crate::state::{
     RefreshAnswer, RefreshHook, RefreshUnavailable, Snapshot, StaleReceiver, Store,

@@ -1,5 +1,5 @@
 //! Last-known-good at the worker level: load the saved card at start (served marked
-//! unrevalidated) and save every good card after a fetch (file I/O through `control::state`; the
+//! unrevalidated) and save every good card after a fetch (file I/O through `control::state_dir`; the
 //! saved files are read on a blocking thread).
 
 use std::time::Duration;
@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use super::step::CachedCard;
 use super::{RefreshError, Worker, fetch_policy, lock};
-use crate::control::state::{SavedCard, StateError};
+use crate::control::state_dir::{SavedCard, StateError};
 
 impl Worker {
     /// Loads and installs the last-known-good card, marked unrevalidated.

@@ -5,9 +5,8 @@
 use std::time::SystemTime;
 
 use super::Worker;
-use crate::control::lockfile;
-use crate::lock::Lock;
-use crate::state::{IntegrationState, LockVerdict, UnreadableLock};
+use crate::lock::{Lock, UnreadableLock, file as lockfile};
+use crate::state::{IntegrationState, LockVerdict};
 
 impl Worker {
     /// This integration's lockfile now: `Ok(None)` without one, `Err` (one line) when unreadable.

@@ -247,15 +247,15 @@ impl Worker {
     pub(super) async fn build(
         &mut self,
         card: &CachedCard,
-        config: &Config,
+        config: &Arc<Config>,
         policy: &FetchPolicy,
         online: bool,
     ) -> Result<IntegrationState, CardErrors> {
-        let validated =
-            crate::card::validate(&card.bytes, &config.card_policy, Some(&card.origin))?;
+        let public =
+            super::compile::validate_and_compile(card.bytes.clone(), card.origin.clone(), config)
+                .await?;
         // Past the only failure: the state returned below is built for this identity.
         self.built_for = Some(self.credential_identity());
-        let public = crate::profile::compile(&validated, &config.caps);
         let (profile, extended) = self.extended(public, config, policy, online).await;
         let integration = self.integration.clone();
         let upstream = match profile.interface.as_ref().filter(|_| profile.is_usable()) {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::lock::{Manifest, StreamingNeed, pin};
-use crate::profile::{Binding, Display, Interface, SkillDisplay, Unusable};
+use crate::profile::{Binding, Interface, Unusable};
 
 const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
@@ -45,75 +45,42 @@ fn bv(binding: Binding) -> BindingVersion {
 
 /// The partner's pricing agent as pinned.
 pub(crate) fn pricing_profile() -> Profile {
-    let skill = |input: &[&str], output: &[&str], security, tags: &[&str]| SkillProfile {
-        input: strings(input),
-        output: strings(output),
-        security,
-        tags: strings(tags),
-    };
-    let shown = |name: &str, description: &str| SkillDisplay {
-        name: name.into(),
-        description: description.into(),
-        examples: vec!["Price LHR-JFK on 2026-10-02".into()],
-    };
-    Profile {
-        verdict: crate::profile::Verdict::Usable,
-        agent_version: "3.2.0".into(),
-        card_digest: A.into(),
-        verified_by: None,
-        signature_failed: false,
-        interface: Some(Interface {
-            url: "https://pricing.partner.example/a2a/jsonrpc".into(),
-            binding: Binding::JsonRpc,
-            version: "1.0".into(),
-            tenant: None,
-        }),
-        offered: vec![bv(Binding::JsonRpc), bv(Binding::HttpJson)],
-        streaming: true,
-        push: false,
-        extended_card: false,
-        extensions: vec![COST.into()],
-        required_extensions: Vec::new(),
-        skills: [
-            (
-                "itinerary-pricing".to_string(),
-                skill(
-                    &["application/json"],
-                    &["application/json"],
-                    vec![
-                        alt("bearer", &["pricing.quote"]),
-                        alt("bearer", &["pricing.admin"]),
-                    ],
-                    &["pricing", "travel"],
-                ),
-            ),
-            (
-                "fare-rules".to_string(),
-                skill(
-                    &["text/plain"],
-                    &["text/markdown", "text/plain"],
-                    vec![],
-                    &["rules"],
-                ),
-            ),
-        ]
-        .into(),
-        display: Display {
-            name: "Pricing Agent".into(),
-            description: "Quotes fares.".into(),
-            skills: [
-                (
-                    "itinerary-pricing".to_string(),
-                    shown("Itinerary pricing", "Prices an itinerary."),
-                ),
-                (
-                    "fare-rules".to_string(),
-                    shown("Fare rules", "Explains fare rules."),
-                ),
-            ]
-            .into(),
-        },
-    }
+    let example = ["Price LHR-JFK on 2026-10-02"];
+    Profile::builder()
+        .agent_version("3.2.0")
+        .card_digest(A)
+        .url("https://pricing.partner.example/a2a/jsonrpc")
+        .offered(&[(Binding::JsonRpc, "1.0"), (Binding::HttpJson, "1.0")])
+        .streaming(true)
+        .extensions(&[COST])
+        .skill_with(
+            "itinerary-pricing",
+            SkillProfile::builder()
+                .input(&["application/json"])
+                .output(&["application/json"])
+                .security(vec![
+                    alt("bearer", &["pricing.quote"]),
+                    alt("bearer", &["pricing.admin"]),
+                ])
+                .tags(&["pricing", "travel"])
+                .build(),
+        )
+        .skill_with(
+            "fare-rules",
+            SkillProfile::builder()
+                .output(&["text/markdown", "text/plain"])
+                .tags(&["rules"])
+                .build(),
+        )
+        .named("Pricing Agent", "Quotes fares.")
+        .skill_display(
+            "itinerary-pricing",
+            "Itinerary pricing",
+            "Prices an itinerary.",
+            &example,
+        )
+        .skill_display("fare-rules", "Fare rules", "Explains fare rules.", &example)
+        .build()
 }
 
 fn lock() -> Lock {
@@ -481,12 +448,7 @@ fn every_rule_between_two_profiles_without_a_lock() {
             |p| {
                 p.skills.insert(
                     "refunds".into(),
-                    SkillProfile {
-                        input: vec![],
-                        output: vec![],
-                        security: vec![],
-                        tags: vec![],
-                    },
+                    SkillProfile::builder().input(&[]).output(&[]).build(),
                 );
             },
             Class::Compatible,

@@ -16,7 +16,6 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::prelude::HttpPeer;
-use pingora::protocols::http::v1::client::HttpSession;
 use pingora::proxy::Session;
 use pingora::{ErrorType, RetryType};
 use tokio::time::Instant;
@@ -25,6 +24,7 @@ use super::{ClientError, Deadline};
 use crate::proxy::call::Client;
 use crate::proxy::limits::UpstreamDeadlines;
 use crate::proxy::upstream::{peer, tls_fault};
+use crate::seam::HttpSession;
 use crate::state::Upstream;
 
 /// Connections tried for one request: a pooled connection the agent closed while it sat idle
@@ -43,7 +43,7 @@ const MAX_INFORMATIONAL: usize = 8;
 /// The request body is always read before a call goes out, so the read is pingora's idle probe
 /// and never takes body bytes.
 pub(super) async fn hung_up(caller: &mut Session) {
-    if let Err(e) = caller.as_downstream_mut().read_body_or_idle(true).await {
+    if let Err(e) = crate::seam::caller_idle(caller).await {
         if matches!(
             e.etype(),
             ErrorType::ConnectionClosed | ErrorType::ReadError
@@ -136,8 +136,7 @@ impl Client {
             .session(peer)
             .await
             .map_err(|e| (Failed::Late(e), false))?;
-        session.read_timeout = Some(idle);
-        session.write_timeout = peer.options.write_timeout;
+        crate::seam::set_client_timeouts(&mut session, idle, peer.options.write_timeout);
         match exchange(&mut session, req, body).await {
             Ok(head) => Ok((session, head)),
             Err(f) => Err((f, reused)),

@@ -13,7 +13,6 @@ use crate::config::Config;
 use crate::profile::{Profile, SkillProfile};
 use crate::proxy::body::parse_jsonrpc;
 use crate::state::LockVerdict;
-use crate::state::Upstream;
 
 const CONFIG: &str = r#"
 [client]
@@ -39,12 +38,7 @@ fn profile(port: u16, output: &str) -> Profile {
     iface.url = format!("http://127.0.0.1:{port}/jsonrpc");
     p.skills = [(
         "echo".to_string(),
-        SkillProfile {
-            input: vec!["text/plain".into()],
-            output: vec![output.into()],
-            security: vec![],
-            tags: vec![],
-        },
+        SkillProfile::builder().output(&[output]).build(),
     )]
     .into();
     p
@@ -55,10 +49,7 @@ fn snapshot(on_breaking: &str, main_output: &str, spare_output: &str) -> Snapsho
     let text = CONFIG.replace("ON_BREAKING", on_breaking);
     let c = Config::parse(&text, std::path::Path::new("g.toml")).unwrap();
     let build = |i: usize, port: u16, output: &str| {
-        let integration = Arc::new(c.integrations[i].clone());
-        let p = profile(port, output);
-        let url = p.interface.as_ref().unwrap().url.clone();
-        IntegrationState::from_profile(integration, p, Ok(Upstream::for_tests(&url)))
+        crate::testkit::state(c.integrations[i].clone(), profile(port, output))
     };
     let pinned = crate::lock::pin(
         &crate::state::manifest_of(&c.integrations[0]),

@@ -3,22 +3,33 @@
 use std::time::{Duration, SystemTime};
 
 use super::*;
-use crate::config::Config;
 use crate::lock::diff::tests::pricing_profile;
 use crate::profile::Profile;
 use crate::state::{NoUpstream, Upstream};
+use crate::testkit::{ConfigToml, IntegrationToml};
 
 const URL: &str = "https://pricing.partner.example/a2a/jsonrpc";
 
 fn integration(extra: &str) -> Arc<crate::config::Integration> {
-    let text = format!(
-        "[[integrations]]\nname = \"pricing\"\ncard = \"https://pricing.partner.example/.well-known/agent-card.json\"\n\
-         origins = [\"https://pricing.partner.example\"]\nskills = [\"itinerary-pricing\"]\nscopes = [\"pricing.quote\"]\n\
-         data_classes = [\"internal\"]\ninput_modes = [\"application/json\"]\noutput_modes = [\"application/json\"]\n{extra}\n\
-         [[integrations]]\nname = \"spare\"\ncard = \"https://spare.example/c\"\norigins = [\"https://spare.example\"]\n\
-         skills = [\"itinerary-pricing\"]\ndata_classes = [\"internal\"]\n"
-    );
-    let c = Config::parse(&text, std::path::Path::new("g.toml")).unwrap();
+    let c = ConfigToml::bare()
+        .integration(
+            IntegrationToml::new(
+                "pricing",
+                "https://pricing.partner.example/.well-known/agent-card.json",
+            )
+            .skills(&["itinerary-pricing"])
+            .data_classes(&["internal"])
+            .extra("scopes = [\"pricing.quote\"]")
+            .extra("input_modes = [\"application/json\"]\noutput_modes = [\"application/json\"]")
+            .extra(extra),
+        )
+        .integration(
+            IntegrationToml::new("spare", "https://spare.example/c")
+                .skills(&["itinerary-pricing"])
+                .data_classes(&["internal"]),
+        )
+        .parse(std::path::Path::new("g.toml"))
+        .unwrap();
     Arc::new(c.integrations[0].clone())
 }
 
@@ -113,7 +124,7 @@ fn breaking_with_fallback_or_warn_keeps_the_status() {
 #[test]
 fn an_unreadable_lockfile_is_breaking() {
     let s = state("", pricing_profile()).with_lock(
-        Err(crate::state::UnreadableLock::Read {
+        Err(crate::lock::UnreadableLock::Read {
             path: "locks/pricing.json".into(),
             source: crate::types::file::FileError::Io {
                 what: "lockfile",
@@ -186,4 +197,19 @@ fn the_verdict_time_is_shown_as_an_rfc3339_string() {
     let at = SystemTime::UNIX_EPOCH + Duration::from_millis(1_796_128_496_789);
     let v = serde_json::to_value(LockState::unpinned(at)).unwrap();
     assert_eq!(v["at"], "2026-12-01T12:34:56.789Z", "{v}");
+}
+
+#[test]
+fn the_manifest_is_the_integrations_workflow() {
+    use crate::lock::StreamingNeed;
+    use crate::state::manifest_of;
+    let text = "[[integrations]]\nname=\"a\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\", \"t\"]\nscopes=[\"x\"]\ndata_classes=[\"p\"]\nstreaming=\"required\"\ninput_modes=[\"application/json\"]\n";
+    let c = crate::config::Config::parse(text, std::path::Path::new("g.toml")).unwrap();
+    let m = manifest_of(&c.integrations[0]);
+    assert_eq!(m.agent, "https://a.example/c");
+    assert_eq!(m.skills, ["s", "t"]);
+    assert_eq!(m.scopes, ["x"]);
+    assert_eq!(m.streaming, StreamingNeed::Required);
+    assert_eq!(m.input_modes, ["application/json"]);
+    assert!(m.output_modes.is_empty());
 }

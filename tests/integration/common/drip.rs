@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use a2a_egress::testkit::CardJson;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
@@ -100,19 +101,18 @@ fn card(base: &str, binding: Binding) -> Vec<u8> {
         Binding::JsonRpc => (format!("{base}/jsonrpc"), "JSONRPC"),
         Binding::Rest => (format!("{base}/rest"), "HTTP+JSON"),
     };
-    json!({
-        "name": "dripping agent",
-        "description": "answers one byte at a time",
-        "supportedInterfaces": [{"url": url, "protocolBinding": binding, "protocolVersion": "1.0"}],
-        "version": "1.0.0",
-        "capabilities": {"streaming": true, "pushNotifications": false, "extendedAgentCard": false},
-        "defaultInputModes": ["text/plain"],
-        "defaultOutputModes": ["text/plain"],
-        "skills": [{"id": "echo", "name": "echo", "description": "echo", "tags": ["test"],
-                    "inputModes": ["text/plain"]}]
-    })
-    .to_string()
-    .into_bytes()
+    CardJson::new(&url)
+        .named("dripping agent", "answers one byte at a time")
+        .binding(binding)
+        .streaming(true)
+        .capability("pushNotifications", json!(false))
+        .extended(false)
+        .skills(
+            json!([{"id": "echo", "name": "echo", "description": "echo", "tags": ["test"],
+                        "inputModes": ["text/plain"]}]),
+        )
+        .text()
+        .into_bytes()
 }
 
 /// Reads one request: its head and its `Content-Length` body; `None` when the peer closed first.

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use a2a_egress::testkit::{ConfigToml, IntegrationToml};
 use serde_json::{Value, json};
 
 use super::ChildGuard;
@@ -18,24 +19,16 @@ use super::ChildGuard;
 const START_DEADLINE: Duration = Duration::from_secs(60);
 /// Longest wait for an in-process gateway to stop when its handle is dropped.
 const STOP_DEADLINE: Duration = Duration::from_secs(40);
-/// The `[listen]`/`[client]`/`[policy]` head used by the tests; integrations are appended.
+/// The `[listen]`/`[client]`/`[policy]` head used by the tests; integrations are appended
+/// (the test kit's [`ConfigToml`] head, as text).
 pub fn config_head(extensions: &[&str]) -> String {
-    format!(
-        "[listen]\nproxy = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n\
-         [client]\nbindings = [\"JSONRPC\", \"HTTP+JSON\"]\nversions = [\"1.0\"]\nextensions = {}\nallow_plain_http = true\n\
-         [policy]\ndefault_data_class = \"internal\"\n",
-        serde_json::to_string(extensions).unwrap()
-    )
+    ConfigToml::new(extensions).text()
 }
 
-/// One `[[integrations]]` table for an agent whose card is at `card_url`; `extra` adds TOML lines.
+/// One `[[integrations]]` table for an agent whose card is at `card_url`; `extra` adds TOML lines
+/// (the test kit's [`IntegrationToml`] defaults, as text).
 pub fn integration(name: &str, card_url: &str, extra: &str) -> String {
-    let u = url::Url::parse(card_url).expect("card URL");
-    let origin = u.origin().ascii_serialization();
-    format!(
-        "\n[[integrations]]\nname = \"{name}\"\ncard = \"{card_url}\"\norigins = [\"{origin}\"]\n\
-         skills = [\"echo\"]\ndata_classes = [\"public\", \"internal\"]\n{extra}\n"
-    )
+    IntegrationToml::new(name, card_url).extra(extra).text()
 }
 
 /// Where a running gateway listens, and the calls tests make to it.
@@ -171,12 +164,32 @@ impl GatewayProc {
         config: &str,
         env: &[(&str, &str)],
     ) -> GatewayProc {
+        Self::start_wrapped(dir, config, env, &[]).await
+    }
+
+    /// As [`start_in`](Self::start_in), run by `wrapper` (a command and its arguments that end
+    /// by running the rest of their command line, e.g. `taskset -c 0`).
+    pub async fn start_wrapped(
+        dir: tempfile::TempDir,
+        config: &str,
+        env: &[(&str, &str)],
+        wrapper: &[&str],
+    ) -> GatewayProc {
         let path = dir.path().join("gateway.toml");
         std::fs::write(&path, config).expect("writing the config");
-        let mut cmd = Command::new(super::gateway_bin());
+        let mut cmd = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg(super::gateway_bin());
+                cmd
+            }
+            None => super::gateway_cmd(),
+        };
         cmd.arg("serve").arg("--config").arg(&path);
-        // Before `env`, so a test can ask for another log level.
+        // Before `env`, so a test can ask for another log level; the thread count is the
+        // config's or the CPUs' unless a test sets it (not the environment the suite runs in).
         cmd.env("RUST_LOG", "info");
+        cmd.env_remove("TOKIO_WORKER_THREADS");
         for (k, v) in env {
             cmd.env(k, v);
         }

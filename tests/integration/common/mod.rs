@@ -10,11 +10,11 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod agent_bin;
+pub mod control;
 pub mod drip;
 pub mod eventually;
 pub mod gateway;
 pub mod host;
-pub mod hostile;
 pub mod process;
 pub mod raw_agent;
 pub mod ref_agent;
@@ -39,4 +39,10 @@ pub fn gateway_bin() -> PathBuf {
     std::env::var_os("A2A_EGRESS_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_a2a-egress")))
+}
+
+/// The one way tests run the gateway binary (any subcommand): a command for [`gateway_bin`].
+/// `GatewayProc` runs `serve` through it; tests of the other subcommands add their arguments.
+pub fn gateway_cmd() -> std::process::Command {
+    std::process::Command::new(gateway_bin())
 }

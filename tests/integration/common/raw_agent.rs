@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use serde_json::{Value, json};
+use a2a_egress::testkit::CardJson;
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Largest request the agent reads (the card fetch and the gateway's calls are small).
@@ -97,14 +98,11 @@ fn card(addr: SocketAddr, rest: bool) -> String {
     } else {
         ("rpc", "JSONRPC")
     };
-    json!({
-        "name": "Raw", "description": "answers whatever the test says", "version": "1.0.0",
-        "supportedInterfaces": [{"url": format!("http://{addr}/{path}"), "protocolBinding": binding, "protocolVersion": "1.0"}],
-        "capabilities": {"streaming": true},
-        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
-        "skills": [{"id": "echo", "name": "Echo", "description": "echoes", "tags": ["demo"]}]
-    })
-    .to_string()
+    CardJson::new(&format!("http://{addr}/{path}"))
+        .named("Raw", "answers whatever the test says")
+        .binding(binding)
+        .streaming(true)
+        .text()
 }
 
 async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<RawRequest> {

@@ -7,11 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use super::{EXIT_INVALID, EXIT_USAGE, load_config};
 use crate::card::CardPolicy;
-use crate::lock::{self, Verdict};
+use crate::cli::{EXIT_INVALID, EXIT_USAGE, load_config};
+use crate::lock::{self, UnreadableLock, Verdict};
 use crate::profile::{ClientCaps, Profile};
-use crate::state::UnreadableLock;
 
 /// Arguments of `a2a-egress diff`.
 #[derive(Debug, clap::Args)]
@@ -56,7 +55,7 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
         let new = profile_of(&a.new, &caps, &policy)?;
         let lock = match &a.lock {
             None => None,
-            Some(p) => match crate::control::lockfile::read(p) {
+            Some(p) => match lock::file::read(p) {
                 Ok(Some(l)) => Some(l),
                 Ok(None) => {
                     return Err(anyhow::anyhow!("{}: no such lockfile", p.display()));
@@ -93,7 +92,7 @@ pub(super) fn print_verdict(v: &Verdict) {
 /// A card (validated and compiled with `caps`) or a profile as `compile` prints it.
 fn profile_of(path: &Path, caps: &ClientCaps, policy: &CardPolicy) -> anyhow::Result<Profile> {
     let name = path.display().to_string();
-    let bytes = super::read_card_file(path, policy.max_card_bytes)?;
+    let bytes = crate::cli::read_card_file(path, policy.max_card_bytes)?;
     let looks_like_profile = serde_json::from_slice::<serde_json::Value>(&bytes)
         .ok()
         .and_then(|v| {
@@ -110,7 +109,7 @@ fn profile_of(path: &Path, caps: &ClientCaps, policy: &CardPolicy) -> anyhow::Re
             .into()
         });
     }
-    let validated = super::guard::contain(|| crate::card::validate(&bytes, policy, None))
+    let validated = crate::cli::guard::contain(|| crate::card::validate(&bytes, policy, None))
         .map_err(|p| anyhow::anyhow!("internal error while checking {name}: {}", p.description))?
         .map_err(|errors| InputError::Card {
             path: name.clone(),

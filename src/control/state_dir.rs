@@ -11,9 +11,7 @@
 //! warning and ignores it. A card loaded from disk is still validated and compiled like a fetched
 //! one, and is served marked "not yet revalidated" until the first successful fetch.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -125,53 +123,11 @@ fn digest(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
-/// Writes `bytes` to `path` atomically: a temp file in the same directory, `fsync`, `rename` over
-/// `path`, then `fsync` of the directory so the rename itself survives a crash. A reader sees the
-/// old file or the new one, never a mix; on failure the temp file is removed and `path` is as it was.
-/// The last-known-good cards and the lockfiles are both written through here.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StateError> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    let tmp = dir.join(format!(
-        ".{}.{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-        std::process::id(),
-        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let io = |p: &Path| {
-        let p = p.to_owned();
-        move |source| StateError::Io { path: p, source }
-    };
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(io(&tmp))?;
-        f.write_all(bytes).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
-        drop(f);
-        std::fs::rename(&tmp, path).map_err(io(path))?;
-        // The rename is only durable once the directory entry is.
-        std::fs::File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(&dir))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
-
 /// The state directory.
 #[derive(Debug, Clone)]
 pub struct StateDir {
     dir: PathBuf,
 }
-
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl StateDir {
     /// Uses `dir`, creating it (and its parents) if missing.
@@ -260,7 +216,15 @@ impl StateDir {
 
     fn save_to(&self, path: &Path, card: &SavedCard) -> Result<(), StateError> {
         let json = serde_json::to_vec_pretty(card).expect("SavedCard serialises");
-        write_atomic(path, &json)
+        use crate::types::file::{FileError, write_atomic};
+        write_atomic(path, &json, "state file").map_err(|e| match e {
+            FileError::Write { path, source, .. } => StateError::Io { path, source },
+            // `write_atomic` fails only with `Write`; anything else is passed on as it is.
+            other => StateError::Io {
+                path: path.to_owned(),
+                source: std::io::Error::other(other),
+            },
+        })
     }
 
     /// Loads an integration's record: `Ok(None)` when there is none, [`StateError::Corrupt`] when

@@ -1,16 +1,42 @@
 //! Lockfiles on disk: one per integration, `locks/<integration>.json` in the config file's folder
-//! (file I/O; read through the one bounded reader, [`crate::types::file`]). Written atomically
-//! through the same writer as the last-known-good cards, so a reader (the gateway re-reads the
-//! file on every profile change) sees the old lock or the new.
+//! (file I/O, the lockfile feature's only I/O; read through the one bounded reader and written
+//! through the one atomic writer of [`crate::types::file`], the writer of the last-known-good
+//! cards too, so a reader (the gateway re-reads the file on every profile change) sees the old
+//! lock or the new).
 
 use std::path::{Path, PathBuf};
 
-use crate::control::state::{StateError, write_atomic};
-use crate::lock::{Lock, wire};
-use crate::state::UnreadableLock;
+use super::{Lock, LockError, wire};
+use crate::types::file::{FileError, write_atomic};
 
 /// The folder of lockfiles, relative to the config file's folder.
 pub const LOCKS_DIR: &str = "locks";
+
+/// Why an integration's lockfile could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum UnreadableLock {
+    /// The file exists but could not be read (not a regular file, over its cap, an I/O error).
+    #[error("{source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why it could not be read.
+        source: FileError,
+    },
+    /// The file is not a valid lockfile (the message names the file and the field).
+    #[error(transparent)]
+    Invalid(#[from] LockError),
+}
+
+impl UnreadableLock {
+    /// Bounded label for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            UnreadableLock::Read { .. } => "read",
+            UnreadableLock::Invalid(e) => e.kind(),
+        }
+    }
+}
 
 /// Errors reading or writing a lockfile.
 #[derive(Debug, thiserror::Error)]
@@ -18,9 +44,10 @@ pub enum LockFileError {
     /// The file could not be read, or is not a valid lockfile.
     #[error(transparent)]
     Unreadable(#[from] UnreadableLock),
-    /// The file could not be written (atomically: the old file, if any, is unchanged).
-    #[error("cannot write the lockfile: {0}")]
-    Write(#[from] StateError),
+    /// The file or its folder could not be written (atomically: the old file, if any, is
+    /// unchanged).
+    #[error(transparent)]
+    Write(FileError),
 }
 
 impl LockFileError {
@@ -62,12 +89,15 @@ pub fn read(path: &Path) -> Result<Option<Lock>, UnreadableLock> {
 /// Writes `lock` to `path` atomically, creating the folder when missing.
 pub fn write(path: &Path, lock: &Lock) -> Result<(), LockFileError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| StateError::Io {
-            path: dir.to_owned(),
-            source,
+        std::fs::create_dir_all(dir).map_err(|source| {
+            LockFileError::Write(FileError::Write {
+                what: "lockfile folder",
+                path: dir.to_owned(),
+                source,
+            })
         })?;
     }
-    Ok(write_atomic(path, wire::to_json(lock).as_bytes())?)
+    write_atomic(path, wire::to_json(lock).as_bytes(), "lockfile").map_err(LockFileError::Write)
 }
 
 #[cfg(test)]
@@ -113,20 +143,5 @@ mod tests {
         let e = e.to_string();
         assert!(e.starts_with(&path.display().to_string()), "{e}");
         assert!(e.contains("agent: invalid type"), "{e}");
-    }
-
-    #[test]
-    fn the_manifest_is_the_integrations_workflow() {
-        use crate::lock::StreamingNeed;
-        use crate::state::manifest_of;
-        let text = "[[integrations]]\nname=\"a\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\", \"t\"]\nscopes=[\"x\"]\ndata_classes=[\"p\"]\nstreaming=\"required\"\ninput_modes=[\"application/json\"]\n";
-        let c = crate::config::Config::parse(text, Path::new("g.toml")).unwrap();
-        let m = manifest_of(&c.integrations[0]);
-        assert_eq!(m.agent, "https://a.example/c");
-        assert_eq!(m.skills, ["s", "t"]);
-        assert_eq!(m.scopes, ["x"]);
-        assert_eq!(m.streaming, StreamingNeed::Required);
-        assert_eq!(m.input_modes, ["application/json"]);
-        assert!(m.output_modes.is_empty());
     }
 }

@@ -1,0 +1,49 @@
+//! The test kit: builders with defaults for the values tests spell out again and again (no I/O).
+//!
+//! Unit tests (`cfg(test)`) and the integration tests (`tests/integration`, which link the library
+//! with the `testkit` feature through the crate's self dev-dependency) build their fixtures here,
+//! so adding a field to [`Profile`](crate::profile::Profile) or
+//! [`Integration`](crate::config::Integration) means editing one builder, not every test file:
+//! - [`Profile::builder`](crate::profile::Profile::builder) and [`SkillBuilder`]: compiled profiles;
+//! - [`Integration::builder`](crate::config::Integration::builder): validated `[[integrations]]`
+//!   entries, without parsing TOML;
+//! - [`ConfigToml`] and [`IntegrationToml`]: config *text* (what the gateway reads from disk),
+//!   and [`ConfigToml::parse`] for a validated [`Config`](crate::config::Config);
+//! - [`CardJson`]: Agent Card JSON as an agent serves it;
+//! - [`state`]: an [`IntegrationState`](crate::state::IntegrationState) from the two builders;
+//! - [`hostile`]: the one set of hostile-input generators (proptest strategies).
+//!
+//! Off by default (`testkit` feature): the shipped binary holds none of it. Test code may use any
+//! layer, so the kit sits beside the layers rather than in one (`scripts/check-layers.sh`).
+
+mod card;
+mod config;
+pub mod hostile;
+mod integration;
+mod profile;
+
+pub use card::CardJson;
+pub use config::{ConfigToml, IntegrationToml};
+pub use integration::IntegrationBuilder;
+pub use profile::{ProfileBuilder, SkillBuilder};
+
+use std::sync::Arc;
+
+use crate::config::Integration;
+use crate::profile::Profile;
+use crate::state::{IntegrationState, Upstream};
+
+/// A usable state of `integration` serving `profile`, its upstream prepared (without I/O) for the
+/// profile's interface URL.
+pub fn state(integration: Integration, profile: Profile) -> IntegrationState {
+    let url = profile
+        .interface
+        .as_ref()
+        .map(|i| i.url.clone())
+        .expect("a usable profile has an interface");
+    IntegrationState::from_profile(
+        Arc::new(integration),
+        profile,
+        Ok(Upstream::for_tests(&url)),
+    )
+}
