@@ -23,8 +23,9 @@
 # Every `crate::…` and `super::…` path in code counts (comments and string literals do not),
 # grouped imports included. Test code (`#[cfg(test)]` modules and the files they load) may use
 # any layer: a test may assemble the layers above to check a property end to end. The test kit
-# (`src/testkit/`, compiled only for tests: `#[cfg(any(test, feature = "testkit"))]`) is test code
-# too, and no module outside test code may use it.
+# (`src/testkit/`, compiled only for tests: `#[cfg(any(test, feature = "testkit"))]`, that feature
+# by name; any other feature is not test code) is test code too, and no module outside test code
+# may use it.
 #
 # The reference agent (agent/src, crate a2a-agent) is no layer of the gateway: it sits beside it
 # and uses the gateway's library (`a2a_egress::…`) only for what both products share, the layers
@@ -130,16 +131,19 @@ def mask(text):
     return "".join(out)
 
 
-# `#[cfg(test)]`, or the test kit's `#[cfg(any(test, feature = "testkit"))]` (matched on masked
-# code, where the feature's name is blanked: `any(test, feature = …)` counts as test code).
-TEST_CFG = r'#\[cfg\((?:test|any\(test,\s*feature\s*=\s*[^)]*\))\)\]'
+# `#[cfg(test)]`, or the test kit's `#[cfg(any(test, feature = "testkit"))]`, and nothing else:
+# matched on the file's text as written (masking blanks the feature's name, so on masked code any
+# `any(test, feature = …)`, `mimalloc` too, would count as test code), at a position masking
+# kept (an attribute, not text inside a comment or a string).
+TEST_CFG = r'#\[cfg\((?:test|any\(test,\s*feature\s*=\s*"testkit"\s*\))\)\]'
 
 
-def drop_test_modules(code):
-    """Blanks `#[cfg(test)] mod x { … }` blocks; returns the code and the names of
-    `#[cfg(test)] mod x;` declarations (test code in other files)."""
-    test_files = re.findall(TEST_CFG + r"\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", code)
-    for m in reversed(list(re.finditer(TEST_CFG + r"\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", code))):
+def drop_test_modules(code, text):
+    """Blanks `#[cfg(test)] mod x { … }` blocks of `code` (`text` masked); returns the code and
+    the names of `#[cfg(test)] mod x;` declarations (test code in other files)."""
+    in_code = lambda m: code[m.start()] == "#"
+    test_files = [m.group(1) for m in re.finditer(TEST_CFG + r"\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", text) if in_code(m)]
+    for m in reversed([m for m in re.finditer(TEST_CFG + r"\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", text) if in_code(m)]):
         depth, j = 0, m.end() - 1
         while j < len(code):
             if code[j] == "{": depth += 1
@@ -209,7 +213,8 @@ def load(files):
     only tests load."""
     sources, test_files = {}, set()
     for f in files:
-        code, tests = drop_test_modules(mask(f.read_text()))
+        text = f.read_text()
+        code, tests = drop_test_modules(mask(text), text)
         sources[f] = code
         for t in tests:
             base = f.parent if f.name in ("mod.rs", "lib.rs", "main.rs") else f.with_suffix("")
