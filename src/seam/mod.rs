@@ -19,8 +19,10 @@
 //! (`cli::serve`). `scripts/check-layers.sh` fails on a `pingora` path outside this module other
 //! than the `ProxyHttp` surface: `pingora::proxy::{ProxyHttp, Session, FailToProxy}`,
 //! `pingora::http::{RequestHeader, ResponseHeader}`, `pingora::prelude::HttpPeer` and
-//! `pingora::{Error, ErrorType, OrErr, Result, RetryType}`; and on `as_downstream` (pingora's
-//! session internals) outside it.
+//! `pingora::{Error, ErrorType, OrErr, Result, RetryType}`; on an alias of a pingora path
+//! (`use pingora… as`, `extern crate pingora… as`); and on pingora's session internals
+//! (`as_downstream`, `downstream_session`, and the calls wrapped here, which `Session`'s `Deref`
+//! reaches) outside it.
 //!
 //! # Upgrade checklist
 //!
