@@ -42,6 +42,7 @@
 //! | 9 | a [`CaType`] built from [`WrappedX509`] roots is what the connector verifies an agent's certificate against ([`load_native_certs`] the platform's) | `state::upstream`, `state::trust` | `seam::tests::a_peers_own_roots_are_what_its_certificate_is_checked_against`, `tests/integration/gateway_tls.rs::calls_reach_an_https_agent_trusted_through_ca_file` |
 //! | 10 | raw traffic (request and answer headers and bodies, the caller's and the agent's) reaches pingora's logs only at DEBUG or finer under `pingora_core::protocols` and `pingora_proxy`, and at TRACE elsewhere in `pingora_core` ([`RAW_TRAFFIC_TARGETS`]); `log` records keep their module as target | `cli::serve` | `cli::serve::tests::pingora_events_that_carry_raw_requests_are_dropped_at_any_filter`, `tests/integration/security.rs::raw_traffic_never_reaches_the_log_at_any_level` |
 //! | 11 | a session released for a peer is not handed to a peer that differs only by its trust group ([`set_trust_group`], pingora's `group_key`), and is to one of the same group: the pool's key ignores a peer's CA roots, so the group is what keeps agents trusted differently apart | `proxy::upstream` | `seam::tests::the_pool_keeps_trust_groups_apart` |
+//! | 12 | a request body with invalid chunked framing fails `read_request_body` with pingora's `InvalidChunk` error type ([`is_invalid_body_framing`]) | `proxy::gateway` | `seam::tests::an_invalid_chunked_body_is_a_framing_error`, `tests/integration/gateway_hostile_requests.rs::a_malformed_chunked_body_is_refused_400_and_closes_the_connection` |
 //!
 //! The `ProxyHttp` surface itself (the hooks `proxy::gateway` implements) is pingora's public
 //! API and stays where it is used.
@@ -144,6 +145,13 @@ pub fn set_write_timeout(session: &mut Session, timeout: Duration) {
 /// Answers `Expect: 100-continue` (assumption 7).
 pub async fn write_continue(session: &mut Session) -> pingora::Result<()> {
     session.as_downstream_mut().write_continue_response().await
+}
+
+/// Whether `e`, from reading a request body, says the body's framing is invalid (a malformed
+/// chunk size, chunk extensions over pingora's limit): the caller's fault, and the rest of the
+/// connection is unreadable (assumption 12).
+pub fn is_invalid_body_framing(e: &pingora::Error) -> bool {
+    e.etype() == &pingora::ErrorType::Custom("InvalidChunk")
 }
 
 /// Puts `peer` in the connection pool's trust group `group` (assumption 11): a pooled connection

@@ -423,6 +423,20 @@ async fn a_peers_own_roots_are_what_its_certificate_is_checked_against() {
     assert_eq!(e.etype(), &ErrorType::TLSHandshakeFailure, "{e}");
 }
 
+/// Assumption 12.
+#[tokio::test]
+async fn an_invalid_chunked_body_is_a_framing_error() {
+    let raw =
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n";
+    let (_client, mut session) = session_with(raw).await;
+    let e = bounded("body", session.read_request_body())
+        .await
+        .expect_err("a chunk size that is not hex");
+    assert!(is_invalid_body_framing(&e), "{e}");
+    let refused = pingora::Error::explain(ErrorType::ConnectionClosed, "caller hung up");
+    assert!(!is_invalid_body_framing(&refused));
+}
+
 /// Assumption 8.
 #[test]
 fn the_etag_comparison_is_weak() {
