@@ -219,7 +219,12 @@ pub fn parse_jsonrpc(body: &Bytes) -> Result<RpcRequest, RpcError> {
 /// Parses an HTTP+JSON request body (empty or only whitespace: no facts). `sends_message` is
 /// whether the route is `message:send`/`message:stream`, whose parts policy checks.
 pub fn parse_rest_body(body: &[u8], sends_message: bool) -> Result<RequestFacts, BodyError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
+    // JSON's own whitespace only: a form feed (which `is_ascii_whitespace` counts) is not JSON,
+    // so a body of form feeds is refused as one, not passed on as empty.
+    if body
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
         return Ok(RequestFacts::default());
     }
     parse::rest(body, sends_message)
@@ -309,10 +314,27 @@ mod tests {
             rpc(&bodies[6]).unwrap().forward_body(Some("t1")).unwrap(),
             r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","p\u0061rams":{"tenant":"t1"}}"#
         );
-        for rest in ["\x0c", " \t\r\n", ""] {
+        for rest in [" \t\r\n", ""] {
             assert_eq!(
                 parse_rest_body(rest.as_bytes(), true),
                 Ok(RequestFacts::default())
+            );
+        }
+    }
+
+    /// Only JSON's whitespace makes an empty HTTP+JSON body: a form feed or a vertical tab
+    /// (ASCII whitespace, not JSON's) is refused like any other text that is not JSON.
+    #[test]
+    fn a_body_of_form_feeds_is_not_an_empty_body() {
+        for not_json in ["\x0c", " \x0c\n", "\x0b"] {
+            assert_eq!(
+                parse_rest_body(not_json.as_bytes(), true),
+                Err(BodyError::Parse),
+                "{not_json:?}"
+            );
+            assert_eq!(
+                reference_rest(not_json.as_bytes(), true),
+                Err(BodyError::Parse)
             );
         }
     }
