@@ -6,6 +6,9 @@
 //!   shaping — for a
 //!   1 KB and a 10 KB body (goal: at most 5 µs at 1 KB); `…_tenant` does the same with the
 //!   tenant spliced in;
+//! - `body/…`: the body parse alone (`parse_jsonrpc`, `parse_rest_body`) on the 1 KB and 10 KB
+//!   bodies above and on a 64 KB one whose metadata holds many small objects and numbers (what
+//!   a parse that visits every value pays for);
 //! - `snapshot/{1,100,1000}`: the per-request snapshot load and lookup, and installing one
 //!   integration's new state (what a refresh does), at 1, 100 and 1,000 integrations;
 //! - `lock/diff`: judging a compiled profile against its lockfile, and two profiles against
@@ -24,7 +27,7 @@ use a2a_egress::card;
 use a2a_egress::config::{Config, Integration};
 use a2a_egress::lock;
 use a2a_egress::profile::{self, Profile};
-use a2a_egress::proxy::body::parse_jsonrpc;
+use a2a_egress::proxy::body::{parse_jsonrpc, parse_rest_body};
 use a2a_egress::proxy::card::{effective_card, served_card};
 use a2a_egress::proxy::policy::{self, DataClasses, Facts};
 use a2a_egress::proxy::route::{check_path, route};
@@ -174,6 +177,39 @@ fn bench_request(c: &mut Criterion) {
     g.finish();
 }
 
+/// A `SendMessage` of about 64 KB whose metadata holds many small objects with numbers.
+fn metadata_heavy() -> Bytes {
+    let item = r#"{"k":"abc","n":12345,"f":0.5,"e":"\u00e9"}"#;
+    let items = vec![item; 64 * 1024 / (item.len() + 1)].join(",");
+    Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":"m","method":"SendMessage","params":{{"message":{{"messageId":"m","role":"ROLE_USER","parts":[{{"text":"hi"}}],"metadata":{{"items":[{items}]}}}}}}}}"#
+    ))
+}
+
+fn bench_body(c: &mut Criterion) {
+    let mut g = c.benchmark_group("body");
+    let bodies = [
+        ("1k", send_message(1024)),
+        ("10k", send_message(10 * 1024)),
+        ("64k_objects", metadata_heavy()),
+    ];
+    for (label, body) in &bodies {
+        assert!(parse_jsonrpc(body).is_ok());
+        g.bench_function(format!("jsonrpc_{label}"), |b| {
+            b.iter(|| parse_jsonrpc(black_box(body)))
+        });
+    }
+    let rest = Bytes::from(
+        json!({"tenant": "t", "message": {"messageId": "m-1", "role": "ROLE_USER",
+            "parts": [{"text": "x".repeat(900)}, {"data": {"a": [1, 2.5, null]}}]}})
+        .to_string(),
+    );
+    g.bench_function("rest_1k", |b| {
+        b.iter(|| parse_rest_body(black_box(&rest), true))
+    });
+    g.finish();
+}
+
 fn bench_snapshot(c: &mut Criterion) {
     let mut g = c.benchmark_group("snapshot");
     for n in [1, 100, 1000] {
@@ -265,6 +301,7 @@ fn bench_card(c: &mut Criterion) {
 criterion_group!(
     benches,
     bench_request,
+    bench_body,
     bench_snapshot,
     bench_lock,
     bench_card

@@ -57,7 +57,12 @@ fi
 
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 say "building release binaries (a2a-egress, a2a-agent, benches/bare_pingora.rs)"
-cargo build --release --locked --quiet --bin a2a-egress --example bare-pingora
+# The gateway in a cargo call of its own: an example in the same call turns on the dev-dependencies,
+# and the self dev-dependency's `testkit` feature would then be unified into the binary measured
+# here (`cargo +nightly build --unit-graph --release --bin a2a-egress --example bare-pingora`
+# shows it), so it would not be the binary that ships.
+cargo build --release --locked --quiet --bin a2a-egress
+cargo build --release --locked --quiet --example bare-pingora
 cargo build --release --locked --quiet -p a2a-agent --bin a2a-agent
 
 if [ -n "$ONLY_INSTRUCTIONS" ]; then
@@ -77,8 +82,9 @@ if [ -n "$QUICK" ]; then CRIT=(--warm-up-time 0.5 --measurement-time 1); else CR
 cargo bench --locked --quiet --bench compile --bench policy -- "${CRIT[@]}" >"$TARGET/criterion-run.log" 2>&1 \
     || { tail -n 30 "$TARGET/criterion-run.log" >&2; exit 1; }
 
-# The same gateway on the system allocator (benches/system_alloc.rs: the library built once, only
-# the binary's allocator differs), for the side-by-side rows.
+# The same gateway on the system allocator (benches/system_alloc.rs: the binary's allocator
+# differs; being an example, its library is built with `testkit`, code the gateway never runs),
+# for the side-by-side rows.
 say "building the system-allocator gateway (benches/system_alloc.rs)"
 cargo build --release --locked --quiet --example a2a-egress-system-alloc
 

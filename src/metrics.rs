@@ -4,7 +4,10 @@
 //! listener. Names are `a2a_egress_<thing>_<unit>`; label values come only from enums and from
 //! integration names in the validated config (unknown routes are labelled `""`), never from raw
 //! paths or agent-supplied strings, so cardinality is bounded by the config.
-//! Other components register their own metrics on [`Metrics::registry`] with the same naming rules.
+//! Other components (the control plane's [`crate::control::metrics::ControlMetrics`]) register
+//! their own metrics on [`Metrics::registry`] with the same naming rules and through the same
+//! functions ([`counter`], [`counters`], [`gauge`], [`gauges`], [`float_gauges`], [`histograms`],
+//! [`register`] for a collector of their own): one way to create and register a metric.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -12,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use arc_swap::ArcSwap;
 use prometheus::core::{Collector, MetricVec, MetricVecBuilder};
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
@@ -61,9 +64,10 @@ pub const INVALID_ANSWER_REASONS: [&str; 7] = [
     "redirect",
 ];
 
-/// Registers `metric` on `registry`. The names and labels are constants of this file, unique
-/// and valid, so neither step can fail at run time (the unit test below renders them all).
-fn register<C>(registry: &Registry, metric: prometheus::Result<C>) -> C
+/// Registers `metric` on `registry`. Every name and label is a constant of the code that
+/// registers it, unique and valid, so neither step can fail at run time (the unit tests here and
+/// in `control::metrics` register and render them all).
+pub fn register<C>(registry: &Registry, metric: prometheus::Result<C>) -> C
 where
     C: prometheus::core::Collector + Clone + 'static,
 {
@@ -75,29 +79,34 @@ where
 }
 
 /// A registered counter without labels.
-fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
+pub fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
     register(registry, IntCounter::new(name, help))
 }
 
 /// A registered counter family.
-fn counters(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+pub fn counters(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     register(registry, IntCounterVec::new(Opts::new(name, help), labels))
 }
 
 /// A registered histogram family with `buckets` (seconds) by integration.
-fn histograms(registry: &Registry, name: &str, help: &str, buckets: &[f64]) -> HistogramVec {
+pub fn histograms(registry: &Registry, name: &str, help: &str, buckets: &[f64]) -> HistogramVec {
     let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
     register(registry, HistogramVec::new(opts, &["integration"]))
 }
 
 /// A registered gauge without labels.
-fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
+pub fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
     register(registry, IntGauge::new(name, help))
 }
 
 /// A registered gauge family.
-fn gauges(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+pub fn gauges(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
     register(registry, IntGaugeVec::new(Opts::new(name, help), labels))
+}
+
+/// A registered family of gauges that hold fractions (seconds).
+pub fn float_gauges(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> GaugeVec {
+    register(registry, GaugeVec::new(Opts::new(name, help), labels))
 }
 
 /// The evidence metrics: artifact schema mismatches and the gateway's own probe runs.

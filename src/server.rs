@@ -93,9 +93,6 @@ pub enum ServerError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The control plane's metrics clash with ones already on the registry.
-    #[error("registering the control-plane metrics: {0}")]
-    Metrics(#[from] prometheus::Error),
 }
 
 impl ServerError {
@@ -104,7 +101,6 @@ impl ServerError {
         match self {
             ServerError::Bind { .. } => "bind",
             ServerError::Listener { .. } => "listener",
-            ServerError::Metrics(_) => "metrics",
         }
     }
 }
@@ -322,7 +318,7 @@ impl Running {
         metrics: &Metrics,
         stale: StaleReceiver,
     ) -> Result<ControlHandle, ServerError> {
-        let control_metrics = crate::control::metrics::ControlMetrics::register(&metrics.registry)?;
+        let control_metrics = crate::control::metrics::ControlMetrics::register(&metrics.registry);
         let handle = ControlHandle::start(
             config.clone(),
             store.clone(),

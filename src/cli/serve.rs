@@ -47,11 +47,13 @@ fn init_tracing(log: &Log, format: Option<LogFormat>) {
             );
             tracing_subscriber::EnvFilter::new(with_quiet_pingora(DEFAULT_LOG_LEVEL))
         });
-    // pingora's HTTP/1 client logs each request header it writes as raw bytes at TRACE, and
-    // pingora_proxy the whole upstream request header and every body chunk at DEBUG, the
-    // integration's `Authorization` and message bodies included (its Debug of header maps redacts
-    // values marked sensitive; raw bytes cannot be). Those events are dropped whatever the filter
-    // asks for, so no log level shows a credential or a body.
+    // pingora's HTTP/1 code logs raw bytes at DEBUG and TRACE (an invalid chunked body, the
+    // caller's request body included; an agent's whole answer header; each request header it
+    // writes), and pingora_proxy the whole upstream request header and every body chunk at DEBUG,
+    // the integration's `Authorization` and message bodies included (its Debug of header maps
+    // redacts values marked sensitive; raw bytes cannot be). Every event of those modules at
+    // those levels is dropped whatever the filter asks for (`RUST_LOG=trace`,
+    // `pingora_core=debug`), so no log level shows a credential, a header or a body.
     let no_raw_headers =
         tracing_subscriber::filter::filter_fn(|m| !carries_raw_traffic(*m.level(), m.target()));
     let format = format.unwrap_or(log.format);
@@ -75,9 +77,9 @@ fn init_tracing(log: &Log, format: Option<LogFormat>) {
     }
 }
 
-/// Whether an event of pingora's at `level` from `target` may carry raw request bytes: the
-/// HTTP/1 client's header writes at TRACE, and pingora_proxy's upstream request header and body
-/// chunks at DEBUG (and anything finer); where pingora writes them is `seam::RAW_TRAFFIC_TARGETS`.
+/// Whether an event of pingora's at `level` from `target` may carry raw traffic: anything at
+/// DEBUG or finer under `pingora_core::protocols` and `pingora_proxy`, anything at TRACE elsewhere
+/// in `pingora_core`; where pingora writes raw bytes is `seam::RAW_TRAFFIC_TARGETS`.
 fn carries_raw_traffic(level: tracing::Level, target: &str) -> bool {
     crate::seam::RAW_TRAFFIC_TARGETS
         .iter()
@@ -291,15 +293,28 @@ mod tests {
     #[test]
     fn pingora_events_that_carry_raw_requests_are_dropped_at_any_filter() {
         use tracing::Level;
-        // pingora_proxy logs the whole upstream request header and each body chunk at DEBUG.
+        // Where pingora-core 0.9.1 and pingora_proxy write raw bytes (seam::RAW_TRAFFIC_TARGETS).
         for (level, target) in [
+            // An invalid chunked body's bytes (the caller's request body too).
+            (Level::DEBUG, "pingora_core::protocols::http::v1::body"),
+            // An agent's whole answer header.
+            (Level::DEBUG, "pingora_core::protocols::http::v1::client"),
             (Level::TRACE, "pingora_core::protocols::http::v1::client"),
+            // A request header, each answer task.
+            (Level::TRACE, "pingora_core::apps::http_app"),
             (Level::DEBUG, "pingora_proxy::proxy_h1"),
             (Level::TRACE, "pingora_proxy::proxy_h1"),
         ] {
             assert!(carries_raw_traffic(level, target), "{level} {target}");
         }
-        assert!(!carries_raw_traffic(Level::WARN, "pingora_proxy::proxy_h1"));
-        assert!(!carries_raw_traffic(Level::DEBUG, "a2a_egress::proxy"));
+        for (level, target) in [
+            (Level::INFO, "pingora_core::protocols::http::v1::body"),
+            (Level::WARN, "pingora_proxy::proxy_h1"),
+            (Level::DEBUG, "pingora_core::connectors"),
+            (Level::DEBUG, "a2a_egress::proxy"),
+            (Level::TRACE, "a2a_egress::proxy"),
+        ] {
+            assert!(!carries_raw_traffic(level, target), "{level} {target}");
+        }
     }
 }

@@ -122,7 +122,11 @@ fn fast(text: &str) -> Option<RawConfig> {
         done
     };
     let mut done: Vec<(usize, Batch<'_>)> = std::thread::scope(|s| {
-        let helpers: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        // A helper the system will not start (a pids or thread limit) only means fewer
+        // helpers: the calling thread takes every batch nobody else took.
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
+            .collect();
         let mut done = work();
         for h in helpers {
             // A helper that panicked is a bug in a deserialiser; the whole read reports it.
@@ -156,6 +160,14 @@ fn fast(text: &str) -> Option<RawConfig> {
 /// Parses the whole text once and reads it part by part, so that every unknown key is named
 /// with its line and any other error with its line, column and an excerpt (see the module doc).
 fn whole(text: &str) -> Result<RawConfig, ParseError> {
+    // Most texts that come here are valid (the batches declined them, e.g. a table after the
+    // integrations): one read decides, and only an error pays for the part-by-part walk, which
+    // needs the document parsed again.
+    let doc = DeTable::parse(text).map_err(|e| ParseError(located(&e, text)))?;
+    let span = doc.span();
+    if let Ok(raw) = read_root(Spanned::new(span, DeValue::Table(doc.into_inner()))) {
+        return Ok(raw);
+    }
     let doc = DeTable::parse(text).map_err(|e| ParseError(located(&e, text)))?;
     let mut walk = Walk {
         text,

@@ -388,6 +388,48 @@ fn is_name(s: &str) -> bool {
         && s != ".."
 }
 
+/// `f(i, item)` for every item, on every core, the results in the items' order. Each item is
+/// taken by whichever thread comes first; a helper the system will not start (a pids or thread
+/// limit) only means the calling thread does more of them itself.
+fn in_order_on_every_core<T: Send, R: Send>(
+    items: Vec<T>,
+    f: impl Fn(usize, T) -> R + Sync,
+) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let slots: Vec<std::sync::Mutex<Option<T>>> = items
+        .into_iter()
+        .map(|t| std::sync::Mutex::new(Some(t)))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(slot) = slots.get(i) else { break };
+            let taken = slot
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            if let Some(item) = taken {
+                done.push((i, f(i, item)));
+            }
+        }
+        done
+    };
+    let mut done = std::thread::scope(|s| {
+        let helpers: Vec<_> = (1..slots.len())
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
+            .collect();
+        let mut done = work();
+        for h in helpers {
+            done.extend(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        done
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
 /// The validated integrations, in file order. The raw tables are consumed: their strings move
 /// into the validated ones instead of being copied (at 100,000 integrations the copies and the
 /// frees of the originals were a good part of `validate --config`'s time).
@@ -426,23 +468,15 @@ pub(super) fn integrations(
         runs.push(std::mem::replace(&mut rest, tail));
     }
     runs.push(rest);
-    let done: Vec<(Vec<Integration>, Vec<String>)> = std::thread::scope(|s| {
-        let mut runs = runs.into_iter();
-        let mine = runs.next().unwrap_or_default();
-        let (mine_n, mut from) = (mine.len(), mine.len());
-        let others: Vec<_> = runs
-            .map(|run| {
-                let (first, n) = (from, run.len());
-                from += n;
-                let duplicate = &duplicate[first..first + n];
-                s.spawn(move || check(first, run, duplicate))
-            })
-            .collect();
-        let mut done = vec![check(0, mine, &duplicate[..mine_n])];
-        for h in others {
-            done.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-        }
-        done
+    let mut starts = Vec::with_capacity(runs.len());
+    let mut from = 0;
+    for run in &runs {
+        starts.push(from);
+        from += run.len();
+    }
+    let done = in_order_on_every_core(runs, |i, run| {
+        let (first, n) = (starts[i], run.len());
+        check(first, run, &duplicate[first..first + n])
     });
     let mut out: Vec<Integration> = Vec::with_capacity(duplicate.len());
     for (run, found) in done {

@@ -10,6 +10,7 @@ use prometheus::proto::MetricFamily;
 use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts};
 
 use crate::control::schedule::RefreshResult;
+use crate::metrics::{counter, counters, float_gauges, gauge, gauges, register};
 
 /// Metrics of refresh, swaps, stale marks and config reloads.
 #[derive(Clone)]
@@ -56,98 +57,85 @@ impl std::fmt::Debug for ControlMetrics {
 }
 
 impl ControlMetrics {
-    /// Creates and registers every control-plane metric on `registry`.
-    pub fn register(registry: &prometheus::Registry) -> Result<Self, prometheus::Error> {
-        let counter = |name: &str, help: &str, labels: &[&str]| {
-            IntCounterVec::new(Opts::new(name, help), labels)
-        };
+    /// Creates and registers every control-plane metric on `registry`, the way every metric is
+    /// registered ([`crate::metrics::counters`] and its siblings).
+    pub fn register(registry: &prometheus::Registry) -> Self {
         let m = ControlMetrics {
-            refreshes: counter(
+            refreshes: counters(
+                registry,
                 "a2a_egress_refresh_total",
                 "Card refreshes by integration and result (changed, unchanged, not_modified, failed).",
                 &["integration", "result"],
-            )?,
-            failures: counter(
+            ),
+            failures: counters(
+                registry,
                 "a2a_egress_refresh_failures_total",
                 "Failed card refreshes by integration and kind of failure.",
                 &["integration", "kind"],
-            )?,
-            swaps: counter(
+            ),
+            swaps: counters(
+                registry,
                 "a2a_egress_profile_swaps_total",
                 "New integration states stored in the runtime snapshot.",
                 &["integration"],
-            )?,
-            stale_debounced: counter(
+            ),
+            stale_debounced: counters(
+                registry,
                 "a2a_egress_stale_marks_debounced_total",
                 "Stale marks merged into an already pending refresh.",
                 &["integration"],
-            )?,
-            stale_refreshes: counter(
+            ),
+            stale_refreshes: counters(
+                registry,
                 "a2a_egress_stale_refreshes_total",
                 "Refreshes triggered by stale marks from the data plane.",
                 &["integration"],
-            )?,
-            reloads: counter(
+            ),
+            reloads: counters(
+                registry,
                 "a2a_egress_config_reloads_total",
                 "Configuration reloads by result (ok, refused).",
                 &["result"],
-            )?,
-            config_refused: IntGauge::new(
+            ),
+            config_refused: gauge(
+                registry,
                 "a2a_egress_config_refused",
                 "1 while the configuration file on disk is refused and the previous one serves.",
-            )?,
-            reload_in_progress: IntGauge::new(
+            ),
+            reload_in_progress: gauge(
+                registry,
                 "a2a_egress_config_reload_in_progress",
                 "1 while a configuration file is being read and validated, 0 otherwise.",
-            )?,
-            degraded: IntGaugeVec::new(
-                Opts::new(
-                    "a2a_egress_profile_degraded",
-                    "1 while an integration's last refresh failed and its last good profile is served.",
-                ),
+            ),
+            degraded: gauges(
+                registry,
+                "a2a_egress_profile_degraded",
+                "1 while an integration's last refresh failed and its last good profile is served.",
                 &["integration"],
-            )?,
-            worker_panics: counter(
+            ),
+            worker_panics: counters(
+                registry,
                 "a2a_egress_worker_panics_total",
                 "Panics caught in an integration's refresh worker; each restarts it after a backoff.",
                 &["integration"],
-            )?,
-            state_write_failures: IntCounter::new(
+            ),
+            state_write_failures: counter(
+                registry,
                 "a2a_egress_state_write_failures_total",
                 "Last-known-good cards that could not be written to the state directory.",
-            )?,
-            interval: GaugeVec::new(
-                Opts::new(
-                    "a2a_egress_refresh_interval_seconds",
-                    "The integration's periodic refresh interval after its last successful fetch, before jitter.",
-                ),
+            ),
+            interval: float_gauges(
+                registry,
+                "a2a_egress_refresh_interval_seconds",
+                "The integration's periodic refresh interval after its last successful fetch, before jitter.",
                 &["integration"],
-            )?,
-            ages: ProfileAges::new()?,
+            ),
+            ages: register(registry, ProfileAges::new()),
         };
-        m.register_on(registry)?;
         for r in ReloadResult::ALL {
             m.reloads.with_label_values(&[r.as_str()]);
         }
-        Ok(m)
-    }
-
-    /// Registers every family of `self` on `registry`.
-    fn register_on(&self, registry: &prometheus::Registry) -> Result<(), prometheus::Error> {
-        registry.register(Box::new(self.refreshes.clone()))?;
-        registry.register(Box::new(self.failures.clone()))?;
-        registry.register(Box::new(self.swaps.clone()))?;
-        registry.register(Box::new(self.stale_debounced.clone()))?;
-        registry.register(Box::new(self.stale_refreshes.clone()))?;
-        registry.register(Box::new(self.reloads.clone()))?;
-        registry.register(Box::new(self.config_refused.clone()))?;
-        registry.register(Box::new(self.reload_in_progress.clone()))?;
-        registry.register(Box::new(self.degraded.clone()))?;
-        registry.register(Box::new(self.worker_panics.clone()))?;
-        registry.register(Box::new(self.state_write_failures.clone()))?;
-        registry.register(Box::new(self.interval.clone()))?;
-        registry.register(Box::new(self.ages.clone()))?;
-        Ok(())
+        m
     }
 
     /// Pre-creates an integration's series so dashboards see zeros, not gaps.
@@ -278,9 +266,76 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// The families' names, help texts, types and label sets as `/metrics` shows them (alert
+    /// rules and dashboards under `deploy/` name them).
+    #[test]
+    fn families_render_as_dashboards_know_them() {
+        let registry = prometheus::Registry::new();
+        let m = ControlMetrics::register(&registry);
+        m.init_integration("a", Duration::from_secs(300));
+        m.failures.with_label_values(&["a", "fetch"]).inc();
+        m.ages.set("a", SystemTime::now());
+        let mut out = Vec::new();
+        prometheus::Encoder::encode(
+            &prometheus::TextEncoder::new(),
+            &registry.gather(),
+            &mut out,
+        )
+        .expect("renders");
+        let text = String::from_utf8(out).expect("UTF-8");
+        let shape: Vec<String> = text
+            .lines()
+            .map(|l| match l.rsplit_once(' ') {
+                Some((series, _)) if !l.starts_with('#') => series.to_owned(),
+                _ => l.to_owned(),
+            })
+            .collect();
+        let want = [
+            "# HELP a2a_egress_config_refused 1 while the configuration file on disk is refused and the previous one serves.",
+            "# TYPE a2a_egress_config_refused gauge",
+            "a2a_egress_config_refused",
+            "# HELP a2a_egress_config_reload_in_progress 1 while a configuration file is being read and validated, 0 otherwise.",
+            "# TYPE a2a_egress_config_reload_in_progress gauge",
+            "a2a_egress_config_reload_in_progress",
+            "# HELP a2a_egress_config_reloads_total Configuration reloads by result (ok, refused).",
+            "# TYPE a2a_egress_config_reloads_total counter",
+            "a2a_egress_config_reloads_total{result=\"ok\"}",
+            "a2a_egress_config_reloads_total{result=\"refused\"}",
+            "# HELP a2a_egress_profile_age_seconds Seconds since the integration's card was last confirmed by a fetch.",
+            "# TYPE a2a_egress_profile_age_seconds gauge",
+            "a2a_egress_profile_age_seconds{integration=\"a\"}",
+            "# HELP a2a_egress_profile_degraded 1 while an integration's last refresh failed and its last good profile is served.",
+            "# TYPE a2a_egress_profile_degraded gauge",
+            "a2a_egress_profile_degraded{integration=\"a\"}",
+            "# HELP a2a_egress_profile_swaps_total New integration states stored in the runtime snapshot.",
+            "# TYPE a2a_egress_profile_swaps_total counter",
+            "a2a_egress_profile_swaps_total{integration=\"a\"}",
+            "# HELP a2a_egress_refresh_failures_total Failed card refreshes by integration and kind of failure.",
+            "# TYPE a2a_egress_refresh_failures_total counter",
+            "a2a_egress_refresh_failures_total{integration=\"a\",kind=\"fetch\"}",
+            "# HELP a2a_egress_refresh_interval_seconds The integration's periodic refresh interval after its last successful fetch, before jitter.",
+            "# TYPE a2a_egress_refresh_interval_seconds gauge",
+            "a2a_egress_refresh_interval_seconds{integration=\"a\"}",
+            "# HELP a2a_egress_refresh_total Card refreshes by integration and result (changed, unchanged, not_modified, failed).",
+            "# TYPE a2a_egress_refresh_total counter",
+        ];
+        assert_eq!(shape.get(..want.len()), Some(&want.map(String::from)[..]));
+        for family in [
+            "a2a_egress_stale_marks_debounced_total",
+            "a2a_egress_stale_refreshes_total",
+            "a2a_egress_state_write_failures_total",
+            "a2a_egress_worker_panics_total",
+        ] {
+            assert!(
+                shape.contains(&format!("# TYPE {family} counter")),
+                "{family}"
+            );
+        }
+    }
+
     #[test]
     fn a_started_worker_has_a_refresh_interval_before_its_first_successful_fetch() {
-        let m = ControlMetrics::register(&prometheus::Registry::new()).expect("registers");
+        let m = ControlMetrics::register(&prometheus::Registry::new());
         m.init_integration("a", Duration::from_secs(300));
         let interval = || m.interval.with_label_values(&["a"]).get();
         assert_eq!(

@@ -237,7 +237,17 @@ impl ControlHandle {
         gauge.set(0);
         match done {
             Ok(result) => result,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // A bug in reading or checking the file: refused like a bad file, so the reloader
+            // (file watch, SIGHUP) keeps running and the old config keeps serving.
+            Err(e) if e.is_panic() => {
+                tracing::error!(path = %path.display(), "reading the config panicked; the reload is refused");
+                Err(ConfigError::Invalid {
+                    path: path.to_owned(),
+                    problems: vec![
+                        "reading or checking the file failed inside the gateway (a bug); the running configuration is kept".to_owned(),
+                    ],
+                })
+            }
             // Only when the runtime shuts down before the thread started: nothing was read.
             Err(_) => Err(ConfigError::Read(crate::types::file::FileError::Io {
                 what: "config",

@@ -95,6 +95,9 @@ pub enum Deny {
     Overloaded,
     /// The request body did not arrive within `[limits] body_timeout`.
     RequestTimeout,
+    /// The request body's HTTP/1.1 framing is invalid (a malformed chunk): nothing of it is
+    /// read, and the connection closes.
+    InvalidBodyFraming,
     /// The agent's answer holds an artifact data part that does not match the integration's
     /// `artifact_schema` (`artifact_policy = "enforce"`); the answer is not passed on.
     ArtifactSchemaMismatch {
@@ -182,6 +185,7 @@ impl Deny {
             Deny::Draining => "GATEWAY_DRAINING",
             Deny::Overloaded => "GATEWAY_BUSY",
             Deny::RequestTimeout => "REQUEST_TIMEOUT",
+            Deny::InvalidBodyFraming => "INVALID_BODY_FRAMING",
             Deny::ArtifactSchemaMismatch { .. } => "ARTIFACT_SCHEMA_MISMATCH",
             Deny::InvalidAgentResponse { .. } => "INVALID_AGENT_RESPONSE",
         }
@@ -233,6 +237,9 @@ impl Deny {
             // unread body closes the connection: real 503/408 in both shapes.
             Deny::Overloaded => s(503, "UNAVAILABLE", GATEWAY_REFUSAL, 503),
             Deny::RequestTimeout => s(408, "DEADLINE_EXCEEDED", GATEWAY_REFUSAL, 408),
+            // The caller's bytes are not HTTP: a real 400 in both shapes, and the connection
+            // closes (what follows the bad chunk is not a request).
+            Deny::InvalidBodyFraming => s(400, "INVALID_ARGUMENT", -32600, 400),
             // The agent answered, but not what the integration expects: a bad gateway answer in
             // the HTTP+JSON shape, a JSON-RPC error (HTTP 200) in the other.
             Deny::ArtifactSchemaMismatch { .. } => s(502, "INTERNAL", GATEWAY_REFUSAL, 200),
@@ -306,6 +313,9 @@ impl Deny {
                     .into()
             }
             Deny::RequestTimeout => "the request body did not arrive in time".into(),
+            Deny::InvalidBodyFraming => {
+                "the request body's chunked encoding is invalid; the connection is closed".into()
+            }
             Deny::ArtifactSchemaMismatch { part, keyword } => format!(
                 "the agent's answer does not match this integration's artifact schema \
                  ({}: `{}`); it was not passed on",
@@ -328,7 +338,10 @@ impl Deny {
     pub fn closes_connection(&self) -> bool {
         matches!(
             self,
-            Deny::BodyTooLarge { .. } | Deny::Overloaded | Deny::RequestTimeout
+            Deny::BodyTooLarge { .. }
+                | Deny::Overloaded
+                | Deny::RequestTimeout
+                | Deny::InvalidBodyFraming
         )
     }
 
@@ -474,6 +487,7 @@ mod tests {
             Deny::Draining,
             Deny::Overloaded,
             Deny::RequestTimeout,
+            Deny::InvalidBodyFraming,
             Deny::ArtifactSchemaMismatch {
                 part: "task.artifacts[0].parts[1]".into(),
                 keyword: "required".into(),

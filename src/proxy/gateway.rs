@@ -139,6 +139,10 @@ impl Gateway {
     ) -> Result<std::result::Result<Bytes, Deny>> {
         let read = tokio::time::timeout(self.limits.body_timeout, self.read_body(session, limit));
         match read.await {
+            // The caller's malformed body is the caller's fault, not the agent's (no 502).
+            Ok(Err(e)) if crate::seam::is_invalid_body_framing(&e) => {
+                Ok(Err(Deny::InvalidBodyFraming))
+            }
             Ok(body) => Ok(body?.ok_or(Deny::BodyTooLarge { limit })),
             Err(_) => {
                 self.metrics

@@ -42,7 +42,9 @@ pub fn peer(up: &Upstream) -> HttpPeer {
     o.idle_timeout = Some(POOL_IDLE_TIMEOUT);
     if let Some(roots) = &up.roots {
         o.ca = Some(roots.pingora.clone());
-        peer.group_key = roots.id;
+        // pingora's pool does not key connections by the CA: the trust group keeps a connection
+        // verified against one set of roots from a peer that trusts another.
+        crate::seam::set_trust_group(&mut peer, roots.id);
     }
     peer
 }
@@ -189,5 +191,18 @@ mod tests {
         assert!(peer.options.verify_cert && peer.options.verify_hostname);
         assert_eq!(peer.options.alpn, ALPN::H1);
         assert_eq!(peer.options.read_timeout, Some(IDLE_READ_TIMEOUT));
+        assert_eq!(peer.group_key, 0, "the platform's roots: the default group");
+    }
+
+    #[test]
+    fn a_peer_with_its_own_roots_is_in_their_trust_group() {
+        let mut up = Upstream::for_tests("https://a.example:8443/a2a");
+        up.roots = Some(crate::state::Roots {
+            pingora: std::sync::Arc::from(Vec::new().into_boxed_slice()),
+            id: 42,
+        });
+        let peer = peer(&up);
+        assert_eq!(peer.group_key, 42);
+        assert!(peer.options.ca.is_some());
     }
 }

@@ -146,6 +146,126 @@ async fn the_connector_dials_the_pinned_address_and_pools_by_peer() {
     assert!(connector.reused_http_session(&elsewhere).await.is_none());
 }
 
+/// An agent on 127.0.0.1 that answers each request of a kept-alive connection `200 ok`.
+async fn keep_alive_agent() -> std::net::SocketAddr {
+    let agent = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = agent.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = agent.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                while matches!(s.read(&mut buf).await, Ok(n) if n > 0) {
+                    let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                    if s.write_all(ok).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// One request on a session of `connector` for `peer`, answered whole; the session is then
+/// released to the pool.
+async fn one_pooled_call(connector: &Connector, peer: &HttpPeer) {
+    let (mut session, _) = bounded("connect", connector.get_http_session(peer))
+        .await
+        .unwrap();
+    set_client_timeouts(&mut session, BOUND, Some(BOUND));
+    let mut req = RequestHeader::build("GET", b"/", None).unwrap();
+    req.insert_header("Host", "agent.invalid").unwrap();
+    session.write_request_header(Box::new(req)).await.unwrap();
+    bounded("answer head", session.read_response())
+        .await
+        .unwrap();
+    let body = bounded("answer body", session.read_body_bytes())
+        .await
+        .unwrap();
+    assert_eq!(body.as_deref(), Some(&b"ok"[..]));
+    connector
+        .release_http_session(session, peer, Some(BOUND))
+        .await;
+}
+
+/// Assumption 11: the pool hands a released session only to a peer of the same trust group,
+/// though the peers differ in nothing else (the CA roots, which pingora's pool key ignores, are
+/// what the group stands for).
+#[tokio::test]
+async fn the_pool_keeps_trust_groups_apart() {
+    let addr = keep_alive_agent().await;
+    let in_group = |group: u64| {
+        let mut peer = HttpPeer::new(addr, false, "agent.invalid".to_owned());
+        set_trust_group(&mut peer, group);
+        peer
+    };
+    let connector = Connector::new(None);
+    one_pooled_call(&connector, &in_group(1)).await;
+    assert!(
+        connector.reused_http_session(&in_group(2)).await.is_none(),
+        "a connection of trust group 1 was handed to group 2"
+    );
+    assert!(
+        connector.reused_http_session(&in_group(1)).await.is_some(),
+        "the connection is pooled for its own group"
+    );
+}
+
+/// Assumption 4, second half: [`set_client_timeouts`] bound the session they are set on only.
+/// A session, new or taken from the pool, starts with no read or write timeout at all (pingora
+/// does not apply the peer's `options.read_timeout`/`write_timeout` to an HTTP/1 client session),
+/// and a pooled one does not keep what an earlier call set: so they are set on every session.
+#[tokio::test]
+async fn client_timeouts_are_per_session() {
+    let addr = keep_alive_agent().await;
+    let mut peer = HttpPeer::new(addr, false, "agent.invalid".to_owned());
+    peer.options.read_timeout = Some(Duration::from_secs(7));
+    peer.options.write_timeout = Some(Duration::from_secs(8));
+    let connector = Connector::new(None);
+    let (mut first, _) = bounded("connect", connector.get_http_session(&peer))
+        .await
+        .unwrap();
+    let (second, _) = bounded("connect", connector.get_http_session(&peer))
+        .await
+        .unwrap();
+    set_client_timeouts(
+        &mut first,
+        Duration::from_secs(1),
+        Some(Duration::from_secs(2)),
+    );
+    assert_eq!(
+        (first.read_timeout, first.write_timeout),
+        (Some(Duration::from_secs(1)), Some(Duration::from_secs(2)))
+    );
+    assert_eq!(
+        (second.read_timeout, second.write_timeout),
+        (None, None),
+        "another session of the same peer: none, whatever the peer's options say"
+    );
+    drop(second);
+    // The first session's connection, used and released, comes back without its timeouts.
+    let mut req = RequestHeader::build("GET", b"/", None).unwrap();
+    req.insert_header("Host", "agent.invalid").unwrap();
+    first.write_request_header(Box::new(req)).await.unwrap();
+    bounded("answer head", first.read_response()).await.unwrap();
+    let body = bounded("answer body", first.read_body_bytes())
+        .await
+        .unwrap();
+    assert_eq!(body.as_deref(), Some(&b"ok"[..]));
+    connector
+        .release_http_session(first, &peer, Some(BOUND))
+        .await;
+    let again = connector
+        .reused_http_session(&peer)
+        .await
+        .expect("the released connection is pooled");
+    assert_eq!(
+        (again.read_timeout, again.write_timeout),
+        (None, None),
+        "a pooled session keeps no timeout of the call before"
+    );
+}
+
 /// Says `hi` and closes.
 struct Hello;
 
@@ -301,6 +421,20 @@ async fn a_peers_own_roots_are_what_its_certificate_is_checked_against() {
         panic!("the platform's roots do not know the test CA");
     };
     assert_eq!(e.etype(), &ErrorType::TLSHandshakeFailure, "{e}");
+}
+
+/// Assumption 12.
+#[tokio::test]
+async fn an_invalid_chunked_body_is_a_framing_error() {
+    let raw =
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n";
+    let (_client, mut session) = session_with(raw).await;
+    let e = bounded("body", session.read_request_body())
+        .await
+        .expect_err("a chunk size that is not hex");
+    assert!(is_invalid_body_framing(&e), "{e}");
+    let refused = pingora::Error::explain(ErrorType::ConnectionClosed, "caller hung up");
+    assert!(!is_invalid_body_framing(&refused));
 }
 
 /// Assumption 8.

@@ -186,7 +186,9 @@ impl Upstream {
         })
     }
 
-    /// A fixed upstream without I/O for unit tests (address 127.0.0.1 at the URL's port).
+    /// A fixed upstream without I/O for unit tests (address 127.0.0.1 at the URL's port); only
+    /// in test builds (`cfg(test)` or the `testkit` feature), so the shipped binary cannot build one.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn for_tests(interface_url: &str) -> Upstream {
         let url = url::Url::parse(interface_url).expect("test URL");
         Upstream {

@@ -13,8 +13,12 @@
 //! - [`state`]: an [`IntegrationState`](crate::state::IntegrationState) from the two builders;
 //! - [`hostile`]: the one set of hostile-input generators (proptest strategies).
 //!
-//! Off by default (`testkit` feature): the shipped binary holds none of it. Test code may use any
-//! layer, so the kit sits beside the layers rather than in one (`scripts/check-layers.sh`).
+//! Off by default (`testkit` feature): on only in `cfg(test)` builds and in a cargo call that
+//! builds a target with dev-dependencies (an integration test, bench or example), where the self
+//! dev-dependency turns it on for every unit of that call, a binary built alongside included. So
+//! the shipped binary is built in a cargo call of its own (`deploy/Dockerfile`,
+//! `scripts/{run,test,bench,soak}.sh`) and holds none of it. Test code may use any layer, so the
+//! kit sits beside the layers rather than in one (`scripts/check-layers.sh`).
 
 mod card;
 mod config;

@@ -174,7 +174,7 @@ async fn admin_refresh_route_answers_503_while_a_panicked_worker_restarts() {
                 card = \"http://127.0.0.1:9/card.json\"\norigins = [\"http://127.0.0.1:9\"]\n\
                 skills = [\"echo\"]\ndata_classes = [\"internal\"]\n";
     let cfg = Config::parse(text, Path::new("gateway.toml")).unwrap();
-    let metrics = ControlMetrics::register(&prometheus::Registry::new()).unwrap();
+    let metrics = ControlMetrics::register(&prometheus::Registry::new());
     let h = ControlHandle::start(
         cfg,
         Arc::new(Store::default()),

@@ -148,7 +148,7 @@ fn config(extra: &str, integrations: &[&str]) -> Config {
 }
 
 fn start(cfg: Config, script: Arc<Script>) -> ControlHandle {
-    let metrics = ControlMetrics::register(&prometheus::Registry::new()).unwrap();
+    let metrics = ControlMetrics::register(&prometheus::Registry::new());
     ControlHandle::start(cfg, Arc::new(Store::default()), metrics, script, None)
 }
 

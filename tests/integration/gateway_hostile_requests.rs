@@ -380,3 +380,39 @@ async fn a_wrong_content_type_is_content_type_not_supported() {
     assert_eq!(agent.seen_calls().await.len(), 1);
     assert_eq!(rest_agent.seen_calls().await.len(), 1);
 }
+
+/// A body whose chunked framing is broken is the caller's fault: a 400 in the protocol's shape
+/// (never a 502 blaming the agent, which is never called), and the connection closes although
+/// the caller asked to keep it (what follows the bad chunk is not a request).
+#[tokio::test]
+async fn a_malformed_chunked_body_is_refused_400_and_closes_the_connection() {
+    let agent = crate::common::raw_agent::RawAgent::start(false, |_| {
+        crate::common::raw_agent::http(500, &[], b"never called")
+    })
+    .await;
+    let config =
+        config_head(&[]) + "[refresh]\nmin = \"1h\"\n" + &integration("raw", &agent.card_url, "");
+    let gw = InProcess::start(&config).await;
+    let mut s = tokio::net::TcpStream::connect(gw.proxy).await.unwrap();
+    s.write_all(
+        b"POST /agents/raw/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+          Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(20), s.read_to_end(&mut out))
+        .await
+        .expect("the gateway closes the connection")
+        .unwrap();
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.starts_with("HTTP/1.1 400 "), "{text}");
+    let (_, body) = text.split_once("\r\n\r\n").unwrap();
+    let v = json_of(body);
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+    assert_eq!(
+        v["error"]["data"][0]["reason"], "INVALID_BODY_FRAMING",
+        "{v}"
+    );
+    assert_eq!(agent.calls(), 0, "the agent is never called");
+}

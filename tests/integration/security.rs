@@ -8,7 +8,10 @@
 //!   every forwarding path, agent errors, a refused credential, a forced refresh and a reload, and
 //!   its whole stdout and stderr are searched for each secret, plain and base64-encoded;
 //! - extended cards never cross identities: two credentials against the reference agent see their
-//!   own effective cards, and a rotated credential loses the old identity's extended skills.
+//!   own effective cards, and a rotated credential loses the old identity's extended skills;
+//! - raw traffic never reaches the log, whatever `RUST_LOG` asks of pingora: a caller's malformed
+//!   chunked body, an agent's answer header and an agent's malformed chunked answer, each holding
+//!   a marker, leave no trace of it on stderr.
 //!
 //! Covered elsewhere and not repeated here: the data-class header (and every `A2A-Egress-*`
 //! header) never reaches the agent (`gateway_headers`), and a caller's different tenant is refused
@@ -30,6 +33,7 @@ use a2a_egress::testkit::{CardJson, IntegrationToml};
 use crate::common::gateway::{
     Endpoints, GatewayProc, InProcess, config_head, metric, send_request, sse_events,
 };
+use crate::common::raw_agent::{RawAgent, RawRequest, http};
 use crate::common::ref_agent::RefAgent;
 
 /// One request as a recording server saw it.
@@ -487,4 +491,132 @@ async fn extended_cards_never_cross_identities_through_the_gateway() {
         "after the credential changed, the old identity's extended skill is still served: {rotated:?}"
     );
     assert!(rotated.iter().any(|s| s == "echo"), "{rotated:?}");
+}
+
+/// In the caller's malformed chunked body (where a chunk size belongs).
+const CALLER_BODY_MARKER: &str = "zq-caller-body-4e1f";
+/// In an agent's answer header, on a call that succeeds.
+const ANSWER_HEADER_MARKER: &str = "zq-answer-header-9b2c";
+/// In an agent's malformed chunked answer (where a chunk size belongs).
+const ANSWER_BODY_MARKER: &str = "zq-answer-body-7d3a";
+
+/// The agent: a malformed chunked answer to a message naming `bad-chunks`, else a valid answer
+/// with a marked header.
+fn marked_answer(req: &RawRequest) -> Vec<u8> {
+    if String::from_utf8_lossy(&req.body).contains("bad-chunks") {
+        return format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\
+             connection: close\r\n\r\n{ANSWER_BODY_MARKER}\r\n{{}}\r\n0\r\n\r\n"
+        )
+        .into_bytes();
+    }
+    let body = json!({"jsonrpc": "2.0", "id": req.id(), "result": {"message": {
+        "messageId": "r", "role": "ROLE_AGENT", "parts": [{"text": "ok"}]}}});
+    http(
+        200,
+        &[
+            ("content-type", "application/json"),
+            ("x-zq-marker", ANSWER_HEADER_MARKER),
+        ],
+        body.to_string().as_bytes(),
+    )
+}
+
+/// A JSON-RPC POST to `raw` whose chunked body is malformed and holds the caller's marker; returns
+/// what the gateway answered (read to its close, bounded).
+async fn malformed_chunked_post(gw: &Endpoints) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut s = tokio::net::TcpStream::connect(gw.proxy).await.unwrap();
+    let request = format!(
+        "POST /agents/raw/ HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\
+         content-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n\
+         {CALLER_BODY_MARKER}\r\n{{\"jsonrpc\": \"2.0\"}}\r\n0\r\n\r\n"
+    );
+    s.write_all(request.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(20), s.read_to_end(&mut got))
+        .await
+        .expect("the gateway answers a malformed body")
+        .unwrap();
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// Whether `line` holds `marker` as it is, or in a Debug form of its characters (pingora writes
+/// `['z', 'q', …]`) or of its bytes (`[122, 113, …]`).
+fn carries(line: &str, marker: &str) -> bool {
+    let alnum = |s: &str| {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect::<String>()
+    };
+    let bytes = format!("{:?}", marker.as_bytes());
+    line.contains(marker)
+        || alnum(line).contains(&alnum(marker))
+        || line.contains(bytes.trim_matches(['[', ']']))
+}
+
+#[tokio::test]
+async fn raw_traffic_never_reaches_the_log_at_any_level() {
+    let agent = RawAgent::start(false, marked_answer).await;
+    let config = config_head(&[])
+        + "[refresh]\nmin = \"1h\"\n"
+        + &IntegrationToml::new("raw", &agent.card_url).text();
+    for (n, filter) in [
+        "trace",
+        "info,pingora_core=debug",
+        "trace,pingora_core=trace,pingora_proxy=trace",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let gw = GatewayProc::start_in(dir, &config, &[("RUST_LOG", filter)]).await;
+        let (status, body) = gw
+            .rpc("raw", &send_request("1", "SendMessage", "ok"), &[])
+            .await;
+        assert_eq!(status, 200, "{filter}: {body}");
+        assert!(body["result"].is_object(), "{filter}: {body}");
+        gw.rpc_raw("raw", &send_request("2", "SendMessage", "bad-chunks"), &[])
+            .await;
+        let answer = malformed_chunked_post(&gw).await;
+        assert!(answer.starts_with("HTTP/1.1 "), "{filter}: {answer}");
+        // The barrier: this call's access line is queued after every line of the calls above.
+        let barrier = format!("zq-barrier-{n}");
+        gw.rpc_raw(
+            "raw",
+            &send_request("3", "SendMessage", "ok"),
+            &[("X-Request-Id", &barrier)],
+        )
+        .await;
+        crate::assert_eventually!(
+            gw.process
+                .stderr_all()
+                .0
+                .iter()
+                .any(|l| l.contains(&barrier)),
+            "{filter}: the barrier's access line\n{}",
+            gw.process.stderr_tail()
+        );
+        let (lines, dropped) = gw.process.stderr_all();
+        assert_eq!(dropped, 0, "stderr exceeded what the harness keeps");
+        // The filter took effect: pingora_core's own lines are there when it is asked for.
+        if filter.contains("pingora_core") {
+            assert!(
+                lines.iter().any(|l| l.contains("pingora_core")),
+                "{filter}: no line of pingora_core's"
+            );
+        }
+        for (i, line) in lines.iter().enumerate() {
+            assert!(
+                !line.contains("log lines dropped"),
+                "{filter}: lines were lost: {line}"
+            );
+            for marker in [CALLER_BODY_MARKER, ANSWER_HEADER_MARKER, ANSWER_BODY_MARKER] {
+                assert!(
+                    !carries(line, marker),
+                    "{filter}: stderr line {i} carries raw traffic ({marker}): {line}"
+                );
+            }
+        }
+    }
 }

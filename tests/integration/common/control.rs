@@ -13,7 +13,7 @@ use a2a_egress::state::Store;
 /// Starts the control plane for `cfg`: an empty store, metrics on a registry of its own, the
 /// real card fetcher, no probe hook.
 pub fn start(cfg: Config) -> ControlHandle {
-    let metrics = ControlMetrics::register(&prometheus::Registry::new()).expect("metrics register");
+    let metrics = ControlMetrics::register(&prometheus::Registry::new());
     ControlHandle::start(
         cfg,
         Arc::new(Store::default()),
