@@ -5,14 +5,15 @@
 # same gates CI runs:
 #   1. cmake (pingora's zlib-ng build needs it), via apt-get when absent;
 #   2. .venv with the pinned official Python a2a-sdk peer (tests/peers/requirements.txt), rebuilt
-#      when the requirements change (a stamp file records their hash), and the pinned official JS
+#      when the requirements change (a stamp file records their hash), .venv03 the same way with
+#      the pinned 0.3 Python peer (tests/peers/v03/requirements.txt), and the pinned official JS
 #      SDK peer (tests/peers/js, `npm ci` from its package-lock.json; needs node >= 20);
 #   3. cargo-deny (licenses, bans, sources; deny.toml), installed with cargo when absent;
 #   4. the module layering and function length (scripts/check-layers.sh, check-structure.sh);
 #   5. cargo fmt --check, cargo clippy -D warnings, cargo doc -D warnings, cargo test --all-targets,
 #      each over the whole workspace (the gateway `a2a-egress` and the reference agent `agent/`);
 #   6. `a2a-egress check` of the sample config's lockfile against a freshly started reference agent.
-# Integration tests find the peer's interpreter through A2A_EGRESS_PYTHON.
+# Integration tests find the peers' interpreters through A2A_EGRESS_PYTHON and A2A_EGRESS_PYTHON_V03.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -57,6 +58,27 @@ else
     say "Python peers up to date in $VENV"
 fi
 export A2A_EGRESS_PYTHON="$VENV/bin/python"
+
+# --- Python 0.3 test peer (official a2a-sdk 0.3.26), a second venv made exactly like .venv -------
+REQ03="tests/peers/v03/requirements.txt"
+VENV03="$ROOT/.venv03"
+STAMP03="$VENV03/.a2a-egress-requirements.sha256"
+want03="$(sha256sum "$REQ03" | cut -d' ' -f1)"
+have03="$(cat "$STAMP03" 2>/dev/null || true)"
+if [ ! -x "$VENV03/bin/python" ] || [ "$want03" != "$have03" ]; then
+    say "creating $VENV03 with the pinned 0.3 Python peer ($REQ03)"
+    rm -rf "$VENV03"
+    if ! python3 -m venv "$VENV03" 2>/dev/null; then
+        rm -rf "$VENV03"
+        apt_install python3-venv
+        python3 -m venv "$VENV03"
+    fi
+    "$VENV03/bin/pip" install --quiet --disable-pip-version-check -r "$REQ03"
+    echo "$want03" > "$STAMP03"
+else
+    say "0.3 Python peer up to date in $VENV03"
+fi
+export A2A_EGRESS_PYTHON_V03="$VENV03/bin/python"
 
 # --- JS test peer (official @a2a-js/sdk: card signature verification) ---------------------------
 JS_DIR="tests/peers/js"

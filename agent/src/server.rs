@@ -277,6 +277,11 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
             };
             rest::handle(app.clone(), snap.clone(), iface.clone(), req).await
         }
+        // The registry refuses a gRPC interface (`registry::validate`), so none is served.
+        Binding::Grpc => rest::error(
+            A2aError::UnsupportedOperation("this agent does not serve gRPC".into()),
+            &[],
+        ),
     }
 }
 

@@ -30,9 +30,20 @@ pub fn policies() -> [CardPolicy; 3] {
 }
 
 /// Client capabilities: the defaults, and one that knows the fixtures' extensions.
-pub fn caps() -> [ClientCaps; 2] {
+pub fn caps() -> [ClientCaps; 3] {
     [
         ClientCaps::default(),
+        // Everything a profile can record: 0.3 and gRPC interfaces may then be chosen (and the
+        // profile must then be unusable until translation exists).
+        ClientCaps {
+            bindings: vec![
+                profile::Binding::JsonRpc,
+                profile::Binding::HttpJson,
+                profile::Binding::Grpc,
+            ],
+            versions: vec!["1.0".into(), "0.3".into()],
+            ..ClientCaps::default()
+        },
         ClientCaps {
             extensions: vec![
                 "https://example.com/ext/cost-estimate/v1".into(),
@@ -75,6 +86,17 @@ pub fn check_profile(v: &ValidatedCard, p: &Profile) {
             !t.is_empty() && t != "." && t != ".." && !t.contains(['/', '\\', '%', '?', '#']),
             "tenant {t:?}"
         );
+    }
+    // Every interface of the card is recorded, the chosen one (if any) first among the chosen.
+    assert_eq!(p.interfaces.len(), v.card().supported_interfaces.len());
+    assert_eq!(
+        p.interfaces.iter().filter(|i| i.chosen).count(),
+        usize::from(p.interface.is_some())
+    );
+    // No untranslated call: a usable profile speaks 1.0 over JSON-RPC or HTTP+JSON.
+    if let (true, Some(i)) = (p.is_usable(), p.interface.as_ref()) {
+        assert_eq!(i.version, "1.0");
+        assert_ne!(i.binding, profile::Binding::Grpc);
     }
     serde_json::to_vec(p).expect("a profile serialises");
 }

@@ -64,8 +64,14 @@ pub fn entry(st: &IntegrationState) -> Value {
     if let Value::Array(c) = &mut claims {
         cap(c, MAX_CLAIMS);
     }
-    let mut v = json!({"status": st.status.as_str(), "lock": lock, "evidence": evidence,
-        "probes": probes, "claims": claims});
+    // The chosen interface, as the planner view shows it (`{"binding", "version"}`); also for an
+    // unusable profile, whose reason may be that interface (e.g. 0.3 before translation exists).
+    let interface = st.profile().and_then(|p| p.interface.as_ref()).map_or(
+        Value::Null,
+        |i| json!({"binding": i.binding.as_str(), "version": i.version}),
+    );
+    let mut v = json!({"status": st.status.as_str(), "interface": interface, "lock": lock,
+        "evidence": evidence, "probes": probes, "claims": claims});
     bound_strings(&mut v);
     v["reason"] = st
         .status

@@ -86,7 +86,7 @@ pub struct LockView {
 /// Binding and protocol version of the chosen interface.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InterfaceView {
-    /// `JSONRPC` or `HTTP+JSON`.
+    /// `JSONRPC`, `HTTP+JSON` or `GRPC`.
     pub binding: String,
     /// `Major.Minor`.
     pub version: String,

@@ -7,7 +7,8 @@
 //!
 //! Public API (stable; other modules build on it):
 //! - [`validate()`]`(bytes: &[u8], policy: &CardPolicy, origin: Option<&str>) -> Result<ValidatedCard, CardErrors>`:
-//!   every rule of [`validate`](mod@validate) (size first, then JSON, duplicate keys, 0.3 detection,
+//!   every rule of [`validate`](mod@validate) (size first, then JSON, duplicate keys, 0.3 detection
+//!   and the 0.3 schema with conversion into the 1.0 model (`v03`),
 //!   REQUIRED fields and types, URLs, ids, limits, signatures). On failure, [`CardErrors`] lists
 //!   every problem, each a [`CardError`] whose message starts with the JSON path of the field
 //!   (`supportedInterfaces[1].url: …`). `origin` (`scheme://host[:port]`, where the card was
@@ -26,6 +27,7 @@ pub mod sanitize;
 pub mod sign;
 pub mod signature;
 pub(crate) mod text;
+mod v03;
 pub mod validate;
 pub mod wire;
 

@@ -33,14 +33,13 @@ pub enum CardError {
         /// Path of the duplicated member.
         path: String,
     },
-    /// The card is an A2A 0.3 card.
-    #[error(
-        "$: this is an A2A 0.3 card (top-level {}, no supportedInterfaces); a2a-egress accepts A2A 1.0 cards only",
-        markers.join(", ")
-    )]
-    Version03 {
-        /// The 0.3 members found at the top level.
-        markers: Vec<String>,
+    /// An A2A 0.3 card that the pinned 0.3 JSON Schema refuses.
+    #[error("{path}: A2A 0.3 card refused by the 0.3 schema: {message}")]
+    Schema03 {
+        /// Path of the offending value.
+        path: String,
+        /// The schema's message (masked: it quotes no card value).
+        message: String,
     },
     /// A REQUIRED field is absent or `null`.
     #[error("{path}: required field is missing")]

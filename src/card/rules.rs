@@ -124,8 +124,10 @@ impl Checker<'_> {
         self.signatures(m, &root);
     }
 
-    /// A 0.3 card (0.3 fields and no `supportedInterfaces`) is refused whole; 0.3 fields beside
-    /// `supportedInterfaces` are warned about and ignored. Whether the card was refused.
+    /// 0.3 fields beside a non-empty `supportedInterfaces` are warned about and ignored: the
+    /// SDKs' rule is that `supportedInterfaces` wins. (A card with only the 0.3 shape never gets
+    /// here: `card::validate` checks it against the 0.3 schema and converts it first, see
+    /// `card::v03`.) Whether the card was refused.
     fn version_03(&mut self, m: &Map<String, Value>) -> bool {
         let has_interfaces =
             matches!(m.get("supportedInterfaces"), Some(Value::Array(a)) if !a.is_empty());
@@ -142,16 +144,15 @@ impl Checker<'_> {
             _ => k.to_string(),
         })
         .collect();
-        if !has_interfaces && !markers.is_empty() {
-            self.errors.push(CardError::Version03 { markers });
-            return true;
+        if !has_interfaces {
+            return false;
         }
         for k in markers {
             self.warnings.push(CardWarning {
                 path: k.split(' ').next().unwrap_or_default().to_string(),
-                message:
-                    "0.3 field ignored (the card has supportedInterfaces, so it is read as 1.0)"
-                        .into(),
+                message: "0.3 field ignored: the card has both shapes and, as the official SDKs \
+                          do, is read as 1.0 (supportedInterfaces wins)"
+                    .into(),
             });
         }
         false

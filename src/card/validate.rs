@@ -1,5 +1,6 @@
-//! Strict validation of A2A 1.0 Agent Cards, before anything is compiled (pure apart from the
-//! signature check, which reads JWKS files only for a policy built without loaded keys).
+//! Strict validation of A2A 1.0 Agent Cards (and of 0.3 cards, converted into the 1.0 model),
+//! before anything is compiled (pure apart from the signature check, which reads JWKS files only
+//! for a policy built without loaded keys).
 //!
 //! The official `a2a-lf` types are the typed parse layer, but they are lenient (missing
 //! `description`/`defaultInputModes`/`defaultOutputModes`/`skills` default to empty, an empty
@@ -12,8 +13,12 @@
 //! - **size**: more than `max_card_bytes` is refused before parsing;
 //! - **JSON**: one valid JSON document, no duplicated object key anywhere;
 //! - **0.3 cards**: no non-empty `supportedInterfaces` but a top-level `url`, `preferredTransport`,
-//!   `additionalInterfaces` or `protocolVersion` is a 0.3 card, refused as such (alone: the 1.0
-//!   rules would only add noise);
+//!   `additionalInterfaces` or `protocolVersion` is a 0.3 card (as both SDKs detect it). It must
+//!   pass the pinned 0.3 JSON Schema (every violation reported, alone); it is then converted once
+//!   into the 1.0 shape (`card::v03`) and every rule below runs on that form (so a message
+//!   names the 1.0 path, e.g. `supportedInterfaces[0].url` for the 0.3 `url`). Its digest and
+//!   signatures are over the card as received. A card with both shapes is read as 1.0
+//!   (`supportedInterfaces` wins, as in the SDKs) with a warning per 0.3 member;
 //! - **structure**: every REQUIRED field of the proto present, under its lowerCamelCase JSON
 //!   name (a snake_case proto name is refused with a message saying so), with the right JSON type; REQUIRED
 //!   repeated fields non-empty (A2A §5.7); `null` counts as absent (ProtoJSON); oneofs (security
@@ -189,7 +194,23 @@ fn validate_inner(
             .collect(),
         warnings: Vec::new(),
     };
-    ck.card(&parsed.value);
+    // A 0.3 card: the pinned 0.3 schema first (strict), then its one conversion into the 1.0
+    // shape, which every other rule and the typed model read. Digest and signatures stay on the
+    // card as received.
+    let converted = match parsed.value.as_object().filter(|m| super::v03::is_03(m)) {
+        Some(m) => {
+            ck.errors.extend(super::v03::schema_problems(&parsed.value));
+            if !ck.errors.is_empty() {
+                return Err(CardErrors(ck.errors));
+            }
+            let (v, notes) = super::v03::to_10(m);
+            ck.warnings.extend(notes);
+            Some(v)
+        }
+        None => None,
+    };
+    let model = converted.as_ref().unwrap_or(&parsed.value);
+    ck.card(model);
     if !ck.errors.is_empty() {
         return Err(CardErrors(ck.errors));
     }
@@ -199,7 +220,7 @@ fn validate_inner(
         }])
     })?;
     let signature = check_signatures(&parsed.value, policy, keys, origin)?;
-    let card = a2a::AgentCard::deserialize(&parsed.value).map_err(|e| {
+    let card = a2a::AgentCard::deserialize(model).map_err(|e| {
         CardErrors(vec![CardError::Model {
             message: e.to_string(),
         }])

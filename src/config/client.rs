@@ -20,10 +20,10 @@ const MAX_MAX_CARD_BYTES: usize = 16 * 1024 * 1024;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawClient {
-    /// Bindings the client speaks (`"JSONRPC"`, `"HTTP+JSON"`), default both.
+    /// Bindings the client may choose (`"JSONRPC"`, `"HTTP+JSON"`, `"GRPC"`), default the first two.
     #[serde(default = "default_bindings")]
     pub bindings: Vec<String>,
-    /// Protocol versions (`Major.Minor`), default `["1.0"]`.
+    /// Protocol versions (`Major.Minor`: `"1.0"`, `"0.3"`), default `["1.0"]`.
     #[serde(default = "default_versions")]
     pub versions: Vec<String>,
     /// Extension URIs the client understands (and may activate).
@@ -86,7 +86,7 @@ pub(super) fn caps(c: &RawClient, problems: &mut Vec<String>) -> ClientCaps {
             Some(b) if !bindings.contains(&b) => bindings.push(b),
             Some(_) => {}
             None => problems.push(format!(
-                "client.bindings: unsupported binding {b:?} (this client implements \"JSONRPC\" and \"HTTP+JSON\")"
+                "client.bindings: unsupported binding {b:?} (this client knows \"JSONRPC\", \"HTTP+JSON\" and \"GRPC\")"
             )),
         }
     }

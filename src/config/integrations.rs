@@ -679,7 +679,7 @@ impl Check<'_> {
             let parsed = Binding::from_wire(b);
             if parsed.is_none() {
                 self.problems.push(format!(
-                    "{at}.binding: {b:?} is not \"JSONRPC\" or \"HTTP+JSON\""
+                    "{at}.binding: {b:?} is not \"JSONRPC\", \"HTTP+JSON\" or \"GRPC\""
                 ));
             }
             parsed
@@ -698,6 +698,13 @@ impl Check<'_> {
             } else if !self.client.versions.contains(v) {
                 self.problems
                     .push(format!("{at}.version: {v} is not in [client] versions"));
+            }
+            // Known before any card is read; a 0.3 interface chosen without a pin is refused by
+            // the contract check (`state::check_contract`) instead.
+            if v == "0.3" && r.tenant.is_some() {
+                self.problems.push(format!(
+                    "{at}.tenant: A2A 0.3 has no tenant, and version is pinned to \"0.3\""
+                ));
             }
         }
         binding
@@ -1055,6 +1062,39 @@ data_classes = ["public"]
         .unwrap_err()
         .to_string();
         assert!(e.contains("secret"), "{e}");
+    }
+
+    #[test]
+    fn a_tenant_with_a_03_version_pin_is_a_config_error_and_grpc_and_03_pins_parse() {
+        let one = |client: &str, extra: &str| {
+            Config::parse(
+                &format!(
+                    "{client}[[integrations]]\nname=\"a\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\"]\ndata_classes=[\"p\"]\n{extra}\n"
+                ),
+                Path::new("g.toml"),
+            )
+        };
+        let client =
+            "[client]\nbindings=[\"JSONRPC\",\"HTTP+JSON\",\"GRPC\"]\nversions=[\"1.0\",\"0.3\"]\n";
+        let c = one(client, "version=\"0.3\"\nbinding=\"GRPC\"").unwrap();
+        assert_eq!(
+            c.integrations[0].binding,
+            Some(crate::profile::Binding::Grpc)
+        );
+        assert_eq!(c.integrations[0].version.as_deref(), Some("0.3"));
+        let e = one(client, "version=\"0.3\"\ntenant=\"t1\"")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("integrations[0]") && e.contains("tenant: A2A 0.3 has no tenant"),
+            "{e}"
+        );
+        // The defaults stay 1.0, JSON-RPC and HTTP+JSON: the same pins are refused by them.
+        let e = one("", "version=\"0.3\"\nbinding=\"GRPC\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("GRPC is not in [client] bindings"), "{e}");
+        assert!(e.contains("0.3 is not in [client] versions"), "{e}");
     }
 
     #[test]

@@ -339,7 +339,7 @@ mod tests {
     #[test]
     fn all_problems_reported_at_once() {
         let err = Config::parse(
-            "[client]\nbindings = [\"GRPC\"]\nversions = [\"1\"]\nmax_card_bytes = 0\n",
+            "[client]\nbindings = [\"SOAP\"]\nversions = [\"1\"]\nmax_card_bytes = 0\n",
             Path::new("g.toml"),
         )
         .unwrap_err();

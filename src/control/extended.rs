@@ -157,6 +157,8 @@ pub async fn fetch_extended(
                 follow_redirects: false,
             }
         }
+        // Never reached: a gRPC profile is unusable until gRPC is built (`profile::compile`).
+        Binding::Grpc => return Err(ExtendedError::Malformed("gRPC is not built yet".into())),
     };
     let binding = iface.binding;
     let resp = fetcher.send(req, policy).await?;
@@ -166,7 +168,7 @@ pub async fn fetch_extended(
     }
     match binding {
         Binding::JsonRpc => parse_jsonrpc(status, &resp.body),
-        Binding::HttpJson => parse_rest(status, resp.body),
+        Binding::HttpJson | Binding::Grpc => parse_rest(status, resp.body),
     }
 }
 

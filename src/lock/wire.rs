@@ -164,7 +164,7 @@ fn from_wire(w: WireLock, problems: &mut Vec<String>) -> Lock {
     }
     let binding = Binding::from_wire(&w.interface.binding).unwrap_or_else(|| {
         problems.push(format!(
-            "interface.binding: {:?} is not \"JSONRPC\" or \"HTTP+JSON\"",
+            "interface.binding: {:?} is not \"JSONRPC\", \"HTTP+JSON\" or \"GRPC\"",
             w.interface.binding
         ));
         Binding::JsonRpc
@@ -393,7 +393,7 @@ mod tests {
             .replace("2026-10-02T08:30:00Z", "yesterday")
             .replace("sha256:6f1c", "md5:6f1c")
             .replace("\"3.2.0\"", "\" \"")
-            .replace("\"JSONRPC\"", "\"GRPC\"")
+            .replace("\"JSONRPC\"", "\"SOAP\"")
             .replace("\"version\": \"1.0\"", "\"version\": \"1\"")
             .replace(
                 "\"input\":  [\"application/json\"]",
@@ -408,7 +408,7 @@ mod tests {
             "pinned_at: \"yesterday\" is not an RFC 3339 time",
             "card_digest: \"md5:6f1c",
             "agent_version: must not be empty",
-            "interface.binding: \"GRPC\" is not",
+            "interface.binding: \"SOAP\" is not",
             "interface.version: \"1\" is not Major.Minor",
             "requires.skills.itinerary-pricing.input[1]: \"json\" is not well-formed",
             "requires.skills.itinerary-pricing.input[2]: \"application/json\" is listed twice",

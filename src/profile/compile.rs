@@ -5,7 +5,10 @@
 //! - **interface**: the first entry of `supportedInterfaces`, in card order, whose
 //!   (`protocolBinding`, `protocolVersion`) the client supports; its `tenant` is copied (an empty
 //!   tenant is proto3's "unset" and becomes `None`). None supported → unusable
-//!   ([`Unusable::NoSupportedInterface`], listing what the card offered);
+//!   ([`Unusable::NoSupportedInterface`], listing what the card offered). Every interface is
+//!   recorded in [`Profile::interfaces`] with why it was not chosen;
+//! - **translation**: a chosen 0.3 or gRPC interface → unusable
+//!   ([`Unusable::TranslationNotBuilt`]) until translation exists, so no untranslated call leaves;
 //! - **required extensions**: a `required` extension whose URI the client does not know → unusable
 //!   ([`Unusable::RequiredExtensions`], naming every such URI, sorted). When both rules fail, the
 //!   interface reason is reported (it is checked first);
@@ -27,8 +30,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    Binding, BindingVersion, Display, Interface, Profile, SecurityAlternative, SkillDisplay,
-    SkillProfile, Unusable, Verdict,
+    Binding, BindingVersion, Display, Interface, InterfaceChoice, Profile, SecurityAlternative,
+    SkillDisplay, SkillProfile, Unusable, Verdict,
 };
 use crate::card::sanitize::{self, sanitize};
 use crate::card::{SignatureStatus, ValidatedCard};
@@ -36,7 +39,9 @@ use crate::card::{SignatureStatus, ValidatedCard};
 /// Validated client capabilities (`[client]`): the input of [`compile`] besides the card.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientCaps {
-    /// Supported bindings; the client speaks each of them at every version in `versions`.
+    /// Supported bindings; the client speaks each of them at every version in `versions`
+    /// (`Grpc` and version `0.3` may be chosen but are not callable yet: see
+    /// `callable_untranslated`).
     pub bindings: Vec<Binding>,
     /// Supported `Major.Minor` versions.
     pub versions: Vec<String>,
@@ -65,9 +70,14 @@ impl Default for ClientCaps {
 /// Compiles a validated card for a client with capabilities `caps`.
 pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
     let c = card.card();
-    let (interface, offered) = interfaces(c, caps);
+    let (interface, offered, choices) = interfaces(c, caps);
     let (extensions, required_extensions, missing) = extensions(c, caps);
-    let unusable = if interface.is_none() {
+    let unusable = if let Some(i) = interface.as_ref().filter(|i| !callable_untranslated(i)) {
+        Some(Unusable::TranslationNotBuilt {
+            binding: i.binding.as_str().to_owned(),
+            version: i.version.clone(),
+        })
+    } else if interface.is_none() {
         Some(Unusable::NoSupportedInterface {
             offered: c
                 .supported_interfaces
@@ -99,6 +109,7 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
         signature_failed: matches!(card.signature(), SignatureStatus::Unverified { .. }),
         interface,
         offered,
+        interfaces: choices,
         streaming: caps_flags.streaming.unwrap_or(false),
         push: caps_flags.push_notifications.unwrap_or(false),
         extended_card: caps_flags.extended_agent_card.unwrap_or(false),
@@ -114,23 +125,35 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
 }
 
 /// The chosen interface (the first, in card order, whose binding and version the client
-/// supports) and every supported (binding, version) the card offers, deduplicated.
-fn interfaces(c: &a2a::AgentCard, caps: &ClientCaps) -> (Option<Interface>, Vec<BindingVersion>) {
-    let interface = c.supported_interfaces.iter().find_map(|i| {
-        if !caps.supports(&i.protocol_binding, &i.protocol_version) {
-            return None;
-        }
-        Some(Interface {
-            url: i.url.clone(),
-            binding: Binding::from_wire(&i.protocol_binding)?,
-            version: i.protocol_version.clone(),
-            tenant: i.tenant.clone().filter(|t| !t.is_empty()),
-        })
-    });
-
+/// supports), every supported (binding, version) the card offers, deduplicated, and every
+/// interface of the card with why it was or was not chosen.
+fn interfaces(
+    c: &a2a::AgentCard,
+    caps: &ClientCaps,
+) -> (Option<Interface>, Vec<BindingVersion>, Vec<InterfaceChoice>) {
+    let mut interface: Option<Interface> = None;
     let mut offered: Vec<BindingVersion> = Vec::new();
+    let mut choices = Vec::with_capacity(c.supported_interfaces.len());
     for i in &c.supported_interfaces {
-        if let Some(binding) = Binding::from_wire(&i.protocol_binding)
+        let known = Binding::from_wire(&i.protocol_binding);
+        let not_chosen = match known {
+            None => Some(format!(
+                "binding {} is not one this gateway knows",
+                i.protocol_binding
+            )),
+            Some(b) if !caps.bindings.contains(&b) => {
+                Some(format!("binding {b} is not in [client] bindings"))
+            }
+            Some(_) if !caps.versions.iter().any(|v| v == &i.protocol_version) => Some(format!(
+                "version {} is not in [client] versions",
+                i.protocol_version
+            )),
+            Some(_) if interface.is_some() => {
+                Some("an interface earlier in the card's order was chosen".into())
+            }
+            Some(_) => None,
+        };
+        if let Some(binding) = known
             && caps.supports(&i.protocol_binding, &i.protocol_version)
         {
             let bv = BindingVersion {
@@ -140,9 +163,34 @@ fn interfaces(c: &a2a::AgentCard, caps: &ClientCaps) -> (Option<Interface>, Vec<
             if !offered.contains(&bv) {
                 offered.push(bv);
             }
+            if interface.is_none() {
+                interface = Some(Interface {
+                    url: i.url.clone(),
+                    binding,
+                    version: i.protocol_version.clone(),
+                    tenant: i.tenant.clone().filter(|t| !t.is_empty()),
+                });
+            }
         }
+        choices.push(InterfaceChoice {
+            binding: i.protocol_binding.clone(),
+            version: i.protocol_version.clone(),
+            url: i.url.clone(),
+            chosen: not_chosen.is_none(),
+            not_chosen,
+        });
     }
-    (interface, offered)
+    (interface, offered, choices)
+}
+
+/// Whether the gateway can send calls to `iface` as they come: only 1.0 over JSON-RPC or
+/// HTTP+JSON. A chosen 0.3 or gRPC interface is recorded (profile, planner view, `/readyz`) but
+/// the profile is unusable with [`Unusable::TranslationNotBuilt`], so the data plane never sends
+/// an untranslated call to it. This is the one rule to remove when translation (issue 20 item 2,
+/// and gRPC item 3) is built; with the default `[client]` (1.0, JSON-RPC + HTTP+JSON) such an
+/// interface is never chosen, so nothing changes there.
+fn callable_untranslated(iface: &Interface) -> bool {
+    iface.version == "1.0" && matches!(iface.binding, Binding::JsonRpc | Binding::HttpJson)
 }
 
 /// The extensions both sides know, the required ones among them, and the required ones the

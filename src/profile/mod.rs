@@ -4,16 +4,17 @@
 //! mutated afterwards; runtime
 //! evidence and overrides live beside it (see `control/`), and a new card means a new profile.
 //! Field names of the JSON form (`usable`, `reason`, `agent_version`, `interface`,
-//! `streaming`, `push`, `extended_card`, `extensions`, `skills`) are stable: lockfiles and tools
+//! `streaming`, `push`, `extended_card`, `extensions`, `skills`, `interfaces`) are stable: lockfiles and tools
 //! rely on them.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// A protocol binding the gateway can speak upstream.
+/// A protocol binding an agent's interface speaks, as far as the gateway knows it.
 ///
-/// gRPC and custom bindings exist in the protocol but are never selected by this client.
+/// `Grpc` is recorded and may be chosen when `[client] bindings` allows it, but no call is sent
+/// over it yet (see `compile`'s translation rule); custom bindings are never selected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Binding {
     /// JSON-RPC 2.0 over HTTP POST to the interface URL.
@@ -22,6 +23,9 @@ pub enum Binding {
     /// The HTTP+JSON ("REST") binding: paths appended to the interface URL.
     #[serde(rename = "HTTP+JSON")]
     HttpJson,
+    /// The gRPC binding (`lf.a2a.v1.A2AService`; `a2a.v1` for 0.3 agents).
+    #[serde(rename = "GRPC")]
+    Grpc,
 }
 
 impl Binding {
@@ -30,14 +34,16 @@ impl Binding {
         match self {
             Binding::JsonRpc => "JSONRPC",
             Binding::HttpJson => "HTTP+JSON",
+            Binding::Grpc => "GRPC",
         }
     }
 
-    /// Parses a wire name; `None` for bindings this client does not implement (e.g. `GRPC`).
+    /// Parses a wire name; `None` for bindings this client does not know (custom ones).
     pub fn from_wire(s: &str) -> Option<Self> {
         match s {
             "JSONRPC" => Some(Binding::JsonRpc),
             "HTTP+JSON" => Some(Binding::HttpJson),
+            "GRPC" => Some(Binding::Grpc),
             _ => None,
         }
     }
@@ -60,6 +66,23 @@ pub struct Interface {
     pub version: String,
     /// Opaque tenant to copy into every request, when the interface declares one.
     pub tenant: Option<String>,
+}
+
+/// One interface of the card, in the card's preference order, and what the compiler made of it:
+/// the profile's record of what the agent speaks where, and why an interface was not chosen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfaceChoice {
+    /// The interface's binding as the card writes it (`JSONRPC`, `HTTP+JSON`, `GRPC`, or custom).
+    pub binding: String,
+    /// Its `Major.Minor` protocol version (a 0.3 card's `protocolVersion` `0.3.x` is `0.3`).
+    pub version: String,
+    /// Its URL as declared.
+    pub url: String,
+    /// Whether this is [`Profile::interface`].
+    pub chosen: bool,
+    /// Why it was not chosen (`None` for the chosen one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_chosen: Option<String>,
 }
 
 /// A (binding, protocol version) pair: what an interface speaks, without where it is.
@@ -112,6 +135,15 @@ pub enum Unusable {
         /// The (binding, version) pairs the card offered, in card order.
         offered: Vec<(String, String)>,
     },
+    /// The chosen interface speaks a protocol version or binding that the gateway records but
+    /// cannot call yet: 0.3 and gRPC need translation (issue 20, item 2 onwards), so no call may
+    /// leave for it. Remove this variant when translation exists.
+    TranslationNotBuilt {
+        /// The chosen interface's binding (wire name).
+        binding: String,
+        /// The chosen interface's `Major.Minor` version.
+        version: String,
+    },
     /// The card marks extensions `required` that the client does not know.
     RequiredExtensions {
         /// The unknown required extension URIs, sorted.
@@ -132,6 +164,12 @@ impl std::fmt::Display for Unusable {
                 }
                 write!(f, ")")
             }
+            Unusable::TranslationNotBuilt { binding, version } => write!(
+                f,
+                "the chosen interface is {binding} {version}: calls to it need {} translation, \
+                 which is not built yet",
+                if version == "1.0" { "gRPC" } else { "A2A 0.3" }
+            ),
             Unusable::RequiredExtensions { uris } => {
                 write!(f, "required extensions not supported: {}", uris.join(", "))
             }
@@ -251,6 +289,11 @@ pub struct Profile {
     /// it: still offered but no longer first is a different decision from no longer offered.
     #[serde(default)]
     pub offered: Vec<BindingVersion>,
+    /// Every interface of the card in its preference order (for a 0.3 card: `url` +
+    /// `preferredTransport` first, then `additionalInterfaces`), each with its binding and
+    /// version, which one was chosen and why the others were not.
+    #[serde(default)]
+    pub interfaces: Vec<InterfaceChoice>,
     /// `capabilities.streaming` (absent means false).
     pub streaming: bool,
     /// `capabilities.pushNotifications` (absent means false).

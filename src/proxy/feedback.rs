@@ -63,6 +63,8 @@ pub fn agent_error(binding: Binding, status: u16, body: &[u8]) -> Option<AgentEr
                 reason: first_reason(e.get("details")),
             })
         }
+        // No call is sent over gRPC yet (`profile::compile`), so no such answer is parsed.
+        Binding::Grpc => None,
     }
 }
 
@@ -79,6 +81,8 @@ pub fn send_succeeded(binding: Binding, status: u16, body: &[u8]) -> bool {
     match binding {
         Binding::HttpJson => true,
         Binding::JsonRpc => v.get("result").is_some() && v.get("error").is_none(),
+        // No call is sent over gRPC yet (`profile::compile`).
+        Binding::Grpc => false,
     }
 }
 

@@ -463,7 +463,7 @@ mod tests {
     fn profile(binding: Binding, streaming: bool, tenant: Option<&str>) -> Profile {
         let url = match binding {
             Binding::JsonRpc => "http://127.0.0.1:9/jsonrpc",
-            Binding::HttpJson => "http://127.0.0.1:9/rest",
+            Binding::HttpJson | Binding::Grpc => "http://127.0.0.1:9/rest",
         };
         Profile::builder()
             .card_digest("sha256:0")

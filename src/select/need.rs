@@ -158,7 +158,7 @@ impl Need {
             Some(b) => Some(Binding::from_wire(b).ok_or_else(|| {
                 invalid(
                     "binding",
-                    format!("{} is not JSONRPC or HTTP+JSON", quote(b)),
+                    format!("{} is not JSONRPC, HTTP+JSON or GRPC", quote(b)),
                 )
             })?),
         };

@@ -431,7 +431,7 @@ fn needs_are_parsed_strictly() {
     assert_eq!(refused("{} {}").kind(), "json");
     assert_eq!(refused(r#"{"tags":[]}"#).kind(), "invalid_field");
     for (body, field) in [
-        (r#"{"skill":"r","binding":"GRPC"}"#, "binding"),
+        (r#"{"skill":"r","binding":"SOAP"}"#, "binding"),
         (r#"{"skill":"r","input":["text"]}"#, "input"),
         (r#"{"skill":"r","output":["/json"]}"#, "output"),
         (r#"{"skill":"r","data_classes":["PII"]}"#, "data_classes"),

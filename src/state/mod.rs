@@ -15,7 +15,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::config::Integration;
-use crate::profile::{Binding, Profile};
+use crate::profile::{Binding, Interface, Profile};
 use crate::types::origin_of_url;
 
 mod card_cache;
@@ -348,6 +348,11 @@ pub enum ContractError {
         /// The profile's.
         chosen: String,
     },
+    /// The integration pins a `tenant` but the chosen interface speaks A2A 0.3, which has none.
+    #[error(
+        "the integration pins a tenant but its chosen interface speaks A2A 0.3, which has no tenant"
+    )]
+    TenantOn03,
     /// The card offers none of the integration's accepted skills.
     #[error("none of the accepted skills ({}) is offered by the card", skills.join(", "))]
     NoAcceptedSkill {
@@ -365,6 +370,7 @@ impl ContractError {
             ContractError::OriginNotApproved { .. } => "origin_not_approved",
             ContractError::BindingPinned { .. } => "binding_pinned",
             ContractError::VersionPinned { .. } => "version_pinned",
+            ContractError::TenantOn03 => "tenant_on_0_3",
             ContractError::NoAcceptedSkill { .. } => "no_accepted_skill",
         }
     }
@@ -527,23 +533,9 @@ impl IntegrationState {
     }
 }
 
-/// Checks a compiled profile against the integration contract.
-pub fn check_contract(integration: &Integration, profile: &Profile) -> Result<(), ContractError> {
-    if !profile.is_usable() {
-        return Err(ContractError::ProfileUnusable(
-            profile
-                .reason()
-                .unwrap_or_else(|| "profile not usable".into()),
-        ));
-    }
-    let Some(iface) = &profile.interface else {
-        return Err(ContractError::NoInterface);
-    };
-    if !integration.origin_allowed(&iface.url) {
-        return Err(ContractError::OriginNotApproved {
-            origin: origin_of_url(&iface.url).unwrap_or_else(|| "an unparsable URL".into()),
-        });
-    }
+/// The integration's binding and version pins against the chosen interface, and its tenant
+/// (A2A 0.3 has no tenant, so a pinned tenant cannot be sent to a 0.3 interface).
+fn check_pins(integration: &Integration, iface: &Interface) -> Result<(), ContractError> {
     if let Some(b) = integration.binding
         && b != iface.binding
     {
@@ -558,6 +550,34 @@ pub fn check_contract(integration: &Integration, profile: &Profile) -> Result<()
         return Err(ContractError::VersionPinned {
             pinned: v.clone(),
             chosen: iface.version.clone(),
+        });
+    }
+    if integration.tenant.is_some() && iface.version == "0.3" {
+        return Err(ContractError::TenantOn03);
+    }
+    Ok(())
+}
+
+/// Checks a compiled profile against the integration contract.
+pub fn check_contract(integration: &Integration, profile: &Profile) -> Result<(), ContractError> {
+    // The pins are checked first: a pin that refuses the chosen interface says more than that
+    // interface's own unusability (e.g. a `version = "1.0"` pin on a 0.3 agent).
+    if let Some(iface) = &profile.interface {
+        check_pins(integration, iface)?;
+    }
+    if !profile.is_usable() {
+        return Err(ContractError::ProfileUnusable(
+            profile
+                .reason()
+                .unwrap_or_else(|| "profile not usable".into()),
+        ));
+    }
+    let Some(iface) = &profile.interface else {
+        return Err(ContractError::NoInterface);
+    };
+    if !integration.origin_allowed(&iface.url) {
+        return Err(ContractError::OriginNotApproved {
+            origin: origin_of_url(&iface.url).unwrap_or_else(|| "an unparsable URL".into()),
         });
     }
     if !integration
@@ -712,6 +732,32 @@ mod tests {
             check_contract(&v, &profile("https://a.example/a2a")),
             Err(ContractError::VersionPinned { .. })
         ));
+        // A 0.3 interface: a pinned tenant cannot be sent; a 1.0 pin says why, before the
+        // profile's own "not built yet".
+        let v03 = Profile::builder()
+            .url("https://a.example/a2a")
+            .version("0.3")
+            .unusable(crate::profile::Unusable::TranslationNotBuilt {
+                binding: "JSONRPC".into(),
+                version: "0.3".into(),
+            })
+            .skill("echo")
+            .build();
+        let mut t = integration();
+        t.tenant = Some("acme".into());
+        assert_eq!(
+            check_contract(&t, &v03).unwrap_err().kind(),
+            "tenant_on_0_3"
+        );
+        let mut v = integration();
+        v.version = Some("1.0".into());
+        let e = check_contract(&v, &v03).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "protocol version pinned to 1.0 but the profile chose 0.3"
+        );
+        let e = check_contract(&integration(), &v03).unwrap_err();
+        assert!(e.to_string().contains("which is not built yet"), "{e}");
         let mut s = integration();
         s.skills = vec!["other".into()];
         assert!(

@@ -25,6 +25,7 @@ impl Profile {
                 tenant: None,
             }),
             offered: Vec::new(),
+            interfaces: Vec::new(),
             streaming: false,
             push: false,
             extended_card: false,

@@ -153,3 +153,108 @@ fn sdk_cards_validate_and_compile() {
         assert!(!p.skills.is_empty(), "{}", f.display());
     }
 }
+
+/// `[client]` allowing everything the profile can record: 1.0 and 0.3, all three bindings.
+fn caps_with_03() -> ClientCaps {
+    ClientCaps {
+        bindings: vec![
+            profile::Binding::JsonRpc,
+            profile::Binding::HttpJson,
+            profile::Binding::Grpc,
+        ],
+        versions: vec!["1.0".into(), "0.3".into()],
+        extensions: Vec::new(),
+    }
+}
+
+#[test]
+fn every_03_fixture_compiles_recording_version_and_binding_but_is_not_callable_yet() {
+    let files = fixtures("cards/valid/v03");
+    assert!(
+        files.len() >= 3,
+        "expected the 0.3 fixture set, found {}",
+        files.len()
+    );
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let v = card::validate(&bytes, &policy_for(f), None)
+            .unwrap_or_else(|e| panic!("{}:\n{e}", f.display()));
+        // Today's default [client] (1.0 only): recorded, not chosen, nothing callable.
+        let p = profile::compile(&v, &ClientCaps::default());
+        assert!(p.interface.is_none(), "{}", f.display());
+        assert!(!p.interfaces.is_empty(), "{}", f.display());
+        for i in &p.interfaces {
+            assert_eq!(i.version, "0.3", "{}", f.display());
+            let why = i.not_chosen.as_deref().unwrap_or_default();
+            assert!(
+                why == "version 0.3 is not in [client] versions"
+                    || why == "binding GRPC is not in [client] bindings",
+                "{}: {why}",
+                f.display()
+            );
+        }
+        // With 0.3 allowed: chosen in the card's order, and unusable until translation exists.
+        let p = profile::compile(&v, &caps_with_03());
+        let iface = p.interface.as_ref().expect("an interface is chosen");
+        assert_eq!(iface.version, "0.3");
+        assert_eq!(p.interfaces[0].binding, iface.binding.as_str());
+        assert!(p.interfaces[0].chosen);
+        assert!(
+            p.reason()
+                .unwrap()
+                .contains("translation, which is not built yet"),
+            "{}: {:?}",
+            f.display(),
+            p.reason()
+        );
+    }
+}
+
+#[test]
+fn a_03_card_maps_interfaces_security_media_types_and_the_extended_card_flag() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/cards/valid/v03/grpc_first.json");
+    let v = card::validate(&std::fs::read(&f).unwrap(), &CardPolicy::default(), None).unwrap();
+    let p = profile::compile(&v, &caps_with_03());
+    let got: Vec<(&str, &str, bool)> = p
+        .interfaces
+        .iter()
+        .map(|i| (i.binding.as_str(), i.url.as_str(), i.chosen))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("GRPC", "grpc.a.example:443", true),
+            ("HTTP+JSON", "https://a.example/rest", false),
+            ("JSONRPC", "https://a.example/a2a", false),
+        ]
+    );
+    assert_eq!(
+        p.interface.as_ref().unwrap().binding,
+        profile::Binding::Grpc
+    );
+    assert!(p.extended_card && p.streaming && !p.push);
+    let s = &p.skills["summarise"];
+    assert_eq!(s.input, ["application/pdf", "text/plain"]);
+    assert_eq!(s.output, ["text/plain"]);
+    assert_eq!(s.security.len(), 1);
+    assert_eq!(s.security[0]["bearer"], ["summaries:write"]);
+    // Without GRPC in [client] bindings the next interface in the card's order is chosen.
+    let caps = ClientCaps {
+        bindings: vec![profile::Binding::JsonRpc, profile::Binding::HttpJson],
+        ..caps_with_03()
+    };
+    let p = profile::compile(&v, &caps);
+    assert_eq!(
+        p.interface.as_ref().unwrap().binding,
+        profile::Binding::HttpJson
+    );
+    assert_eq!(
+        p.interfaces[0].not_chosen.as_deref(),
+        Some("binding GRPC is not in [client] bindings")
+    );
+    assert_eq!(
+        p.interfaces[2].not_chosen.as_deref(),
+        Some("an interface earlier in the card's order was chosen")
+    );
+}

@@ -4,7 +4,7 @@
 
 use a2a_egress::card::CardPolicy;
 use a2a_egress::card::{self, CardError};
-use a2a_egress::profile::{self, ClientCaps};
+use a2a_egress::profile::{self, Binding, ClientCaps};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -18,9 +18,15 @@ fn policies() -> [CardPolicy; 2] {
     ]
 }
 
-fn caps() -> [ClientCaps; 2] {
+fn caps() -> [ClientCaps; 3] {
     [
         ClientCaps::default(),
+        // 0.3 and gRPC allowed: such interfaces may be chosen, and the profile is then unusable.
+        ClientCaps {
+            bindings: vec![Binding::JsonRpc, Binding::HttpJson, Binding::Grpc],
+            versions: vec!["1.0".into(), "0.3".into()],
+            ..ClientCaps::default()
+        },
         ClientCaps {
             extensions: vec![
                 "https://example.com/ext/cost-estimate/v1".into(),
@@ -44,6 +50,12 @@ fn exercise(bytes: &[u8]) -> bool {
                     assert_eq!(p.is_usable(), p.unusable().is_none());
                     assert_eq!(p.is_usable(), p.reason().is_none());
                     assert_eq!(p.skills.len(), v.card().skills.len());
+                    assert_eq!(p.interfaces.len(), v.card().supported_interfaces.len());
+                    // Never an untranslated call: usable means 1.0 over JSON-RPC or HTTP+JSON.
+                    if let (true, Some(i)) = (p.is_usable(), p.interface.as_ref()) {
+                        assert_eq!(i.version, "1.0");
+                        assert_ne!(i.binding, Binding::Grpc);
+                    }
                     serde_json::to_vec(&p).unwrap();
                 }
             }
@@ -156,12 +168,15 @@ fn key() -> impl Strategy<Value = String> {
 }
 
 fn valid_cards() -> Vec<Value> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cards/valid");
+    let base = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cards/valid");
     let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "json") {
-            out.push(serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap());
+    // The 1.0 cards and the 0.3 ones (mutated 0.3 cards exercise the 0.3 schema and conversion).
+    for dir in [base.to_owned(), format!("{base}/v03")] {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "json") {
+                out.push(serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap());
+            }
         }
     }
     assert!(!out.is_empty());

@@ -820,3 +820,57 @@ mod never_panics {
         }
     }
 }
+
+/// An A2A 0.3 card uses the same JWS/JCS scheme: signed the way the 1.0 cards above are (over
+/// JCS of the card as received, without `signatures`; and in the SDKs' empties-dropped form, which
+/// the empty `extensions` list tells apart), it
+/// verifies with a key trusted for its origin and compiles; a tampered 0.3 field fails.
+#[test]
+fn a_03_card_signed_like_a_10_card_verifies_and_a_tampered_one_does_not() {
+    use a2a_egress::card::CardPolicy;
+    use a2a_egress::card::{self as cardmod, SignatureStatus};
+    let card = json!({
+        "protocolVersion": "0.3.0", "name": "Old", "description": "0.3 agent",
+        "url": "https://agent.example/a2a", "preferredTransport": "JSONRPC",
+        "additionalInterfaces": [{"url": "https://agent.example/rest", "transport": "HTTP+JSON"}],
+        "version": "1.0.0", "capabilities": {"streaming": true, "extensions": []},
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "echo", "name": "Echo", "description": "echoes", "tags": ["demo"]}],
+        "supportsAuthenticatedExtendedCard": false
+    });
+    let key = test_key(Algorithm::ES256, "k03");
+    let keys = trusted(ORIGIN, &[&key]);
+    let require = CardPolicy {
+        require_signatures: true,
+        ..CardPolicy::default()
+    };
+    let bytes = |v: &Value| serde_json::to_vec(v).unwrap();
+    let sdk_form = with_signatures(
+        &card,
+        vec![jws(
+            &header(&key),
+            &canonical::payload(&strip_empty(&card).unwrap()).unwrap(),
+            &key,
+        )],
+    );
+    for (served, form) in [
+        (signed(&card, &key), PayloadForm::AsReceived),
+        (sdk_form, PayloadForm::EmptiesStripped),
+    ] {
+        let v = cardmod::validate_with_keys(&bytes(&served), &require, &keys, Some(ORIGIN))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let SignatureStatus::Verified(ver) = v.signature() else {
+            panic!("{:?}", v.signature())
+        };
+        assert_eq!((ver.kid.as_str(), ver.form), ("k03", form));
+        let p = a2a_egress::profile::compile(&v, &a2a_egress::profile::ClientCaps::default());
+        assert_eq!(p.verified_by.as_deref(), Some("k03"));
+        // The tampered card: the 0.3 `url` moved to another path on the same origin.
+        let mut t = served.clone();
+        t["url"] = json!("https://agent.example/elsewhere");
+        let err = cardmod::validate_with_keys(&bytes(&t), &require, &keys, Some(ORIGIN))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("signatures[0]"), "{err}");
+    }
+}

@@ -114,17 +114,19 @@ fn validate_reads_stdin_with_dash() {
 }
 
 #[test]
-fn v03_card_is_refused_as_such() {
+fn v03_card_refused_by_the_03_schema_says_so() {
     let out = run(
         &[
             "validate",
-            fixture("invalid/v03_card.json").to_str().unwrap(),
+            fixture("invalid/v03_sample_no_protocol_version.json")
+                .to_str()
+                .unwrap(),
         ],
         b"",
     );
     assert_eq!(out.status.code(), Some(65));
     assert!(
-        text(&out.stderr).contains("this is an A2A 0.3 card"),
+        text(&out.stderr).contains("A2A 0.3 card refused by the 0.3 schema"),
         "{}",
         text(&out.stderr)
     );

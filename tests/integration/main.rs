@@ -50,6 +50,7 @@ mod gateway_tls;
 mod lock_runtime;
 mod observability;
 mod peers_smoke;
+mod peers_v03;
 mod planner;
 mod probe_agent;
 mod probe_gateway;

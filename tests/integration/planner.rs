@@ -482,7 +482,7 @@ async fn errors_and_token(gw: &InProcess) {
         assert_eq!(got["error"]["details"][0]["reason"], reason, "{got}");
     }
     // A bad value names its field, for a planner to fix its need without reading prose.
-    let bad = r#"{"skill":"report","binding":"GRPC"}"#.to_string();
+    let bad = r#"{"skill":"report","binding":"SOAP"}"#.to_string();
     let (code, got) = post(bad, "application/json", true).await;
     assert_eq!(code, 400, "{got}");
     let meta = &got["error"]["details"][0]["metadata"];

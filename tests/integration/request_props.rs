@@ -42,7 +42,7 @@ const METHODS: &[&str] = &[
 fn state(binding: Binding, tenant: Option<&str>) -> IntegrationState {
     let url = match binding {
         Binding::JsonRpc => "http://127.0.0.1:9/jsonrpc",
-        Binding::HttpJson => "http://127.0.0.1:9/rest",
+        Binding::HttpJson | Binding::Grpc => "http://127.0.0.1:9/rest",
     };
     let integration = Integration::builder("echo")
         .origin("http://127.0.0.1:9")

@@ -351,9 +351,10 @@ impl Validator {
         paths: &mut BTreeSet<String>,
     ) -> Option<Interface> {
         let at = format!("agent.interfaces[{i}]");
+        // The reference agent serves JSON-RPC and HTTP+JSON only.
         let binding = match Binding::from_wire(&ri.binding) {
-            Some(b) => b,
-            None => {
+            Some(b @ (Binding::JsonRpc | Binding::HttpJson)) => b,
+            Some(Binding::Grpc) | None => {
                 self.bad(
                     format!("{at}.binding"),
                     format!(

@@ -33,6 +33,21 @@ pub fn python() -> PathBuf {
     p
 }
 
+/// The Python of the 0.3 peer's venv (`tests/peers/v03/requirements.txt`: a2a-sdk 0.3.26):
+/// `A2A_EGRESS_PYTHON_V03`, else `.venv03/bin/python` (both created by `scripts/test.sh`).
+pub fn python_v03() -> PathBuf {
+    let p = std::env::var_os("A2A_EGRESS_PYTHON_V03")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".venv03/bin/python"));
+    assert!(
+        p.exists(),
+        "the 0.3 Python test peer was not found at {} — run `bash scripts/test.sh` once (it \
+         creates .venv03 with a2a-sdk 0.3.26), or set A2A_EGRESS_PYTHON_V03 to that venv's python",
+        p.display()
+    );
+    p
+}
+
 /// Installs rustls' ring provider for this process (reqwest is built without one); idempotent.
 pub fn install_crypto_provider() {
     // Err only means another test in this binary installed it first.

@@ -25,7 +25,7 @@ pub mod tls;
 
 use std::path::PathBuf;
 
-pub use host::{http, install_crypto_provider, python, repo_root};
+pub use host::{http, install_crypto_provider, python, python_v03, repo_root};
 pub use process::ChildGuard;
 pub use ref_agent::RefAgent;
 pub use sdk_agent::{SdkAgent, Seen};

@@ -86,13 +86,30 @@ impl SdkAgent {
         Self::spawn(&all, pki.client())
     }
 
+    /// Starts the A2A **0.3** agent `tests/peers/sdk_agent_v03.py` (official a2a-sdk 0.3.26, in
+    /// `.venv03`) with `args` (e.g. `["--transport", "rest", "--both"]`).
+    pub fn start_v03(args: &[&str]) -> SdkAgent {
+        let mut cmd = Command::new(super::python_v03());
+        cmd.arg(super::repo_root().join("tests/peers/sdk_agent_v03.py"));
+        Self::spawn_cmd("sdk_agent_v03.py", cmd, args, super::http())
+    }
+
     fn spawn(args: &[&str], client: reqwest::Client) -> SdkAgent {
         let mut cmd = Command::new(super::python());
-        cmd.arg(super::repo_root().join("tests/peers/sdk_agent.py"))
-            .arg("--exit-on-stdin-eof")
+        cmd.arg(super::repo_root().join("tests/peers/sdk_agent.py"));
+        Self::spawn_cmd("sdk_agent.py", cmd, args, client)
+    }
+
+    fn spawn_cmd(
+        name: &'static str,
+        mut cmd: Command,
+        args: &[&str],
+        client: reqwest::Client,
+    ) -> SdkAgent {
+        cmd.arg("--exit-on-stdin-eof")
             .args(args)
             .env("PYTHONUNBUFFERED", "1");
-        let process = ChildGuard::spawn("sdk_agent.py", cmd, START_DEADLINE);
+        let process = ChildGuard::spawn(name, cmd, START_DEADLINE);
         let addr = process.addr();
         let card_url = process.first()["card_url"]
             .as_str()
