@@ -203,7 +203,7 @@ fn json_ws(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\r')
 }
 
-/// Parses a JSON-RPC 2.0 request body ([`parse`]: serde_json's validation, then one walk that
+/// Parses a JSON-RPC 2.0 request body (the `parse` module: serde_json's validation, then one walk that
 /// reads every member name and the facts).
 pub fn parse_jsonrpc(body: &Bytes) -> Result<RpcRequest, RpcError> {
     let e = parse::jsonrpc(body)?;
