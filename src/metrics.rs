@@ -4,7 +4,7 @@
 //! listener. Names are `a2a_egress_<thing>_<unit>`; label values come only from enums and from
 //! integration names in the validated config (unknown routes are labelled `""`), never from raw
 //! paths or agent-supplied strings, so cardinality is bounded by the config.
-//! Other components (the control plane's [`crate::control::metrics::ControlMetrics`]) register
+//! Other components (the control plane's `ControlMetrics`, in `control::metrics`) register
 //! their own metrics on [`Metrics::registry`] with the same naming rules and through the same
 //! functions ([`counter`], [`counters`], [`gauge`], [`gauges`], [`float_gauges`], [`histograms`],
 //! [`register`] for a collector of their own): one way to create and register a metric.

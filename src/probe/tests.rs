@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::profile::{Profile, SkillProfile};
-use crate::testkit::{self, ConfigToml, IntegrationToml};
+use crate::testkit::{ConfigToml, IntegrationToml};
 
 const REQ: &str = "https://example.com/ext/req/v1";
 
@@ -34,7 +34,7 @@ pub(super) fn state(extra: &str, binding: Binding, streaming: bool) -> Integrati
         ("book".to_string(), skill(&["text/plain"])),
     ]
     .into();
-    testkit::state(c.integrations[0].clone(), p)
+    crate::state::IntegrationState::for_tests(c.integrations[0].clone(), p)
 }
 
 const PROBE: &str = "[integrations.probe]\nskill = \"echo\"\ntext = \"echo ping\"";

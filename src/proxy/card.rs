@@ -262,7 +262,7 @@ mod tests {
             .skill_display("echo", "Echo", "echoes", &["hi"])
             .build();
         edit(&mut p);
-        crate::testkit::state(i, p)
+        crate::state::IntegrationState::for_tests(i, p)
     }
 
     #[test]

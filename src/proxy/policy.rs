@@ -480,7 +480,7 @@ mod tests {
     }
 
     fn state(i: Integration, p: Profile) -> IntegrationState {
-        crate::testkit::state(i, p)
+        crate::state::IntegrationState::for_tests(i, p)
     }
 
     fn rpc(method: &str, params: Value) -> RpcRequest {

@@ -328,7 +328,7 @@ fn profile(name: &str, display: Display) -> Profile {
 }
 
 fn state(name: &str, display: Display) -> IntegrationState {
-    crate::testkit::state(integration(name), profile(name, display))
+    crate::state::IntegrationState::for_tests(integration(name), profile(name, display))
 }
 
 #[test]

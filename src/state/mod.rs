@@ -410,6 +410,22 @@ impl IntegrationState {
         }
     }
 
+    /// A state of `integration` serving `profile`, its upstream prepared without I/O for the
+    /// profile's interface URL ([`Upstream::for_tests`]); only in test builds.
+    #[cfg(any(test, feature = "testkit"))]
+    pub fn for_tests(integration: Integration, profile: Profile) -> Self {
+        let url = profile
+            .interface
+            .as_ref()
+            .map(|i| i.url.clone())
+            .expect("a usable profile has an interface");
+        Self::from_profile(
+            Arc::new(integration),
+            profile,
+            Ok(Upstream::for_tests(&url)),
+        )
+    }
+
     /// Builds the state for a freshly compiled profile, checking it against the integration's
     /// contract (pure). `upstream` is the upstream prepared for the profile's interface, or why
     /// there is none.

@@ -10,8 +10,11 @@
 //! - [`ConfigToml`] and [`IntegrationToml`]: config *text* (what the gateway reads from disk),
 //!   and [`ConfigToml::parse`] for a validated [`Config`](crate::config::Config);
 //! - [`CardJson`]: Agent Card JSON as an agent serves it;
-//! - [`state`]: an [`IntegrationState`](crate::state::IntegrationState) from the two builders;
 //! - [`hostile`]: the one set of hostile-input generators (proptest strategies).
+//!
+//! A usable state from the two builders is `state::IntegrationState::for_tests`, kept in `state`
+//! itself: the kit uses nothing above `config` and `profile`, so the tests of `state` and of
+//! every module above it can use the kit without an import circle.
 //!
 //! Off by default (`testkit` feature): on only in `cfg(test)` builds and in a cargo call that
 //! builds a target with dev-dependencies (an integration test, bench or example), where the self
@@ -30,24 +33,3 @@ pub use card::CardJson;
 pub use config::{ConfigToml, IntegrationToml};
 pub use integration::IntegrationBuilder;
 pub use profile::{ProfileBuilder, SkillBuilder};
-
-use std::sync::Arc;
-
-use crate::config::Integration;
-use crate::profile::Profile;
-use crate::state::{IntegrationState, Upstream};
-
-/// A usable state of `integration` serving `profile`, its upstream prepared (without I/O) for the
-/// profile's interface URL.
-pub fn state(integration: Integration, profile: Profile) -> IntegrationState {
-    let url = profile
-        .interface
-        .as_ref()
-        .map(|i| i.url.clone())
-        .expect("a usable profile has an interface");
-    IntegrationState::from_profile(
-        Arc::new(integration),
-        profile,
-        Ok(Upstream::for_tests(&url)),
-    )
-}

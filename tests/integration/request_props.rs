@@ -63,7 +63,7 @@ fn state(binding: Binding, tenant: Option<&str>) -> IntegrationState {
                 .build(),
         )
         .build();
-    a2a_egress::testkit::state(integration, profile)
+    a2a_egress::state::IntegrationState::for_tests(integration, profile)
 }
 
 static NO_CLASS: DataClasses = DataClasses::Named(Vec::new());

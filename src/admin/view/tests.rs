@@ -34,7 +34,7 @@ fn profile() -> Profile {
 }
 
 fn state() -> IntegrationState {
-    crate::testkit::state(integration(), profile())
+    crate::state::IntegrationState::for_tests(integration(), profile())
 }
 
 /// Whether any string anywhere in `v` holds a control or invisible character.

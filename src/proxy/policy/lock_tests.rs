@@ -49,7 +49,7 @@ fn snapshot(on_breaking: &str, main_output: &str, spare_output: &str) -> Snapsho
     let text = CONFIG.replace("ON_BREAKING", on_breaking);
     let c = Config::parse(&text, std::path::Path::new("g.toml")).unwrap();
     let build = |i: usize, port: u16, output: &str| {
-        crate::testkit::state(c.integrations[i].clone(), profile(port, output))
+        crate::state::IntegrationState::for_tests(c.integrations[i].clone(), profile(port, output))
     };
     let pinned = crate::lock::pin(
         &crate::state::manifest_of(&c.integrations[0]),

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use super::*;
 use crate::profile::{Profile, SkillProfile};
-use crate::testkit::{self, ConfigToml, IntegrationToml};
+use crate::testkit::{ConfigToml, IntegrationToml};
 
 const REQ: &str = "https://example.com/ext/req/v1";
 
@@ -34,7 +34,7 @@ fn state(extra: &str) -> IntegrationState {
         ("book".to_string(), skill(&["text/plain"])),
     ]
     .into();
-    testkit::state(c.integrations[0].clone(), p)
+    crate::state::IntegrationState::for_tests(c.integrations[0].clone(), p)
 }
 
 fn source_of<'a>(claims: &'a [Claim], claim: &str) -> &'a Source {
