@@ -38,47 +38,31 @@ else
     say "cmake present ($(cmake --version | head -n1))"
 fi
 
-# --- Python test peers (official a2a-sdk) ------------------------------------------------------
-REQ="tests/peers/requirements.txt"
-VENV="$ROOT/.venv"
-STAMP="$VENV/.a2a-egress-requirements.sha256"
-want="$(sha256sum "$REQ" | cut -d' ' -f1)"
-have="$(cat "$STAMP" 2>/dev/null || true)"
-if [ ! -x "$VENV/bin/python" ] || [ "$want" != "$have" ]; then
-    say "creating $VENV with the pinned Python peers ($REQ)"
-    rm -rf "$VENV"
-    if ! python3 -m venv "$VENV" 2>/dev/null; then
-        rm -rf "$VENV"
-        apt_install python3-venv
-        python3 -m venv "$VENV"
+# --- Python test peers (official a2a-sdk 1.3.0, and 0.3.26 for the 0.3 peer), one venv each ------
+# ensure_venv DIR REQUIREMENTS WHAT: (re)creates DIR with exactly REQUIREMENTS when it is missing
+# or the file changed since (a stamp of its hash is kept inside DIR).
+ensure_venv() {
+    local venv="$1" req="$2" what="$3" stamp="$1/.a2a-egress-requirements.sha256" want have
+    want="$(sha256sum "$req" | cut -d' ' -f1)"
+    have="$(cat "$stamp" 2>/dev/null || true)"
+    if [ -x "$venv/bin/python" ] && [ "$want" = "$have" ]; then
+        say "$what up to date in $venv"
+        return
     fi
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$REQ"
-    echo "$want" > "$STAMP"
-else
-    say "Python peers up to date in $VENV"
-fi
-export A2A_EGRESS_PYTHON="$VENV/bin/python"
-
-# --- Python 0.3 test peer (official a2a-sdk 0.3.26), a second venv made exactly like .venv -------
-REQ03="tests/peers/v03/requirements.txt"
-VENV03="$ROOT/.venv03"
-STAMP03="$VENV03/.a2a-egress-requirements.sha256"
-want03="$(sha256sum "$REQ03" | cut -d' ' -f1)"
-have03="$(cat "$STAMP03" 2>/dev/null || true)"
-if [ ! -x "$VENV03/bin/python" ] || [ "$want03" != "$have03" ]; then
-    say "creating $VENV03 with the pinned 0.3 Python peer ($REQ03)"
-    rm -rf "$VENV03"
-    if ! python3 -m venv "$VENV03" 2>/dev/null; then
-        rm -rf "$VENV03"
+    say "creating $venv with the pinned $what ($req)"
+    rm -rf "$venv"
+    if ! python3 -m venv "$venv" 2>/dev/null; then
+        rm -rf "$venv"
         apt_install python3-venv
-        python3 -m venv "$VENV03"
+        python3 -m venv "$venv"
     fi
-    "$VENV03/bin/pip" install --quiet --disable-pip-version-check -r "$REQ03"
-    echo "$want03" > "$STAMP03"
-else
-    say "0.3 Python peer up to date in $VENV03"
-fi
-export A2A_EGRESS_PYTHON_V03="$VENV03/bin/python"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+    echo "$want" > "$stamp"
+}
+ensure_venv "$ROOT/.venv" tests/peers/requirements.txt "Python peers"
+export A2A_EGRESS_PYTHON="$ROOT/.venv/bin/python"
+ensure_venv "$ROOT/.venv03" tests/peers/v03/requirements.txt "0.3 Python peer"
+export A2A_EGRESS_PYTHON_V03="$ROOT/.venv03/bin/python"
 
 # --- JS test peer (official @a2a-js/sdk: card signature verification) ---------------------------
 JS_DIR="tests/peers/js"
