@@ -438,6 +438,7 @@ pub(super) fn integrations(
     client: &RawClient,
     known_extensions: &[String],
     base: &Path,
+    threads: usize,
     problems: &mut Vec<String>,
 ) -> Vec<Integration> {
     let duplicate = duplicate_names(&raws);
@@ -459,8 +460,7 @@ pub(super) fn integrations(
     // Each table is checked on its own (names were compared above, fallbacks are below), so
     // runs of tables are checked on every core; the runs' results and problems are joined in
     // file order, as one pass would have written them.
-    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    let per = raws.len().div_ceil(threads).max(PARALLEL_CHECK_MIN);
+    let per = raws.len().div_ceil(threads.max(1)).max(PARALLEL_CHECK_MIN);
     let mut runs = Vec::new();
     let mut rest = raws;
     while rest.len() > per {

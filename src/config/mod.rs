@@ -163,6 +163,12 @@ pub struct Config {
     pub runtime: Runtime,
 }
 
+/// Every CPU this process may use: the parallelism of a config read outside a running gateway
+/// (`validate`, `check`, start-up).
+fn all_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}
+
 impl Config {
     /// Reads, parses and validates a config file, read with the default cap
     /// ([`DEFAULT_MAX_CONFIG_BYTES`]: at start, before any `[limits]` is known).
@@ -173,19 +179,32 @@ impl Config {
     /// Reads (at most `cap` bytes, else refused naming the cap), parses and validates a config
     /// file. Blocking: callers on a runtime call it from a blocking thread.
     pub fn load_capped(path: &Path, cap: u64) -> Result<Config, ConfigError> {
+        Self::load_capped_on(path, cap, all_cores())
+    }
+
+    /// [`Config::load_capped`] on at most `threads` threads, the calling one included (at least
+    /// one). A running gateway reloads on one CPU fewer than it has, so a large file's parse
+    /// never takes every CPU from the data plane.
+    pub fn load_capped_on(path: &Path, cap: u64, threads: usize) -> Result<Config, ConfigError> {
         let text = crate::types::file::read_capped_string(path, cap, "config")?;
-        Self::parse(&text, path)
+        Self::parse_on(&text, path, threads)
     }
 
     /// Parses and validates config text; `path` is used for messages and relative paths. A text
     /// longer than its own `[limits] max_config_bytes` is refused, so a config that starts is
     /// never one its own reload would refuse for its size.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let raw = document::parse_raw(text).map_err(|e| ConfigError::Parse {
+        Self::parse_on(text, path, all_cores())
+    }
+
+    /// [`Config::parse`] on at most `threads` threads, the calling one included.
+    pub fn parse_on(text: &str, path: &Path, threads: usize) -> Result<Config, ConfigError> {
+        let threads = threads.max(1);
+        let raw = document::parse_raw(text, threads).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
             message: e.0,
         })?;
-        let config = Self::from_raw(raw, path)?;
+        let config = Self::from_raw_on(raw, path, threads)?;
         let cap = config.limits.max_config_bytes;
         if text.len() as u64 > cap {
             return Err(ConfigError::Invalid {
@@ -201,6 +220,11 @@ impl Config {
 
     /// Checks every value of a raw config, reporting all problems at once.
     pub fn from_raw(raw: RawConfig, path: &Path) -> Result<Config, ConfigError> {
+        Self::from_raw_on(raw, path, all_cores())
+    }
+
+    /// [`Config::from_raw`], checking the integrations on at most `threads` threads.
+    fn from_raw_on(raw: RawConfig, path: &Path, threads: usize) -> Result<Config, ConfigError> {
         let mut problems = Vec::new();
         let base = path.parent().unwrap_or(Path::new("."));
         let c = raw.client;
@@ -210,8 +234,14 @@ impl Config {
         let limits = listen::limits(&raw.limits, &mut problems);
         let admin = listen::admin(&raw.admin, &listen, base, &mut problems);
         let policy = integrations::policy(&raw.policy, &mut problems);
-        let integrations =
-            integrations::integrations(raw.integrations, &c, &caps.extensions, base, &mut problems);
+        let integrations = integrations::integrations(
+            raw.integrations,
+            &c,
+            &caps.extensions,
+            base,
+            threads,
+            &mut problems,
+        );
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
         let probes = ProbeSchedule::from_raw(&raw.probes, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));

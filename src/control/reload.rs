@@ -263,7 +263,12 @@ impl ControlHandle {
     /// takes a while for a large file): call it from a blocking thread.
     pub fn reload_blocking(&self, path: &Path) -> Result<ReloadReport, ConfigError> {
         let cap = self.config().limits.max_config_bytes;
-        match Config::load_capped(path, cap) {
+        // One CPU fewer than the process may use (at least the calling thread): a large file's
+        // parse leaves a CPU to the data plane (read now, as the data plane's count was at start).
+        let threads = crate::types::cpus::CpuLimits::read()
+            .threads()
+            .saturating_sub(1);
+        match Config::load_capped_on(path, cap, threads.max(1)) {
             Ok(new) => Ok(self.apply_config(new)),
             Err(e) => {
                 let shown = bounded_report(&e.to_string(), MAX_REPORT_LINE_CHARS, MAX_REPORT_LINES);
