@@ -28,6 +28,8 @@ import threading
 import time
 import urllib.request
 
+import constrained
+
 CPU_PROXY = "0"
 CPU_LOAD = "1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -50,8 +52,9 @@ class Procs:
         full_env.update(env or {})
         stdout = open(os.path.join(self.out, f"{name}.out"), "w")
         stderr = open(os.path.join(self.out, f"{name}.log"), "w")
+        # cpu None: unpinned (the constrained section's two-CPU placement).
         p = subprocess.Popen(
-            ["taskset", "-c", cpu] + argv,
+            (["taskset", "-c", cpu] if cpu else []) + argv,
             stdout=stdout,
             stderr=stderr,
             stdin=subprocess.DEVNULL,
@@ -258,10 +261,14 @@ def run_wrk(url, script, seconds):
     return parse_wrk(out.stdout + out.stderr)
 
 
-def run_oha(url, body_file, headers, seconds, rate):
+def run_oha(url, body_file, headers, seconds, rate, timeout=None):
+    """A fixed-rate run; with `timeout` (e.g. "1s") every request is bounded by it, and the
+    requests it cut are counted in "cut" (they are among the errors too)."""
     cmd = ["taskset", "-c", CPU_LOAD, "oha", "-z", f"{seconds}s", "-q", str(rate),
            "-c", str(RATE_CONNECTIONS), "--latency-correction", "--no-tui",
            "--output-format", "json", "-m", "POST", "-D", body_file]
+    if timeout:
+        cmd += ["-t", timeout]
     for k, v in headers.items():
         cmd += ["-H", f"{k}: {v}"]
     cmd.append(url)
@@ -269,16 +276,18 @@ def run_oha(url, body_file, headers, seconds, rate):
     try:
         j = json.loads(out.stdout)
     except json.JSONDecodeError:
-        return {"p50": None, "p99": None, "p999": None, "errors": -1, "requests": 0}
+        return {"p50": None, "p99": None, "p999": None, "errors": -1, "requests": 0, "cut": -1}
     lp = j.get("latencyPercentiles", {})
     codes = j.get("statusCodeDistribution", {})
     ok = sum(n for c, n in codes.items() if str(c).startswith("2"))
     bad = sum(n for c, n in codes.items() if not str(c).startswith("2"))
     # Requests still in flight when -z ends are reported as "aborted due to deadline": not errors.
-    bad += sum(n for e, n in j.get("errorDistribution", {}).items() if "deadline" not in e)
+    errs = j.get("errorDistribution", {})
+    bad += sum(n for e, n in errs.items() if "deadline" not in e)
+    cut = sum(n for e, n in errs.items() if "timeout" in e.lower() or "timed out" in e.lower())
     us = lambda s: None if s is None else s * 1e6  # noqa: E731
     return {"p50": us(lp.get("p50")), "p99": us(lp.get("p99")),
-            "p999": us(lp.get("p99.9")), "errors": bad, "requests": ok + bad}
+            "p999": us(lp.get("p99.9")), "errors": bad, "requests": ok + bad, "cut": cut}
 
 
 def sse_once(host, port, path, body, headers):
@@ -852,13 +861,13 @@ def build_targets(procs, out, bin_path, gws, ports):
         if group == "send1k":
             T.append(Target(f"gwnolog-{group}", "a2a-egress, access log off",
                             f"http://{gw_nolog[1]['proxy']}/agents/fixed", body, gw_nolog[0], up, group))
-            gw1, gw4 = ports["gw1"], ports["gw4"]
-            T.append(Target(f"gw1thread-{group}", "a2a-egress, 1 worker thread (default 2)",
-                            f"http://{gw1[1]['proxy']}/agents/fixed", body, gw1[0], up, group))
-            T.append(Target(f"gw4thread-{group}", "a2a-egress, 4 worker threads (default 2)",
+            gw2, gw4 = ports["gw2"], ports["gw4"]
+            T.append(Target(f"gw2thread-{group}", "a2a-egress, 2 worker threads (default: its CPUs, 1 here)",
+                            f"http://{gw2[1]['proxy']}/agents/fixed", body, gw2[0], up, group))
+            T.append(Target(f"gw4thread-{group}", "a2a-egress, 4 worker threads (default: its CPUs, 1 here)",
                             f"http://{gw4[1]['proxy']}/agents/fixed", body, gw4[0], up, group))
             gwns = ports["gwns"]
-            T.append(Target(f"gwnosteal-{group}", "a2a-egress, no work stealing (2 threads)",
+            T.append(Target(f"gwnosteal-{group}", "a2a-egress, no work stealing (default threads)",
                             f"http://{gwns[1]['proxy']}/agents/fixed", body, gwns[0], up, group))
             gwalt = ports["gwalt"]
             if gwalt:
@@ -1002,6 +1011,7 @@ def write_results(path, ctx):
         w(f"| {r['n']:,} | {r['startup_s']:.2f} | {r['idle_kb'] / 1024:.1f} | {r['reload_s']:.2f} | "
           f"{fmt(r['rps'])} | {fmt(r['cpu_us'], 1)} | {r['errors']} | {r['peak_kb'] / 1024:.1f} |")
     w("")
+    constrained.write(w, ctx)
     w("## Targets")
     w("")
     w("| target | goal | measured | met |")
@@ -1065,7 +1075,7 @@ def targets_table(S, ctx):
     rows.append(("errors (a2a-egress, all scenarios)", "0", str(errs), errs == 0))
     # The shipped configuration's rows only: the thread-count, work-stealing and allocator
     # variants are there to compare, not to meet the target.
-    variants = ("gw1thread", "gw4thread", "gwnosteal", "gwalt")
+    variants = ("gw2thread", "gw4thread", "gwnosteal", "gwalt")
     reuse = [s["reuse"] for k, s in S.items()
              if k.startswith("gw") and not k.startswith(variants) and s["reuse"] is not None]
     if reuse:
@@ -1099,6 +1109,7 @@ def targets_table(S, ctx):
     pol = crit.get("request/1k")
     if pol:
         rows.append(("policy + shaping of a 1 KB request", "≤ 5 µs", f"{pol:.2f} µs", pol <= 5))
+    rows += constrained.targets(ctx)
     sc = [r["cpu_us"] for r in ctx["scale"] if r["cpu_us"]]
     if len(sc) >= 2:
         spread = max(sc) / min(sc) - 1
@@ -1106,6 +1117,37 @@ def targets_table(S, ctx):
                      " / ".join(f"{x:.1f}" for x in sc) + f" µs ({spread * 100:.0f}% spread)",
                      spread <= 0.10))
     return rows
+
+
+def constrained_only(args):
+    """`--constrained-only`: the upstreams, the nginx proxy and the constrained section alone."""
+    os.makedirs(args.out, exist_ok=True)
+    started, load_start = time.time(), loadavg()
+    procs = Procs(args.out)
+    try:
+        fixed, agent = start_upstreams(procs, args.out, args.root, args.agent_bin)
+        nx = (free_port(), free_port(), free_port())
+        conf = os.path.join(args.out, "nginx-proxy.conf")
+        os.makedirs(os.path.join(args.out, "nginx-tmp-px"), exist_ok=True)
+        with open(conf, "w") as f:
+            f.write(nginx_proxy_conf(args.out, nx[0], nx[1], fixed, agent.split(":")[1], nx[2]))
+        nginx, _ = procs.start("nginx-proxy", ["nginx", "-c", conf, "-p", args.out], CPU_PROXY)
+        for port in nx:
+            wait_port(port)
+        ctx = {"constrained": constrained.run(procs, args.out, args, fixed, agent, nx[0],
+                                              procs.items[0][1], nginx)}
+    finally:
+        procs.stop_all()
+    L = [f"# Constrained sidecars only (`bench.py --constrained-only`{' --quick' if args.quick else ''})",
+         "", f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}, took "
+         f"{time.time() - started:.0f} s, load average at start / end {load_start} / {loadavg()}.", ""]
+    constrained.write(L.append, ctx)
+    L += ["| target | goal | measured | met |", "|---|---|---|---|"]
+    for goal, want, got, ok in constrained.targets(ctx):
+        L.append(f"| {goal} | {want} | {got} | {'yes' if ok else 'no'} |")
+    with open(args.results, "w") as f:
+        f.write("\n".join(L) + "\n")
+    print(f"==> results written to {args.results}")
 
 
 def print_instructions(args):
@@ -1138,11 +1180,17 @@ def main():
                     help="what --alt-bin differs in, for its rows")
     ap.add_argument("--instructions-only", action="store_true",
                     help="only count instructions per request (callgrind) and print them")
+    ap.add_argument("--constrained-only", action="store_true",
+                    help="only the constrained-sidecar section (benches/constrained.py), written "
+                         "alone to --results")
     args = ap.parse_args()
     if args.instructions_only:
         return print_instructions(args)
     args.rounds, args.seconds = (1, 3) if args.quick else (3, 6)
     args.lat_rounds, args.lat_seconds = (1, 3) if args.quick else (2, 8)
+    args.c_seconds = 2 if args.quick else 4
+    if args.constrained_only:
+        return constrained_only(args)
     scale_sizes = (1, 100) if args.quick else (1, 100, 1000)
     os.makedirs(args.out, exist_ok=True)
     started = time.time()
@@ -1174,10 +1222,11 @@ def main():
         cfg = gateway_conf(args.out, "gateway", fixed, agent)
         gw = start_gateway(procs, "gateway", args.bin, cfg, log=True)
         gw_nolog = start_gateway(procs, "gateway-nolog", args.bin, cfg, log=False)
-        # The runtime's thread count, side by side: 2 (the default), 1 and 4.
-        gw1 = start_gateway(procs, "gateway-1thread", args.bin, cfg, log=True, threads=1)
+        # The runtime's thread count, side by side: the default (the CPUs it may use: 1, pinned
+        # to CPU 0), 2 and 4.
+        gw2 = start_gateway(procs, "gateway-2thread", args.bin, cfg, log=True, threads=2)
         gw4 = start_gateway(procs, "gateway-4thread", args.bin, cfg, log=True, threads=4)
-        # Work stealing off: the data plane on pingora's no-steal runtime (2 threads).
+        # Work stealing off: the data plane on pingora's no-steal runtime.
         gwns = start_gateway(procs, "gateway-nosteal", args.bin, cfg, log=True,
                              work_stealing=False)
         # The same gateway on the other allocator (the system one, beside the mimalloc default).
@@ -1185,7 +1234,7 @@ def main():
                  if args.alt_bin else None)
         time.sleep(1)
         ports = {"fixed": fixed, "agent": agent, "nginx": nx, "bare_fixed": bare_f,
-                 "bare_agent": bare_a, "procs": P, "gw1": gw1, "gw4": gw4, "gwns": gwns, "gwalt": gwalt,
+                 "bare_agent": bare_a, "procs": P, "gw2": gw2, "gw4": gw4, "gwns": gwns, "gwalt": gwalt,
                  "alt_label": args.alt_label}
         targets = build_targets(procs, args.out, args.bin, (gw, gw_nolog), ports)
         ctx["targets"] = targets
@@ -1205,6 +1254,8 @@ def main():
                                                500 if args.quick else 1000, alt)
         print(f"==> scale: {scale_sizes} integrations", flush=True)
         ctx["scale"] = scale(procs, args.out, args.bin, fixed, args.seconds, scale_sizes)
+        ctx["constrained"] = constrained.run(procs, args.out, args, fixed, agent, nx[0],
+                                             P["nginx-upstream"], P["nginx-proxy"])
     finally:
         procs.stop_all()
     ctx["criterion"] = criterion_rows(args.target_dir)

@@ -6,6 +6,10 @@
 #   bash scripts/bench.sh --instructions  # only instructions per request under callgrind (bare
 #                                         # pingora, a2a-egress with its access log on and off):
 #                                         # a figure the machine's load does not move; no RESULTS.md
+#   bash scripts/bench.sh --constrained   # only the constrained-sidecar section (one CPU, half a
+#                                         # CPU in a cgroup quota, two CPUs; periodic jobs), about
+#                                         # 10 minutes, written to $CARGO_TARGET_DIR/bench-constrained/
+#                                         # RESULTS.md; the whole run includes it in benches/RESULTS.md
 #
 # On a fresh Debian machine it installs what it lacks: nginx-light (stub_status, for counting
 # upstream connections), wrk and valgrind (callgrind: instructions per request) from the
@@ -22,11 +26,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$PWD"
 QUICK=""
 ONLY_INSTRUCTIONS=""
+ONLY_CONSTRAINED=""
 for a in "$@"; do
     case "$a" in
         --quick) QUICK="--quick" ;;
         --instructions) ONLY_INSTRUCTIONS=1 ;;
-        *) echo "usage: scripts/bench.sh [--quick | --instructions]" >&2; exit 64 ;;
+        --constrained) ONLY_CONSTRAINED=1 ;;
+        *) echo "usage: scripts/bench.sh [--quick] [--instructions | --constrained]" >&2; exit 64 ;;
     esac
 done
 
@@ -73,6 +79,16 @@ if [ -n "$ONLY_INSTRUCTIONS" ]; then
     exec python3 benches/bench.py --instructions-only --bin "$TARGET/release/a2a-egress" \
         --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
         --results /dev/null --target-dir "$TARGET"
+fi
+
+if [ -n "$ONLY_CONSTRAINED" ]; then
+    OUT="$TARGET/bench-constrained"
+    rm -rf "$OUT"
+    mkdir -p "$OUT"
+    say "constrained sidecars only (raw logs in $OUT)"
+    exec python3 benches/bench.py $QUICK --constrained-only --bin "$TARGET/release/a2a-egress" \
+        --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
+        --results "$OUT/RESULTS.md" --target-dir "$TARGET"
 fi
 
 # Criterion micro-benchmarks, briefly (their figures go into RESULTS.md).
