@@ -59,3 +59,4 @@ mod reliability_doc;
 mod request_props;
 mod sdk_fixtures;
 mod security;
+mod wire_fixtures;
