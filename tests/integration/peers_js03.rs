@@ -6,6 +6,8 @@
 
 use std::os::unix::fs::PermissionsExt;
 
+use a2a_egress::card::CardPolicy;
+use a2a_egress::profile::{self, ClientCaps};
 use serde_json::{Value, json};
 
 use crate::common::SdkAgent;
@@ -48,6 +50,29 @@ async fn compiles_with(transport: &str, binding: &str) {
     assert_eq!(card["protocolVersion"], "0.3.0", "{card}");
     assert_eq!(card["preferredTransport"], binding, "{card}");
     assert!(card.get("supportedInterfaces").is_none(), "{card}");
+    // Compiled directly: both bindings recorded at 0.3, in the card's order, the preferred chosen.
+    let policy = CardPolicy {
+        allow_plain_http: true,
+        ..CardPolicy::default()
+    };
+    let v = a2a_egress::card::validate(card.to_string().as_bytes(), &policy, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let caps = ClientCaps {
+        versions: vec!["1.0".into(), "0.3".into()],
+        ..ClientCaps::default()
+    };
+    let p = profile::compile(&v, &caps);
+    let other = if binding == "JSONRPC" {
+        "HTTP+JSON"
+    } else {
+        "JSONRPC"
+    };
+    let got: Vec<(&str, &str, bool)> = p
+        .interfaces
+        .iter()
+        .map(|i| (i.binding.as_str(), i.version.as_str(), i.chosen))
+        .collect();
+    assert_eq!(got, [(binding, "0.3", true), (other, "0.3", false)]);
     let gw = gateway(&agent, true).await;
     let ready = gw.readyz().await;
     let e = &ready["integrations"]["js03"];
