@@ -25,7 +25,6 @@ bounded (a stream stops after MAX_EVENTS events or READ_TIMEOUT seconds of silen
 import argparse
 import asyncio
 import json
-import os
 import pathlib
 import socket
 import subprocess
