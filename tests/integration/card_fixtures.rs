@@ -211,6 +211,48 @@ fn every_03_fixture_compiles_recording_version_and_binding_but_is_not_callable_y
 }
 
 #[test]
+fn the_03_readme_names_every_03_fixture() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cards/valid/v03");
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    for f in fixtures("cards/valid/v03") {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            readme.contains(&format!("`{name}`")),
+            "{name} is not in valid/v03/README.md"
+        );
+    }
+}
+
+#[test]
+fn a_03_card_without_protocol_version_is_read_as_0_3_0_and_says_so() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/cards/valid/v03/loopback_a2a_mcp_air_ticketing_agent.json");
+    let bytes = std::fs::read(&f).unwrap();
+    assert!(!String::from_utf8_lossy(&bytes).contains("protocolVersion"));
+    let v = card::validate(&bytes, &policy_for(&f), None).unwrap();
+    let w: Vec<String> = v.warnings().iter().map(|w| w.to_string()).collect();
+    assert!(
+        w.iter()
+            .any(|w| w.starts_with("protocolVersion: absent from a 0.3 card")),
+        "{w:?}"
+    );
+    let p = profile::compile(&v, &caps_with_03());
+    assert_eq!(p.interface.as_ref().unwrap().version, "0.3");
+    // A present but wrong protocolVersion is still the schema's to refuse.
+    let wrong = String::from_utf8_lossy(&bytes).replacen(
+        "\"version\": \"1.0.0\",",
+        "\"version\": \"1.0.0\", \"protocolVersion\": 3,",
+        1,
+    );
+    let err = card::validate(wrong.as_bytes(), &policy_for(&f), None).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("protocolVersion: A2A 0.3 card refused by the 0.3 schema"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_03_card_maps_interfaces_security_media_types_and_the_extended_card_flag() {
     let f = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/cards/valid/v03/grpc_first.json");
