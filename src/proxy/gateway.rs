@@ -431,6 +431,20 @@ impl ProxyHttp for Gateway {
         )
     }
 
+    /// What pingora writes about the request in its error lines ("Fail to filter request: …").
+    /// Its default is the caller's method, path and Host as sent, which would put caller bytes
+    /// (control characters, bidi marks, secrets in a query) into an ERROR line; this names only
+    /// what the gateway decided: the integration (a configured name), the operation and the
+    /// request id (id characters only).
+    fn request_summary(&self, _session: &Session, ctx: &Ctx) -> String {
+        format!(
+            "integration: {}, method: {}, request_id: {}",
+            ctx.integration_name().unwrap_or("-"),
+            ctx.method.as_str(),
+            ctx.trace.id.as_str()
+        )
+    }
+
     fn suppress_error_log(&self, _session: &Session, ctx: &Ctx, _error: &Error) -> bool {
         // A caller that left or stopped reading is no failure of the gateway's (counted as
         // `client_closed` and, for a write timeout, in `downstream_timeouts_total`).

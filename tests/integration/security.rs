@@ -620,3 +620,51 @@ async fn raw_traffic_never_reaches_the_log_at_any_level() {
         }
     }
 }
+
+/// A request line and Host the caller wrote, marked, on a call whose body never fully arrives
+/// (the caller shuts its side after part of it): pingora's error line for it must name what the
+/// gateway decided, not the caller's path, query or Host (`Gateway::request_summary`).
+#[tokio::test]
+async fn pingora_error_lines_do_not_carry_the_callers_request_line() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    const PATH_MARKER: &str = "zq-caller-path-51c0";
+    const HOST_MARKER: &str = "zq-caller-host-a8e2";
+    let agent = RawAgent::start(false, marked_answer).await;
+    let config = config_head(&[])
+        + "[refresh]\nmin = \"1h\"\n"
+        + &IntegrationToml::new("raw", &agent.card_url).text();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = GatewayProc::start_in(dir, &config, &[]).await;
+    let mut s = tokio::net::TcpStream::connect(gw.proxy).await.unwrap();
+    let head = format!(
+        "POST /agents/raw/?token={PATH_MARKER} HTTP/1.1\r\nhost: {HOST_MARKER}\u{202e}\r\n\
+         content-type: application/json\r\ncontent-length: 400\r\n\r\n{{\"jsonrpc\": \"2.0\""
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(20), s.read_to_end(&mut got)).await;
+    // Pingora's line for the failed read comes with the request's own access line; wait for it.
+    crate::assert_eventually!(
+        gw.process
+            .stderr_all()
+            .0
+            .iter()
+            .any(|l| l.contains("Fail to filter request")),
+        "pingora's error line for the cut body\n{}",
+        gw.process.stderr_tail()
+    );
+    let (lines, _) = gw.process.stderr_all();
+    for line in &lines {
+        for marker in [PATH_MARKER, HOST_MARKER] {
+            assert!(!carries(line, marker), "a log line carries the caller's {marker:?}: {line}");
+        }
+        // `carries` compares alphanumerics, which a bidi mark has none of: look for it as such.
+        assert!(
+            !line.contains('\u{202e}') && !line.contains("\\u{202e}"),
+            "a log line carries the caller's bidi mark: {line:?}"
+        );
+    }
+    let line = lines.iter().find(|l| l.contains("Fail to filter request")).unwrap();
+    assert!(line.contains("integration: raw"), "{line}");
+}
