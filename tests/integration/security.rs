@@ -657,7 +657,10 @@ async fn pingora_error_lines_do_not_carry_the_callers_request_line() {
     let (lines, _) = gw.process.stderr_all();
     for line in &lines {
         for marker in [PATH_MARKER, HOST_MARKER] {
-            assert!(!carries(line, marker), "a log line carries the caller's {marker:?}: {line}");
+            assert!(
+                !carries(line, marker),
+                "a log line carries the caller's {marker:?}: {line}"
+            );
         }
         // `carries` compares alphanumerics, which a bidi mark has none of: look for it as such.
         assert!(
@@ -665,6 +668,9 @@ async fn pingora_error_lines_do_not_carry_the_callers_request_line() {
             "a log line carries the caller's bidi mark: {line:?}"
         );
     }
-    let line = lines.iter().find(|l| l.contains("Fail to filter request")).unwrap();
+    let line = lines
+        .iter()
+        .find(|l| l.contains("Fail to filter request"))
+        .unwrap();
     assert!(line.contains("integration: raw"), "{line}");
 }
