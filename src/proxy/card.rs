@@ -87,7 +87,12 @@ fn card_json(state: &IntegrationState, public_url: &str) -> Option<Value> {
     let mut interface = json!({
         "url": url,
         "protocolBinding": iface.binding.as_str(),
-        "protocolVersion": iface.version,
+        // The orchestrator always speaks 1.0 to the gateway: a 0.3 agent's calls are
+        // translated (`crate::translate`).
+        "protocolVersion": match crate::translate::Dialect::of(iface) {
+            Some(d) if d.translates() => d.caller_version(),
+            _ => iface.version.as_str(),
+        },
     });
     if let Some(t) = i
         .tenant

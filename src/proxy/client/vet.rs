@@ -6,6 +6,7 @@
 //! InvalidAgentResponseError; it is counted (`a2a_egress_invalid_agent_answers_total`) and, unless
 //! it is a server error's page, marks the profile stale ([`invalid`]).
 
+use bytes::Bytes;
 use pingora::http::ResponseHeader;
 
 use super::{Attempt, ClientError, MAX_ANSWER_BYTES, Sent};
@@ -14,6 +15,26 @@ use crate::proxy::call::Gateway;
 use crate::proxy::deny::{Deny, Shape};
 use crate::proxy::headers::{Prune, prune};
 use crate::state::StaleCause;
+use crate::translate::{self, Op, TranslateError, Translated};
+
+/// The operation whose answers are translated, when the agent speaks 0.3.
+fn translated_op(at: Attempt<'_>) -> Option<Op> {
+    if !at.plan.dialect.translates() {
+        return None;
+    }
+    Op::from_v10(at.plan.method.as_str())
+}
+
+/// Counts, logs (with the field) and refuses a 0.3 answer that does not translate, as any
+/// answer that is not A2A ([`report`]).
+fn untranslatable(gw: &Gateway, name: &str, e: &TranslateError, status: u16) -> ClientError {
+    tracing::warn!(integration = name, error = %e, "the A2A 0.3 answer does not translate");
+    report(gw, name, Invalid::Untranslatable, status);
+    ClientError::Invalid {
+        why: Invalid::Untranslatable,
+        status,
+    }
+}
 
 /// The JSON text of the JSON-RPC request's id, which every answer to it must carry.
 pub(super) fn request_id(shape: &Shape) -> Option<&str> {
@@ -45,6 +66,13 @@ pub(super) fn vet<'c>(
             };
             answer::check_whole(at.plan.binding, request_id(shape), status, &a.body)
                 .map_err(|w| invalid(gw, at, w, status))?;
+            if let Some(op) = translated_op(at)
+                && answer::carries_rpc(status, &a.body)
+            {
+                let t = translate::answer_to10(op, &a.body)
+                    .map_err(|e| untranslatable(gw, at.name(), &e, status))?;
+                a.body = Bytes::from(t.json);
+            }
             keep_allowed(gw, at, &mut a.head)?;
             Ok(Sent::Whole(a))
         }
@@ -147,6 +175,8 @@ pub(super) struct Events<'a> {
     binding: crate::profile::Binding,
     id: Option<&'a str>,
     status: u16,
+    /// The stream's operation, when its events come from a 0.3 agent and are translated.
+    op: Option<Op>,
 }
 
 impl<'a> Events<'a> {
@@ -158,7 +188,38 @@ impl<'a> Events<'a> {
             binding: at.plan.binding,
             id: request_id(shape),
             status,
+            op: translated_op(at),
         }
+    }
+
+    /// Event data as the caller gets it: `None` when it passes unchanged (a 1.0 agent), else the
+    /// 1.0 form of a 0.3 agent's event, or the refusal of one that does not translate.
+    pub(super) fn translate(&self, data: &[u8]) -> Result<Option<Translated>, Deny> {
+        let Some(op) = self.op else { return Ok(None) };
+        match translate::event_to10(op, data) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) => {
+                tracing::warn!(integration = self.name, error = %e, "an A2A 0.3 stream event does not translate");
+                Err(report(
+                    self.gw,
+                    self.name,
+                    Invalid::Untranslatable,
+                    self.status,
+                ))
+            }
+        }
+    }
+
+    /// The refusal of an event too large to hold when the stream is translated: its bytes are
+    /// 0.3 and may not reach the caller untranslated.
+    pub(super) fn too_large(&self) -> Option<Deny> {
+        self.op?;
+        Some(report(
+            self.gw,
+            self.name,
+            Invalid::Untranslatable,
+            self.status,
+        ))
     }
 
     /// The integration's name.
