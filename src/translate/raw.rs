@@ -73,13 +73,6 @@ impl<'a> Obj<'a> {
             .filter(|v| v.get() != "null")
     }
 
-    /// Whether `key` is present with the value `null`.
-    pub(super) fn has_null(&self, key: &str) -> bool {
-        self.members
-            .iter()
-            .any(|(k, v)| k == key && v.get() == "null")
-    }
-
     /// Whether `key` is present with a value other than `null`.
     pub(super) fn has(&self, key: &str) -> bool {
         self.get(key).is_some()

@@ -149,10 +149,9 @@ fn translate_answer(op: Op, body: &[u8], event: bool) -> Result<Translated, Tran
             let (v, last) = result_to10(op, r, event)?;
             ("result", v, last, false)
         }
-        // Deleting a push config answers `null` (PY 0.3), which reads as absent.
-        (None, None) if op == Op::DeletePushConfig && env.obj_has_null_result() => {
-            ("result", Out::Lit("null"), false, false)
-        }
+        // Deleting a push config answers `result: null`, which Python a2a-sdk 0.3.26 leaves out
+        // altogether (`{"id":…,"jsonrpc":"2.0"}`): both mean success.
+        (None, None) if op == Op::DeletePushConfig => ("result", Out::Lit("null"), false, false),
         (None, None) => {
             return Err(TranslateError::untranslatable(
                 "body",
@@ -170,13 +169,6 @@ fn translate_answer(op: Op, body: &[u8], event: bool) -> Result<Translated, Tran
         last,
         error,
     })
-}
-
-impl Envelope<'_> {
-    /// Whether the envelope has a `result` member that is `null`.
-    fn obj_has_null_result(&self) -> bool {
-        self.obj.has_null("result")
-    }
 }
 
 /// The result of `op`, 0.3 → 1.0, and whether it ends a stream.

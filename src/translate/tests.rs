@@ -292,6 +292,10 @@ fn results_of_every_method() {
         json!({"configs":[]})
     );
     assert_eq!(answer(Op::DeletePushConfig, Value::Null), Value::Null);
+    // Python a2a-sdk 0.3.26 leaves the null result out.
+    let t = answer_to10(Op::DeletePushConfig, br#"{"id":7,"jsonrpc":"2.0"}"#).unwrap();
+    assert_eq!(t.json, br#"{"jsonrpc":"2.0","id":7,"result":null}"#);
+    assert!(answer_to10(Op::GetTask, br#"{"id":7,"jsonrpc":"2.0"}"#).is_err());
     let card = json!({"name":"x","protocolVersion":"0.3.0"});
     assert_eq!(answer(Op::GetExtendedAgentCard, card.clone()), card);
     // An event is not a send result.

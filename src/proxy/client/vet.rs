@@ -64,15 +64,25 @@ pub(super) fn vet<'c>(
                 }
                 Err(w) => return Err(invalid(gw, at, w, status)),
             };
-            answer::check_whole(at.plan.binding, request_id(shape), status, &a.body)
-                .map_err(|w| invalid(gw, at, w, status))?;
+            let id = request_id(shape);
+            // A 0.3 agent's answer is translated first, and the 1.0 answer the caller would get
+            // is what is held to being A2A (its id is the agent's, copied): a 0.3 answer may lack
+            // what 1.0 requires (Python 0.3.26 leaves a null `result` out). One that does not
+            // translate is judged as it came, so it is refused for what is wrong with it.
             if let Some(op) = translated_op(at)
                 && answer::carries_rpc(status, &a.body)
             {
-                let t = translate::answer_to10(op, &a.body)
-                    .map_err(|e| untranslatable(gw, at.name(), &e, status))?;
-                a.body = Bytes::from(t.json);
+                match translate::answer_to10(op, &a.body) {
+                    Ok(t) => a.body = Bytes::from(t.json),
+                    Err(e) => {
+                        answer::check_whole(at.plan.binding, id, status, &a.body)
+                            .map_err(|w| invalid(gw, at, w, status))?;
+                        return Err(untranslatable(gw, at.name(), &e, status));
+                    }
+                }
             }
+            answer::check_whole(at.plan.binding, id, status, &a.body)
+                .map_err(|w| invalid(gw, at, w, status))?;
             keep_allowed(gw, at, &mut a.head)?;
             Ok(Sent::Whole(a))
         }
