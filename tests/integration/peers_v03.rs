@@ -26,6 +26,9 @@ async fn gateway(
     let token = dir.path().join("admin.token");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let partner = dir.path().join("partner.token");
+    std::fs::write(&partner, "partner-secret\n").unwrap();
+    std::fs::set_permissions(&partner, std::fs::Permissions::from_mode(0o600)).unwrap();
     let mut config = config_head(&[]);
     if let Some((bindings, versions)) = client {
         config = config
@@ -325,6 +328,33 @@ async fn a_03_agent_that_does_not_stream_is_answered_through_message_send() {
         &[("integration", "v03"), ("cause", "declared_off")],
     );
     assert_eq!(n, 1.0, "{m}");
+}
+
+/// A 0.3 card with `supportsAuthenticatedExtendedCard`: with a credential, the control plane
+/// asks `agent/getAuthenticatedExtendedCard` (0.3's name, no `A2A-Version`), converts the 0.3
+/// extended card and compiles it for that credential: its extra skill is in the profile.
+#[tokio::test]
+async fn the_extended_card_of_a_03_agent_is_fetched_with_0_3s_method() {
+    let agent = SdkAgent::start_v03(&["--extended"]);
+    let gw = gateway(
+        &agent,
+        ALL,
+        &[(
+            "v03",
+            "credential = { type = \"bearer\", file = \"partner.token\" }",
+        )],
+    )
+    .await;
+    let v = view(&gw, "v03").await;
+    assert_eq!(v["usable"], true, "{v}");
+    assert!(
+        v.to_string().contains("\"secret\""),
+        "the extended card's skill: {v}"
+    );
+    let plain = SdkAgent::start_v03(&[]);
+    let gw = gateway(&plain, ALL, &[("v03", "")]).await;
+    let v = view(&gw, "v03").await;
+    assert!(!v.to_string().contains("\"secret\""), "{v}");
 }
 
 #[tokio::test]
