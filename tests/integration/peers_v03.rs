@@ -233,6 +233,68 @@ async fn the_1_0_sdk_client_sends_streams_gets_and_cancels_on_a_03_agent() {
     assert_eq!(e["type"], "TaskNotCancelableError", "{again:#?}");
 }
 
+/// `SubscribeToTask` becomes 0.3's `tasks/resubscribe`: the stream carries the held task's 1.0
+/// status updates, and the cancel's `final: true` ends it at the gateway.
+#[tokio::test]
+async fn a_resubscribed_stream_carries_1_0_events_until_0_3s_final() {
+    use futures::StreamExt;
+    let agent = SdkAgent::start_v03(&[]);
+    let gw = gateway(&agent, ALL, &[("v03", "")]).await;
+    let base = gw.agent_url("v03");
+    let held = sdk_client(&[
+        "--url",
+        &base,
+        "--op",
+        "send",
+        "--text",
+        "hold for a subscriber",
+        "--return-immediately",
+    ])
+    .ok();
+    let id = held.events()[0]["task"]["id"].as_str().unwrap().to_owned();
+    let sub =
+        json!({"jsonrpc": "2.0", "id": "sub-1", "method": "SubscribeToTask", "params": {"id": id}});
+    let resp = crate::common::http()
+        .post(&base)
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0")
+        .body(sub.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let mut body = resp.bytes_stream();
+    let mut text = String::new();
+    let read = async {
+        // Attached once a tick arrived; then cancel, and read to the end of the stream.
+        let mut canceled = false;
+        while let Some(chunk) = body.next().await {
+            text.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            if !canceled && text.contains("TASK_STATE_WORKING") {
+                canceled = true;
+                let c = sdk_client(&["--url", &base, "--op", "cancel", "--task-id", &id]);
+                assert_eq!(c.status, 0, "{c:#?}");
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(30), read)
+        .await
+        .expect("the stream ends after the 0.3 final event");
+    let events = sse_events(&text);
+    assert!(events.iter().all(|e| e["id"] == "sub-1"), "{text}");
+    let last = events.last().unwrap();
+    assert_eq!(
+        last["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{text}"
+    );
+    assert!(
+        events[..events.len() - 1]
+            .iter()
+            .all(|e| e["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"),
+        "{text}"
+    );
+}
+
 /// Push configs: created with the 1.0 SDK client (flat 1.0 shape → 0.3's nested one and back),
 /// read, listed and deleted with raw 1.0 JSON-RPC.
 #[tokio::test]

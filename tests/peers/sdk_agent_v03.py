@@ -14,8 +14,8 @@ listed in `additionalInterfaces` only when `--both` is given (and then also serv
 What the agent does with a message, by its text:
 - `task …`: a Task (submitted), a `working` status update, one artifact echoing the text, then
   `completed` (the last status update carries 0.3's `final: true`);
-- `hold …`: a Task that stays `working` until it is canceled (or 30 s pass), for get/cancel/
-  resubscribe;
+- `hold …`: a Task that stays `working` (a status update every 200 ms) until it is canceled (or
+  30 s pass), for get/cancel/resubscribe;
 - anything else: one agent Message echoing the text.
 
 Flags for the 0.3 features the gateway translates:
@@ -66,11 +66,21 @@ class EchoExecutor(AgentExecutor):
         up = TaskUpdater(event_queue, task.id, task.context_id)
         await up.start_work()
         if text.startswith('hold'):
+            # A `working` status update every 200 ms until canceled: a resubscribed stream sees
+            # one soon after it attached, so a test knows it is attached before it cancels.
+            # The SDK's cancel publishes on a queue of its own (a tap), which other taps (a
+            # resubscribed stream) never see: the canceled status is published here too, on the
+            # task's main queue, so subscribers get it (with 0.3's `final: true`).
             released = self.held.setdefault(task.id, asyncio.Event())
-            try:
-                await asyncio.wait_for(released.wait(), 30)
-            except asyncio.TimeoutError:
-                pass
+            for _ in range(150):
+                try:
+                    await asyncio.wait_for(released.wait(), 0.2)
+                    await up.cancel()
+                    return
+                except asyncio.TimeoutError:
+                    pass
+                if not released.is_set():
+                    await up.start_work()
             return
         await up.add_artifact([Part(root=TextPart(text=text))], name='echo')
         await up.complete()
