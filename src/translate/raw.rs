@@ -73,6 +73,11 @@ impl<'a> Obj<'a> {
             .filter(|v| v.get() != "null")
     }
 
+    /// The value of `key` as written, `null` included (a JSON-RPC id of `null` is not "no id").
+    pub(super) fn raw(&self, key: &str) -> Option<&'a RawValue> {
+        self.members.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
     /// Whether `key` is present with a value other than `null`.
     pub(super) fn has(&self, key: &str) -> bool {
         self.get(key).is_some()

@@ -39,7 +39,7 @@ fn envelope(body: &[u8]) -> Result<Envelope<'_>, TranslateError> {
     let text = std::str::from_utf8(body)
         .map_err(|_| TranslateError::untranslatable("body", "is not UTF-8"))?;
     let obj = Obj::parse_str(text, "body")?;
-    let id = obj.get("id");
+    let id = obj.raw("id");
     Ok(Envelope { id, obj })
 }
 

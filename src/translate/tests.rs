@@ -214,6 +214,16 @@ fn what_0_3_cannot_say_is_refused_by_field() {
 }
 
 #[test]
+fn a_null_id_stays_null_and_a_missing_one_missing() {
+    let b = br#"{"jsonrpc":"2.0","id":null,"method":"GetTask","params":{"id":"t"}}"#;
+    let out = request_to03(Op::GetTask, b).unwrap();
+    assert!(String::from_utf8(out).unwrap().contains(r#""id":null"#));
+    let b = br#"{"jsonrpc":"2.0","method":"GetTask","params":{"id":"t"}}"#;
+    let out: Value = serde_json::from_slice(&request_to03(Op::GetTask, b).unwrap()).unwrap();
+    assert!(out.get("id").is_none(), "{out}");
+}
+
+#[test]
 fn numeric_enums_and_agent_role() {
     let got = to03(
         Op::SendMessage,
