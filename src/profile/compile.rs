@@ -436,6 +436,37 @@ mod tests {
         assert!(p.skills.contains_key("echo"));
     }
 
+    /// What the gateway can call: 0.3 over JSON-RPC (translated) is usable; 0.3 over HTTP+JSON
+    /// and gRPC are chosen but unusable until their translation exists.
+    #[test]
+    fn a_chosen_0_3_jsonrpc_interface_is_usable_and_the_others_wait() {
+        let caps = ClientCaps {
+            bindings: vec![Binding::JsonRpc, Binding::HttpJson, Binding::Grpc],
+            versions: vec!["1.0".into(), "0.3".into()],
+            ..ClientCaps::default()
+        };
+        let with = |binding: &str, version: &str| {
+            let mut card = minimal();
+            card["supportedInterfaces"] = json!([
+                {"url":"https://a.example/x","protocolBinding":binding,"protocolVersion":version}
+            ]);
+            build(&card, &caps)
+        };
+        assert!(with("JSONRPC", "0.3").is_usable());
+        assert!(with("JSONRPC", "1.0").is_usable());
+        assert!(with("HTTP+JSON", "1.0").is_usable());
+        for (b, v) in [("HTTP+JSON", "0.3"), ("GRPC", "1.0"), ("GRPC", "0.3")] {
+            assert_eq!(
+                with(b, v).unusable().cloned(),
+                Some(Unusable::TranslationNotBuilt {
+                    binding: b.into(),
+                    version: v.into()
+                }),
+                "{b} {v}"
+            );
+        }
+    }
+
     #[test]
     fn binding_names_are_case_sensitive() {
         let mut card = minimal();
