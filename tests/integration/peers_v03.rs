@@ -392,6 +392,39 @@ async fn a_03_agent_that_does_not_stream_is_answered_through_message_send() {
     assert_eq!(n, 1.0, "{m}");
 }
 
+/// A 0.3 agent whose card claims streaming but whose server refuses it: Python a2a-sdk 0.3.26
+/// answers `message/stream` with -32603 "Streaming is not supported by the agent" (not 0.3's
+/// -32004). The translation reads that, on a stream call only, as UnsupportedOperationError, so
+/// the gateway's refused-stream rule applies: one retry as `message/send`, answered as one SSE
+/// event, and streaming overridden off until the next refresh.
+#[tokio::test]
+async fn a_python_03_refusal_of_a_stream_it_claims_is_retried_as_message_send() {
+    let agent = SdkAgent::start_v03(&["--refuse-streams"]);
+    let gw = gateway(&agent, ALL, &[("v03", "")]).await;
+    let (status, headers, body) = gw
+        .rpc_raw(
+            "v03",
+            &send_request("s2", "SendStreamingMessage", "task refused"),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(headers["content-type"], "text/event-stream", "{body}");
+    let events = sse_events(&body);
+    assert_eq!(events.len(), 1, "{body}");
+    assert_eq!(
+        events[0]["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{body}"
+    );
+    let m = gw.metrics().await;
+    let n = crate::common::gateway::metric(
+        &m,
+        "a2a_egress_downgrades_total",
+        &[("integration", "v03"), ("cause", "refused")],
+    );
+    assert_eq!(n, 1.0, "{m}");
+}
+
 /// A 0.3 card with `supportsAuthenticatedExtendedCard`: with a credential, the control plane
 /// asks `agent/getAuthenticatedExtendedCard` (0.3's name, no `A2A-Version`), converts the 0.3
 /// extended card and compiles it for that credential: its extra skill is in the profile.

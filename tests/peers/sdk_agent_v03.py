@@ -21,6 +21,9 @@ What the agent does with a message, by its text:
 Flags for the 0.3 features the gateway translates:
 - `--no-streaming`: the card says `capabilities.streaming: false` (the SDK then refuses
   `message/stream` with -32603 "Streaming is not supported by the agent");
+- `--refuse-streams`: the card served says `streaming: true`, but the SDK's handler holds a card
+  that says false, so it refuses `message/stream` as it does for an agent that does not stream:
+  -32603 "Streaming is not supported by the agent" (the card claims what the server refuses);
 - `--push`: `capabilities.pushNotifications: true`, with the SDK's in-memory push config store;
 - `--extended`: `supportsAuthenticatedExtendedCard: true`, serving an extended card with one more
   skill (`secret`) on `agent/getAuthenticatedExtendedCard`.
@@ -120,6 +123,8 @@ def main(argv):
     p.add_argument('--transport', choices=['jsonrpc', 'rest'], default='jsonrpc')
     p.add_argument('--both', action='store_true', help='list and serve the other binding too')
     p.add_argument('--no-streaming', action='store_true', help='capabilities.streaming false')
+    p.add_argument('--refuse-streams', action='store_true',
+                   help='serve streaming:true, refuse message/stream as a non-streaming agent does')
     p.add_argument('--push', action='store_true', help='push notifications, in-memory store')
     p.add_argument('--extended', action='store_true', help='an authenticated extended card')
     p.add_argument('--exit-on-stdin-eof', action='store_true')
@@ -133,7 +138,8 @@ def main(argv):
     sock.listen(128)
     port = sock.getsockname()[1]
     base = f'http://127.0.0.1:{port}'
-    flags = dict(streaming=not args.no_streaming, push=args.push, extended=args.extended)
+    streams = not (args.no_streaming or args.refuse_streams)
+    flags = dict(streaming=streams, push=args.push, extended=args.extended)
     card = build_card(base, args.transport, args.both, **flags)
     extended = None
     if args.extended:
@@ -143,8 +149,12 @@ def main(argv):
     handler = DefaultRequestHandler(
         agent_executor=EchoExecutor(), task_store=InMemoryTaskStore(),
         push_config_store=InMemoryPushNotificationConfigStore() if args.push else None)
+    claim = None
+    if args.refuse_streams:
+        claim = lambda c: c.model_copy(  # noqa: E731
+            update={'capabilities': c.capabilities.model_copy(update={'streaming': True})})
     jsonrpc = A2AStarletteApplication(agent_card=card, http_handler=handler,
-                                      extended_agent_card=extended)
+                                      extended_agent_card=extended, card_modifier=claim)
     routes = []
     # The SDK's apps serve the card on the well-known route; the JSON-RPC app's is the one mounted.
     jsonrpc_routes = jsonrpc.routes(rpc_url=JSONRPC_PATH)
