@@ -96,6 +96,20 @@ pub fn histograms(registry: &Registry, name: &str, help: &str, buckets: &[f64]) 
     register(registry, HistogramVec::new(opts, &["integration"]))
 }
 
+/// `a2a_egress_upstream_duration_seconds{integration, protocol}` (see [`Metrics::upstream_duration`]).
+fn upstream_histograms(registry: &Registry) -> HistogramVec {
+    let opts = HistogramOpts::new(
+        "a2a_egress_upstream_duration_seconds",
+        "Time from sending a request upstream to its response header, by the A2A version the \
+         call went out in.",
+    )
+    .buckets(LATENCY_BUCKETS.to_vec());
+    register(
+        registry,
+        HistogramVec::new(opts, &["integration", "protocol"]),
+    )
+}
+
 /// A registered gauge without labels.
 pub fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
     register(registry, IntGauge::new(name, help))
@@ -421,18 +435,7 @@ impl Metrics {
             ),
             invalid_answers,
             answer_headers_dropped,
-            upstream_duration: register(
-                &registry,
-                HistogramVec::new(
-                    HistogramOpts::new(
-                        "a2a_egress_upstream_duration_seconds",
-                        "Time from sending a request upstream to its response header, by the A2A \
-                         version the call went out in.",
-                    )
-                    .buckets(LATENCY_BUCKETS.to_vec()),
-                    &["integration", "protocol"],
-                ),
-            ),
+            upstream_duration: upstream_histograms(&registry),
             overhead: histograms(
                 &registry,
                 "a2a_egress_gateway_overhead_seconds",

@@ -123,28 +123,11 @@ pub async fn fetch_extended(
     let req = match iface.binding {
         Binding::JsonRpc => {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            let params = match tenant {
-                Some(t) => serde_json::json!({ "tenant": t }),
-                None => serde_json::json!({}),
-            };
-            let body = match translate::method_03(Op::GetExtendedAgentCard) {
-                Some(method) if v03 => serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "id": "a2a-egress-extended-card",
-                    "method": method,
-                }),
-                _ => serde_json::json!({
-                    "jsonrpc": "2.0",
-                    "id": "a2a-egress-extended-card",
-                    "method": "GetExtendedAgentCard",
-                    "params": params,
-                }),
-            };
             Outgoing {
                 method: reqwest::Method::POST,
                 url: iface.url.clone(),
                 headers,
-                body: Some(Bytes::from(serde_json::to_vec(&body).expect("json"))),
+                body: Some(jsonrpc_body(v03, tenant)),
                 follow_redirects: false,
             }
         }
@@ -186,6 +169,28 @@ pub async fn fetch_extended(
         Binding::JsonRpc => parse_jsonrpc(status, &resp.body),
         Binding::HttpJson | Binding::Grpc => parse_rest(status, resp.body),
     }
+}
+
+/// The JSON-RPC request for the extended card: 1.0's `GetExtendedAgentCard` with the tenant, or
+/// 0.3's `agent/getAuthenticatedExtendedCard`, which takes no params (0.3 has no tenant).
+fn jsonrpc_body(v03: bool, tenant: Option<&str>) -> Bytes {
+    let body = match translate::method_03(Op::GetExtendedAgentCard) {
+        Some(method) if v03 => serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": "a2a-egress-extended-card",
+            "method": method,
+        }),
+        _ => serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": "a2a-egress-extended-card",
+            "method": "GetExtendedAgentCard",
+            "params": match tenant {
+                Some(t) => serde_json::json!({ "tenant": t }),
+                None => serde_json::json!({}),
+            },
+        }),
+    };
+    Bytes::from(serde_json::to_vec(&body).expect("json"))
 }
 
 /// Longest agent-written error message kept, in characters.

@@ -342,6 +342,13 @@ impl Deny {
             Deny::InvalidAgentResponse { why, status } => format!(
                 "the agent's answer (HTTP {status}) is not an A2A answer: {why}; it was not passed on"
             ),
+            Deny::NotInAgentVersion(_) | Deny::Untranslatable { .. } => self.translation_message(),
+        }
+    }
+
+    /// The message of a request refused because the agent speaks A2A 0.3.
+    fn translation_message(&self) -> String {
+        match self {
             Deny::NotInAgentVersion(m) => format!(
                 "{} does not exist in A2A 0.3, which this agent speaks; the call was not sent",
                 m.as_str()
@@ -351,6 +358,7 @@ impl Deny {
                  the call was not sent",
                 short(field)
             ),
+            other => other.reason().to_owned(),
         }
     }
 
