@@ -465,3 +465,65 @@ async fn with_the_default_client_a_03_agent_is_recorded_but_never_chosen() {
         "{e}"
     );
 }
+
+/// What no SDK sends, from a raw 0.3 agent (`RawAgent::start_at(.., "0.3", ..)`): the request it
+/// gets is 0.3; events after 0.3's `final: true` never reach the caller (the gateway ends the
+/// stream there); a 0.3 answer that does not translate is InvalidAgentResponseError, counted as
+/// `untranslatable`.
+#[tokio::test]
+async fn raw_03_answers_final_ends_the_stream_and_untranslatable_is_refused() {
+    use crate::common::raw_agent::{RawAgent, http, sse};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let agent = RawAgent::start_at(false, "0.3", move |req| {
+        log.lock().unwrap().push(String::from_utf8_lossy(&req.body).into_owned());
+        let v: Value = serde_json::from_slice(&req.body).unwrap();
+        let id = v["id"].to_string();
+        match v["method"].as_str() {
+            Some("message/stream") => {
+                let ev = |r: &str| format!("data: {{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{r}}}\n\n");
+                let fin = r#"{"kind":"status-update","taskId":"t","contextId":"c","status":{"state":"completed"},"final":true}"#;
+                let after = r#"{"kind":"status-update","taskId":"t","contextId":"c","status":{"state":"working"},"final":false}"#;
+                sse(&[], &(ev(fin) + &ev(after)))
+            }
+            // A task state 0.3 does not have.
+            _ => http(
+                200,
+                &[("content-type", "application/json")],
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"kind":"task","id":"t","status":{{"state":"paused"}}}}}}"#)
+                    .as_bytes(),
+            ),
+        }
+    })
+    .await;
+    let config = config_head(&[]).replace("versions = [\"1.0\"]", "versions = [\"0.3\"]")
+        + "[refresh]\nmin = \"1h\"\n"
+        + &integration("raw", &agent.card_url, "");
+    let gw = InProcess::start(&config).await;
+    let (status, _, body) = gw
+        .rpc_raw("raw", &send_request("e1", "SendStreamingMessage", "x"), &[])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let events = sse_events(&body);
+    assert_eq!(events.len(), 1, "nothing after final: {body}");
+    assert_eq!(
+        events[0]["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{body}"
+    );
+    let sent: Value = serde_json::from_str(&seen.lock().unwrap()[0]).unwrap();
+    assert_eq!(sent["method"], "message/stream", "{sent}");
+    assert_eq!(sent["params"]["message"]["role"], "user", "{sent}");
+    assert_eq!(sent["params"]["message"]["kind"], "message", "{sent}");
+    let (_, v) = gw
+        .rpc("raw", &send_request("e2", "SendMessage", "x"), &[])
+        .await;
+    assert_eq!(v["error"]["code"], -32006, "{v}");
+    assert_eq!(v["id"], "e2", "{v}");
+    let m = gw.metrics().await;
+    let n = crate::common::gateway::metric(
+        &m,
+        "a2a_egress_invalid_agent_answers_total",
+        &[("integration", "raw"), ("reason", "untranslatable")],
+    );
+    assert_eq!(n, 1.0, "{m}");
+}
