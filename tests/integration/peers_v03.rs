@@ -468,7 +468,7 @@ async fn with_the_default_client_a_03_agent_is_recorded_but_never_chosen() {
 
 /// What no SDK sends, from a raw 0.3 agent (`RawAgent::start_at(.., "0.3", ..)`): the request it
 /// gets is 0.3; events after 0.3's `final: true` never reach the caller (the gateway ends the
-/// stream there); a 0.3 answer that does not translate is InvalidAgentResponseError, counted as
+/// stream there); its `X-A2A-Extensions` echo reaches the caller as `A2A-Extensions`; a 0.3 answer that does not translate is InvalidAgentResponseError, counted as
 /// `untranslatable`.
 #[tokio::test]
 async fn raw_03_answers_final_ends_the_stream_and_untranslatable_is_refused() {
@@ -486,6 +486,16 @@ async fn raw_03_answers_final_ends_the_stream_and_untranslatable_is_refused() {
                 let after = r#"{"kind":"status-update","taskId":"t","contextId":"c","status":{"state":"working"},"final":false}"#;
                 sse(&[], &(ev(fin) + &ev(after)))
             }
+            // The extensions it activated, under 0.3's header name.
+            Some("tasks/get") => http(
+                200,
+                &[
+                    ("content-type", "application/json"),
+                    ("x-a2a-extensions", "urn:a"),
+                ],
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"kind":"task","id":"t","status":{{"state":"working"}}}}}}"#)
+                    .as_bytes(),
+            ),
             // A task state 0.3 does not have.
             _ => http(
                 200,
@@ -514,6 +524,15 @@ async fn raw_03_answers_final_ends_the_stream_and_untranslatable_is_refused() {
     assert_eq!(sent["method"], "message/stream", "{sent}");
     assert_eq!(sent["params"]["message"]["role"], "user", "{sent}");
     assert_eq!(sent["params"]["message"]["kind"], "message", "{sent}");
+    let get = json!({"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": "t"}});
+    let (_, headers, body) = gw.rpc_raw("raw", &get, &[]).await;
+    assert_eq!(headers["a2a-extensions"], "urn:a", "{headers:?}");
+    assert!(headers.get("x-a2a-extensions").is_none(), "{headers:?}");
+    let task: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        task["result"]["status"]["state"], "TASK_STATE_WORKING",
+        "{body}"
+    );
     let (_, v) = gw
         .rpc("raw", &send_request("e2", "SendMessage", "x"), &[])
         .await;

@@ -83,6 +83,7 @@ pub(super) fn vet<'c>(
             }
             answer::check_whole(at.plan.binding, id, status, &a.body)
                 .map_err(|w| invalid(gw, at, w, status))?;
+            extensions_as_10(at, &mut a.head)?;
             keep_allowed(gw, at, &mut a.head)?;
             Ok(Sent::Whole(a))
         }
@@ -92,6 +93,7 @@ pub(super) fn vet<'c>(
             if answer::encoding(&r.head().headers) != Ok(Encoding::Identity) {
                 return Err(invalid(gw, at, Invalid::Encoding, r.status()));
             }
+            extensions_as_10(at, r.head_mut())?;
             keep_allowed(gw, at, r.head_mut())?;
             Ok(Sent::Stream(r))
         }
@@ -107,6 +109,31 @@ pub(super) fn vet<'c>(
             Ok(Sent::Large(r))
         }
     }
+}
+
+/// A 0.3 agent echoes the extensions it activated as `X-A2A-Extensions` (0.3's name): the
+/// caller, which speaks 1.0, reads them as `A2A-Extensions`. The 0.3 name never reaches it.
+fn extensions_as_10(at: Attempt<'_>, head: &mut ResponseHeader) -> Result<(), ClientError> {
+    if !at.plan.dialect.translates() {
+        return Ok(());
+    }
+    let echoed: Vec<http::HeaderValue> = head
+        .headers
+        .get_all("x-a2a-extensions")
+        .iter()
+        .cloned()
+        .collect();
+    if echoed.is_empty() {
+        return Ok(());
+    }
+    head.remove_header("x-a2a-extensions");
+    // What the agent put under 1.0's name is not 0.3 and does not pass beside the translation.
+    head.remove_header("a2a-extensions");
+    for v in echoed {
+        head.append_header("a2a-extensions", v)
+            .map_err(ClientError::Receive)?;
+    }
+    Ok(())
 }
 
 /// Removes the agent's headers the caller may not get; past the caps, the dropped ones are
