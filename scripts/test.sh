@@ -7,7 +7,8 @@
 #   2. .venv with the pinned official Python a2a-sdk peer (tests/peers/requirements.txt), rebuilt
 #      when the requirements change (a stamp file records their hash), .venv03 the same way with
 #      the pinned 0.3 Python peer (tests/peers/v03/requirements.txt), and the pinned official JS
-#      SDK peer (tests/peers/js, `npm ci` from its package-lock.json; needs node >= 20);
+#      SDK peers (tests/peers/js and the 0.3 agent tests/peers/js03, `npm ci` from each one's
+#      package-lock.json; needs node >= 20);
 #   3. cargo-deny (licenses, bans, sources; deny.toml), installed with cargo when absent;
 #   4. the module layering and function length (scripts/check-layers.sh, check-structure.sh);
 #   5. cargo fmt --check, cargo clippy -D warnings, cargo doc -D warnings, cargo test --all-targets,
@@ -64,9 +65,7 @@ export A2A_EGRESS_PYTHON="$ROOT/.venv/bin/python"
 ensure_venv "$ROOT/.venv03" tests/peers/v03/requirements.txt "0.3 Python peer"
 export A2A_EGRESS_PYTHON_V03="$ROOT/.venv03/bin/python"
 
-# --- JS test peer (official @a2a-js/sdk: card signature verification) ---------------------------
-JS_DIR="tests/peers/js"
-JS_STAMP="$JS_DIR/node_modules/.a2a-egress-lock.sha256"
+# --- JS test peers (official @a2a-js/sdk: 1.3.0 for card signatures, 0.3.14 as a 0.3 agent) -----
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     apt_install nodejs npm
 fi
@@ -75,14 +74,21 @@ if [ "$node_major" -lt 20 ]; then
     echo "node $(node --version) is too old for @a2a-js/sdk (needs >= 20)" >&2
     exit 1
 fi
-want_js="$(sha256sum "$JS_DIR/package-lock.json" | cut -d' ' -f1)"
-if [ "$want_js" != "$(cat "$JS_STAMP" 2>/dev/null || true)" ]; then
-    say "installing the pinned JS SDK peer into $JS_DIR/node_modules (npm ci)"
-    (cd "$JS_DIR" && npm ci --no-audit --no-fund --ignore-scripts --quiet)
-    echo "$want_js" > "$JS_STAMP"
-else
-    say "JS peer up to date in $JS_DIR/node_modules"
-fi
+# ensure_npm DIR WHAT: `npm ci` in DIR when node_modules is missing or package-lock.json changed
+# since (a stamp of its hash is kept inside DIR/node_modules).
+ensure_npm() {
+    local dir="$1" what="$2" stamp="$1/node_modules/.a2a-egress-lock.sha256" want
+    want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
+    if [ "$want" = "$(cat "$stamp" 2>/dev/null || true)" ]; then
+        say "$what up to date in $dir/node_modules"
+        return
+    fi
+    say "installing the pinned $what into $dir/node_modules (npm ci)"
+    (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --quiet)
+    echo "$want" > "$stamp"
+}
+ensure_npm tests/peers/js "JS SDK peer"
+ensure_npm tests/peers/js03 "JS 0.3 SDK agent"
 
 # --- dependency policy (cargo-deny, deny.toml) ----------------------------------------------------
 # Licenses, bans (no OpenSSL) and sources, offline: the advisory database is a git repository the

@@ -62,6 +62,32 @@ pub(crate) fn is_03(m: &Map<String, Value>) -> bool {
         .any(|k| m.contains_key(*k))
 }
 
+/// The `protocolVersion` the official Python `a2a-sdk` 0.3 gives a card that leaves it out.
+const SDK_DEFAULT_PROTOCOL_VERSION: &str = "0.3.0";
+
+/// The card as the official 0.3 SDKs read it: a card without `protocolVersion` is a 0.3.0 card
+/// to the Python `a2a-sdk` 0.3 (its model's default; the JS SDK does not check), so it is read
+/// as one, with a warning, instead of failing the schema's `required` (issue 20: callable wherever
+/// an official SDK would say yes). Nothing else is filled in: the schema stays strict otherwise.
+pub(crate) fn with_sdk_defaults(m: &Map<String, Value>) -> (Map<String, Value>, Vec<CardWarning>) {
+    let mut out = m.clone();
+    let mut warnings = Vec::new();
+    if !out.contains_key("protocolVersion") {
+        out.insert(
+            "protocolVersion".into(),
+            Value::String(SDK_DEFAULT_PROTOCOL_VERSION.into()),
+        );
+        warnings.push(CardWarning {
+            path: "protocolVersion".into(),
+            message: format!(
+                "absent from a 0.3 card: read as \"{SDK_DEFAULT_PROTOCOL_VERSION}\", the \
+                 default the official Python a2a-sdk 0.3 gives it (the 0.3 schema requires it)"
+            ),
+        });
+    }
+    (out, warnings)
+}
+
 /// Every violation of the pinned 0.3 schema (at most [`MAX_SCHEMA_PROBLEMS`]), each naming the
 /// JSON path of the field; the messages are masked, so no card value is quoted.
 pub(crate) fn schema_problems(card: &Value) -> Vec<CardError> {
@@ -334,6 +360,28 @@ mod tests {
             json!({"url": "https://a", "supportedInterfaces": [{}]})
         )));
         assert!(!is_03(&m(json!({"name": "x"}))));
+    }
+
+    #[test]
+    fn a_missing_protocol_version_is_the_python_sdks_default_with_a_warning() {
+        let m = |v: Value| v.as_object().unwrap().clone();
+        let (card, warnings) = with_sdk_defaults(&m(json!({"url": "https://a"})));
+        assert_eq!(card["protocolVersion"], "0.3.0");
+        assert_eq!(warnings.len(), 1);
+        assert_eq!(warnings[0].path, "protocolVersion");
+        assert!(
+            warnings[0].message.contains("a2a-sdk 0.3"),
+            "{}",
+            warnings[0]
+        );
+        // Present (even with a wrong type): left for the schema to judge, no warning.
+        for v in [json!("0.3.0"), json!(3), Value::Null] {
+            let (card, warnings) = with_sdk_defaults(&m(
+                json!({"url": "https://a", "protocolVersion": v.clone()}),
+            ));
+            assert_eq!(card["protocolVersion"], v);
+            assert!(warnings.is_empty());
+        }
     }
 
     #[test]

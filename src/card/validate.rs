@@ -194,16 +194,19 @@ fn validate_inner(
             .collect(),
         warnings: Vec::new(),
     };
-    // A 0.3 card: the pinned 0.3 schema first (strict), then its one conversion into the 1.0
-    // shape, which every other rule and the typed model read. Digest and signatures stay on the
-    // card as received.
+    // A 0.3 card: the Python 0.3 SDK's default for an absent `protocolVersion` (with a warning),
+    // the pinned 0.3 schema (strict), then its one conversion into the 1.0 shape, which every
+    // other rule and the typed model read. Digest and signatures stay on the card as received.
     let converted = match parsed.value.as_object().filter(|m| super::v03::is_03(m)) {
         Some(m) => {
-            ck.errors.extend(super::v03::schema_problems(&parsed.value));
+            let (m, defaulted) = super::v03::with_sdk_defaults(m);
+            ck.errors
+                .extend(super::v03::schema_problems(&Value::Object(m.clone())));
             if !ck.errors.is_empty() {
                 return Err(CardErrors(ck.errors));
             }
-            let (v, notes) = super::v03::to_10(m);
+            ck.warnings.extend(defaulted);
+            let (v, notes) = super::v03::to_10(&m);
             ck.warnings.extend(notes);
             Some(v)
         }

@@ -9,7 +9,9 @@
 //! Against a lock ([`check_against_lock`]):
 //! - an unusable profile is breaking, with its reason, and nothing else is reported;
 //! - the pinned (binding, version) no longer offered is breaking; still offered but another
-//!   interface preferred is review (re-run probes);
+//!   interface preferred is review (re-run probes); the pinned binding offered only at another
+//!   protocol version (an agent moving 0.3 -> 1.0, or back) is review too: the binding and the
+//!   skills are what the workflow needs, and the gateway speaks either version;
 //! - pinned streaming lost is breaking when the integration requires streaming, else review;
 //! - per pinned skill: removed (or hidden from this caller), an input type the workflow sends no
 //!   longer accepted, none of its output types offered any more, or security that no alternative
@@ -270,10 +272,25 @@ fn interface_rule(p: &Profile, pin: &BindingVersion, f: &mut Vec<Finding>) {
     if &chosen == pin {
         return;
     }
+    // The pinned binding at another protocol version (an agent moving 0.3 -> 1.0) still
+    // carries what the workflow needs; the gateway translates, so it is a change to re-probe,
+    // not a broken workflow.
+    let moved = p
+        .offered
+        .iter()
+        .find(|o| o.binding == pin.binding && o.version != pin.version);
     let (class, why) = if p.offered.contains(pin) {
         (
             Class::Review,
             format!("another interface is preferred; {pin} is still offered; re-run probes"),
+        )
+    } else if let Some(now) = moved {
+        (
+            Class::Review,
+            format!(
+                "the agent's protocol version moved {} -> {}; {} is still offered; re-run probes",
+                pin.version, now.version, pin.binding
+            ),
         )
     } else {
         (Class::Breaking, format!("{pin} is no longer offered"))

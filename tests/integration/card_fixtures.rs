@@ -193,21 +193,68 @@ fn every_03_fixture_compiles_recording_version_and_binding_but_is_not_callable_y
                 f.display()
             );
         }
-        // With 0.3 allowed: chosen in the card's order, and unusable until translation exists.
+        // With 0.3 allowed: chosen in the card's order; usable on JSON-RPC (translated), and
+        // unusable on the other bindings until their translation exists.
         let p = profile::compile(&v, &caps_with_03());
         let iface = p.interface.as_ref().expect("an interface is chosen");
         assert_eq!(iface.version, "0.3");
         assert_eq!(p.interfaces[0].binding, iface.binding.as_str());
         assert!(p.interfaces[0].chosen);
+        if iface.binding == profile::Binding::JsonRpc && p.required_extensions.is_empty() {
+            assert!(p.is_usable(), "{}: {:?}", f.display(), p.reason());
+        } else if iface.binding != profile::Binding::JsonRpc {
+            assert!(
+                p.reason()
+                    .unwrap()
+                    .contains("translation, which is not built yet"),
+                "{}: {:?}",
+                f.display(),
+                p.reason()
+            );
+        }
+    }
+}
+
+#[test]
+fn the_03_readme_names_every_03_fixture() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cards/valid/v03");
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    for f in fixtures("cards/valid/v03") {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
         assert!(
-            p.reason()
-                .unwrap()
-                .contains("translation, which is not built yet"),
-            "{}: {:?}",
-            f.display(),
-            p.reason()
+            readme.contains(&format!("`{name}`")),
+            "{name} is not in valid/v03/README.md"
         );
     }
+}
+
+#[test]
+fn a_03_card_without_protocol_version_is_read_as_0_3_0_and_says_so() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/cards/valid/v03/loopback_a2a_mcp_air_ticketing_agent.json");
+    let bytes = std::fs::read(&f).unwrap();
+    assert!(!String::from_utf8_lossy(&bytes).contains("protocolVersion"));
+    let v = card::validate(&bytes, &policy_for(&f), None).unwrap();
+    let w: Vec<String> = v.warnings().iter().map(|w| w.to_string()).collect();
+    assert!(
+        w.iter()
+            .any(|w| w.starts_with("protocolVersion: absent from a 0.3 card")),
+        "{w:?}"
+    );
+    let p = profile::compile(&v, &caps_with_03());
+    assert_eq!(p.interface.as_ref().unwrap().version, "0.3");
+    // A present but wrong protocolVersion is still the schema's to refuse.
+    let wrong = String::from_utf8_lossy(&bytes).replacen(
+        "\"version\": \"1.0.0\",",
+        "\"version\": \"1.0.0\", \"protocolVersion\": 3,",
+        1,
+    );
+    let err = card::validate(wrong.as_bytes(), &policy_for(&f), None).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("protocolVersion: A2A 0.3 card refused by the 0.3 schema"),
+        "{err}"
+    );
 }
 
 #[test]

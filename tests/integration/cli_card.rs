@@ -118,9 +118,7 @@ fn v03_card_refused_by_the_03_schema_says_so() {
     let out = run(
         &[
             "validate",
-            fixture("invalid/v03_sample_no_protocol_version.json")
-                .to_str()
-                .unwrap(),
+            fixture("invalid/v03_schema_types.json").to_str().unwrap(),
         ],
         b"",
     );
@@ -129,6 +127,23 @@ fn v03_card_refused_by_the_03_schema_says_so() {
         text(&out.stderr).contains("A2A 0.3 card refused by the 0.3 schema"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+#[test]
+fn v03_card_without_protocol_version_validates_as_0_3_0_with_a_warning() {
+    // The a2a-samples card (valid/v03/README.md) on https, so the default policy reads it.
+    let card = std::fs::read_to_string(fixture(
+        "valid/v03/loopback_a2a_mcp_air_ticketing_agent.json",
+    ))
+    .unwrap()
+    .replace("http://localhost:10103/", "https://air.example/");
+    let out = run(&["validate", "-"], card.as_bytes());
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning: protocolVersion: absent from a 0.3 card: read as \"0.3.0\""),
+        "{err}"
     );
 }
 

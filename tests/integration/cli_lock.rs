@@ -77,6 +77,47 @@ fn diff_exit_codes_follow_the_class_across_the_four_card_changes() {
 }
 
 #[test]
+fn an_agent_moving_from_0_3_to_1_0_is_review_while_the_workflow_still_has_what_it_needs() {
+    let lock = fixture("pricing-v03.lock.json");
+    // The lockfile records the protocol version the workflow was pinned on.
+    let text = std::fs::read_to_string(&lock).unwrap();
+    let pinned: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        pinned["interface"],
+        serde_json::json!({"binding": "JSONRPC", "version": "0.3"})
+    );
+    let old = fixture("pricing-v03.json");
+    // Hand-written (a 0.3 profile cannot be pinned until 0.3 calls exist), so hold it to the card.
+    let card = a2a_egress::card::validate(
+        &std::fs::read(&old).unwrap(),
+        &a2a_egress::card::CardPolicy::default(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(pinned["card_digest"], card.digest());
+    let out = run(&["diff", &old, &fixture("pricing-0.json"), "--lock", &lock]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(3), "{text}{}", stderr(&out));
+    assert!(
+        text.lines().any(|l| l
+            == "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version \
+                moved 0.3 -> 1.0; JSONRPC is still offered; re-run probes)"),
+        "{text}"
+    );
+    assert!(!text.contains("breaking"), "{text}");
+    assert_eq!(text.lines().last(), Some("verdict: review"), "{text}");
+    // A need lost in the same move is still breaking.
+    let out = run(&["diff", &old, &fixture("pricing-3.json"), "--lock", &lock]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(4), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("breaking: skills.itinerary-pricing.output: "),
+        "{text}"
+    );
+    assert!(text.contains("moved 0.3 -> 1.0"), "{text}");
+}
+
+#[test]
 fn diff_reads_compiled_profiles_as_well_as_cards() {
     let dir = tempfile::tempdir().unwrap();
     let compiled = run(&["compile", &fixture("pricing-2.json")]);

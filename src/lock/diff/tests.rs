@@ -791,3 +791,79 @@ fn unusable_and_invalid_lock_verdicts_are_one_breaking_line() {
         ]
     );
 }
+
+/// The pricing agent as it was at A2A 0.3: the same skills, on JSON-RPC 0.3 and HTTP+JSON 0.3.
+fn pricing_profile_03() -> Profile {
+    let mut p = pricing_profile();
+    for o in &mut p.offered {
+        o.version = "0.3".into();
+    }
+    if let Some(i) = p.interface.as_mut() {
+        i.version = "0.3".into();
+    }
+    p
+}
+
+#[test]
+fn a_protocol_version_move_is_review_while_the_pinned_binding_is_offered() {
+    let on_03 = lock_with(|l| l.interface.version = "0.3".into());
+    // 0.3 -> 1.0, JSON-RPC still offered: review, naming both versions.
+    let v = check_against_lock(&pricing_profile(), &on_03);
+    assert_eq!(
+        lines(&v),
+        [
+            "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version moved 0.3 -> 1.0; JSONRPC is still offered; re-run probes)"
+        ]
+    );
+    assert_eq!(v.class, Class::Review);
+    // And back (1.0 -> 0.3).
+    let v = check_against_lock(&pricing_profile_03(), &lock());
+    assert_eq!(v.class, Class::Review, "{:?}", lines(&v));
+    assert!(lines(&v)[0].contains("moved 1.0 -> 0.3"), "{:?}", lines(&v));
+    // The version moved and the pinned binding went away: breaking, as before.
+    let mut rest_only = pricing_profile();
+    prefer_rest(&mut rest_only);
+    rest_only.offered = vec![bv(Binding::HttpJson)];
+    let v = check_against_lock(&rest_only, &on_03);
+    assert_eq!(
+        lines(&v),
+        ["breaking: interface: JSONRPC 0.3 -> HTTP+JSON 1.0 (JSONRPC 0.3 is no longer offered)"]
+    );
+    // The version moved but a skill the workflow needs went with it: the skill decides.
+    let mut lost = pricing_profile();
+    lost.skills.remove("itinerary-pricing");
+    let v = check_against_lock(&lost, &on_03);
+    assert_eq!(v.class, Class::Breaking, "{:?}", lines(&v));
+}
+
+#[test]
+fn between_profiles_a_0_3_agent_moving_to_1_0_is_review() {
+    let v = diff_profiles(&pricing_profile_03(), &pricing_profile(), None);
+    assert_eq!(v.class, Class::Review, "{:?}", lines(&v));
+    assert_eq!(
+        lines(&v),
+        [
+            "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version moved 0.3 -> 1.0; JSONRPC is still offered; re-run probes)"
+        ]
+    );
+}
+
+#[test]
+fn the_lock_records_the_agents_protocol_version() {
+    let l = pin(
+        &manifest(),
+        &pricing_profile_03(),
+        chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+        BTreeMap::new(),
+    )
+    .unwrap()
+    .lock;
+    assert_eq!(l.interface.version, "0.3");
+    let text = crate::lock::wire::to_json(&l);
+    assert!(
+        text.contains(
+            "\"interface\": {\n    \"binding\": \"JSONRPC\",\n    \"version\": \"0.3\"\n  }"
+        ),
+        "{text}"
+    );
+}

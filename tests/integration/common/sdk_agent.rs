@@ -94,6 +94,21 @@ impl SdkAgent {
         Self::spawn_cmd("sdk_agent_v03.py", cmd, args, super::http())
     }
 
+    /// Starts the A2A **0.3** agent of the official JS SDK, `tests/peers/js03/agent.mjs`
+    /// (`@a2a-js/sdk` 0.3.14, both bindings) with `args` (e.g. `["--transport", "rest"]`).
+    /// Panics (never skips) when `npm ci` has not been run there.
+    pub fn start_js03(args: &[&str]) -> SdkAgent {
+        let dir = super::repo_root().join("tests/peers/js03");
+        assert!(
+            dir.join("node_modules/@a2a-js/sdk").exists(),
+            "the JS 0.3 agent is not installed in {} — run `bash scripts/test.sh` once (or `npm ci` there)",
+            dir.display()
+        );
+        let mut cmd = Command::new("node");
+        cmd.current_dir(&dir).arg("agent.mjs");
+        Self::spawn_cmd("js03/agent.mjs", cmd, args, super::http())
+    }
+
     fn spawn(args: &[&str], client: reqwest::Client) -> SdkAgent {
         let mut cmd = Command::new(super::python());
         cmd.arg(super::repo_root().join("tests/peers/sdk_agent.py"));
@@ -113,7 +128,7 @@ impl SdkAgent {
         let addr = process.addr();
         let card_url = process.first()["card_url"]
             .as_str()
-            .expect("sdk_agent.py announces card_url")
+            .expect("the agent announces card_url")
             .to_owned();
         let base_url = card_url
             .strip_suffix("/.well-known/agent-card.json")
