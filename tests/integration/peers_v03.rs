@@ -546,3 +546,64 @@ async fn raw_03_answers_final_ends_the_stream_and_untranslatable_is_refused() {
     );
     assert_eq!(n, 1.0, "{m}");
 }
+
+/// The JS `@a2a-js/sdk` 0.3.14 agent (`tests/peers/js03`) through the gateway, driven by the
+/// 1.0 Python SDK client: a message, a streamed task, a read, a cancel, an unknown task.
+#[tokio::test]
+async fn the_1_0_sdk_client_drives_the_js_03_agent() {
+    let agent = SdkAgent::start_js03(&[]);
+    let gw = gateway(&agent, ALL, &[("js03", "")]).await;
+    let ready = gw.readyz().await;
+    let e = &ready["integrations"]["js03"];
+    assert_eq!(e["status"], "usable", "{e}");
+    assert_eq!(
+        e["interface"],
+        json!({"binding": "JSONRPC", "version": "0.3"}),
+        "{e}"
+    );
+    let base = gw.agent_url("js03");
+    let run = |args: &[&str]| {
+        let mut all = vec!["--url", base.as_str()];
+        all.extend_from_slice(args);
+        sdk_client(&all)
+    };
+    let sent = run(&["--op", "send", "--text", "message hi"]).ok();
+    assert_eq!(
+        sent.events()[0]["message"]["role"],
+        "ROLE_AGENT",
+        "{sent:#?}"
+    );
+    let streamed = run(&["--op", "stream", "--text", "task js"]).ok();
+    let ev = streamed.events();
+    assert!(ev[0].get("task").is_some(), "{streamed:#?}");
+    let last = ev.last().unwrap();
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{streamed:#?}"
+    );
+    assert!(
+        ev.iter()
+            .any(|e| e["artifactUpdate"]["artifact"]["parts"][0]["text"].is_string()),
+        "{streamed:#?}"
+    );
+    let id = ev[0]["task"]["id"].as_str().unwrap().to_owned();
+    let got = run(&["--op", "get-task", "--task-id", &id]).ok();
+    assert_eq!(
+        got.of_kind("task")[0]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    let missing = run(&["--op", "get-task", "--task-id", "no-such-task"]);
+    assert_eq!(
+        missing.error().expect("an error")["code"],
+        -32001,
+        "{missing:#?}"
+    );
+    let held = run(&["--op", "send", "--text", "hold js", "--return-immediately"]).ok();
+    let held_id = held.events()[0]["task"]["id"].as_str().unwrap().to_owned();
+    let canceled = run(&["--op", "cancel", "--task-id", &held_id]).ok();
+    assert_eq!(
+        canceled.of_kind("task")[0]["task"]["status"]["state"],
+        "TASK_STATE_CANCELED",
+        "{canceled:#?}"
+    );
+}
