@@ -5,7 +5,10 @@
 //!   borrowing body parse, admission, lock routing, policy (`decide`), trace context and header
 //!   shaping — for a
 //!   1 KB and a 10 KB body (goal: at most 5 µs at 1 KB); `…_tenant` does the same with the
-//!   tenant spliced in;
+//!   tenant spliced in; `1k_v03` is the 1 KB call to an A2A 0.3 agent (the request translated
+//!   into 0.3 JSON-RPC: issue 20's "at most +15% CPU per request" is read against `1k`);
+//! - `translate/answer_1k`: the other half of a 0.3 call, a 1 KB 0.3 `message/send` answer (a
+//!   completed Task) translated into the 1.0 `SendMessageResponse`;
 //! - `body/…`: the body parse alone (`parse_jsonrpc`, `parse_rest_body`) on the 1 KB and 10 KB
 //!   bodies above and on a 64 KB one whose metadata holds many small objects and numbers (what
 //!   a parse that visits every value pays for);
@@ -36,6 +39,7 @@ use a2a_egress::proxy::trace::Trace;
 use a2a_egress::state::Upstream;
 use a2a_egress::state::manifest_of;
 use a2a_egress::state::{IntegrationState, Snapshot, Store};
+use a2a_egress::translate::{self, Op};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use http::{HeaderMap, HeaderValue};
@@ -44,9 +48,20 @@ use serde_json::json;
 const ORIGIN: &str = "http://127.0.0.1:9";
 
 fn config(n: usize, tenant: bool) -> Config {
+    config_at(n, tenant, false)
+}
+
+/// `config`, where `v03` makes the client choose the card's A2A 0.3 interface.
+fn config_at(n: usize, tenant: bool, v03: bool) -> Config {
     let mut text = String::from(
         "[client]\nallow_plain_http = true\n[listen]\nproxy = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n",
     );
+    if v03 {
+        text = text.replace(
+            "allow_plain_http = true\n",
+            "allow_plain_http = true\nversions = [\"0.3\"]\n",
+        );
+    }
     for i in 0..n {
         text.push_str(&format!(
             "[[integrations]]\nname = \"agent{i}\"\ncard = \"{ORIGIN}/.well-known/agent-card.json\"\n\
@@ -64,7 +79,9 @@ fn card_bytes() -> Vec<u8> {
     json!({
         "name": "Bench Agent", "description": "bench", "version": "1.0.0",
         "supportedInterfaces": [{"url": format!("{ORIGIN}/a2a/jsonrpc"),
-            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+            "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": format!("{ORIGIN}/a2a/v03"),
+            "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}],
         "capabilities": {"streaming": true},
         "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
         "skills": [{"id": "echo", "name": "Echo", "description": "echo", "tags": ["echo"],
@@ -174,7 +191,34 @@ fn bench_request(c: &mut Criterion) {
             });
         }
     }
+    let v03 = snapshot_of(&config_at(1, false, true));
+    let body = send_message(1024);
+    let (_, sent) = per_request(&v03, &headers, &body);
+    assert!(sent > 0, "the 0.3 request is translated");
+    g.bench_function("1k_v03", |b| {
+        b.iter(|| per_request(black_box(&v03), &headers, black_box(&body)))
+    });
     g.finish();
+    let mut g = c.benchmark_group("translate");
+    let answer = v03_answer(1024);
+    assert!(translate::answer_to10(Op::SendMessage, &answer).is_ok());
+    g.bench_function("answer_1k", |b| {
+        b.iter(|| translate::answer_to10(Op::SendMessage, black_box(&answer)))
+    });
+    g.finish();
+}
+
+/// A 0.3 `message/send` answer of about `size` bytes: a completed Task with one text artifact,
+/// as a2a-sdk 0.3.26 writes it.
+fn v03_answer(size: usize) -> Vec<u8> {
+    let pad = "x".repeat(size.saturating_sub(330));
+    json!({"id": 7, "jsonrpc": "2.0", "result": {"kind": "task", "id": "t-1", "contextId": "c-1",
+        "status": {"state": "completed", "timestamp": "2026-12-02T14:12:26.833925+00:00"},
+        "artifacts": [{"artifactId": "a-1", "name": "echo", "parts": [{"kind": "text", "text": pad}]}],
+        "history": [{"kind": "message", "messageId": "m-1", "role": "user", "contextId": "c-1",
+            "taskId": "t-1", "parts": [{"kind": "text", "text": "hi"}]}]}})
+    .to_string()
+    .into_bytes()
 }
 
 /// A `SendMessage` of about 64 KB whose metadata holds many small objects with numbers.

@@ -66,7 +66,7 @@ LAYERS = [
     ["proxy", "control", "probe"],
     ["metrics"],
     ["state"],
-    ["config", "lock"],
+    ["config", "lock", "translate"],
     ["profile"],
     ["card"],
     ["json"],

@@ -45,4 +45,5 @@ pub mod server;
 pub mod state;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+pub mod translate;
 pub mod types;

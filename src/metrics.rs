@@ -20,6 +20,7 @@ use prometheus::{
 };
 
 use crate::state::{LockVerdict, Snapshot, StaleCause};
+use crate::translate::Protocol;
 
 /// Upstream latency buckets, seconds: 1 ms .. 60 s. Twelve buckets per integration keeps the
 /// series count small while covering both unary calls and long streams.
@@ -54,7 +55,7 @@ pub const CARD_SIGNATURE_RESULTS: [&str; 2] = ["signed", "failed"];
 
 /// `reason` values of `a2a_egress_invalid_agent_answers_total`: what was wrong with an agent
 /// answer that was not A2A (the labels of `proxy::answer::Invalid`, which a test holds equal).
-pub const INVALID_ANSWER_REASONS: [&str; 7] = [
+pub const INVALID_ANSWER_REASONS: [&str; 8] = [
     "not_json",
     "truncated",
     "id_mismatch",
@@ -62,6 +63,7 @@ pub const INVALID_ANSWER_REASONS: [&str; 7] = [
     "not_object",
     "encoding",
     "redirect",
+    "untranslatable",
 ];
 
 /// Registers `metric` on `registry`. Every name and label is a constant of the code that
@@ -92,6 +94,20 @@ pub fn counters(registry: &Registry, name: &str, help: &str, labels: &[&str]) ->
 pub fn histograms(registry: &Registry, name: &str, help: &str, buckets: &[f64]) -> HistogramVec {
     let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
     register(registry, HistogramVec::new(opts, &["integration"]))
+}
+
+/// `a2a_egress_upstream_duration_seconds{integration, protocol}` (see [`Metrics::upstream_duration`]).
+fn upstream_histograms(registry: &Registry) -> HistogramVec {
+    let opts = HistogramOpts::new(
+        "a2a_egress_upstream_duration_seconds",
+        "Time from sending a request upstream to its response header, by the A2A version the \
+         call went out in.",
+    )
+    .buckets(LATENCY_BUCKETS.to_vec());
+    register(
+        registry,
+        HistogramVec::new(opts, &["integration", "protocol"]),
+    )
 }
 
 /// A registered gauge without labels.
@@ -217,7 +233,9 @@ pub struct Metrics {
     /// `a2a_egress_answer_headers_dropped_total{integration}`: allowlisted agent headers not
     /// passed to the caller because the answer's headers were over the count or size cap.
     pub answer_headers_dropped: IntCounterVec,
-    /// `a2a_egress_upstream_duration_seconds{integration}`: time to the upstream's response header.
+    /// `a2a_egress_upstream_duration_seconds{integration, protocol}`: time to the upstream's
+    /// response header; `protocol` is the A2A version the call went out in (`1.0`, or `0.3` for a
+    /// translated call: [`crate::translate::Protocol`]).
     pub upstream_duration: HistogramVec,
     /// `a2a_egress_gateway_overhead_seconds{integration}`: the gateway's own time on a forwarded
     /// call: from the request's start until the upstream's answer was in hand, minus the time
@@ -299,7 +317,8 @@ struct Series {
     /// integrations see a few methods).
     requests: [OnceLock<Box<Outcomes>>; METHOD_SLOTS],
     overhead: OnceLock<Histogram>,
-    upstream: OnceLock<Histogram>,
+    /// By [`Protocol`] (its index in [`Protocol::ALL`]).
+    upstream: [OnceLock<Histogram>; 2],
 }
 
 type Outcomes = [OnceLock<IntCounter>; OUTCOME_SLOTS];
@@ -310,7 +329,7 @@ impl Series {
             name: name.to_owned(),
             requests: Default::default(),
             overhead: OnceLock::new(),
-            upstream: OnceLock::new(),
+            upstream: Default::default(),
         })
     }
 }
@@ -416,12 +435,7 @@ impl Metrics {
             ),
             invalid_answers,
             answer_headers_dropped,
-            upstream_duration: histograms(
-                &registry,
-                "a2a_egress_upstream_duration_seconds",
-                "Time from sending a request upstream to its response header.",
-                LATENCY_BUCKETS,
-            ),
+            upstream_duration: upstream_histograms(&registry),
             overhead: histograms(
                 &registry,
                 "a2a_egress_gateway_overhead_seconds",
@@ -517,14 +531,24 @@ impl Metrics {
 
     /// Observes the time to an upstream's response header for `integration`
     /// (`a2a_egress_upstream_duration_seconds`).
-    pub fn observe_upstream(&self, integration: &str, seconds: f64) {
+    pub fn observe_upstream(&self, integration: &str, protocol: Protocol, seconds: f64) {
+        let slot = Protocol::ALL
+            .iter()
+            .position(|p| *p == protocol)
+            .unwrap_or(0);
         let seen = self.series_of(integration, |s| {
-            let h =
-                (s.upstream).get_or_init(|| self.upstream_duration.with_label_values(&[&s.name]));
-            h.observe(seconds);
+            if let Some(cell) = s.upstream.get(slot) {
+                let h = cell.get_or_init(|| {
+                    (self.upstream_duration).with_label_values(&[&s.name, protocol.as_str()])
+                });
+                h.observe(seconds);
+            }
         });
         if !seen {
-            (self.upstream_duration.with_label_values(&[integration])).observe(seconds);
+            (self
+                .upstream_duration
+                .with_label_values(&[integration, protocol.as_str()]))
+            .observe(seconds);
         }
     }
 
@@ -663,7 +687,7 @@ mod tests {
             .with_label_values(&["echo", "SendMessage", "ok"])
             .inc();
         m.upstream_duration
-            .with_label_values(&["echo"])
+            .with_label_values(&["echo", "1.0"])
             .observe(0.01);
         let text = m.render();
         assert!(
@@ -705,7 +729,9 @@ mod tests {
                 .with_label_values(&[n, "POLICY_DENIED"])
                 .inc();
             m.downgrades.with_label_values(&[n, "agent_refused"]).inc();
-            m.upstream_duration.with_label_values(&[n]).observe(0.1);
+            m.upstream_duration
+                .with_label_values(&[n, "0.3"])
+                .observe(0.1);
             m.overhead.with_label_values(&[n]).observe(0.1);
             m.artifact_mismatches.with_label_values(&[n]).inc();
             m.upstream_timeouts.with_label_values(&[n, "body"]).inc();
@@ -766,7 +792,8 @@ mod tests {
         };
         m.record_call("b", far, OK, None);
         m.record_call("a", SEND, far, Some(0.001));
-        m.observe_upstream("a", 0.002);
+        m.observe_upstream("a", Protocol::V1_0, 0.002);
+        m.observe_upstream("a", Protocol::V0_3, 0.002);
         assert_eq!(requests(&m, "a"), Some(3));
         let far_outcome = "a2a_egress_requests_total{integration=\"a\",method=\"SendMessage\",outcome=\"SendMessage\"} 1";
         assert!(m.render().contains(far_outcome));
@@ -776,7 +803,8 @@ mod tests {
         let text = m.render();
         for family in [
             "a2a_egress_gateway_overhead_seconds_count{integration=\"a\"} 1",
-            "a2a_egress_upstream_duration_seconds_count{integration=\"a\"} 1",
+            "a2a_egress_upstream_duration_seconds_count{integration=\"a\",protocol=\"1.0\"} 1",
+            "a2a_egress_upstream_duration_seconds_count{integration=\"a\",protocol=\"0.3\"} 1",
         ] {
             assert!(text.contains(family), "{family}: {text}");
         }

@@ -1,5 +1,7 @@
-//! The extended Agent Card (`GetExtendedAgentCard`, A2A specification §3.1.11): fetched
-//! with an integration's credential over the chosen interface, cached per credential identity (I/O).
+//! The extended Agent Card (`GetExtendedAgentCard`, A2A specification §3.1.11; a 0.3 agent's
+//! `agent/getAuthenticatedExtendedCard`, offered when its card says
+//! `supportsAuthenticatedExtendedCard`): fetched with an integration's credential over the chosen
+//! interface, cached per credential identity (I/O).
 //!
 //! The call goes through the same guarded sender as card fetches (approved origin, checked and
 //! pinned address, size cap, timeouts) and never follows a redirect, because it carries a credential.
@@ -19,6 +21,7 @@ use sha2::{Digest, Sha256};
 use crate::control::fetch::{CardFetcher, FetchError, FetchPolicy, Outgoing};
 use crate::profile::{Binding, Interface};
 use crate::state::ExtendedFallback;
+use crate::translate::{self, Dialect, Op};
 
 /// Errors of the extended-card call that are not a documented fallback.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -105,30 +108,26 @@ pub async fn fetch_extended(
     use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
     let mut headers = http::HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-    let version = HeaderValue::from_str(&iface.version)
-        .map_err(|_| ExtendedError::Malformed("interface version is not a header value".into()))?;
-    headers.insert("a2a-version", version);
+    // A 0.3 agent: no `A2A-Version` (absent means 0.3) and 0.3's method, without params; its
+    // answer is a 0.3 card, which validation converts like any 0.3 card (`card::v03`).
+    let v03 = Dialect::of(iface).is_some_and(Dialect::translates);
+    if !v03 {
+        let version = HeaderValue::from_str(&iface.version).map_err(|_| {
+            ExtendedError::Malformed("interface version is not a header value".into())
+        })?;
+        headers.insert("a2a-version", version);
+    }
     let mut auth = authorization.clone();
     auth.set_sensitive(true);
     headers.insert(AUTHORIZATION, auth);
     let req = match iface.binding {
         Binding::JsonRpc => {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            let params = match tenant {
-                Some(t) => serde_json::json!({ "tenant": t }),
-                None => serde_json::json!({}),
-            };
-            let body = serde_json::json!({
-                "jsonrpc": "2.0",
-                "id": "a2a-egress-extended-card",
-                "method": "GetExtendedAgentCard",
-                "params": params,
-            });
             Outgoing {
                 method: reqwest::Method::POST,
                 url: iface.url.clone(),
                 headers,
-                body: Some(Bytes::from(serde_json::to_vec(&body).expect("json"))),
+                body: Some(jsonrpc_body(v03, tenant)),
                 follow_redirects: false,
             }
         }
@@ -170,6 +169,28 @@ pub async fn fetch_extended(
         Binding::JsonRpc => parse_jsonrpc(status, &resp.body),
         Binding::HttpJson | Binding::Grpc => parse_rest(status, resp.body),
     }
+}
+
+/// The JSON-RPC request for the extended card: 1.0's `GetExtendedAgentCard` with the tenant, or
+/// 0.3's `agent/getAuthenticatedExtendedCard`, which takes no params (0.3 has no tenant).
+fn jsonrpc_body(v03: bool, tenant: Option<&str>) -> Bytes {
+    let body = match translate::method_03(Op::GetExtendedAgentCard) {
+        Some(method) if v03 => serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": "a2a-egress-extended-card",
+            "method": method,
+        }),
+        _ => serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": "a2a-egress-extended-card",
+            "method": "GetExtendedAgentCard",
+            "params": match tenant {
+                Some(t) => serde_json::json!({ "tenant": t }),
+                None => serde_json::json!({}),
+            },
+        }),
+    };
+    Bytes::from(serde_json::to_vec(&body).expect("json"))
 }
 
 /// Longest agent-written error message kept, in characters.

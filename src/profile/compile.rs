@@ -7,8 +7,10 @@
 //!   tenant is proto3's "unset" and becomes `None`). None supported → unusable
 //!   ([`Unusable::NoSupportedInterface`], listing what the card offered). Every interface is
 //!   recorded in [`Profile::interfaces`] with why it was not chosen;
-//! - **translation**: a chosen 0.3 or gRPC interface → unusable
-//!   ([`Unusable::TranslationNotBuilt`]) until translation exists, so no untranslated call leaves;
+//! - **translation**: a chosen interface the gateway cannot call → unusable
+//!   ([`Unusable::TranslationNotBuilt`]), so no untranslated call leaves: 1.0 over JSON-RPC and
+//!   HTTP+JSON go as they come, 0.3 over JSON-RPC is translated (`crate::translate`); 0.3 over
+//!   HTTP+JSON and gRPC are not built;
 //! - **required extensions**: a `required` extension whose URI the client does not know → unusable
 //!   ([`Unusable::RequiredExtensions`], naming every such URI, sorted). When both rules fail, the
 //!   interface reason is reported (it is checked first);
@@ -40,8 +42,8 @@ use crate::card::{SignatureStatus, ValidatedCard};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientCaps {
     /// Supported bindings; the client speaks each of them at every version in `versions`
-    /// (`Grpc` and version `0.3` may be chosen but are not callable yet: see
-    /// `callable_untranslated`).
+    /// (`Grpc`, and version `0.3` over HTTP+JSON, may be chosen but are not callable yet: see
+    /// `callable`).
     pub bindings: Vec<Binding>,
     /// Supported `Major.Minor` versions.
     pub versions: Vec<String>,
@@ -72,7 +74,7 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
     let c = card.card();
     let (interface, offered, choices) = interfaces(c, caps);
     let (extensions, required_extensions, missing) = extensions(c, caps);
-    let unusable = if let Some(i) = interface.as_ref().filter(|i| !callable_untranslated(i)) {
+    let unusable = if let Some(i) = interface.as_ref().filter(|i| !callable(i)) {
         Some(Unusable::TranslationNotBuilt {
             binding: i.binding.as_str().to_owned(),
             version: i.version.clone(),
@@ -183,14 +185,17 @@ fn interfaces(
     (interface, offered, choices)
 }
 
-/// Whether the gateway can send calls to `iface` as they come: only 1.0 over JSON-RPC or
-/// HTTP+JSON. A chosen 0.3 or gRPC interface is recorded (profile, planner view, `/readyz`) but
-/// the profile is unusable with [`Unusable::TranslationNotBuilt`], so the data plane never sends
-/// an untranslated call to it. This is the one rule to remove when translation (issue 20 item 2,
-/// and gRPC item 3) is built; with the default `[client]` (1.0, JSON-RPC + HTTP+JSON) such an
-/// interface is never chosen, so nothing changes there.
-fn callable_untranslated(iface: &Interface) -> bool {
-    iface.version == "1.0" && matches!(iface.binding, Binding::JsonRpc | Binding::HttpJson)
+/// Whether the gateway can send calls to `iface`: 1.0 over JSON-RPC or HTTP+JSON as they come,
+/// 0.3 over JSON-RPC translated (`crate::translate`, whose `Dialect::of` is the same rule seen
+/// from the data plane). A chosen 0.3 HTTP+JSON or gRPC interface is recorded (profile, planner
+/// view, `/readyz`) but the profile is unusable with [`Unusable::TranslationNotBuilt`], so the
+/// data plane never sends an untranslated call to it; with the default `[client]` (1.0,
+/// JSON-RPC + HTTP+JSON) such an interface is never chosen.
+fn callable(iface: &Interface) -> bool {
+    matches!(
+        (iface.version.as_str(), iface.binding),
+        ("1.0", Binding::JsonRpc | Binding::HttpJson) | ("0.3", Binding::JsonRpc)
+    )
 }
 
 /// The extensions both sides know, the required ones among them, and the required ones the
@@ -429,6 +434,37 @@ mod tests {
         );
         // Everything else is still compiled, for diffs and operators.
         assert!(p.skills.contains_key("echo"));
+    }
+
+    /// What the gateway can call: 0.3 over JSON-RPC (translated) is usable; 0.3 over HTTP+JSON
+    /// and gRPC are chosen but unusable until their translation exists.
+    #[test]
+    fn a_chosen_0_3_jsonrpc_interface_is_usable_and_the_others_wait() {
+        let caps = ClientCaps {
+            bindings: vec![Binding::JsonRpc, Binding::HttpJson, Binding::Grpc],
+            versions: vec!["1.0".into(), "0.3".into()],
+            ..ClientCaps::default()
+        };
+        let with = |binding: &str, version: &str| {
+            let mut card = minimal();
+            card["supportedInterfaces"] = json!([
+                {"url":"https://a.example/x","protocolBinding":binding,"protocolVersion":version}
+            ]);
+            build(&card, &caps)
+        };
+        assert!(with("JSONRPC", "0.3").is_usable());
+        assert!(with("JSONRPC", "1.0").is_usable());
+        assert!(with("HTTP+JSON", "1.0").is_usable());
+        for (b, v) in [("HTTP+JSON", "0.3"), ("GRPC", "1.0"), ("GRPC", "0.3")] {
+            assert_eq!(
+                with(b, v).unusable().cloned(),
+                Some(Unusable::TranslationNotBuilt {
+                    binding: b.into(),
+                    version: v.into()
+                }),
+                "{b} {v}"
+            );
+        }
     }
 
     #[test]

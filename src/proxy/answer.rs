@@ -73,11 +73,15 @@ pub enum Invalid {
     /// A redirect (3xx).
     #[error("the agent answered with a redirect")]
     Redirect,
+    /// An A2A 0.3 answer that does not translate into 1.0 (a member its version requires is
+    /// missing or of the wrong type, an unknown task state or part kind, a duplicate key).
+    #[error("the A2A 0.3 answer does not translate into A2A 1.0")]
+    Untranslatable,
 }
 
 impl Invalid {
     /// Every kind (for pre-registering metric series).
-    pub const ALL: [Invalid; 7] = [
+    pub const ALL: [Invalid; 8] = [
         Invalid::NotJson,
         Invalid::Truncated,
         Invalid::IdMismatch,
@@ -85,6 +89,7 @@ impl Invalid {
         Invalid::NotObject,
         Invalid::Encoding,
         Invalid::Redirect,
+        Invalid::Untranslatable,
     ];
 
     /// Bounded label (metric `reason`, ErrorInfo metadata).
@@ -97,6 +102,7 @@ impl Invalid {
             Invalid::NotObject => "not_object",
             Invalid::Encoding => "encoding",
             Invalid::Redirect => "redirect",
+            Invalid::Untranslatable => "untranslatable",
         }
     }
 
@@ -275,6 +281,13 @@ fn check_error(
         Err(_) if HTTP_LEVEL.contains(&status) => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// Whether a whole answer that passed [`check_whole`] is a JSON-RPC response (every 2xx JSON-RPC
+/// answer, and an error answer with a `jsonrpc` member): the answers a 0.3 agent's translation
+/// reads. Other error bodies (an HTTP-level 401 or 502 page) pass as they came, as from a 1.0 agent.
+pub fn carries_rpc(status: u16, body: &[u8]) -> bool {
+    (200..300).contains(&status) || (json_syntax(body) == Ok(true) && has_jsonrpc_member(body))
 }
 
 /// Whether `data` is one JSON value (`true` when it is an object); empty is not JSON.

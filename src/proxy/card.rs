@@ -78,6 +78,15 @@ fn render_served(
     }
 }
 
+/// The version the orchestrator speaks to the gateway for `iface`: always 1.0 for a 0.3 agent,
+/// whose calls are translated (`crate::translate`); the interface's own otherwise.
+fn caller_version(iface: &crate::profile::Interface) -> &str {
+    match crate::translate::Dialect::of(iface) {
+        Some(d) if d.translates() => d.caller_version(),
+        _ => iface.version.as_str(),
+    }
+}
+
 /// The effective card's JSON (see the module doc).
 fn card_json(state: &IntegrationState, public_url: &str) -> Option<Value> {
     let (profile, _) = state.usable()?;
@@ -87,7 +96,7 @@ fn card_json(state: &IntegrationState, public_url: &str) -> Option<Value> {
     let mut interface = json!({
         "url": url,
         "protocolBinding": iface.binding.as_str(),
-        "protocolVersion": iface.version,
+        "protocolVersion": caller_version(iface),
     });
     if let Some(t) = i
         .tenant

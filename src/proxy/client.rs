@@ -35,7 +35,7 @@ use self::screen::Screen;
 use super::answer::{Invalid, passes_unread};
 use super::call::{Ctx, Gateway, Outcome, refused_stream_evidence, respond};
 use super::deny::Deny;
-use super::feedback::{agent_error, as_send_message, send_succeeded};
+use super::feedback::{agent_error, as_method, as_send_message, send_succeeded};
 use super::policy::{DowngradeCause, Plan, StreamPlan};
 use super::retry::{self, Next, Redo};
 use super::shape::upstream_headers;
@@ -680,7 +680,8 @@ async fn send<'g>(
         )
         .await;
     if !matches!(resp, Err(ClientError::CallerGone)) {
-        (gw.metrics).observe_upstream(at.name(), started.elapsed().as_secs_f64());
+        let protocol = at.plan.dialect.protocol;
+        (gw.metrics).observe_upstream(at.name(), protocol, started.elapsed().as_secs_f64());
     }
     let resp = resp?;
     if resp.is_sse() {
@@ -763,7 +764,12 @@ fn send_message_body(plan: &Plan, held: &Bytes) -> Bytes {
     if plan.binding != Binding::JsonRpc {
         return held.clone();
     }
-    as_send_message(held).unwrap_or_else(|| {
+    let sent = if plan.dialect.translates() {
+        as_method(held, "\"message/send\"")
+    } else {
+        as_send_message(held)
+    };
+    sent.unwrap_or_else(|| {
         // Cannot happen for a request the router parsed as a JSON-RPC object with a method.
         tracing::warn!("request body has no JSON-RPC method to rewrite; sent unchanged");
         held.clone()

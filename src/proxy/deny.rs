@@ -107,6 +107,17 @@ pub enum Deny {
         /// The schema keyword that failed (from the operator's schema), or `unreadable`.
         keyword: String,
     },
+    /// A 1.0 operation that A2A 0.3, which the agent speaks, does not have (ListTasks over
+    /// JSON-RPC): refused before anything leaves, as UnsupportedOperationError.
+    NotInAgentVersion(Method),
+    /// A request that cannot be said in A2A 0.3, which the agent speaks (a data part that is not
+    /// an object, a role that is neither user nor agent): refused before anything leaves.
+    Untranslatable {
+        /// The field's path (gateway-written from the protocol's member names and indices).
+        field: String,
+        /// What is wrong with it (gateway-written).
+        why: &'static str,
+    },
     /// The agent's answer is not an A2A answer (HTML, truncated JSON, another request's id, an
     /// encoding the gateway does not read): A2A's InvalidAgentResponseError, not passed on.
     InvalidAgentResponse {
@@ -188,6 +199,8 @@ impl Deny {
             Deny::InvalidBodyFraming => "INVALID_BODY_FRAMING",
             Deny::ArtifactSchemaMismatch { .. } => "ARTIFACT_SCHEMA_MISMATCH",
             Deny::InvalidAgentResponse { .. } => "INVALID_AGENT_RESPONSE",
+            Deny::NotInAgentVersion(_) => "NOT_IN_AGENT_VERSION",
+            Deny::Untranslatable { .. } => "UNTRANSLATABLE",
         }
     }
 
@@ -248,6 +261,10 @@ impl Deny {
             // inbound server a 502; where the two disagree the protocol wins, so an A2A client
             // maps it to the error it knows.
             Deny::InvalidAgentResponse { .. } => s(500, "INTERNAL", -32006, 200),
+            // The operation exists in 1.0 but not in the agent's 0.3: UnsupportedOperationError,
+            // what a 1.0 agent without it would answer.
+            Deny::NotInAgentVersion(_) => s(400, "FAILED_PRECONDITION", -32004, 200),
+            Deny::Untranslatable { .. } => s(400, "INVALID_ARGUMENT", -32602, 200),
         }
     }
 
@@ -325,6 +342,23 @@ impl Deny {
             Deny::InvalidAgentResponse { why, status } => format!(
                 "the agent's answer (HTTP {status}) is not an A2A answer: {why}; it was not passed on"
             ),
+            Deny::NotInAgentVersion(_) | Deny::Untranslatable { .. } => self.translation_message(),
+        }
+    }
+
+    /// The message of a request refused because the agent speaks A2A 0.3.
+    fn translation_message(&self) -> String {
+        match self {
+            Deny::NotInAgentVersion(m) => format!(
+                "{} does not exist in A2A 0.3, which this agent speaks; the call was not sent",
+                m.as_str()
+            ),
+            Deny::Untranslatable { field, why } => format!(
+                "{} {why}: the request cannot be said in A2A 0.3, which this agent speaks; \
+                 the call was not sent",
+                short(field)
+            ),
+            other => other.reason().to_owned(),
         }
     }
 

@@ -114,6 +114,12 @@ pub fn sse_event(json: &[u8]) -> Bytes {
 /// (numbers beyond f64, key order, the id) is re-serialised. `None` when `body` is not a JSON
 /// object with a `method` member.
 pub fn as_send_message(body: &[u8]) -> Option<Bytes> {
+    as_method(body, "\"SendMessage\"")
+}
+
+/// `body` with the value of its top-level `method` member replaced by `name` (JSON text), the
+/// rest as it was: the 0.3 form of a downgrade sends `"message/send"`.
+pub fn as_method(body: &[u8], name: &str) -> Option<Bytes> {
     use serde_json::value::RawValue;
     let members: std::collections::HashMap<std::borrow::Cow<'_, str>, &RawValue> =
         serde_json::from_slice(body).ok()?;
@@ -124,7 +130,7 @@ pub fn as_send_message(body: &[u8]) -> Option<Bytes> {
     let (before, after) = (body.get(..start)?, body.get(end..)?);
     let mut out = Vec::with_capacity(body.len());
     out.extend_from_slice(before);
-    out.extend_from_slice(b"\"SendMessage\"");
+    out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(after);
     Some(Bytes::from(out))
 }

@@ -15,6 +15,7 @@ use super::route::{Method, Route, media_type_accepted};
 use crate::config::StreamingMode;
 use crate::profile::{Binding, Profile};
 use crate::state::{IntegrationState, Snapshot, Status, satisfies};
+use crate::translate::{self, Dialect, Op, TranslateError};
 use crate::types::ProtocolVersion;
 
 /// Why a streaming call is answered through `SendMessage`.
@@ -93,8 +94,11 @@ pub struct Plan {
     /// The caller's JSON-RPC body with `params.tenant` spliced in, when the caller sent none;
     /// `None` means the original bytes are forwarded unchanged.
     pub rewritten_body: Option<Bytes>,
-    /// `A2A-Version` to send.
+    /// `A2A-Version` to send (the agent's version; never sent to a 0.3 agent).
     pub version: String,
+    /// What the agent speaks: a 0.3 agent's requests and answers are translated
+    /// ([`crate::translate`]); `rewritten_body` then holds the 0.3 request.
+    pub dialect: Dialect,
 }
 
 /// The data classes a request declares: every `A2A-Egress-Data-Class` line counts, and each line
@@ -258,6 +262,8 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         return Err(check_status(state).err().unwrap_or(Deny::NoUsableProfile));
     };
     let iface = profile.interface.as_ref().ok_or(Deny::NoUsableProfile)?;
+    // The compiler makes only callable interfaces usable; anything else is no usable profile.
+    let dialect = Dialect::of(iface).ok_or(Deny::NoUsableProfile)?;
     let integration = &state.integration;
     let (method, caller_tenant, rest_path) = operation(f, iface.binding)?;
     // Blocked by a breaking change against the lockfile: running tasks only.
@@ -269,7 +275,13 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         f.default_data_class,
         &integration.data_classes,
     )?;
-    check_version(f.a2a_version, &iface.version)?;
+    // The caller speaks the effective card's version: 1.0, also in front of a 0.3 agent.
+    let face = if dialect.translates() {
+        dialect.caller_version()
+    } else {
+        iface.version.as_str()
+    };
+    check_version(f.a2a_version, face)?;
     check_method(state, profile, method)?;
     let tenant = integration.tenant.clone().or_else(|| iface.tenant.clone());
     if let Some(c) = &caller_tenant
@@ -281,8 +293,11 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         check_parts(state, profile, f)?;
     }
     let stream = stream_plan(state, profile, method)?;
-    let (upstream_path, send_path, rewritten_body) =
+    let (upstream_path, send_path, mut rewritten_body) =
         paths(&upstream.base_path, f, rest_path, tenant.as_deref())?;
+    if dialect.translates() {
+        rewritten_body = Some(to_03(f, method, rewritten_body.as_ref())?);
+    }
     Ok(Plan {
         method,
         binding: iface.binding,
@@ -292,7 +307,23 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         send_path,
         rewritten_body,
         version: iface.version.clone(),
+        dialect,
     })
+}
+
+/// The request as the 0.3 agent's: translated from the body that would have gone to a 1.0
+/// agent, or refused (an operation 0.3 lacks, a field it cannot say) before anything leaves.
+fn to_03(f: &Facts<'_>, method: Method, body: Option<&Bytes>) -> Result<Bytes, Deny> {
+    let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
+    let op = Op::from_v10(method.as_str()).ok_or(Deny::MethodNotFound)?;
+    let body = body.unwrap_or(rpc.body());
+    match translate::request_to03(op, body) {
+        Ok(b) => Ok(Bytes::from(b)),
+        Err(TranslateError::NotInVersion { .. }) => Err(Deny::NotInAgentVersion(method)),
+        Err(TranslateError::Untranslatable { field, why }) => {
+            Err(Deny::Untranslatable { field, why })
+        }
+    }
 }
 
 /// The operation, the tenant the caller named and (HTTP+JSON) the path below the interface, for
@@ -512,6 +543,48 @@ mod tests {
     static RPC: Route = Route::JsonRpc {
         name: String::new(),
     };
+
+    /// A 0.3 JSON-RPC agent: the caller speaks 1.0 to the gateway, the request leaves in 0.3,
+    /// and what 0.3 cannot say is refused before it leaves.
+    #[test]
+    fn a_0_3_agent_gets_the_translated_request_or_nothing() {
+        let mut p = profile(Binding::JsonRpc, true, None);
+        p.interface.as_mut().unwrap().version = "0.3".into();
+        let s = state(integration(StreamingMode::Preferred), p);
+        let r = rpc("SendMessage", text_msg());
+        let plan = decide(&s, &facts(&RPC, Some(&r))).unwrap();
+        assert!(plan.dialect.translates());
+        let sent: Value = serde_json::from_slice(&plan.rewritten_body.unwrap()).unwrap();
+        assert_eq!(
+            sent,
+            json!({"jsonrpc":"2.0","id":"r1","method":"message/send","params":{"message":
+                {"kind":"message","messageId":"m","role":"user","parts":[{"kind":"text","text":"hi"}]}}})
+        );
+        let mut f = facts(&RPC, Some(&r));
+        f.a2a_version = Some("1.0");
+        assert!(decide(&s, &f).is_ok(), "the caller speaks 1.0");
+        f.a2a_version = Some("0.3");
+        assert!(matches!(
+            decide(&s, &f),
+            Err(Deny::VersionNotSupported { offered }) if offered == "1.0"
+        ));
+        let r = rpc("ListTasks", json!({}));
+        assert_eq!(
+            decide(&s, &facts(&RPC, Some(&r))).unwrap_err(),
+            Deny::NotInAgentVersion(Method::ListTasks)
+        );
+        let r = rpc(
+            "SendMessage",
+            json!({"message": {"messageId": "m", "role": "ROLE_UNSPECIFIED", "parts": [{"text": "x"}]}}),
+        );
+        let d = decide(&s, &facts(&RPC, Some(&r))).unwrap_err();
+        assert_eq!(d.reason(), "UNTRANSLATABLE");
+        assert!(
+            d.message().contains("params.message.role"),
+            "{}",
+            d.message()
+        );
+    }
 
     #[test]
     fn plain_send_is_forwarded_unchanged() {

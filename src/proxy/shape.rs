@@ -59,14 +59,22 @@ pub fn upstream_headers(
         header::ACCEPT_ENCODING,
         HeaderValue::from_static("identity"),
     ));
-    if let Ok(v) = HeaderValue::from_str(&plan.version) {
+    // A 0.3 agent gets no A2A-Version (an absent header is what means 0.3, FACTS §3) and its
+    // extensions under 0.3's name, `X-A2A-Extensions`.
+    let v03 = plan.dialect.translates();
+    if !v03 && let Ok(v) = HeaderValue::from_str(&plan.version) {
         out.push((HeaderName::from_static("a2a-version"), v));
     }
     let ext = state.activated_extensions();
     if !ext.is_empty()
         && let Ok(v) = HeaderValue::from_str(&ext.join(","))
     {
-        out.push((HeaderName::from_static("a2a-extensions"), v));
+        let name = if v03 {
+            "x-a2a-extensions"
+        } else {
+            "a2a-extensions"
+        };
+        out.push((HeaderName::from_static(name), v));
     }
     if let Some(auth) = &upstream.authorization {
         out.push((header::AUTHORIZATION, auth.clone()));
@@ -90,6 +98,7 @@ mod tests {
     use crate::profile::{Binding, Profile};
     use crate::proxy::policy::StreamPlan;
     use crate::proxy::route::Method;
+    use crate::translate::{Dialect, Protocol};
     use std::sync::Arc;
 
     fn state(exts: &[&str]) -> IntegrationState {
@@ -133,6 +142,10 @@ mod tests {
             send_path: "/a2a".into(),
             rewritten_body: None,
             version: "1.0".into(),
+            dialect: Dialect {
+                protocol: Protocol::V1_0,
+                binding: Binding::JsonRpc,
+            },
         }
     }
 
@@ -217,6 +230,32 @@ mod tests {
     }
 
     const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    /// A 0.3 agent: no `A2A-Version` (absent means 0.3), extensions under `X-A2A-Extensions`, and
+    /// neither 1.0 name from the caller either.
+    #[test]
+    fn a_0_3_agent_gets_no_version_and_its_extensions_header() {
+        let mut h = HeaderMap::new();
+        h.append("a2a-version", HeaderValue::from_static("1.0"));
+        h.append("a2a-extensions", HeaderValue::from_static("urn:caller"));
+        h.append("x-a2a-extensions", HeaderValue::from_static("urn:caller"));
+        let mut p = plan();
+        p.version = "0.3".into();
+        p.dialect.protocol = Protocol::V0_3;
+        let up = Upstream::for_tests("https://a.example/a2a");
+        let trace = Trace::of(&h);
+        let out: Vec<(HeaderName, HeaderValue)> =
+            upstream_headers(&h, &state(&["urn:b"]), &up, &p, 3, &trace);
+        let get = |n: &str| -> Vec<&HeaderValue> {
+            out.iter().filter(|(k, _)| k == n).map(|(_, v)| v).collect()
+        };
+        assert!(get("a2a-version").is_empty(), "{out:?}");
+        assert!(get("a2a-extensions").is_empty(), "{out:?}");
+        assert_eq!(
+            get("x-a2a-extensions"),
+            [&HeaderValue::from_static("urn:b")]
+        );
+    }
 
     #[test]
     fn a_passed_through_caller_credential_is_marked_sensitive() {

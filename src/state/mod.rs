@@ -748,13 +748,14 @@ mod tests {
             check_contract(&v, &profile("https://a.example/a2a")),
             Err(ContractError::VersionPinned { .. })
         ));
-        // A 0.3 interface: a pinned tenant cannot be sent; a 1.0 pin says why, before the
-        // profile's own "not built yet".
+        // A 0.3 interface the gateway cannot call yet (HTTP+JSON 0.3): a pinned tenant cannot be
+        // sent; a 1.0 pin says why, before the profile's own "not built yet".
         let v03 = Profile::builder()
             .url("https://a.example/a2a")
+            .binding(Binding::HttpJson)
             .version("0.3")
             .unusable(crate::profile::Unusable::TranslationNotBuilt {
-                binding: "JSONRPC".into(),
+                binding: "HTTP+JSON".into(),
                 version: "0.3".into(),
             })
             .skill("echo")

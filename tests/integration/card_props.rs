@@ -51,10 +51,14 @@ fn exercise(bytes: &[u8]) -> bool {
                     assert_eq!(p.is_usable(), p.reason().is_none());
                     assert_eq!(p.skills.len(), v.card().skills.len());
                     assert_eq!(p.interfaces.len(), v.card().supported_interfaces.len());
-                    // Never an untranslated call: usable means 1.0 over JSON-RPC or HTTP+JSON.
+                    // Never an untranslatable call: usable means 1.0 over JSON-RPC or HTTP+JSON,
+                    // or 0.3 over JSON-RPC (translated, `translate`).
                     if let (true, Some(i)) = (p.is_usable(), p.interface.as_ref()) {
-                        assert_eq!(i.version, "1.0");
                         assert_ne!(i.binding, Binding::Grpc);
+                        if i.version != "1.0" {
+                            assert_eq!(i.version, "0.3");
+                            assert_eq!(i.binding, Binding::JsonRpc);
+                        }
                     }
                     serde_json::to_vec(&p).unwrap();
                 }

@@ -167,6 +167,49 @@ fn feedback_corpus_is_read_and_framed() {
     }
 }
 
+/// The translate target's invariants, on stable (see `fuzz/fuzz_targets/translate.rs`): what the
+/// translator writes for a body without duplicate keys is one JSON object without duplicates,
+/// with `jsonrpc: "2.0"` and the id as its exact text.
+#[test]
+fn translate_corpus_translates_to_one_object_keeping_the_id() {
+    use a2a_egress::translate::{Op, answer_to10, event_to10, request_to03};
+    use serde_json::value::RawValue;
+    use std::collections::HashMap;
+    let mut translated = 0;
+    for (path, bytes) in corpus("translate") {
+        let Some((&pick, body)) = bytes.split_first() else {
+            continue;
+        };
+        let op = Op::ALL[usize::from(pick / 3) % Op::ALL.len()];
+        let out = match pick % 3 {
+            0 => request_to03(op, body).map(|b| (b, true)),
+            1 => answer_to10(op, body).map(|t| (t.json, false)),
+            _ => event_to10(op, body).map(|t| (t.json, false)),
+        };
+        let Ok((out, request)) = out else { continue };
+        translated += 1;
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            a2a_egress::json::duplicate_keys(&text, 4)
+                .unwrap()
+                .is_empty(),
+            "{}: {text}",
+            path.display()
+        );
+        let got: HashMap<String, &RawValue> = serde_json::from_str(&text).unwrap();
+        let came: HashMap<String, &RawValue> = serde_json::from_slice(body).unwrap();
+        let id = |m: &HashMap<String, &RawValue>| m.get("id").map(|v| v.get().to_owned());
+        assert_eq!(got["jsonrpc"].get(), "\"2.0\"");
+        if request {
+            assert_eq!(id(&got), id(&came), "{}", path.display());
+        } else {
+            assert_eq!(got.contains_key("result"), !got.contains_key("error"));
+            assert_eq!(id(&got), Some(id(&came).unwrap_or_else(|| "null".into())));
+        }
+    }
+    assert!(translated >= 8, "the seeds translate: {translated}");
+}
+
 /// The effective-card harness of the fuzz target, on stable: an accepted card, compiled, in an
 /// integration that accepts its skills on its origin, projects to an effective card that is
 /// itself a valid card.

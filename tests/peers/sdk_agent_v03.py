@@ -10,9 +10,27 @@ The card is the SDK's own 0.3 `AgentCard` (top-level `url`, `preferredTransport`
 route. `--transport` picks the main interface: `jsonrpc` serves JSON-RPC at `/jsonrpc` (the SDK's
 Starlette app), `rest` serves HTTP+JSON at `/rest` (the SDK's FastAPI app); the other binding is
 listed in `additionalInterfaces` only when `--both` is given (and then also served).
+
+What the agent does with a message, by its text:
+- `task …`: a Task (submitted), a `working` status update, one artifact echoing the text, then
+  `completed` (the last status update carries 0.3's `final: true`);
+- `hold …`: a Task that stays `working` (a status update every 200 ms) until it is canceled (or
+  30 s pass), for get/cancel/resubscribe;
+- anything else: one agent Message echoing the text.
+
+Flags for the 0.3 features the gateway translates:
+- `--no-streaming`: the card says `capabilities.streaming: false` (the SDK then refuses
+  `message/stream` with -32603 "Streaming is not supported by the agent");
+- `--refuse-streams`: the card served says `streaming: true`, but the SDK's handler holds a card
+  that says false, so it refuses `message/stream` as it does for an agent that does not stream:
+  -32603 "Streaming is not supported by the agent" (the card claims what the server refuses);
+- `--push`: `capabilities.pushNotifications: true`, with the SDK's in-memory push config store;
+- `--extended`: `supportsAuthenticatedExtendedCard: true`, serving an extended card with one more
+  skill (`secret`) on `agent/getAuthenticatedExtendedCard`.
 """
 
 import argparse
+import asyncio
 import json
 import os
 import socket
@@ -27,25 +45,58 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.apps import A2ARESTFastAPIApplication, A2AStarletteApplication
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
-from a2a.utils import new_agent_text_message
+from a2a.server.tasks import InMemoryPushNotificationConfigStore, InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TextPart
+from a2a.utils import new_agent_text_message, new_task
 
 JSONRPC_PATH = '/jsonrpc'
 REST_PATH = '/rest'
 
 
 class EchoExecutor(AgentExecutor):
-    """Answers every message with one agent message echoing its text."""
+    """Echoes messages; `task …` and `hold …` run a task (see the module doc)."""
+
+    def __init__(self):
+        self.held = {}
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        await event_queue.enqueue_event(new_agent_text_message(context.get_user_input()))
+        text = context.get_user_input()
+        if not text.startswith(('task', 'hold')):
+            await event_queue.enqueue_event(new_agent_text_message(text))
+            return
+        task = context.current_task or new_task(context.message)
+        await event_queue.enqueue_event(task)
+        up = TaskUpdater(event_queue, task.id, task.context_id)
+        await up.start_work()
+        if text.startswith('hold'):
+            # A `working` status update every 200 ms until canceled: a resubscribed stream sees
+            # one soon after it attached, so a test knows it is attached before it cancels.
+            # The SDK's cancel publishes on a queue of its own (a tap), which other taps (a
+            # resubscribed stream) never see: the canceled status is published here too, on the
+            # task's main queue, so subscribers get it (with 0.3's `final: true`).
+            released = self.held.setdefault(task.id, asyncio.Event())
+            for _ in range(150):
+                try:
+                    await asyncio.wait_for(released.wait(), 0.2)
+                    await up.cancel()
+                    return
+                except asyncio.TimeoutError:
+                    pass
+                if not released.is_set():
+                    await up.start_work()
+            return
+        await up.add_artifact([Part(root=TextPart(text=text))], name='echo')
+        await up.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        raise NotImplementedError('cancel is not supported')
+        up = TaskUpdater(event_queue, context.task_id, context.context_id)
+        await up.cancel()
+        released = self.held.get(context.task_id)
+        if released is not None:
+            released.set()
 
 
-def build_card(base, transport, both):
+def build_card(base, transport, both, streaming=True, push=False, extended=False, skills=None):
     urls = {'JSONRPC': base + JSONRPC_PATH, 'HTTP+JSON': base + REST_PATH}
     main = 'JSONRPC' if transport == 'jsonrpc' else 'HTTP+JSON'
     others = [t for t in urls if t != main] if both else []
@@ -57,12 +108,13 @@ def build_card(base, transport, both):
         additional_interfaces=[AgentInterface(url=urls[t], transport=t) for t in [main] + others],
         protocol_version='0.3.0',
         version='0.3.26',
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=streaming, push_notifications=push),
         default_input_modes=['text/plain'],
         default_output_modes=['text/plain'],
         skills=[AgentSkill(id='echo', name='Echo', description='echoes the text it is sent',
-                           tags=['demo'], input_modes=['text/plain'], output_modes=['text/plain'])],
-        supports_authenticated_extended_card=False,
+                           tags=['demo'], input_modes=['text/plain'], output_modes=['text/plain'])]
+        + (skills or []),
+        supports_authenticated_extended_card=extended,
     )
 
 
@@ -70,6 +122,11 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('--transport', choices=['jsonrpc', 'rest'], default='jsonrpc')
     p.add_argument('--both', action='store_true', help='list and serve the other binding too')
+    p.add_argument('--no-streaming', action='store_true', help='capabilities.streaming false')
+    p.add_argument('--refuse-streams', action='store_true',
+                   help='serve streaming:true, refuse message/stream as a non-streaming agent does')
+    p.add_argument('--push', action='store_true', help='push notifications, in-memory store')
+    p.add_argument('--extended', action='store_true', help='an authenticated extended card')
     p.add_argument('--exit-on-stdin-eof', action='store_true')
     args = p.parse_args(argv)
     if args.exit_on_stdin_eof:
@@ -81,9 +138,23 @@ def main(argv):
     sock.listen(128)
     port = sock.getsockname()[1]
     base = f'http://127.0.0.1:{port}'
-    card = build_card(base, args.transport, args.both)
-    handler = DefaultRequestHandler(agent_executor=EchoExecutor(), task_store=InMemoryTaskStore())
-    jsonrpc = A2AStarletteApplication(agent_card=card, http_handler=handler)
+    streams = not (args.no_streaming or args.refuse_streams)
+    flags = dict(streaming=streams, push=args.push, extended=args.extended)
+    card = build_card(base, args.transport, args.both, **flags)
+    extended = None
+    if args.extended:
+        secret = AgentSkill(id='secret', name='Secret', description='only on the extended card',
+                            tags=['extended'], input_modes=['text/plain'], output_modes=['text/plain'])
+        extended = build_card(base, args.transport, args.both, skills=[secret], **flags)
+    handler = DefaultRequestHandler(
+        agent_executor=EchoExecutor(), task_store=InMemoryTaskStore(),
+        push_config_store=InMemoryPushNotificationConfigStore() if args.push else None)
+    claim = None
+    if args.refuse_streams:
+        claim = lambda c: c.model_copy(  # noqa: E731
+            update={'capabilities': c.capabilities.model_copy(update={'streaming': True})})
+    jsonrpc = A2AStarletteApplication(agent_card=card, http_handler=handler,
+                                      extended_agent_card=extended, card_modifier=claim)
     routes = []
     # The SDK's apps serve the card on the well-known route; the JSON-RPC app's is the one mounted.
     jsonrpc_routes = jsonrpc.routes(rpc_url=JSONRPC_PATH)
@@ -95,7 +166,6 @@ def main(argv):
     print(json.dumps({'event': 'listening', 'addr': f'127.0.0.1:{port}',
                       'card_url': f'{base}/.well-known/agent-card.json'}), flush=True)
     config = uvicorn.Config(app, log_level='warning', lifespan='off')
-    import asyncio
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 

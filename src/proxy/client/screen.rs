@@ -177,12 +177,11 @@ pub(super) async fn pipe_stream(
             Err(e) => {
                 // The events the chunk completed before the large one are whole: they go first.
                 for event in e.done {
-                    if let Some(d) = judge(screen, events, &event) {
-                        return end_with_error(session, d, shape, events.name()).await;
+                    if let Some(end) = emit(session, screen, events, shape, event).await? {
+                        return Ok(end);
                     }
-                    session.write_response_body(Some(event), false).await?;
                 }
-                if let Some(d) = too_large(screen) {
+                if let Some(d) = too_large(screen, events) {
                     return end_with_error(session, d, shape, events.name()).await;
                 }
                 // Nothing more is held: what was, and the rest, pass unchecked.
@@ -192,39 +191,96 @@ pub(super) async fn pipe_stream(
             }
         };
         for event in done {
-            if let Some(d) = judge(screen, events, &event) {
-                return end_with_error(session, d, shape, events.name()).await;
+            if let Some(end) = emit(session, screen, events, shape, event).await? {
+                return Ok(end);
             }
-            session.write_response_body(Some(event), false).await?;
         }
     }
     // An event the stream did not finish: an SSE reader drops it, but it is checked anyway.
-    if let Some(rest) = split.map(Splitter::rest).filter(|r| !r.is_empty()) {
-        if let Some(d) = judge(screen, events, &rest) {
-            return end_with_error(session, d, shape, events.name()).await;
-        }
-        session.write_response_body(Some(rest), false).await?;
+    if let Some(rest) = split.map(Splitter::rest).filter(|r| !r.is_empty())
+        && let Some(end) = emit(session, screen, events, shape, rest).await?
+    {
+        return Ok(end);
     }
     session.write_response_body(None, true).await?;
     resp.release().await;
     Ok(Outcome::Ok)
 }
 
-/// The refusal that replaces one event: not an A2A answer, or (enforced) not the schema's.
-fn judge(screen: Option<&Screen<'_>>, events: &Events<'_>, event: &[u8]) -> Option<Deny> {
-    // Events without data (`: ping`) pass.
-    let data = data_of(event)?;
-    if let Some(d) = events.judge(&data) {
-        return Some(d);
+/// Passes one whole event on (translated from a 0.3 agent), or ends the stream: with an error
+/// event when it is refused, or after it when a 0.3 agent said it is the last (`final: true`;
+/// the agent's connection is then dropped, not read further). `Some` is the stream's outcome.
+async fn emit(
+    session: &mut Session,
+    screen: Option<&Screen<'_>>,
+    events: &Events<'_>,
+    shape: &Shape,
+    event: Bytes,
+) -> Result<Option<Outcome>> {
+    match pass(screen, events, event) {
+        Err(d) => end_with_error(session, d, shape, events.name())
+            .await
+            .map(Some),
+        Ok((event, false)) => {
+            session.write_response_body(Some(event), false).await?;
+            Ok(None)
+        }
+        Ok((event, true)) => {
+            session.write_response_body(Some(event), true).await?;
+            Ok(Some(Outcome::Ok))
+        }
     }
-    let s = screen?;
-    let v = s.check(true, &data)?;
-    s.enforcing().then(|| refusal(&v))
 }
 
-/// An event too large to hold: the refusal when an enforced schema must see it, else `None`
-/// (reported when a schema is recorded).
-fn too_large(screen: Option<&Screen<'_>>) -> Option<Deny> {
+/// One event as the caller gets it, and whether it is the last; or the refusal that replaces
+/// it: not an A2A answer, not translatable, or (enforced) not the schema's. The schema sees the
+/// 1.0 form.
+fn pass(
+    screen: Option<&Screen<'_>>,
+    events: &Events<'_>,
+    event: Bytes,
+) -> std::result::Result<(Bytes, bool), Deny> {
+    let translated = {
+        // Events without data (`: ping`) pass.
+        let Some(data) = data_of(&event) else {
+            return Ok((event, false));
+        };
+        if let Some(d) = events.judge(&data) {
+            return Err(d);
+        }
+        match events.translate(&data)? {
+            Some(t) => t,
+            None => {
+                schema(screen, &data)?;
+                return Ok((event, false));
+            }
+        }
+    };
+    schema(screen, &translated.json)?;
+    let mut out = BytesMut::new();
+    if translated.error {
+        out.extend_from_slice(b"event: error\n");
+    }
+    out.extend_from_slice(&sse_event(&translated.json));
+    Ok((out.freeze(), translated.last))
+}
+
+/// The refusal of event data that (enforced) does not hold to the schema.
+fn schema(screen: Option<&Screen<'_>>, data: &[u8]) -> std::result::Result<(), Deny> {
+    let Some(s) = screen else { return Ok(()) };
+    match s.check(true, data) {
+        Some(v) if s.enforcing() => Err(refusal(&v)),
+        _ => Ok(()),
+    }
+}
+
+/// An event too large to hold: the refusal when an enforced schema must see it or a 0.3 agent's
+/// event must be translated (untranslated bytes never reach the caller), else `None` (reported
+/// when a schema is recorded).
+fn too_large(screen: Option<&Screen<'_>>, events: &Events<'_>) -> Option<Deny> {
+    if let Some(d) = events.too_large() {
+        return Some(d);
+    }
     let s = screen?;
     let v = Violation::Unreadable("an event larger than the gateway checks");
     s.report(&v);

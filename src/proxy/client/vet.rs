@@ -6,6 +6,7 @@
 //! InvalidAgentResponseError; it is counted (`a2a_egress_invalid_agent_answers_total`) and, unless
 //! it is a server error's page, marks the profile stale ([`invalid`]).
 
+use bytes::Bytes;
 use pingora::http::ResponseHeader;
 
 use super::{Attempt, ClientError, MAX_ANSWER_BYTES, Sent};
@@ -14,6 +15,26 @@ use crate::proxy::call::Gateway;
 use crate::proxy::deny::{Deny, Shape};
 use crate::proxy::headers::{Prune, prune};
 use crate::state::StaleCause;
+use crate::translate::{self, Op, TranslateError, Translated};
+
+/// The operation whose answers are translated, when the agent speaks 0.3.
+fn translated_op(at: Attempt<'_>) -> Option<Op> {
+    if !at.plan.dialect.translates() {
+        return None;
+    }
+    Op::from_v10(at.plan.method.as_str())
+}
+
+/// Counts, logs (with the field) and refuses a 0.3 answer that does not translate, as any
+/// answer that is not A2A ([`report`]).
+fn untranslatable(gw: &Gateway, name: &str, e: &TranslateError, status: u16) -> ClientError {
+    tracing::warn!(integration = name, error = %e, "the A2A 0.3 answer does not translate");
+    report(gw, name, Invalid::Untranslatable, status);
+    ClientError::Invalid {
+        why: Invalid::Untranslatable,
+        status,
+    }
+}
 
 /// The JSON text of the JSON-RPC request's id, which every answer to it must carry.
 pub(super) fn request_id(shape: &Shape) -> Option<&str> {
@@ -43,8 +64,26 @@ pub(super) fn vet<'c>(
                 }
                 Err(w) => return Err(invalid(gw, at, w, status)),
             };
-            answer::check_whole(at.plan.binding, request_id(shape), status, &a.body)
+            let id = request_id(shape);
+            // A 0.3 agent's answer is translated first, and the 1.0 answer the caller would get
+            // is what is held to being A2A (its id is the agent's, copied): a 0.3 answer may lack
+            // what 1.0 requires (Python 0.3.26 leaves a null `result` out). One that does not
+            // translate is judged as it came, so it is refused for what is wrong with it.
+            if let Some(op) = translated_op(at)
+                && answer::carries_rpc(status, &a.body)
+            {
+                match translate::answer_to10(op, &a.body) {
+                    Ok(t) => a.body = Bytes::from(t.json),
+                    Err(e) => {
+                        answer::check_whole(at.plan.binding, id, status, &a.body)
+                            .map_err(|w| invalid(gw, at, w, status))?;
+                        return Err(untranslatable(gw, at.name(), &e, status));
+                    }
+                }
+            }
+            answer::check_whole(at.plan.binding, id, status, &a.body)
                 .map_err(|w| invalid(gw, at, w, status))?;
+            extensions_as_10(at, &mut a.head)?;
             keep_allowed(gw, at, &mut a.head)?;
             Ok(Sent::Whole(a))
         }
@@ -54,6 +93,7 @@ pub(super) fn vet<'c>(
             if answer::encoding(&r.head().headers) != Ok(Encoding::Identity) {
                 return Err(invalid(gw, at, Invalid::Encoding, r.status()));
             }
+            extensions_as_10(at, r.head_mut())?;
             keep_allowed(gw, at, r.head_mut())?;
             Ok(Sent::Stream(r))
         }
@@ -69,6 +109,31 @@ pub(super) fn vet<'c>(
             Ok(Sent::Large(r))
         }
     }
+}
+
+/// A 0.3 agent echoes the extensions it activated as `X-A2A-Extensions` (0.3's name): the
+/// caller, which speaks 1.0, reads them as `A2A-Extensions`. The 0.3 name never reaches it.
+fn extensions_as_10(at: Attempt<'_>, head: &mut ResponseHeader) -> Result<(), ClientError> {
+    if !at.plan.dialect.translates() {
+        return Ok(());
+    }
+    let echoed: Vec<http::HeaderValue> = head
+        .headers
+        .get_all("x-a2a-extensions")
+        .iter()
+        .cloned()
+        .collect();
+    if echoed.is_empty() {
+        return Ok(());
+    }
+    head.remove_header("x-a2a-extensions");
+    // What the agent put under 1.0's name is not 0.3 and does not pass beside the translation.
+    head.remove_header("a2a-extensions");
+    for v in echoed {
+        head.append_header("a2a-extensions", v)
+            .map_err(ClientError::Receive)?;
+    }
+    Ok(())
 }
 
 /// Removes the agent's headers the caller may not get; past the caps, the dropped ones are
@@ -147,6 +212,8 @@ pub(super) struct Events<'a> {
     binding: crate::profile::Binding,
     id: Option<&'a str>,
     status: u16,
+    /// The stream's operation, when its events come from a 0.3 agent and are translated.
+    op: Option<Op>,
 }
 
 impl<'a> Events<'a> {
@@ -158,7 +225,38 @@ impl<'a> Events<'a> {
             binding: at.plan.binding,
             id: request_id(shape),
             status,
+            op: translated_op(at),
         }
+    }
+
+    /// Event data as the caller gets it: `None` when it passes unchanged (a 1.0 agent), else the
+    /// 1.0 form of a 0.3 agent's event, or the refusal of one that does not translate.
+    pub(super) fn translate(&self, data: &[u8]) -> Result<Option<Translated>, Deny> {
+        let Some(op) = self.op else { return Ok(None) };
+        match translate::event_to10(op, data) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) => {
+                tracing::warn!(integration = self.name, error = %e, "an A2A 0.3 stream event does not translate");
+                Err(report(
+                    self.gw,
+                    self.name,
+                    Invalid::Untranslatable,
+                    self.status,
+                ))
+            }
+        }
+    }
+
+    /// The refusal of an event too large to hold when the stream is translated: its bytes are
+    /// 0.3 and may not reach the caller untranslated.
+    pub(super) fn too_large(&self) -> Option<Deny> {
+        self.op?;
+        Some(report(
+            self.gw,
+            self.name,
+            Invalid::Untranslatable,
+            self.status,
+        ))
     }
 
     /// The integration's name.

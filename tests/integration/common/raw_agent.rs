@@ -51,9 +51,19 @@ impl RawAgent {
         rest: bool,
         answer: impl Fn(&RawRequest) -> Vec<u8> + Send + Sync + 'static,
     ) -> RawAgent {
+        Self::start_at(rest, "1.0", answer).await
+    }
+
+    /// [`RawAgent::start`] with the interface at protocol `version` (`"0.3"`: a gateway whose
+    /// `[client] versions` has 0.3 translates its calls).
+    pub async fn start_at(
+        rest: bool,
+        version: &str,
+        answer: impl Fn(&RawRequest) -> Vec<u8> + Send + Sync + 'static,
+    ) -> RawAgent {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let card = card(addr, rest);
+        let card = card(addr, rest, version);
         let answer: Arc<Answer> = Arc::new(answer);
         let calls = Arc::new(AtomicUsize::new(0));
         let counted = calls.clone();
@@ -92,17 +102,19 @@ impl RawAgent {
     }
 }
 
-fn card(addr: SocketAddr, rest: bool) -> String {
+fn card(addr: SocketAddr, rest: bool, version: &str) -> String {
     let (path, binding) = if rest {
         ("rest", "HTTP+JSON")
     } else {
         ("rpc", "JSONRPC")
     };
-    CardJson::new(&format!("http://{addr}/{path}"))
+    let mut card = CardJson::new(&format!("http://{addr}/{path}"))
         .named("Raw", "answers whatever the test says")
         .binding(binding)
         .streaming(true)
-        .text()
+        .build();
+    card["supportedInterfaces"][0]["protocolVersion"] = Value::from(version);
+    card.to_string()
 }
 
 async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<RawRequest> {

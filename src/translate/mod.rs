@@ -1,0 +1,183 @@
+//! Translation between the A2A 1.0 JSON-RPC the orchestrator speaks to the gateway and the A2A
+//! 0.3 JSON-RPC an agent speaks (pure, no I/O): requests toward the agent, answers, stream events
+//! and errors back (issue 20 item 2; FACTS §11 is the table of differences).
+//!
+//! The rules every function here keeps:
+//! - **Only what both versions say crosses.** Each object is rebuilt from the members its
+//!   version defines; a member the other version has no place for is left out, never passed on
+//!   half-translated. What cannot be said at all (a 1.0 data part that is not an object, a role
+//!   that is neither user nor agent) is a [`TranslateError::Untranslatable`] naming the field, and
+//!   a 1.0 method 0.3 lacks (ListTasks) is [`TranslateError::NotInVersion`]: the data plane
+//!   refuses both before anything leaves.
+//! - **Copied values keep their bytes.** Ids, numbers, strings, metadata and a data part's data
+//!   are copied as the exact JSON text that came (see `raw`): no float rounding, no re-escaping.
+//! - **A duplicate key anywhere the translator reads is refused**, as the request parser does.
+//!
+//! The HTTP+JSON 0.3 binding and gRPC are not translated here (their profiles stay unusable).
+
+mod errors;
+mod objects;
+mod raw;
+mod rpc;
+
+#[cfg(test)]
+mod tests;
+
+use crate::profile::{Binding, Interface};
+
+pub use errors::says_streaming_unsupported;
+pub use rpc::{Translated, answer_to10, event_to10, method_03, request_to03};
+
+/// The A2A protocol version a call goes out in: the bounded `protocol` label of upstream metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// A2A 1.0: sent as it came.
+    V1_0,
+    /// A2A 0.3: translated both ways.
+    V0_3,
+}
+
+impl Protocol {
+    /// Every value (for pre-registering metric series).
+    pub const ALL: [Protocol; 2] = [Protocol::V1_0, Protocol::V0_3];
+
+    /// The label value (`1.0`, `0.3`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::V1_0 => "1.0",
+            Protocol::V0_3 => "0.3",
+        }
+    }
+}
+
+/// What the agent behind an interface speaks, as far as translation is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Dialect {
+    /// The protocol version.
+    pub protocol: Protocol,
+    /// The binding.
+    pub binding: Binding,
+}
+
+impl Dialect {
+    /// The dialect of a chosen interface, when the gateway can call it: 1.0 over JSON-RPC or
+    /// HTTP+JSON as it comes, 0.3 over JSON-RPC translated; `None` for every other pair (0.3
+    /// HTTP+JSON, gRPC), which the compiler leaves unusable.
+    pub fn of(iface: &Interface) -> Option<Dialect> {
+        let protocol = match (iface.version.as_str(), iface.binding) {
+            ("1.0", Binding::JsonRpc | Binding::HttpJson) => Protocol::V1_0,
+            ("0.3", Binding::JsonRpc) => Protocol::V0_3,
+            _ => return None,
+        };
+        Some(Dialect {
+            protocol,
+            binding: iface.binding,
+        })
+    }
+
+    /// Whether calls in this dialect are translated.
+    pub fn translates(self) -> bool {
+        self.protocol == Protocol::V0_3
+    }
+
+    /// The `A2A-Version` the orchestrator speaks to the gateway for this dialect (the effective
+    /// card's `protocolVersion`): always 1.0, whatever the agent speaks.
+    pub fn caller_version(self) -> &'static str {
+        "1.0"
+    }
+}
+
+/// A 1.0 JSON-RPC operation, as the translator knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `SendMessage` ⇄ `message/send`.
+    SendMessage,
+    /// `SendStreamingMessage` ⇄ `message/stream`.
+    SendStreamingMessage,
+    /// `GetTask` ⇄ `tasks/get`.
+    GetTask,
+    /// `ListTasks`: no 0.3 JSON-RPC method.
+    ListTasks,
+    /// `CancelTask` ⇄ `tasks/cancel`.
+    CancelTask,
+    /// `SubscribeToTask` ⇄ `tasks/resubscribe`.
+    SubscribeToTask,
+    /// `CreateTaskPushNotificationConfig` ⇄ `tasks/pushNotificationConfig/set`.
+    CreatePushConfig,
+    /// `GetTaskPushNotificationConfig` ⇄ `tasks/pushNotificationConfig/get`.
+    GetPushConfig,
+    /// `ListTaskPushNotificationConfigs` ⇄ `tasks/pushNotificationConfig/list`.
+    ListPushConfigs,
+    /// `DeleteTaskPushNotificationConfig` ⇄ `tasks/pushNotificationConfig/delete`.
+    DeletePushConfig,
+    /// `GetExtendedAgentCard` ⇄ `agent/getAuthenticatedExtendedCard`.
+    GetExtendedAgentCard,
+}
+
+impl Op {
+    /// Every operation.
+    pub const ALL: [Op; 11] = [
+        Op::SendMessage,
+        Op::SendStreamingMessage,
+        Op::GetTask,
+        Op::ListTasks,
+        Op::CancelTask,
+        Op::SubscribeToTask,
+        Op::CreatePushConfig,
+        Op::GetPushConfig,
+        Op::ListPushConfigs,
+        Op::DeletePushConfig,
+        Op::GetExtendedAgentCard,
+    ];
+
+    /// The 1.0 method name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::SendMessage => "SendMessage",
+            Op::SendStreamingMessage => "SendStreamingMessage",
+            Op::GetTask => "GetTask",
+            Op::ListTasks => "ListTasks",
+            Op::CancelTask => "CancelTask",
+            Op::SubscribeToTask => "SubscribeToTask",
+            Op::CreatePushConfig => "CreateTaskPushNotificationConfig",
+            Op::GetPushConfig => "GetTaskPushNotificationConfig",
+            Op::ListPushConfigs => "ListTaskPushNotificationConfigs",
+            Op::DeletePushConfig => "DeleteTaskPushNotificationConfig",
+            Op::GetExtendedAgentCard => "GetExtendedAgentCard",
+        }
+    }
+
+    /// The operation of a 1.0 method name.
+    pub fn from_v10(name: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|o| o.as_str() == name)
+    }
+}
+
+/// Why a call cannot be translated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TranslateError {
+    /// The 1.0 operation has no 0.3 JSON-RPC method.
+    #[error("{method} does not exist in A2A 0.3 over JSON-RPC")]
+    NotInVersion {
+        /// The 1.0 method name.
+        method: &'static str,
+    },
+    /// A field cannot be said in the other version (or is not what its version requires).
+    #[error("{field} {why}")]
+    Untranslatable {
+        /// The field's path, built from the protocol's member names and array indices only
+        /// (`params.message.parts[2].data`): no caller or agent text.
+        field: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+}
+
+impl TranslateError {
+    pub(crate) fn untranslatable(field: &str, why: &'static str) -> TranslateError {
+        TranslateError::Untranslatable {
+            field: field.to_owned(),
+            why,
+        }
+    }
+}

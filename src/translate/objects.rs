@@ -1,0 +1,465 @@
+//! The A2A objects both versions have, translated member by member (pure, no I/O): messages,
+//! parts, tasks and their status, artifacts, stream events and push configs, with their enums.
+//!
+//! Each function names the object's members it knows and writes only those: a member the other
+//! version has no place for is left out, never passed on half-translated (an unknown 0.3 member
+//! reaching a 1.0 SDK client would be read as something else, or refused). Direction names say
+//! where the object goes: `*_to03` toward a 0.3 agent, `*_to10` toward the 1.0 caller.
+
+use serde_json::value::RawValue;
+
+use super::TranslateError;
+use super::raw::{Obj, Out, boolean, each, integer, object, opt, req, string, strings, text};
+
+type R<'a> = Result<Option<Out<'a>>, TranslateError>;
+
+/// 1.0 `Role` (name or ProtoJSON number) → 0.3 role.
+fn role_to03<'a>(raw: &RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    match raw.get() {
+        "\"ROLE_USER\"" | "1" => Ok(Out::Lit("\"user\"")),
+        "\"ROLE_AGENT\"" | "2" => Ok(Out::Lit("\"agent\"")),
+        _ => Err(TranslateError::untranslatable(
+            field,
+            "is not ROLE_USER or ROLE_AGENT",
+        )),
+    }
+}
+
+/// 0.3 role → 1.0 `Role`.
+fn role_to10<'a>(raw: &RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    match text(raw, field)?.as_str() {
+        "user" => Ok(Out::Lit("\"ROLE_USER\"")),
+        "agent" => Ok(Out::Lit("\"ROLE_AGENT\"")),
+        _ => Err(TranslateError::untranslatable(
+            field,
+            "is not user or agent",
+        )),
+    }
+}
+
+/// The task states of both versions, in 1.0's numbering (ProtoJSON may send the number).
+const STATES: [(&str, &str); 9] = [
+    ("\"TASK_STATE_UNSPECIFIED\"", "\"unknown\""),
+    ("\"TASK_STATE_SUBMITTED\"", "\"submitted\""),
+    ("\"TASK_STATE_WORKING\"", "\"working\""),
+    ("\"TASK_STATE_COMPLETED\"", "\"completed\""),
+    ("\"TASK_STATE_FAILED\"", "\"failed\""),
+    ("\"TASK_STATE_CANCELED\"", "\"canceled\""),
+    ("\"TASK_STATE_INPUT_REQUIRED\"", "\"input-required\""),
+    ("\"TASK_STATE_REJECTED\"", "\"rejected\""),
+    ("\"TASK_STATE_AUTH_REQUIRED\"", "\"auth-required\""),
+];
+
+/// 0.3 `TaskState` → 1.0 (`unknown` is `TASK_STATE_UNSPECIFIED`).
+pub(super) fn state_to10<'a>(raw: &RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let name = format!("\"{}\"", text(raw, field)?);
+    STATES
+        .iter()
+        .find(|(_, v03)| *v03 == name)
+        .map(|(v10, _)| Out::Lit(v10))
+        .ok_or_else(|| TranslateError::untranslatable(field, "is not an A2A 0.3 task state"))
+}
+
+/// 1.0 `TaskState` (name or number) → 0.3.
+#[cfg(test)]
+pub(super) fn state_to03(raw: &RawValue, field: &str) -> Result<Out<'static>, TranslateError> {
+    let t = raw.get();
+    STATES
+        .iter()
+        .enumerate()
+        .find(|(i, (v10, _))| *v10 == t || i.to_string() == t)
+        .map(|(_, (_, v03))| Out::Lit(v03))
+        .ok_or_else(|| TranslateError::untranslatable(field, "is not an A2A 1.0 task state"))
+}
+
+/// 1.0 `Part` (one of `text`/`raw`/`url`/`data`) → 0.3 `TextPart`/`FilePart`/`DataPart`.
+/// `mediaType` and `filename` have a place only on a file; 0.3 data must be an object.
+pub(super) fn part_to03<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let p = Obj::parse(raw, field)?;
+    let meta = opt(&p, "metadata", field, object)?;
+    let which: Vec<&str> = ["text", "raw", "url", "data"]
+        .into_iter()
+        .filter(|k| p.has(k))
+        .collect();
+    match which.as_slice() {
+        ["text"] => Ok(Out::Obj(vec![
+            ("kind", Some(Out::Lit("\"text\""))),
+            ("text", opt(&p, "text", field, string)?),
+            ("metadata", meta),
+        ])),
+        [k @ ("raw" | "url")] => {
+            let file = Out::Obj(vec![
+                (
+                    if *k == "raw" { "bytes" } else { "uri" },
+                    opt(&p, k, field, string)?,
+                ),
+                ("mimeType", opt(&p, "mediaType", field, string)?),
+                ("name", opt(&p, "filename", field, string)?),
+            ]);
+            Ok(Out::Obj(vec![
+                ("kind", Some(Out::Lit("\"file\""))),
+                ("file", Some(file)),
+                ("metadata", meta),
+            ]))
+        }
+        ["data"] => Ok(Out::Obj(vec![
+            ("kind", Some(Out::Lit("\"data\""))),
+            (
+                "data",
+                opt(&p, "data", field, |v, f| {
+                    object(v, f).map_err(|_| {
+                        TranslateError::untranslatable(
+                            f,
+                            "is not an object, which A2A 0.3 requires",
+                        )
+                    })
+                })?,
+            ),
+            ("metadata", meta),
+        ])),
+        [] => Err(TranslateError::untranslatable(
+            field,
+            "has none of text, raw, url, data",
+        )),
+        _ => Err(TranslateError::untranslatable(
+            field,
+            "has more than one of text, raw, url, data",
+        )),
+    }
+}
+
+/// 0.3 part (by `kind`) → 1.0 `Part`.
+pub(super) fn part_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let p = Obj::parse(raw, field)?;
+    let kind = p
+        .get("kind")
+        .ok_or_else(|| TranslateError::untranslatable(&format!("{field}.kind"), "is required"))?;
+    let meta = opt(&p, "metadata", field, object)?;
+    match text(kind, &format!("{field}.kind"))?.as_str() {
+        "text" => Ok(Out::Obj(vec![
+            ("text", req(&p, "text", field, string)?),
+            ("metadata", meta),
+        ])),
+        "data" => Ok(Out::Obj(vec![
+            ("data", req(&p, "data", field, object)?),
+            ("metadata", meta),
+        ])),
+        "file" => {
+            let ff = format!("{field}.file");
+            let file = p
+                .get("file")
+                .ok_or_else(|| TranslateError::untranslatable(&ff, "is required"))?;
+            let f = Obj::parse(file, &ff)?;
+            let (key, content) = match (f.has("bytes"), f.has("uri")) {
+                (true, false) => ("raw", opt(&f, "bytes", &ff, string)?),
+                (false, true) => ("url", opt(&f, "uri", &ff, string)?),
+                _ => {
+                    return Err(TranslateError::untranslatable(
+                        &ff,
+                        "has not exactly one of bytes, uri",
+                    ));
+                }
+            };
+            Ok(Out::Obj(vec![
+                (key, content),
+                ("mediaType", opt(&f, "mimeType", &ff, string)?),
+                ("filename", opt(&f, "name", &ff, string)?),
+                ("metadata", meta),
+            ]))
+        }
+        _ => Err(TranslateError::untranslatable(
+            &format!("{field}.kind"),
+            "is not text, file or data",
+        )),
+    }
+}
+
+/// 1.0 `Message` → 0.3 `Message` (`kind: "message"`).
+pub(super) fn message_to03<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let m = Obj::parse(raw, field)?;
+    Ok(Out::Obj(vec![
+        ("kind", Some(Out::Lit("\"message\""))),
+        ("messageId", req(&m, "messageId", field, string)?),
+        ("contextId", opt(&m, "contextId", field, string)?),
+        ("taskId", opt(&m, "taskId", field, string)?),
+        ("role", req(&m, "role", field, role_to03)?),
+        (
+            "parts",
+            req(&m, "parts", field, |v, f| each(v, f, part_to03))?,
+        ),
+        ("metadata", opt(&m, "metadata", field, object)?),
+        ("extensions", opt(&m, "extensions", field, strings)?),
+        (
+            "referenceTaskIds",
+            opt(&m, "referenceTaskIds", field, strings)?,
+        ),
+    ]))
+}
+
+/// 0.3 `Message` → 1.0 `Message`.
+pub(super) fn message_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let m = Obj::parse(raw, field)?;
+    Ok(Out::Obj(vec![
+        ("messageId", req(&m, "messageId", field, string)?),
+        ("contextId", opt(&m, "contextId", field, string)?),
+        ("taskId", opt(&m, "taskId", field, string)?),
+        ("role", req(&m, "role", field, role_to10)?),
+        (
+            "parts",
+            req(&m, "parts", field, |v, f| each(v, f, part_to10))?,
+        ),
+        ("metadata", opt(&m, "metadata", field, object)?),
+        ("extensions", opt(&m, "extensions", field, strings)?),
+        (
+            "referenceTaskIds",
+            opt(&m, "referenceTaskIds", field, strings)?,
+        ),
+    ]))
+}
+
+/// 0.3 `TaskStatus` → 1.0.
+fn status_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let s = Obj::parse(raw, field)?;
+    Ok(Out::Obj(vec![
+        ("state", req(&s, "state", field, state_to10)?),
+        ("message", opt(&s, "message", field, message_to10)?),
+        ("timestamp", opt(&s, "timestamp", field, string)?),
+    ]))
+}
+
+/// 0.3 `Artifact` → 1.0 (the same members; its parts translated).
+fn artifact_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let a = Obj::parse(raw, field)?;
+    Ok(Out::Obj(vec![
+        ("artifactId", req(&a, "artifactId", field, string)?),
+        ("name", opt(&a, "name", field, string)?),
+        ("description", opt(&a, "description", field, string)?),
+        (
+            "parts",
+            req(&a, "parts", field, |v, f| each(v, f, part_to10))?,
+        ),
+        ("metadata", opt(&a, "metadata", field, object)?),
+        ("extensions", opt(&a, "extensions", field, strings)?),
+    ]))
+}
+
+/// 0.3 `Task` → 1.0 `Task`.
+pub(super) fn task_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let t = Obj::parse(raw, field)?;
+    Ok(Out::Obj(vec![
+        ("id", req(&t, "id", field, string)?),
+        ("contextId", opt(&t, "contextId", field, string)?),
+        ("status", req(&t, "status", field, status_to10)?),
+        (
+            "artifacts",
+            opt(&t, "artifacts", field, |v, f| each(v, f, artifact_to10))?,
+        ),
+        (
+            "history",
+            opt(&t, "history", field, |v, f| each(v, f, message_to10))?,
+        ),
+        ("metadata", opt(&t, "metadata", field, object)?),
+    ]))
+}
+
+/// 0.3 `TaskStatusUpdateEvent` → 1.0 (without `final`, which the caller reads from the stream's
+/// end; see [`super::rpc`]).
+fn status_update_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let e = Obj::parse(raw, field)?;
+    Ok(Out::Obj(vec![
+        ("taskId", req(&e, "taskId", field, string)?),
+        ("contextId", req(&e, "contextId", field, string)?),
+        ("status", req(&e, "status", field, status_to10)?),
+        ("metadata", opt(&e, "metadata", field, object)?),
+    ]))
+}
+
+/// 0.3 `TaskArtifactUpdateEvent` → 1.0.
+fn artifact_update_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let e = Obj::parse(raw, field)?;
+    let flag = |k: &str| -> R<'a> {
+        opt(&e, k, field, |v, f| {
+            boolean(v, f).map(|b| Out::Lit(if b { "true" } else { "false" }))
+        })
+    };
+    Ok(Out::Obj(vec![
+        ("taskId", req(&e, "taskId", field, string)?),
+        ("contextId", req(&e, "contextId", field, string)?),
+        ("artifact", req(&e, "artifact", field, artifact_to10)?),
+        ("append", flag("append")?),
+        ("lastChunk", flag("lastChunk")?),
+        ("metadata", opt(&e, "metadata", field, object)?),
+    ]))
+}
+
+/// What a 0.3 result object is, by its `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Task,
+    Message,
+    StatusUpdate,
+    ArtifactUpdate,
+}
+
+/// The `kind` of the 0.3 result `raw`.
+pub(super) fn kind_of(raw: &RawValue, field: &str) -> Result<Kind, TranslateError> {
+    let o = Obj::parse(raw, field)?;
+    let kf = format!("{field}.kind");
+    let k = o
+        .get("kind")
+        .ok_or_else(|| TranslateError::untranslatable(&kf, "is required"))?;
+    match text(k, &kf)?.as_str() {
+        "task" => Ok(Kind::Task),
+        "message" => Ok(Kind::Message),
+        "status-update" => Ok(Kind::StatusUpdate),
+        "artifact-update" => Ok(Kind::ArtifactUpdate),
+        _ => Err(TranslateError::untranslatable(
+            &kf,
+            "is not task, message, status-update or artifact-update",
+        )),
+    }
+}
+
+/// A 0.3 result object (`kind` says which) → the 1.0 `StreamResponse`/`SendMessageResponse`
+/// wrapper, and whether it is a status update with `final: true`.
+pub(super) fn wrapped_to10<'a>(
+    raw: &'a RawValue,
+    field: &str,
+    allow_events: bool,
+) -> Result<(Out<'a>, bool), TranslateError> {
+    let kind = kind_of(raw, field)?;
+    let (key, inner, fin) = match kind {
+        Kind::Task => ("task", task_to10(raw, field)?, false),
+        Kind::Message => ("message", message_to10(raw, field)?, false),
+        Kind::StatusUpdate if allow_events => {
+            let o = Obj::parse(raw, field)?;
+            let fin = match o.get("final") {
+                Some(v) => boolean(v, &format!("{field}.final"))?,
+                None => false,
+            };
+            ("statusUpdate", status_update_to10(raw, field)?, fin)
+        }
+        Kind::ArtifactUpdate if allow_events => {
+            ("artifactUpdate", artifact_update_to10(raw, field)?, false)
+        }
+        Kind::StatusUpdate | Kind::ArtifactUpdate => {
+            return Err(TranslateError::untranslatable(
+                &format!("{field}.kind"),
+                "is an event, which only a stream carries",
+            ));
+        }
+    };
+    Ok((Out::Obj(vec![(key, Some(inner))]), fin))
+}
+
+/// 1.0 `AuthenticationInfo{scheme, credentials}` → 0.3 `{schemes: [scheme], credentials}`.
+fn auth_to03<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let a = Obj::parse(raw, field)?;
+    Ok(Out::Obj(vec![
+        (
+            "schemes",
+            req(&a, "scheme", field, |v, f| {
+                string(v, f).map(|s| Out::Arr(vec![s]))
+            })?,
+        ),
+        ("credentials", opt(&a, "credentials", field, string)?),
+    ]))
+}
+
+/// 0.3 `{schemes, credentials}` → 1.0 `{scheme, credentials}`: 1.0 holds one scheme, so the
+/// first is kept (the one a client tries first); none left means no authentication member.
+fn auth_to10<'a>(raw: &'a RawValue, field: &str) -> R<'a> {
+    let a = Obj::parse(raw, field)?;
+    let sf = format!("{field}.schemes");
+    let schemes = match a.get("schemes") {
+        Some(s) => super::raw::array(s, &sf)?,
+        None => Vec::new(),
+    };
+    let Some(first) = schemes.first() else {
+        return Ok(None);
+    };
+    Ok(Some(Out::Obj(vec![
+        ("scheme", Some(string(first, &format!("{sf}[0]"))?)),
+        ("credentials", opt(&a, "credentials", field, string)?),
+    ])))
+}
+
+/// The members of a 1.0 `TaskPushNotificationConfig` that 0.3's `PushNotificationConfig` holds.
+pub(super) fn push_config_to03<'a>(
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
+    let c = Obj::parse(raw, field)?;
+    Ok(Out::Obj(vec![
+        ("id", opt(&c, "id", field, string)?),
+        ("url", req(&c, "url", field, string)?),
+        ("token", opt(&c, "token", field, string)?),
+        (
+            "authentication",
+            opt(&c, "authentication", field, auth_to03)?,
+        ),
+    ]))
+}
+
+/// A 1.0 `TaskPushNotificationConfig` (flat) → 0.3 `{taskId, pushNotificationConfig}`.
+pub(super) fn task_push_config_to03<'a>(
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
+    let c = Obj::parse(raw, field)?;
+    Ok(Out::Obj(vec![
+        ("taskId", req(&c, "taskId", field, string)?),
+        (
+            "pushNotificationConfig",
+            Some(push_config_to03(raw, field)?),
+        ),
+    ]))
+}
+
+/// A 0.3 `TaskPushNotificationConfig` (nested) → the flat 1.0 one.
+pub(super) fn task_push_config_to10<'a>(
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
+    let c = Obj::parse(raw, field)?;
+    let pf = format!("{field}.pushNotificationConfig");
+    let inner = c
+        .get("pushNotificationConfig")
+        .ok_or_else(|| TranslateError::untranslatable(&pf, "is required"))?;
+    let p = Obj::parse(inner, &pf)?;
+    let auth = match p.get("authentication") {
+        Some(a) => auth_to10(a, &format!("{pf}.authentication"))?,
+        None => None,
+    };
+    Ok(Out::Obj(vec![
+        ("id", opt(&p, "id", &pf, string)?),
+        ("taskId", req(&c, "taskId", field, string)?),
+        ("url", req(&p, "url", &pf, string)?),
+        ("token", opt(&p, "token", &pf, string)?),
+        ("authentication", auth),
+    ]))
+}
+
+/// 1.0 `SendMessageConfiguration` → 0.3 `MessageSendConfiguration`: `returnImmediately` is the
+/// inverse of `blocking`; left out, both versions block.
+pub(super) fn send_config_to03<'a>(
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
+    let c = Obj::parse(raw, field)?;
+    let blocking = opt(&c, "returnImmediately", field, |v, f| {
+        boolean(v, f).map(|ri| Out::Lit(if ri { "false" } else { "true" }))
+    })?;
+    Ok(Out::Obj(vec![
+        (
+            "acceptedOutputModes",
+            opt(&c, "acceptedOutputModes", field, strings)?,
+        ),
+        ("blocking", blocking),
+        ("historyLength", opt(&c, "historyLength", field, integer)?),
+        (
+            "pushNotificationConfig",
+            opt(&c, "taskPushNotificationConfig", field, push_config_to03)?,
+        ),
+    ]))
+}

@@ -1,0 +1,251 @@
+//! Raw JSON for the translator (pure, no I/O): an object read as its members, each value kept as
+//! the agent's or the caller's exact text, and a small output tree written back from those texts.
+//!
+//! Why not `serde_json::Value`: without `arbitrary_precision` it turns a 30-digit id or a long
+//! decimal into an `f64`, and it re-escapes strings. Here every value that is copied (ids,
+//! numbers, strings, metadata, a data part's data) keeps its bytes; only the structure the two
+//! protocol versions disagree on is rebuilt.
+
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+use serde::de::{MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+use super::TranslateError;
+
+/// One JSON object's members in order, each value as its raw text. A key that appears twice is
+/// refused ([`TranslateError::Untranslatable`]): which of the two a reader takes is not agreed on.
+pub(super) struct Obj<'a> {
+    members: Vec<(String, &'a RawValue)>,
+}
+
+struct Members<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(4).min(64));
+                while let Some(k) = map.next_key::<String>()? {
+                    let v: &'de RawValue = map.next_value()?;
+                    out.push((k, v));
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'a> Obj<'a> {
+    /// Reads `raw` as an object; `field` names it in the error.
+    pub(super) fn parse(raw: &'a RawValue, field: &str) -> Result<Obj<'a>, TranslateError> {
+        Self::parse_str(raw.get(), field)
+    }
+
+    /// Reads JSON text as an object; `field` names it in the error.
+    pub(super) fn parse_str(text: &'a str, field: &str) -> Result<Obj<'a>, TranslateError> {
+        let Members(members) = serde_json::from_str(text)
+            .map_err(|_| TranslateError::untranslatable(field, "is not a JSON object"))?;
+        let mut keys: Vec<&str> = members.iter().map(|(k, _)| k.as_str()).collect();
+        keys.sort_unstable();
+        if keys.windows(2).any(|w| w[0] == w[1]) {
+            return Err(TranslateError::untranslatable(
+                field,
+                "has a key that appears twice",
+            ));
+        }
+        Ok(Obj { members })
+    }
+
+    /// The value of `key`, unless absent or `null` (ProtoJSON and both SDKs read `null` as unset).
+    pub(super) fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.members
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| *v)
+            .filter(|v| v.get() != "null")
+    }
+
+    /// The value of `key` as written, `null` included (a JSON-RPC id of `null` is not "no id").
+    pub(super) fn raw(&self, key: &str) -> Option<&'a RawValue> {
+        self.members.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// Whether `key` is present with a value other than `null`.
+    pub(super) fn has(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+}
+
+/// The first byte of a raw value's text (never whitespace: serde_json trims raw values).
+fn lead(raw: &RawValue) -> u8 {
+    raw.get().as_bytes().first().copied().unwrap_or(b' ')
+}
+
+/// `raw` when it is a JSON string.
+pub(super) fn string<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    match lead(raw) {
+        b'"' => Ok(Out::Raw(raw)),
+        _ => Err(TranslateError::untranslatable(field, "is not a string")),
+    }
+}
+
+/// `raw` when it is a JSON object (copied whole: metadata, a data part's data).
+pub(super) fn object<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    match lead(raw) {
+        b'{' => Ok(Out::Raw(raw)),
+        _ => Err(TranslateError::untranslatable(field, "is not an object")),
+    }
+}
+
+/// `raw` when it is a JSON array of strings (copied whole).
+pub(super) fn strings<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let items = array(raw, field)?;
+    for (i, v) in items.iter().enumerate() {
+        string(v, &format!("{field}[{i}]"))?;
+    }
+    Ok(Out::Raw(raw))
+}
+
+/// `raw` when it is a JSON integer (copied as written).
+pub(super) fn integer<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let t = raw.get();
+    let digits = t.strip_prefix('-').unwrap_or(t);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(Out::Raw(raw))
+    } else {
+        Err(TranslateError::untranslatable(field, "is not an integer"))
+    }
+}
+
+/// `raw` read as a boolean.
+pub(super) fn boolean(raw: &RawValue, field: &str) -> Result<bool, TranslateError> {
+    match raw.get() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(TranslateError::untranslatable(field, "is not a boolean")),
+    }
+}
+
+/// `raw` read as an array of raw values.
+pub(super) fn array<'a>(
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<Vec<&'a RawValue>, TranslateError> {
+    match lead(raw) {
+        b'[' => serde_json::from_str(raw.get())
+            .map_err(|_| TranslateError::untranslatable(field, "is not an array")),
+        _ => Err(TranslateError::untranslatable(field, "is not an array")),
+    }
+}
+
+/// `raw` read as a string's value (for enums and discriminators; never copied back).
+pub(super) fn text(raw: &RawValue, field: &str) -> Result<String, TranslateError> {
+    serde_json::from_str::<String>(raw.get())
+        .map_err(|_| TranslateError::untranslatable(field, "is not a string"))
+}
+
+/// A JSON value being written: copied raw text, a literal the translator chose, an object of
+/// known member names, or an array.
+#[derive(Debug)]
+pub(super) enum Out<'a> {
+    /// Text copied as it came.
+    Raw(&'a RawValue),
+    /// JSON text the translator writes (`"user"`, `true`, `null`).
+    Lit(&'static str),
+    /// JSON text the translator built (a code it chose, a string it escaped).
+    Owned(String),
+    /// An object; `None` values are left out.
+    Obj(Vec<(&'static str, Option<Out<'a>>)>),
+    /// An array.
+    Arr(Vec<Out<'a>>),
+}
+
+impl Out<'_> {
+    /// The JSON text.
+    pub(super) fn to_json(&self) -> String {
+        let mut s = String::new();
+        self.write(&mut s);
+        s
+    }
+
+    fn write(&self, s: &mut String) {
+        match self {
+            Out::Raw(r) => s.push_str(r.get()),
+            Out::Lit(l) => s.push_str(l),
+            Out::Owned(t) => s.push_str(t),
+            Out::Obj(members) => {
+                s.push('{');
+                let mut first = true;
+                for (k, v) in members {
+                    let Some(v) = v else { continue };
+                    if !first {
+                        s.push(',');
+                    }
+                    first = false;
+                    // Member names are the translator's own ASCII identifiers: no escaping.
+                    let _ = write!(s, "\"{k}\":");
+                    v.write(s);
+                }
+                s.push('}');
+            }
+            Out::Arr(items) => {
+                s.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        s.push(',');
+                    }
+                    v.write(s);
+                }
+                s.push(']');
+            }
+        }
+    }
+}
+
+/// Each element of the array `raw` through `f`, with its path `field[i]`.
+pub(super) fn each<'a>(
+    raw: &'a RawValue,
+    field: &str,
+    f: impl Fn(&'a RawValue, &str) -> Result<Out<'a>, TranslateError>,
+) -> Result<Out<'a>, TranslateError> {
+    let items = array(raw, field)?;
+    let mut out = Vec::with_capacity(items.len());
+    for (i, v) in items.into_iter().enumerate() {
+        out.push(f(v, &format!("{field}[{i}]"))?);
+    }
+    Ok(Out::Arr(out))
+}
+
+/// `f` of the member `key` of `o`, when present.
+pub(super) fn opt<'a>(
+    o: &Obj<'a>,
+    key: &str,
+    field: &str,
+    f: impl FnOnce(&'a RawValue, &str) -> Result<Out<'a>, TranslateError>,
+) -> Result<Option<Out<'a>>, TranslateError> {
+    o.get(key)
+        .map(|v| f(v, &format!("{field}.{key}")))
+        .transpose()
+}
+
+/// `f` of the member `key` of `o`, which must be present.
+pub(super) fn req<'a>(
+    o: &Obj<'a>,
+    key: &str,
+    field: &str,
+    f: impl FnOnce(&'a RawValue, &str) -> Result<Out<'a>, TranslateError>,
+) -> Result<Option<Out<'a>>, TranslateError> {
+    let path = format!("{field}.{key}");
+    match o.get(key) {
+        Some(v) => f(v, &path).map(Some),
+        None => Err(TranslateError::untranslatable(&path, "is required")),
+    }
+}
