@@ -273,23 +273,22 @@ fn interface_rule(p: &Profile, pin: &BindingVersion, f: &mut Vec<Finding>) {
         return;
     }
     // The pinned binding at another protocol version (an agent moving 0.3 -> 1.0) still
-    // carries what the workflow needs; the gateway translates, so it is a change to re-probe,
-    // not a broken workflow.
-    let moved = p
-        .offered
-        .iter()
-        .find(|o| o.binding == pin.binding && o.version != pin.version);
+    // carries what the workflow needs, but only when calls actually go over it: the chosen
+    // interface (usable, or `lock_findings` would have stopped) must be that binding. The pinned
+    // binding merely listed at another version in `offered` proves nothing: `offered` holds every
+    // pair the client supports, so calls may go over another binding entirely.
     let (class, why) = if p.offered.contains(pin) {
         (
             Class::Review,
             format!("another interface is preferred; {pin} is still offered; re-run probes"),
         )
-    } else if let Some(now) = moved {
+    } else if chosen.binding == pin.binding {
         (
             Class::Review,
             format!(
-                "the agent's protocol version moved {} -> {}; {} is still offered; re-run probes",
-                pin.version, now.version, pin.binding
+                "the agent's protocol version moved {} -> {}; the chosen interface is {chosen}; \
+                 re-run probes",
+                pin.version, chosen.version
             ),
         )
     } else {

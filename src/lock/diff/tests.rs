@@ -812,7 +812,7 @@ fn a_protocol_version_move_is_review_while_the_pinned_binding_is_offered() {
     assert_eq!(
         lines(&v),
         [
-            "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version moved 0.3 -> 1.0; JSONRPC is still offered; re-run probes)"
+            "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version moved 0.3 -> 1.0; the chosen interface is JSONRPC 1.0; re-run probes)"
         ]
     );
     assert_eq!(v.class, Class::Review);
@@ -836,6 +836,28 @@ fn a_protocol_version_move_is_review_while_the_pinned_binding_is_offered() {
     assert_eq!(v.class, Class::Breaking, "{:?}", lines(&v));
 }
 
+/// `[client] versions = ["1.0", "0.3"]`, JSON-RPC 1.0 pinned; the new card offers HTTP+JSON 1.0
+/// first and JSON-RPC 0.3 second. Calls go over HTTP+JSON, so the pinned binding listed at 0.3
+/// is no protocol move: the pinned interface is gone, as it was before 0.3 existed.
+#[test]
+fn the_pinned_binding_at_another_version_but_not_chosen_is_breaking() {
+    let mut p = pricing_profile();
+    prefer_rest(&mut p);
+    p.offered = vec![
+        bv(Binding::HttpJson),
+        BindingVersion {
+            binding: Binding::JsonRpc,
+            version: "0.3".into(),
+        },
+    ];
+    let v = check_against_lock(&p, &lock());
+    assert_eq!(
+        lines(&v),
+        ["breaking: interface: JSONRPC 1.0 -> HTTP+JSON 1.0 (JSONRPC 1.0 is no longer offered)"]
+    );
+    assert_eq!(v.class, Class::Breaking);
+}
+
 #[test]
 fn between_profiles_a_0_3_agent_moving_to_1_0_is_review() {
     let v = diff_profiles(&pricing_profile_03(), &pricing_profile(), None);
@@ -843,7 +865,7 @@ fn between_profiles_a_0_3_agent_moving_to_1_0_is_review() {
     assert_eq!(
         lines(&v),
         [
-            "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version moved 0.3 -> 1.0; JSONRPC is still offered; re-run probes)"
+            "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version moved 0.3 -> 1.0; the chosen interface is JSONRPC 1.0; re-run probes)"
         ]
     );
 }
