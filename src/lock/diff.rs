@@ -388,9 +388,10 @@ fn extras(old: &Profile, new: &Profile, locked: bool, f: &mut Vec<Finding>) {
     let reported: BTreeSet<String> = f.iter().map(|x| x.field.clone()).collect();
     let seen = |field: &str| reported.contains(field);
     flag_extras(old, new, &seen, f);
-    if !seen("interface")
-        && let (Some(o), Some(n)) = (&old.interface, &new.interface)
-    {
+    // Reported even beside an `interface` finding: that one names (binding, version) only, and a
+    // move (0.3 -> 1.0 is when a tenant can first appear) also changes where calls go and what
+    // tenant they carry.
+    if let (Some(o), Some(n)) = (&old.interface, &new.interface) {
         if o.url != n.url {
             f.push(finding(
                 Class::Review,

@@ -427,6 +427,7 @@ fn every_rule_between_two_profiles_without_a_lock() {
             Class::Review,
             &[
                 "review: interface: JSONRPC 1.0 -> HTTP+JSON 1.0 (another interface is preferred; JSONRPC 1.0 is still offered; re-run probes)",
+                "review: interface.url: https://pricing.partner.example/a2a/jsonrpc -> https://pricing.partner.example/a2a/rest (calls go to another URL; re-run probes)",
             ],
         ),
         (
@@ -856,6 +857,25 @@ fn the_pinned_binding_at_another_version_but_not_chosen_is_breaking() {
         ["breaking: interface: JSONRPC 1.0 -> HTTP+JSON 1.0 (JSONRPC 1.0 is no longer offered)"]
     );
     assert_eq!(v.class, Class::Breaking);
+}
+
+/// A 0.3 -> 1.0 move is when a tenant can first appear (0.3 interfaces have none), and the new
+/// interface often has a new URL: both are reported beside the `interface` finding.
+#[test]
+fn a_protocol_version_move_still_reports_the_new_url_and_tenant() {
+    let mut new = pricing_profile();
+    let i = new.interface.as_mut().unwrap();
+    i.url = "https://pricing.partner.example/a2a/v1".into();
+    i.tenant = Some("acme".into());
+    let v = diff_profiles(&pricing_profile_03(), &new, None);
+    assert_eq!(
+        lines(&v),
+        [
+            "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version moved 0.3 -> 1.0; the chosen interface is JSONRPC 1.0; re-run probes)",
+            "review: interface.url: https://pricing.partner.example/a2a/jsonrpc -> https://pricing.partner.example/a2a/v1 (calls go to another URL; re-run probes)",
+            "review: interface.tenant: none -> acme (calls carry another tenant)",
+        ]
+    );
 }
 
 #[test]
