@@ -29,8 +29,8 @@ const EXCHANGES: [&str; 14] = [
     "extended-card",
     "stream-refused",
 ];
-/// Exchanges captured on HTTP+JSON only (JSON-RPC has no request without `blocking` worth
-/// recording: the field lives in the same `configuration` object there).
+/// Exchanges captured on HTTP+JSON only: JSON-RPC's plain `send` already carries no
+/// `configuration` at all, so it is the JSON-RPC request without `blocking` (fact 8).
 const REST_ONLY: [&str; 1] = ["send-no-blocking-field"];
 
 fn dir() -> PathBuf {
@@ -258,6 +258,16 @@ fn fact_8_python_rest_without_blocking_is_non_blocking_js_blocks(c: &Cap) {
         c.body("js-rest-send-no-blocking-field")["task"]["status"]["state"],
         "TASK_STATE_COMPLETED"
     );
+    // JSON-RPC: a `message/send` with no `configuration` at all blocks in both SDKs (against
+    // FACTS.md §11's "0.3 `blocking` defaults to not blocking"; the README says so).
+    for peer in PEERS {
+        let name = format!("{peer}-jsonrpc-send");
+        let params = &c.capture(&name)["request"]["body"]["params"];
+        assert!(params.get("configuration").is_none(), "{name}: {params}");
+        let task = &c.body(&name)["result"];
+        assert_eq!(task["status"]["state"], "completed", "{name}: {task}");
+        assert!(task["artifacts"][0].is_object(), "{name}: {task}");
+    }
 }
 
 fn fact_9_python_rest_errors_have_no_code_js_rest_errors_do(c: &Cap) {
