@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -32,6 +33,9 @@ const EXCHANGES: [&str; 14] = [
 /// Exchanges captured on HTTP+JSON only: JSON-RPC's plain `send` already carries no
 /// `configuration` at all, so it is the JSON-RPC request without `blocking` (fact 8).
 const REST_ONLY: [&str; 1] = ["send-no-blocking-field"];
+
+/// Longest the fresh capture may run before it is killed (scaled like every test deadline).
+const CAPTURE_DEADLINE: Duration = Duration::from_secs(300);
 
 fn dir() -> PathBuf {
     crate::common::repo_root().join("tests/fixtures/wire/v03")
@@ -405,18 +409,31 @@ fn a_fresh_capture_from_the_real_sdk_agents_shows_every_fact() {
         "the JS 0.3 agent is not installed — run `bash scripts/test.sh` once (or `npm ci` in tests/peers/js03)"
     );
     let out = tempfile::tempdir().unwrap();
-    let run = std::process::Command::new(crate::common::python_v03())
+    let logs = tempfile::tempdir().unwrap();
+    let stderr_path = logs.path().join("capture.stderr");
+    let mut run = std::process::Command::new(crate::common::python_v03())
         .arg(crate::common::repo_root().join("tests/peers/v03/capture.py"))
         .arg("--out")
         .arg(out.path())
         .current_dir(crate::common::repo_root())
-        .output()
+        // Files, not pipes: nothing here reads while it runs, and a full pipe would block it.
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
         .unwrap();
-    assert!(
-        run.status.success(),
-        "capture.py failed:\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    // capture.py bounds itself (RUN_DEADLINE, 240 s; a run takes seconds); this is the bound
+    // should it not: killed, its JS agents then exit on their stdin's EOF.
+    let Some(status) = crate::common::process::wait_exit(&mut run, CAPTURE_DEADLINE) else {
+        let _ = run.kill();
+        let _ = run.wait();
+        panic!(
+            "capture.py still running after {CAPTURE_DEADLINE:?}: killed\n{}",
+            stderr()
+        );
+    };
+    assert!(status.success(), "capture.py failed:\n{}", stderr());
     let c = Cap(out.path());
     matrix(&c);
     for (name, check) in FACTS {
