@@ -248,7 +248,11 @@ fn fact_7_js_rest_status_codes_201_202_204_python_200(c: &Cap) {
         assert_eq!(c.status(&format!("js-rest-{ex}")), code, "js {ex}");
         // Python's push config delete is 405 (fact 10), not 200.
         let python = if ex == "push-delete" { 405 } else { 200 };
-        assert_eq!(c.status(&format!("python-rest-{ex}")), python, "python {ex}");
+        assert_eq!(
+            c.status(&format!("python-rest-{ex}")),
+            python,
+            "python {ex}"
+        );
     }
     assert_eq!(c.body("js-rest-push-delete"), Value::Null);
 }
