@@ -9,9 +9,13 @@
 //! Against a lock ([`check_against_lock`]):
 //! - an unusable profile is breaking, with its reason, and nothing else is reported;
 //! - the pinned (binding, version) no longer offered is breaking; still offered but another
-//!   interface preferred is review (re-run probes); the pinned binding offered only at another
-//!   protocol version (an agent moving 0.3 -> 1.0, or back) is review too: the binding and the
-//!   skills are what the workflow needs, and the gateway speaks either version;
+//!   interface preferred is review (re-run probes); the chosen interface being the pinned binding
+//!   at another protocol version (an agent moving 0.3 -> 1.0, or back) is review too: the binding
+//!   and the skills are what the workflow needs. It is reached only for a usable profile: today a
+//!   chosen 0.3 interface is `TranslationNotBuilt` (unusable, so breaking by the first rule, and
+//!   no lock can be pinned on it); a lock pinned at 0.3 (by hand, or by a gateway that translates)
+//!   moving to 1.0 is review now, and 1.0 -> 0.3 becomes review once JSON-RPC 0.3 is callable
+//!   (translation, issue 20 item 2);
 //! - pinned streaming lost is breaking when the integration requires streaming, else review;
 //! - per pinned skill: removed (or hidden from this caller), an input type the workflow sends no
 //!   longer accepted, none of its output types offered any more, or security that no alternative
