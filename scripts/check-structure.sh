@@ -41,6 +41,7 @@ SLEEP_ALLOWED = {
     ("tests/integration/common/eventually.rs", "pause"): "the poll interval of assert_eventually! itself",
     ("tests/integration/common/eventually.rs", "pause_blocking"): "the poll interval of eventually_blocking itself",
     ("tests/integration/control_scheduler.rs", "fetch"): "a scripted slow fetch, run only by paused-time tests",
+    ("src/proxy/keep_warm.rs", "warm_thread_becomes"): "the bounded poll for a std thread appearing in /proc (no runtime whose time could be paused)",
 }
 SLEEP = re.compile(r"\bsleep\s*\(")
 FN = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:const\s+)?(?:async\s+)?(?:unsafe\s+)?"

@@ -231,11 +231,20 @@ pub async fn run_on(
         access_log: config.log.access == crate::config::AccessLog::On,
     };
     let data_plane = DataPlane::start(gateway, &config, listeners.proxy, &metrics, data_plane)?;
-    tracing::info!(proxy = %proxy_addr, "serving");
+    let keep_warm = config
+        .runtime
+        .keep_warm
+        .and_then(|every| crate::proxy::keep_warm::start(every, metrics.inflight.clone()));
+    let warm = match (&keep_warm, config.runtime.keep_warm) {
+        (Some(_), Some(every)) => format!("every {}us while busy", every.as_micros()),
+        _ => "off".to_owned(),
+    };
+    tracing::info!(proxy = %proxy_addr, keep_warm = %warm, "serving");
 
     shutdown.await;
     drain(&draining, &metrics.inflight, DRAIN_DEADLINE).await;
     data_plane.stop(CLOSE_DEADLINE).await;
+    drop(keep_warm);
     drop(running);
     tracing::info!("stopped");
     Ok(())

@@ -13,7 +13,8 @@
 //! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`]
 //! (refresh-and-retry after -32008/-32009), [`call`] (what those three share: the [`Gateway`], a
 //! request's context and outcome), [`upstream`]
-//! (the pingora peer of a prepared upstream, TLS fault names), [`limits`] (connection cap, idle and header deadlines).
+//! (the pingora peer of a prepared upstream, TLS fault names), [`limits`] (connection cap, idle and header deadlines),
+//! [`keep_warm`] (a thread that keeps the CPU from halting while calls are in flight).
 
 pub mod access;
 pub mod answer;
@@ -28,6 +29,7 @@ pub mod events;
 pub mod feedback;
 pub mod gateway;
 pub mod headers;
+pub mod keep_warm;
 pub mod limits;
 pub mod log_sink;
 pub mod policy;

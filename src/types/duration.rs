@@ -13,7 +13,7 @@ pub struct DurationError {
     pub input: String,
 }
 
-/// Parses `"500ms"`, `"30s"`, `"5m"`, `"24h"`, `"1d"` and sums such as `"1h30m"` (pure).
+/// Parses `"250us"`, `"500ms"`, `"30s"`, `"5m"`, `"24h"`, `"1d"` and sums such as `"1h30m"` (pure).
 ///
 /// A small local parser instead of `humantime`: the accepted grammar is exactly what the config
 /// documents, no crate is added, and the unit tests below pin it down.
@@ -38,6 +38,7 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
         let unit = &rest[..unit_len];
         rest = &rest[unit_len..];
         let part = match unit {
+            "us" => Duration::from_micros(n),
             "ms" => Duration::from_millis(n),
             "s" => Duration::from_secs(n),
             "m" => Duration::from_secs(n.checked_mul(60).ok_or_else(err)?),
@@ -57,6 +58,8 @@ mod tests {
     #[test]
     fn durations_parse_and_reject() {
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_duration("1ms500us"), Ok(Duration::from_micros(1500)));
         assert_eq!(parse_duration("24h"), Ok(Duration::from_secs(86_400)));
         assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));

@@ -242,3 +242,56 @@ async fn under_a_half_cpu_quota_the_data_plane_gets_one_thread_and_says_why() {
         .wait_timeout(Duration::from_secs(30))
         .expect("the gateway exits after SIGTERM");
 }
+
+/// `[runtime] keep_warm`: by default one thread (`a2a-egress-warm`) keeps the data plane's CPU
+/// from halting while calls are in flight; `"0s"` runs none.
+#[tokio::test]
+async fn the_keep_warm_thread_runs_by_default_and_not_when_turned_off() {
+    let agent = SdkAgent::start(&[]);
+    let warm_threads = |gw: &GatewayProc| count(&thread_names(gw.process.pid()), "a2a-egress-warm");
+    let on = GatewayProc::start(
+        &(config_head(&[]) + &integration("echo", &agent.card_url, "")),
+        &[],
+    )
+    .await;
+    one_call(&on).await;
+    // Started right after the data plane: wait for it rather than sleeping a fixed time.
+    crate::assert_eventually!(
+        warm_threads(&on) == 1,
+        "{:?}",
+        thread_names(on.process.pid())
+    );
+    let off = GatewayProc::start(
+        &(config_head(&[])
+            + "[runtime]\nkeep_warm = \"0s\"\n"
+            + &integration("echo", &agent.card_url, "")),
+        &[],
+    )
+    .await;
+    one_call(&off).await;
+    // "serving" is logged after the thread would have been started: once it is out, none can come.
+    crate::assert_eventually!(
+        off.process
+            .stderr_all()
+            .0
+            .iter()
+            .any(|l| l.contains("serving") && l.contains("keep_warm=off")),
+        "{}",
+        off.process.stderr_tail()
+    );
+    assert_eq!(
+        warm_threads(&off),
+        0,
+        "{:?}",
+        thread_names(off.process.pid())
+    );
+    assert!(
+        on.process
+            .stderr_all()
+            .0
+            .iter()
+            .any(|l| l.contains("serving") && l.contains("keep_warm=every 500us while busy")),
+        "{}",
+        on.process.stderr_tail()
+    );
+}
