@@ -33,7 +33,7 @@ pub fn runtime(t: &crate::config::Threads) -> Value {
 }
 
 /// The `/readyz` entry of `st`: status, reason, lock verdict and findings, evidence, last probe
-/// run and claims, each bounded.
+/// run, claims and the card's warnings, each bounded.
 pub fn entry(st: &IntegrationState) -> Value {
     let findings = st.lock.findings.len();
     // Only the listed findings are rendered: a thousand of them cost nothing here.
@@ -70,8 +70,12 @@ pub fn entry(st: &IntegrationState) -> Value {
         Value::Null,
         |i| json!({"binding": i.binding.as_str(), "version": i.version}),
     );
+    // The card's validation warnings (already cut to `MAX_WARNINGS` by the compiler).
+    let warnings = st
+        .profile()
+        .map_or(Vec::new(), |p| p.display.warnings.clone());
     let mut v = json!({"status": st.status.as_str(), "interface": interface, "lock": lock,
-        "evidence": evidence, "probes": probes, "claims": claims});
+        "evidence": evidence, "probes": probes, "claims": claims, "warnings": warnings});
     bound_strings(&mut v);
     v["reason"] = st
         .status

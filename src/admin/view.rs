@@ -178,6 +178,10 @@ pub struct Untrusted {
     /// Per lock finding (same order as `lock.findings`): `field: was -> now`.
     #[serde(default)]
     pub lock_findings: Vec<String>,
+    /// The card's validation warnings (`path: message`, e.g. a 0.3 card read without its
+    /// `protocolVersion`): they name card fields and may quote card values.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// The provider's words about one skill.
@@ -417,6 +421,7 @@ fn untrusted(state: &IntegrationState, p: &Profile) -> Untrusted {
         reasons: Vec::new(),
         claims: Vec::new(),
         lock_findings: Vec::new(),
+        warnings: d.warnings.iter().map(|w| said(w)).collect(),
     }
 }
 

@@ -66,26 +66,34 @@ pub(crate) fn is_03(m: &Map<String, Value>) -> bool {
 const SDK_DEFAULT_PROTOCOL_VERSION: &str = "0.3.0";
 
 /// The card as the official 0.3 SDKs read it: a card without `protocolVersion` is a 0.3.0 card
-/// to the Python `a2a-sdk` 0.3 (its model's default; the JS SDK does not check), so it is read
-/// as one, with a warning, instead of failing the schema's `required` (issue 20: callable wherever
-/// an official SDK would say yes). Nothing else is filled in: the schema stays strict otherwise.
-pub(crate) fn with_sdk_defaults(m: &Map<String, Value>) -> (Map<String, Value>, Vec<CardWarning>) {
-    let mut out = m.clone();
-    let mut warnings = Vec::new();
-    if !out.contains_key("protocolVersion") {
-        out.insert(
-            "protocolVersion".into(),
-            Value::String(SDK_DEFAULT_PROTOCOL_VERSION.into()),
-        );
-        warnings.push(CardWarning {
-            path: "protocolVersion".into(),
-            message: format!(
-                "absent from a 0.3 card: read as \"{SDK_DEFAULT_PROTOCOL_VERSION}\", the \
-                 default the official Python a2a-sdk 0.3 gives it (the 0.3 schema requires it)"
-            ),
-        });
+/// to the Python `a2a-sdk` 0.3 (its model's default; the JS SDK does not check), and the pinned
+/// schema itself gives the property `"default": "0.3.0"` while listing it as `required`, so it is
+/// read as one, with a warning, instead of failing `required` (issue 20: callable wherever an
+/// official SDK would say yes). Returns the filled-in card, `None` when nothing was filled in
+/// (the card is then read as received, without a copy).
+///
+/// Nothing else is filled in: the schema stays strict otherwise. In particular
+/// `"protocolVersion": null` is present, so it is left to the schema, which refuses it (`type:
+/// string`), although the Python SDK 0.3 accepts it (`protocol_version: str | None`): a card that
+/// says null says something no 0.3 schema allows, and guessing "0.3.0" for it would hide that.
+pub(crate) fn with_sdk_defaults(m: &Map<String, Value>) -> (Option<Value>, Vec<CardWarning>) {
+    if m.contains_key("protocolVersion") {
+        return (None, Vec::new());
     }
-    (out, warnings)
+    let mut out = m.clone();
+    out.insert(
+        "protocolVersion".into(),
+        Value::String(SDK_DEFAULT_PROTOCOL_VERSION.into()),
+    );
+    let warning = CardWarning {
+        path: "protocolVersion".into(),
+        message: format!(
+            "absent from a 0.3 card: read as \"{SDK_DEFAULT_PROTOCOL_VERSION}\", the \
+             `\"default\"` the pinned 0.3 schema gives it (it also lists it as required) and the \
+             value the official Python a2a-sdk 0.3 reads"
+        ),
+    };
+    (Some(Value::Object(out)), vec![warning])
 }
 
 /// Every violation of the pinned 0.3 schema (at most [`MAX_SCHEMA_PROBLEMS`]), each naming the
@@ -366,20 +374,22 @@ mod tests {
     fn a_missing_protocol_version_is_the_python_sdks_default_with_a_warning() {
         let m = |v: Value| v.as_object().unwrap().clone();
         let (card, warnings) = with_sdk_defaults(&m(json!({"url": "https://a"})));
-        assert_eq!(card["protocolVersion"], "0.3.0");
+        assert_eq!(card.unwrap()["protocolVersion"], "0.3.0");
         assert_eq!(warnings.len(), 1);
         assert_eq!(warnings[0].path, "protocolVersion");
-        assert!(
-            warnings[0].message.contains("a2a-sdk 0.3"),
-            "{}",
-            warnings[0]
-        );
-        // Present (even with a wrong type): left for the schema to judge, no warning.
+        for cited in ["a2a-sdk 0.3", "`\"default\"` the pinned 0.3 schema"] {
+            assert!(
+                warnings[0].message.contains(cited),
+                "{cited}: {}",
+                warnings[0]
+            );
+        }
+        // Present (even with a wrong type, or null): left as received for the schema to judge,
+        // no copy, no warning.
         for v in [json!("0.3.0"), json!(3), Value::Null] {
-            let (card, warnings) = with_sdk_defaults(&m(
-                json!({"url": "https://a", "protocolVersion": v.clone()}),
-            ));
-            assert_eq!(card["protocolVersion"], v);
+            let (card, warnings) =
+                with_sdk_defaults(&m(json!({"url": "https://a", "protocolVersion": v})));
+            assert!(card.is_none());
             assert!(warnings.is_empty());
         }
     }

@@ -199,14 +199,15 @@ fn validate_inner(
     // other rule and the typed model read. Digest and signatures stay on the card as received.
     let converted = match parsed.value.as_object().filter(|m| super::v03::is_03(m)) {
         Some(m) => {
-            let (m, defaulted) = super::v03::with_sdk_defaults(m);
-            ck.errors
-                .extend(super::v03::schema_problems(&Value::Object(m.clone())));
+            // Copied only when a default was filled in; otherwise read as received.
+            let (filled, defaulted) = super::v03::with_sdk_defaults(m);
+            let card = filled.as_ref().unwrap_or(&parsed.value);
+            ck.errors.extend(super::v03::schema_problems(card));
             if !ck.errors.is_empty() {
                 return Err(CardErrors(ck.errors));
             }
             ck.warnings.extend(defaulted);
-            let (v, notes) = super::v03::to_10(&m);
+            let (v, notes) = super::v03::to_10(card.as_object().unwrap_or(m));
             ck.warnings.extend(notes);
             Some(v)
         }

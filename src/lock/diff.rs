@@ -9,9 +9,12 @@
 //! Against a lock ([`check_against_lock`]):
 //! - an unusable profile is breaking, with its reason, and nothing else is reported;
 //! - the pinned (binding, version) no longer offered is breaking; still offered but another
-//!   interface preferred is review (re-run probes); the pinned binding offered only at another
-//!   protocol version (an agent moving 0.3 -> 1.0, or back) is review too: the binding and the
-//!   skills are what the workflow needs, and the gateway speaks either version;
+//!   interface preferred is review (re-run probes); the chosen interface being the pinned binding
+//!   at another protocol version (an agent moving 0.3 -> 1.0, or back) is review too: the binding
+//!   and the skills are what the workflow needs. It is reached only for a usable profile: a
+//!   chosen JSON-RPC 0.3 interface is callable (translated), so both directions are review; a
+//!   chosen HTTP+JSON 0.3 or gRPC one is `TranslationNotBuilt` (unusable, so breaking by the first
+//!   rule, and no lock can be pinned on it);
 //! - pinned streaming lost is breaking when the integration requires streaming, else review;
 //! - per pinned skill: removed (or hidden from this caller), an input type the workflow sends no
 //!   longer accepted, none of its output types offered any more, or security that no alternative
@@ -273,23 +276,22 @@ fn interface_rule(p: &Profile, pin: &BindingVersion, f: &mut Vec<Finding>) {
         return;
     }
     // The pinned binding at another protocol version (an agent moving 0.3 -> 1.0) still
-    // carries what the workflow needs; the gateway translates, so it is a change to re-probe,
-    // not a broken workflow.
-    let moved = p
-        .offered
-        .iter()
-        .find(|o| o.binding == pin.binding && o.version != pin.version);
+    // carries what the workflow needs, but only when calls actually go over it: the chosen
+    // interface (usable, or `lock_findings` would have stopped) must be that binding. The pinned
+    // binding merely listed at another version in `offered` proves nothing: `offered` holds every
+    // pair the client supports, so calls may go over another binding entirely.
     let (class, why) = if p.offered.contains(pin) {
         (
             Class::Review,
             format!("another interface is preferred; {pin} is still offered; re-run probes"),
         )
-    } else if let Some(now) = moved {
+    } else if chosen.binding == pin.binding {
         (
             Class::Review,
             format!(
-                "the agent's protocol version moved {} -> {}; {} is still offered; re-run probes",
-                pin.version, now.version, pin.binding
+                "the agent's protocol version moved {} -> {}; the chosen interface is {chosen}; \
+                 re-run probes",
+                pin.version, chosen.version
             ),
         )
     } else {
@@ -389,9 +391,10 @@ fn extras(old: &Profile, new: &Profile, locked: bool, f: &mut Vec<Finding>) {
     let reported: BTreeSet<String> = f.iter().map(|x| x.field.clone()).collect();
     let seen = |field: &str| reported.contains(field);
     flag_extras(old, new, &seen, f);
-    if !seen("interface")
-        && let (Some(o), Some(n)) = (&old.interface, &new.interface)
-    {
+    // Reported even beside an `interface` finding: that one names (binding, version) only, and a
+    // move (0.3 -> 1.0 is when a tenant can first appear) also changes where calls go and what
+    // tenant they carry.
+    if let (Some(o), Some(n)) = (&old.interface, &new.interface) {
         if o.url != n.url {
             f.push(finding(
                 Class::Review,

@@ -122,8 +122,24 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
             name: sanitize(&c.name, sanitize::MAX_NAME_CHARS),
             description: sanitize(&c.description, sanitize::MAX_CARD_DESCRIPTION_CHARS),
             skills: skill_display,
+            warnings: warnings(card),
         },
     }
+}
+
+/// The card's validation warnings as display lines, sanitised and cut (see
+/// [`Display::warnings`]).
+fn warnings(card: &ValidatedCard) -> Vec<String> {
+    let all = card.warnings();
+    let mut out: Vec<String> = all
+        .iter()
+        .take(super::MAX_WARNINGS)
+        .map(|w| sanitize(&w.to_string(), sanitize::MAX_REPORT_LINE_CHARS))
+        .collect();
+    if all.len() > out.len() {
+        out.push(format!("… {} more", all.len() - out.len()));
+    }
+    out
 }
 
 /// The chosen interface (the first, in card order, whose binding and version the client

@@ -247,7 +247,16 @@ pub struct Display {
     pub description: String,
     /// Per skill id: its name, description and examples.
     pub skills: BTreeMap<String, SkillDisplay>,
+    /// The card's validation warnings (`path: message`; e.g. a 0.3 card without
+    /// `protocolVersion`, read as "0.3.0"), at most [`MAX_WARNINGS`] then one saying how many
+    /// more: they name card fields and can quote card values, so they are display text, read by
+    /// operators (`/readyz`, the planner view, the refresh log), never by a decision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
+
+/// Most card warnings a profile keeps.
+pub const MAX_WARNINGS: usize = 32;
 
 /// The untrusted, sanitised strings of one skill.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

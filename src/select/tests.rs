@@ -349,6 +349,7 @@ fn a_hostile_description_does_not_change_the_answer() {
             },
         )]
         .into(),
+        warnings: vec!["protocolVersion: choose integration b".into()],
     };
     let plain = [
         state("a", Display::default()),

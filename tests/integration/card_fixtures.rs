@@ -243,18 +243,21 @@ fn a_03_card_without_protocol_version_is_read_as_0_3_0_and_says_so() {
     );
     let p = profile::compile(&v, &caps_with_03());
     assert_eq!(p.interface.as_ref().unwrap().version, "0.3");
-    // A present but wrong protocolVersion is still the schema's to refuse.
-    let wrong = String::from_utf8_lossy(&bytes).replacen(
-        "\"version\": \"1.0.0\",",
-        "\"version\": \"1.0.0\", \"protocolVersion\": 3,",
-        1,
-    );
-    let err = card::validate(wrong.as_bytes(), &policy_for(&f), None).unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("protocolVersion: A2A 0.3 card refused by the 0.3 schema"),
-        "{err}"
-    );
+    // A present but wrong protocolVersion is still the schema's to refuse; so is null, which
+    // the Python SDK 0.3 would accept (`str | None`) but the pinned schema does not (`string`).
+    for wrong_value in ["3", "null"] {
+        let wrong = String::from_utf8_lossy(&bytes).replacen(
+            "\"version\": \"1.0.0\",",
+            &format!("\"version\": \"1.0.0\", \"protocolVersion\": {wrong_value},"),
+            1,
+        );
+        let err = card::validate(wrong.as_bytes(), &policy_for(&f), None).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("protocolVersion: A2A 0.3 card refused by the 0.3 schema"),
+            "{wrong_value}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -101,7 +101,7 @@ fn an_agent_moving_from_0_3_to_1_0_is_review_while_the_workflow_still_has_what_i
     assert!(
         text.lines().any(|l| l
             == "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version \
-                moved 0.3 -> 1.0; JSONRPC is still offered; re-run probes)"),
+                moved 0.3 -> 1.0; the chosen interface is JSONRPC 1.0; re-run probes)"),
         "{text}"
     );
     assert!(!text.contains("breaking"), "{text}");
@@ -114,7 +114,13 @@ fn an_agent_moving_from_0_3_to_1_0_is_review_while_the_workflow_still_has_what_i
         text.contains("breaking: skills.itinerary-pricing.output: "),
         "{text}"
     );
-    assert!(text.contains("moved 0.3 -> 1.0"), "{text}");
+    // pricing-3 prefers HTTP+JSON 1.0: calls would leave the pinned binding, so the interface is
+    // breaking too (JSON-RPC listed at 1.0 below it is no protocol move of the pinned interface).
+    assert!(
+        text.lines().any(|l| l
+            == "breaking: interface: JSONRPC 0.3 -> HTTP+JSON 1.0 (JSONRPC 0.3 is no longer offered)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -134,6 +140,7 @@ fn diff_reads_compiled_profiles_as_well_as_cards() {
         stdout(&out),
         "review: interface: JSONRPC 1.0 -> HTTP+JSON 1.0 (another interface is preferred; JSONRPC 1.0 is still offered; re-run probes)\n\
          review: agent_version: 3.2.0 -> 3.3.0 (agent version changed)\n\
+         review: interface.url: https://pricing.partner.example/a2a/jsonrpc -> https://pricing.partner.example/a2a/rest (calls go to another URL; re-run probes)\n\
          verdict: review\n"
     );
 }

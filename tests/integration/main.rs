@@ -16,6 +16,7 @@ mod card_fixtures;
 mod card_hostile;
 mod card_props;
 mod card_signature;
+mod card_warnings;
 mod cli_card;
 mod cli_lock;
 mod control_admin;

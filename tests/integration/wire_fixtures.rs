@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -29,9 +30,12 @@ const EXCHANGES: [&str; 14] = [
     "extended-card",
     "stream-refused",
 ];
-/// Exchanges captured on HTTP+JSON only (JSON-RPC has no request without `blocking` worth
-/// recording: the field lives in the same `configuration` object there).
+/// Exchanges captured on HTTP+JSON only: JSON-RPC's plain `send` already carries no
+/// `configuration` at all, so it is the JSON-RPC request without `blocking` (fact 8).
 const REST_ONLY: [&str; 1] = ["send-no-blocking-field"];
+
+/// Longest the fresh capture may run before it is killed (scaled like every test deadline).
+const CAPTURE_DEADLINE: Duration = Duration::from_secs(300);
 
 fn dir() -> PathBuf {
     crate::common::repo_root().join("tests/fixtures/wire/v03")
@@ -242,9 +246,13 @@ fn fact_7_js_rest_status_codes_201_202_204_python_200(c: &Cap) {
         ("push-delete", 204),
     ] {
         assert_eq!(c.status(&format!("js-rest-{ex}")), code, "js {ex}");
-        if ex != "push-delete" {
-            assert_eq!(c.status(&format!("python-rest-{ex}")), 200, "python {ex}");
-        }
+        // Python's push config delete is 405 (fact 10), not 200.
+        let python = if ex == "push-delete" { 405 } else { 200 };
+        assert_eq!(
+            c.status(&format!("python-rest-{ex}")),
+            python,
+            "python {ex}"
+        );
     }
     assert_eq!(c.body("js-rest-push-delete"), Value::Null);
 }
@@ -258,6 +266,16 @@ fn fact_8_python_rest_without_blocking_is_non_blocking_js_blocks(c: &Cap) {
         c.body("js-rest-send-no-blocking-field")["task"]["status"]["state"],
         "TASK_STATE_COMPLETED"
     );
+    // JSON-RPC: a `message/send` with no `configuration` at all blocks in both SDKs (against
+    // FACTS.md §11's "0.3 `blocking` defaults to not blocking"; the README says so).
+    for peer in PEERS {
+        let name = format!("{peer}-jsonrpc-send");
+        let params = &c.capture(&name)["request"]["body"]["params"];
+        assert!(params.get("configuration").is_none(), "{name}: {params}");
+        let task = &c.body(&name)["result"];
+        assert_eq!(task["status"]["state"], "completed", "{name}: {task}");
+        assert!(task["artifacts"][0].is_object(), "{name}: {task}");
+    }
 }
 
 fn fact_9_python_rest_errors_have_no_code_js_rest_errors_do(c: &Cap) {
@@ -395,18 +413,31 @@ fn a_fresh_capture_from_the_real_sdk_agents_shows_every_fact() {
         "the JS 0.3 agent is not installed — run `bash scripts/test.sh` once (or `npm ci` in tests/peers/js03)"
     );
     let out = tempfile::tempdir().unwrap();
-    let run = std::process::Command::new(crate::common::python_v03())
+    let logs = tempfile::tempdir().unwrap();
+    let stderr_path = logs.path().join("capture.stderr");
+    let mut run = std::process::Command::new(crate::common::python_v03())
         .arg(crate::common::repo_root().join("tests/peers/v03/capture.py"))
         .arg("--out")
         .arg(out.path())
         .current_dir(crate::common::repo_root())
-        .output()
+        // Files, not pipes: nothing here reads while it runs, and a full pipe would block it.
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
         .unwrap();
-    assert!(
-        run.status.success(),
-        "capture.py failed:\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    // capture.py bounds itself (RUN_DEADLINE, 240 s; a run takes seconds); this is the bound
+    // should it not: killed, its JS agents then exit on their stdin's EOF.
+    let Some(status) = crate::common::process::wait_exit(&mut run, CAPTURE_DEADLINE) else {
+        let _ = run.kill();
+        let _ = run.wait();
+        panic!(
+            "capture.py still running after {CAPTURE_DEADLINE:?}: killed\n{}",
+            stderr()
+        );
+    };
+    assert!(status.success(), "capture.py failed:\n{}", stderr());
     let c = Cap(out.path());
     matrix(&c);
     for (name, check) in FACTS {

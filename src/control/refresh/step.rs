@@ -256,7 +256,15 @@ impl Worker {
                 .await?;
         // Past the only failure: the state returned below is built for this identity.
         self.built_for = Some(self.credential_identity());
+        let public_digest = public.card_digest.clone();
+        let mut warned = vec![public_digest.clone()];
+        self.log_warnings(&public);
         let (profile, extended) = self.extended(public, config, policy, online).await;
+        if profile.card_digest != public_digest {
+            warned.push(profile.card_digest.clone());
+            self.log_warnings(&profile);
+        }
+        self.warned = warned;
         let integration = self.integration.clone();
         let upstream = match profile.interface.as_ref().filter(|_| profile.is_usable()) {
             None => Err(InterfaceError::NoUsableInterface),
@@ -272,6 +280,16 @@ impl Worker {
         let mut state = IntegrationState::from_profile(integration, profile, upstream);
         state.freshness.extended = extended;
         Ok(state)
+    }
+
+    /// Logs the card warnings of `profile`, unless the last build already logged this card's.
+    fn log_warnings(&self, profile: &crate::profile::Profile) {
+        if self.warned.contains(&profile.card_digest) {
+            return;
+        }
+        for w in &profile.display.warnings {
+            tracing::warn!(integration = %self.name(), card_digest = %profile.card_digest, warning = %w, "card warning");
+        }
     }
 
     /// Rebuilds the state from the cached card with the current config (no fetch).

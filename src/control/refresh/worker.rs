@@ -31,6 +31,9 @@ pub(super) struct Worker {
     /// A 304 rebuilds when the credential's source now yields another one (rotated token file
     /// or variable), so no state built for one identity serves another.
     pub(super) built_for: Option<Option<CredentialIdentity>>,
+    /// The digests of the cards whose warnings the last build logged (the public card and the
+    /// extended one): each card's warnings are logged once, not on every refresh or 304 rebuild.
+    pub(super) warned: Vec<String>,
 }
 
 /// Refresh requests answered together, each with the profile its failed call used (retry hook).
@@ -49,6 +52,7 @@ impl Worker {
             next: Instant::now(),
             stale_at: None,
             built_for: None,
+            warned: Vec::new(),
         }
     }
 

@@ -427,6 +427,7 @@ fn every_rule_between_two_profiles_without_a_lock() {
             Class::Review,
             &[
                 "review: interface: JSONRPC 1.0 -> HTTP+JSON 1.0 (another interface is preferred; JSONRPC 1.0 is still offered; re-run probes)",
+                "review: interface.url: https://pricing.partner.example/a2a/jsonrpc -> https://pricing.partner.example/a2a/rest (calls go to another URL; re-run probes)",
             ],
         ),
         (
@@ -792,16 +793,82 @@ fn unusable_and_invalid_lock_verdicts_are_one_breaking_line() {
     );
 }
 
-/// The pricing agent as it was at A2A 0.3: the same skills, on JSON-RPC 0.3 and HTTP+JSON 0.3.
+/// `tests/fixtures/lock/pricing-v03.json` (the pricing agent at A2A 0.3: `url` +
+/// `preferredTransport` JSON-RPC, then HTTP+JSON) compiled for a client that allows 0.3, as
+/// `compile` builds it: JSON-RPC 0.3 chosen, both bindings offered at 0.3, in the card's order.
+fn compiled_pricing_03() -> Profile {
+    let path = format!(
+        "{}/tests/fixtures/lock/pricing-v03.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let bytes = std::fs::read(&path).unwrap();
+    let v = crate::card::validate(&bytes, &crate::card::CardPolicy::default(), None)
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    let caps = crate::profile::ClientCaps {
+        versions: vec!["1.0".into(), "0.3".into()],
+        ..Default::default()
+    };
+    crate::profile::compile(&v, &caps)
+}
+
+/// [`compiled_pricing_03`] as `compile` will build it once JSON-RPC 0.3 is callable (the
+/// translation landing on branch v03rpc): the same profile, usable. Today's compiler marks it
+/// `TranslationNotBuilt`, and only that verdict is lifted here, so these tests read the profile
+/// the gateway will really judge.
 fn pricing_profile_03() -> Profile {
-    let mut p = pricing_profile();
-    for o in &mut p.offered {
-        o.version = "0.3".into();
+    let mut p = compiled_pricing_03();
+    if let crate::profile::Verdict::Unusable(Unusable::TranslationNotBuilt { binding, version }) =
+        &p.verdict
+    {
+        assert_eq!((binding.as_str(), version.as_str()), ("JSONRPC", "0.3"));
+        p.verdict = crate::profile::Verdict::Usable;
     }
-    if let Some(i) = p.interface.as_mut() {
-        i.version = "0.3".into();
-    }
+    assert!(p.is_usable(), "{:?}", p.verdict);
+    assert_eq!(
+        p.offered,
+        [
+            BindingVersion {
+                binding: Binding::JsonRpc,
+                version: "0.3".into()
+            },
+            BindingVersion {
+                binding: Binding::HttpJson,
+                version: "0.3".into()
+            },
+        ]
+    );
     p
+}
+
+/// Today's real path: a chosen 0.3 interface is `TranslationNotBuilt`, so the 0.3 profile is
+/// unusable and, against the lock pinned on it (`pricing-v03.lock.json`), breaking with that
+/// reason and nothing else. Once JSON-RPC 0.3 is callable the same card against its own lock is
+/// compatible: the test says which of the two the compiler does now.
+#[test]
+fn a_0_3_profile_the_gateway_cannot_call_yet_is_breaking_against_its_lock() {
+    let path = format!(
+        "{}/tests/fixtures/lock/pricing-v03.lock.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let l = crate::lock::wire::parse(&std::fs::read(&path).unwrap(), &path).unwrap();
+    let p = compiled_pricing_03();
+    match &p.verdict {
+        crate::profile::Verdict::Unusable(Unusable::TranslationNotBuilt { .. }) => {
+            let why = p.reason().unwrap();
+            assert!(why.contains("JSONRPC 0.3"), "{why}");
+            let expected = [format!("breaking: usable: true -> false ({why})")];
+            assert_eq!(lines(&check_against_lock(&p, &l)), expected);
+            // Between two such profiles with the lock: the same one finding.
+            let v = diff_profiles(&p, &p, Some(&l));
+            assert_eq!(lines(&v), expected);
+            assert_eq!(v.class, Class::Breaking);
+        }
+        crate::profile::Verdict::Usable => {
+            let v = check_against_lock(&p, &l);
+            assert_eq!(v.class, Class::Compatible, "{:?}", lines(&v));
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -812,7 +879,7 @@ fn a_protocol_version_move_is_review_while_the_pinned_binding_is_offered() {
     assert_eq!(
         lines(&v),
         [
-            "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version moved 0.3 -> 1.0; JSONRPC is still offered; re-run probes)"
+            "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version moved 0.3 -> 1.0; the chosen interface is JSONRPC 1.0; re-run probes)"
         ]
     );
     assert_eq!(v.class, Class::Review);
@@ -836,16 +903,67 @@ fn a_protocol_version_move_is_review_while_the_pinned_binding_is_offered() {
     assert_eq!(v.class, Class::Breaking, "{:?}", lines(&v));
 }
 
+/// `[client] versions = ["1.0", "0.3"]`, JSON-RPC 1.0 pinned; the new card offers HTTP+JSON 1.0
+/// first and JSON-RPC 0.3 second. Calls go over HTTP+JSON, so the pinned binding listed at 0.3
+/// is no protocol move: the pinned interface is gone, as it was before 0.3 existed.
+#[test]
+fn the_pinned_binding_at_another_version_but_not_chosen_is_breaking() {
+    let mut p = pricing_profile();
+    prefer_rest(&mut p);
+    p.offered = vec![
+        bv(Binding::HttpJson),
+        BindingVersion {
+            binding: Binding::JsonRpc,
+            version: "0.3".into(),
+        },
+    ];
+    let v = check_against_lock(&p, &lock());
+    assert_eq!(
+        lines(&v),
+        ["breaking: interface: JSONRPC 1.0 -> HTTP+JSON 1.0 (JSONRPC 1.0 is no longer offered)"]
+    );
+    assert_eq!(v.class, Class::Breaking);
+}
+
+/// A 0.3 -> 1.0 move is when a tenant can first appear (0.3 interfaces have none), and the new
+/// interface often has a new URL: both are reported beside the `interface` finding.
+#[test]
+fn a_protocol_version_move_still_reports_the_new_url_and_tenant() {
+    let mut new = pricing_profile();
+    let i = new.interface.as_mut().unwrap();
+    i.url = "https://pricing.partner.example/a2a/v1".into();
+    i.tenant = Some("acme".into());
+    let v = diff_profiles(&pricing_profile_03(), &new, None);
+    assert_eq!(
+        interface_lines(&v),
+        [
+            "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version moved 0.3 -> 1.0; the chosen interface is JSONRPC 1.0; re-run probes)",
+            "review: interface.url: https://pricing.partner.example/a2a/jsonrpc -> https://pricing.partner.example/a2a/v1 (calls go to another URL; re-run probes)",
+            "review: interface.tenant: none -> acme (calls carry another tenant)",
+        ]
+    );
+}
+
 #[test]
 fn between_profiles_a_0_3_agent_moving_to_1_0_is_review() {
     let v = diff_profiles(&pricing_profile_03(), &pricing_profile(), None);
     assert_eq!(v.class, Class::Review, "{:?}", lines(&v));
+    // The 0.3 card was another card (version 3.1.0, other texts and security): those findings
+    // are the other rules' business; none is breaking.
     assert_eq!(
-        lines(&v),
+        interface_lines(&v),
         [
-            "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version moved 0.3 -> 1.0; JSONRPC is still offered; re-run probes)"
+            "review: interface: JSONRPC 0.3 -> JSONRPC 1.0 (the agent's protocol version moved 0.3 -> 1.0; the chosen interface is JSONRPC 1.0; re-run probes)"
         ]
     );
+}
+
+/// The findings about the interface (`interface`, `interface.url`, `interface.tenant`).
+fn interface_lines(v: &Verdict) -> Vec<String> {
+    (v.findings.iter())
+        .filter(|f| f.field.starts_with("interface"))
+        .map(ToString::to_string)
+        .collect()
 }
 
 #[test]

@@ -10,9 +10,12 @@
 // (restHandler); the card is the SDK's 0.3 shape (top-level `url` + `preferredTransport`,
 // `additionalInterfaces` listing both, `protocolVersion` "0.3.0").
 //
-// Usage: node agent.mjs [--transport jsonrpc|rest] [--no-streaming] [--exit-on-stdin-eof]
-//   --transport      the card's main interface (`url`/`preferredTransport`); default jsonrpc
-//   --no-streaming   `capabilities.streaming: false` (the SDK then refuses message/stream)
+// Usage: node agent.mjs [--transport jsonrpc|rest] [--no-streaming] [--no-protocol-version]
+//                       [--exit-on-stdin-eof]
+//   --transport            the card's main interface (`url`/`preferredTransport`); default jsonrpc
+//   --no-streaming         `capabilities.streaming: false` (the SDK then refuses message/stream)
+//   --no-protocol-version  the card leaves `protocolVersion` out (as cards written before the
+//                          field, or by hand, do; the SDK serves and answers it all the same)
 //
 // What the agent does with a message's text:
 //   "message ..."  answers with one agent Message (no task);
@@ -60,7 +63,7 @@ function buildCard(base) {
       { url: urls[main], transport: main },
       { url: urls[other], transport: other },
     ],
-    protocolVersion: '0.3.0',
+    ...(flag('--no-protocol-version') ? {} : { protocolVersion: '0.3.0' }),
     version: '0.3.14',
     capabilities: { streaming: !flag('--no-streaming'), pushNotifications: true },
     defaultInputModes: ['text/plain'],

@@ -19,16 +19,25 @@ Every exchange is one file `<peer>-<binding>-<exchange>.json`:
 `body` is the answer parsed as JSON, `text` the answer when it is not JSON, and `events` an SSE
 stream as sent: one list per event of its raw `data:` lines (so a multi-line event stays visible).
 Ids and timestamps are whatever the agents chose; the loopback port is written `PORT`. Reads are
-bounded (a stream stops after MAX_EVENTS events or READ_TIMEOUT seconds of silence).
+bounded (a stream stops after MAX_EVENTS events, MAX_SSE_LINES lines of any kind, or READ_TIMEOUT
+seconds of silence), every call by the wall clock (CALL_DEADLINE) and so is the whole run
+(RUN_DEADLINE): the script fails rather than hangs. The captures are written to a temporary
+directory beside `--out` and moved in only when every exchange was recorded, so a failed run
+leaves the committed files as they were. The JS agents exit when this script's end of their stdin
+closes, however it ends.
 """
 
 import argparse
 import asyncio
 import json
 import pathlib
+import queue
+import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -60,7 +69,14 @@ from a2a.utils import new_agent_text_message, new_task
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 MAX_EVENTS = 20
+# SSE lines of any kind (comments and pings too) read from one stream before it is cut.
+MAX_SSE_LINES = 2000
 READ_TIMEOUT = 10.0
+# Wall-clock bounds: one exchange (above READ_TIMEOUT, so a quiet stream still ends on its own),
+# a JS agent's start, and the whole run.
+CALL_DEADLINE = 30.0
+START_DEADLINE = 30.0
+RUN_DEADLINE = 240.0
 # Longest a held task waits for its cancel before finishing on its own.
 HOLD_SECONDS = 60
 TICK = 0.5
@@ -157,21 +173,79 @@ def start_python():
     return base, server
 
 
-def start_js(*args):
-    proc = subprocess.Popen(['node', 'agent.mjs', *args], cwd=ROOT / 'tests/peers/js03',
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
+def start_js(started, *args):
+    """Starts the JS agent (appended to `started` at once, so the caller's `finally` stops it
+    whatever happens next) and returns its base URL. Its stdout is drained after the first line
+    by a thread: the SDK's `console.info` writes there, and a full pipe would block the agent."""
+    proc = subprocess.Popen(['node', 'agent.mjs', '--exit-on-stdin-eof', *args],
+                            cwd=ROOT / 'tests/peers/js03', stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    started.append(proc)
+    first = queue.Queue(maxsize=1)
+
+    def drain():
+        first.put(proc.stdout.readline())
+        for _ in proc.stdout:
+            pass
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        line = first.get(timeout=START_DEADLINE)
+    except queue.Empty:
+        raise SystemExit(f'the JS agent printed nothing within {START_DEADLINE} s')
     if not line:
         raise SystemExit('the JS agent did not start (npm ci in tests/peers/js03?)')
-    return json.loads(line)['card_url'].removesuffix('/.well-known/agent-card.json'), proc
+    return json.loads(line)['card_url'].removesuffix('/.well-known/agent-card.json')
+
+
+def stop_js(proc):
+    """Closes the agent's stdin (it exits on EOF), then terminates, then kills it."""
+    try:
+        proc.stdin.close()
+    except OSError:
+        pass
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+class Deadline(Exception):
+    """A call, or the whole run, took longer than its wall-clock bound."""
+
+
+class wall_clock:
+    """Raises Deadline in the main thread after `seconds` (SIGALRM interrupts a blocked read,
+    which httpx's per-read timeout alone does not bound: a server trickling bytes resets it)."""
+
+    def __init__(self, seconds, what):
+        self.seconds, self.what = seconds, what
+
+    def __enter__(self):
+        def expired(_sig, _frame):
+            raise Deadline(f'{self.what}: no answer within {self.seconds:.1f} s')
+
+        self.previous = signal.signal(signal.SIGALRM, expired)
+        signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 0.001))
+        return self
+
+    def __exit__(self, *exc):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.previous)
+        return False
 
 
 def read_sse(resp):
     """Yields the SSE stream's events, each the list of its raw `data:` lines; ends with the
-    stream, or after READ_TIMEOUT seconds without a byte (httpx's read timeout)."""
+    stream, after READ_TIMEOUT seconds without a byte (httpx's read timeout), or after
+    MAX_SSE_LINES lines of any kind (a stream of comments or pings counts too)."""
     current = []
     try:
-        for line in resp.iter_lines():
+        for n, line in enumerate(resp.iter_lines()):
+            if n >= MAX_SSE_LINES:
+                raise Deadline(f'more than {MAX_SSE_LINES} SSE lines')
             if line.startswith('data:'):
                 current.append(line)
             elif line == '' and current:
@@ -184,11 +258,12 @@ def read_sse(resp):
 
 
 class Recorder:
-    def __init__(self, out, ports):
+    def __init__(self, out, ports, run_deadline):
         self.out = out
         self.ports = ports
         self.http = httpx.Client(timeout=httpx.Timeout(READ_TIMEOUT))
         self.written = []
+        self.run_deadline = run_deadline
 
     def scrub(self, text):
         for p in self.ports:
@@ -204,7 +279,12 @@ class Recorder:
         if body is not None:
             req['body'] = body
         kwargs = {'json': body} if body is not None else {}
-        with self.http.stream(method, url, **kwargs) as resp:
+        left = self.run_deadline - time.monotonic()
+        if left <= 0:
+            raise Deadline(f'the whole run took longer than {RUN_DEADLINE} s')
+        what = f'{peer}-{binding}-{exchange}'
+        with wall_clock(min(CALL_DEADLINE, left), what), \
+                self.http.stream(method, url, **kwargs) as resp:
             ctype = resp.headers.get('content-type', '')
             answer = {'status': resp.status_code, 'content_type': ctype}
             parsed = None
@@ -321,34 +401,43 @@ def main(argv):
     args = p.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob('*.json'):
-        old.unlink()
-    py_base, server = start_python()
-    js_base, js = start_js()
-    js_nostream_base, js_nostream = start_js('--no-streaming')
+    run_deadline = time.monotonic() + RUN_DEADLINE
+    # Recorded beside `out` and swapped in only on success: a run that fails (a peer that does
+    # not start, an exchange past its deadline) leaves the committed captures untouched.
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix='.capture-', dir=out.parent))
+    started = []
+    server = None
     try:
+        py_base, server = start_python()
+        js_base = start_js(started)
+        js_nostream_base = start_js(started, '--no-streaming')
         ports = [httpx.URL(u).port for u in (py_base, js_base, js_nostream_base)]
-        rec = Recorder(out, ports)
-        deadline = time.monotonic() + 10
+        rec = Recorder(tmp, ports, run_deadline)
+        ready_by = time.monotonic() + 10
         while True:
             try:
-                rec.http.get(py_base + '/.well-known/agent-card.json').raise_for_status()
+                with wall_clock(5, 'the Python agent\'s card'):
+                    rec.http.get(py_base + '/.well-known/agent-card.json').raise_for_status()
                 break
             except httpx.HTTPError:
-                if time.monotonic() > deadline:
+                if time.monotonic() > ready_by:
                     raise
                 time.sleep(0.05)
         for peer, base, nostream in (('python', py_base, py_base + '/nostream'),
                                      ('js', js_base, js_nostream_base)):
             capture_jsonrpc(rec, peer, base, nostream)
             capture_rest(rec, peer, base, nostream)
+        for old in out.glob('*.json'):
+            old.unlink()
+        for new in tmp.glob('*.json'):
+            new.replace(out / new.name)
         print(f'{len(rec.written)} exchanges written to {out}')
     finally:
-        for proc in (js, js_nostream):
-            proc.stdin.close()
-            proc.terminate()
-            proc.wait(timeout=10)
-        server.should_exit = True
+        for proc in started:
+            stop_js(proc)
+        if server is not None:
+            server.should_exit = True
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == '__main__':
