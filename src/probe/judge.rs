@@ -1,17 +1,66 @@
-//! One probe's request and the judgement of its answer, for either binding (pure).
+//! One probe's request and the judgement of its answer, for either binding and either protocol
+//! version the gateway calls (pure). A probe is built as the 1.0 request, then, toward a 0.3
+//! agent, translated by [`crate::translate`] like any data-plane call ([`super::dialect`]).
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method};
 use serde_json::{Value, json};
 
-use super::{Check, Outcome, Request, Response, Target, is_jsonrpc};
+use super::{
+    Check, Outcome, Request, Response, Target, dialect, is_event_stream, is_jsonrpc, sse_data,
+};
+use crate::translate::{Dialect, Op, TranslateError};
 
 /// An id no task has: `GetTask` of it is the side-effect-free call every agent must answer.
 const NO_TASK: &str = "a2a-egress-probe-no-such-task";
 
-/// The request for `check` against `target` (`n` numbers the probe within a run); `None` for a
-/// message probe without a probe skill.
-pub fn request(check: &Check, target: &Target, n: usize) -> Option<Request> {
+/// Why a check was not probed: reported as the check's inconclusive result, never a failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotProbed {
+    /// A message probe, and the integration names no probe skill.
+    #[error("no probe skill")]
+    NoProbeSkill,
+    /// The claim's question has no meaning in the agent's protocol version.
+    #[error("{claim} has no meaning in A2A {version}: {why}")]
+    NoMeaning {
+        /// The claim ([`Check::claim`]).
+        claim: String,
+        /// The agent's protocol version.
+        version: &'static str,
+        /// Why.
+        why: &'static str,
+    },
+    /// The probe's 1.0 request has no 0.3 form (an operation 0.3 lacks, a field it cannot say).
+    #[error("the probe does not translate to A2A 0.3: {0}")]
+    Untranslatable(#[from] TranslateError),
+    /// The request cannot be written (a version or extension list that is no header value, an
+    /// interface URL that cannot take a path): what is wrong.
+    #[error("{0}")]
+    Unsendable(&'static str),
+}
+
+/// The 1.0 operation `check` calls.
+pub(super) fn op(check: &Check) -> Op {
+    match check {
+        Check::Interface | Check::RefusesOtherVersion(_) | Check::ExtensionEnforced(_) => {
+            Op::GetTask
+        }
+        Check::Streaming => Op::SendStreamingMessage,
+        Check::MediaType(_) => Op::SendMessage,
+    }
+}
+
+/// The request for `check` against `target` (`n` numbers the probe within a run), in the
+/// target's dialect; why not, for a message probe without a probe skill or a check the agent's
+/// protocol version gives no meaning.
+pub fn request(check: &Check, target: &Target, n: usize) -> Result<Request, NotProbed> {
+    if let Some(why) = dialect::no_meaning(check, target.dialect) {
+        return Err(NotProbed::NoMeaning {
+            claim: check.claim(),
+            version: target.dialect.protocol.as_str(),
+            why,
+        });
+    }
     let iface = &target.interface;
     let version = match check {
         Check::RefusesOtherVersion(v) => v.as_str(),
@@ -24,12 +73,23 @@ pub fn request(check: &Check, target: &Target, n: usize) -> Option<Request> {
         .filter(|e| !matches!(check, Check::ExtensionEnforced(u) if u == e))
         .collect();
     let mut headers = HeaderMap::new();
-    headers.insert("a2a-version", HeaderValue::from_str(version).ok()?);
+    // The same headers a data-plane call in this dialect carries (`proxy::shape`).
+    let dialect = target.dialect;
+    if !dialect.translates() {
+        let (name, v) = dialect
+            .version_header(version)
+            .ok_or(NotProbed::Unsendable(
+                "the A2A-Version is not a header value",
+            ))?;
+        headers.insert(name, v);
+    }
     if !extensions.is_empty() {
-        headers.insert(
-            "a2a-extensions",
-            HeaderValue::from_str(&extensions.join(",")).ok()?,
-        );
+        let (name, v) = dialect
+            .extensions_header(&extensions)
+            .ok_or(NotProbed::Unsendable(
+                "the extensions are not a header value",
+            ))?;
+        headers.insert(name, v);
     }
     let accept = if *check == Check::Streaming {
         "text/event-stream"
@@ -37,28 +97,30 @@ pub fn request(check: &Check, target: &Target, n: usize) -> Option<Request> {
         "application/json"
     };
     headers.insert(http::header::ACCEPT, HeaderValue::from_static(accept));
-    let (method, path, params) = match check {
-        Check::Interface | Check::RefusesOtherVersion(_) | Check::ExtensionEnforced(_) => (
-            "GetTask",
-            format!("tasks/{NO_TASK}"),
-            json!({"id": NO_TASK}),
-        ),
+    let op = op(check);
+    let (path, params) = match check {
+        Check::Interface | Check::RefusesOtherVersion(_) | Check::ExtensionEnforced(_) => {
+            (format!("tasks/{NO_TASK}"), json!({"id": NO_TASK}))
+        }
         Check::Streaming => (
-            "SendStreamingMessage",
             "message:stream".to_owned(),
             json!({"message": message(target, "text/plain", n)?}),
         ),
         Check::MediaType(mt) => (
-            "SendMessage",
             "message:send".to_owned(),
             json!({"message": message(target, mt, n)?}),
         ),
     };
-    Some(if is_jsonrpc(iface.binding) {
-        jsonrpc(iface.url.clone(), headers, method, params, target, n)
-    } else {
-        rest(target, headers, &path, method != "GetTask", params)?
-    })
+    if !is_jsonrpc(iface.binding) {
+        return rest(target, headers, &path, op != Op::GetTask, params).ok_or(
+            NotProbed::Unsendable("the interface URL cannot take a path"),
+        );
+    }
+    let mut r = jsonrpc(iface.url.clone(), headers, op.as_str(), params, target, n);
+    if let Some(body) = r.body.take() {
+        r.body = Some(dialect::request_body(dialect, op, body)?);
+    }
+    Ok(r)
 }
 
 fn jsonrpc(
@@ -118,8 +180,8 @@ fn rest(
 }
 
 /// A trivial message with one part of `mt` to the probe skill (named as the `skillId` hint).
-fn message(target: &Target, mt: &str, n: usize) -> Option<Value> {
-    let p = target.probe.as_ref()?;
+fn message(target: &Target, mt: &str, n: usize) -> Result<Value, NotProbed> {
+    let p = target.probe.as_ref().ok_or(NotProbed::NoProbeSkill)?;
     let part = match mt {
         "text/plain" => json!({"text": p.text}),
         "application/json" => json!({"data": {"text": p.text}, "mediaType": mt}),
@@ -129,7 +191,7 @@ fn message(target: &Target, mt: &str, n: usize) -> Option<Value> {
             json!({"raw": raw, "mediaType": mt})
         }
     };
-    Some(json!({
+    Ok(json!({
         "messageId": format!("a2a-egress-probe-{n}"),
         "role": "ROLE_USER",
         "parts": [part],
@@ -204,17 +266,10 @@ fn error_of(v: &Value) -> Option<Answer> {
 }
 
 fn answer(resp: &Response) -> Answer {
-    let ct = resp
-        .content_type
-        .as_deref()
-        .and_then(|c| c.split(';').next())
-        .map(|c| c.trim().to_ascii_lowercase());
-    if ct.as_deref() == Some("text/event-stream") {
-        let text = String::from_utf8_lossy(&resp.body);
-        let events: Vec<Value> = text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+    if is_event_stream(resp.content_type.as_deref()) {
+        let events: Vec<Value> = sse_data(&resp.body)
+            .iter()
+            .filter_map(|d| serde_json::from_str(d).ok())
             .collect();
         let error = events.iter().find_map(error_of).map(Box::new);
         return Answer::Stream {
@@ -241,7 +296,19 @@ fn answer(resp: &Response) -> Answer {
     }
 }
 
-/// Judges the answer to `check`'s request.
+/// Judges the agent's answer to `check`'s request made in `dialect`: a 0.3 agent's answer and
+/// stream events are translated to 1.0 first, as the data plane translates them for a caller,
+/// then judged as any 1.0 answer; one that does not translate is no A2A answer.
+pub fn judge_in(check: &Check, dialect: Dialect, resp: Response) -> Outcome {
+    match dialect::answer_to10(dialect, op(check), resp) {
+        Ok(r) => judge(check, &r),
+        Err(e) => Outcome::Inconclusive(format!(
+            "no A2A answer: the A2A 0.3 answer does not translate: {e}"
+        )),
+    }
+}
+
+/// Judges the 1.0 answer to `check`'s request.
 pub fn judge(check: &Check, resp: &Response) -> Outcome {
     let a = answer(resp);
     if !a.is_protocol() {

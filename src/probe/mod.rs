@@ -16,6 +16,12 @@
 //! | `extension:<uri>` | the same without the required extension | ExtensionSupportRequiredError |
 //! | `streaming` | `SendStreamingMessage` to the probe skill | an event stream, not UnsupportedOperationError |
 //! | `input:<type>` | `SendMessage` to the probe skill with one part of the type | not ContentTypeNotSupportedError |
+//!
+//! Toward an A2A 0.3 agent (JSON-RPC, translated) each request is built as the 1.0 one and
+//! translated as a data-plane call is, with 0.3's headers (no `A2A-Version`, `X-A2A-Extensions`),
+//! and the answer and every stream event are translated back before the same judgement
+//! ([`dialect`]). `version` and `extension:<uri>` ask about errors 0.3 does not have: they are
+//! not sent, and their result is inconclusive with the reason (`not probed: …`), never failed.
 
 use std::time::SystemTime;
 
@@ -25,13 +31,15 @@ use serde::Serialize;
 use crate::config::StreamingMode;
 use crate::profile::{Binding, Interface};
 use crate::state::IntegrationState;
+use crate::translate::Dialect;
 use crate::types::media_type::media_type_accepted;
 
+mod dialect;
 mod judge;
 pub mod runner;
 pub mod schedule;
 
-pub use judge::{judge, request};
+pub use judge::{NotProbed, judge, judge_in, request};
 
 /// One claim to check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -137,6 +145,8 @@ impl std::fmt::Display for ProbeResult {
 pub struct Target {
     /// The interface.
     pub interface: Interface,
+    /// What the agent speaks there: a 0.3 agent's probes are translated.
+    pub dialect: Dialect,
     /// The tenant to send (the integration's override, else the interface's).
     pub tenant: Option<String>,
     /// Extensions activated on every call (the card's required ones among them).
@@ -161,7 +171,7 @@ pub struct Request {
     pub method: http::Method,
     /// Absolute URL (the interface's, plus the HTTP+JSON path).
     pub url: String,
-    /// Headers (A2A-Version, A2A-Extensions, content negotiation).
+    /// Headers (A2A-Version and A2A-Extensions, or 0.3's X-A2A-Extensions; content negotiation).
     pub headers: http::HeaderMap,
     /// JSON body, if any.
     pub body: Option<Bytes>,
@@ -203,10 +213,12 @@ pub trait Transport: Send + Sync {
 }
 
 /// The probes a state allows (pure): the side-effect-free ones always, message probes only with
-/// a probe skill the profile offers. `None` when the state has no usable interface.
+/// a probe skill the profile offers. `None` when the state has no usable interface (none, or one
+/// in a dialect the gateway does not call).
 pub fn plan(state: &IntegrationState) -> Option<(Target, Vec<Check>)> {
     let (profile, _) = state.serving()?;
     let interface = profile.interface.clone()?;
+    let dialect = Dialect::of(&interface)?;
     let mut checks = vec![Check::Interface];
     if let Some(other) = ["0.3", "99.0"]
         .into_iter()
@@ -246,6 +258,7 @@ pub fn plan(state: &IntegrationState) -> Option<(Target, Vec<Check>)> {
     let target = Target {
         tenant: i.tenant.clone().or_else(|| interface.tenant.clone()),
         interface,
+        dialect,
         extensions: state.activated_extensions(),
         probe: probe.map(|(p, _)| ProbeSkill {
             skill: p.skill.clone(),
@@ -261,10 +274,11 @@ pub async fn run(target: &Target, checks: &[Check], transport: &dyn Transport) -
     let mut out = Vec::with_capacity(checks.len());
     for (n, check) in checks.iter().enumerate() {
         // Never a message to a skill the integration did not name as safe.
+        // A check the agent's protocol version gives no meaning is reported as not probed.
         let outcome = match request(check, target, n) {
-            None => Outcome::Inconclusive("not probed: no probe skill".into()),
-            Some(req) => match transport.send(req).await {
-                Ok(resp) => judge(check, &resp),
+            Err(why) => Outcome::Inconclusive(format!("not probed: {why}")),
+            Ok(req) => match transport.send(req).await {
+                Ok(resp) => judge_in(check, target.dialect, resp),
                 Err(e) => Outcome::Inconclusive(format!("no answer: {e}")),
             },
         };
@@ -280,6 +294,40 @@ pub async fn run(target: &Target, checks: &[Check], transport: &dyn Transport) -
 /// Whether the binding sends JSON-RPC envelopes.
 fn is_jsonrpc(b: Binding) -> bool {
     b == Binding::JsonRpc
+}
+
+/// Whether a `Content-Type` is an event stream (parameters and case aside).
+fn is_event_stream(content_type: Option<&str>) -> bool {
+    content_type
+        .and_then(|c| c.split(';').next())
+        .is_some_and(|c| c.trim().eq_ignore_ascii_case("text/event-stream"))
+}
+
+/// The data of each event of an event-stream body, in order: an event's `data:` lines joined
+/// with newlines (as the SSE format says; Python a2a-sdk 0.3.26 spreads one REST event over
+/// several), an event without data left out. The body was read whole within the transport's cap.
+fn sse_data(body: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(body);
+    let mut out = Vec::new();
+    let mut cur: Option<String> = None;
+    for line in text.lines().chain(std::iter::once("")) {
+        if line.is_empty() {
+            out.extend(cur.take());
+            continue;
+        }
+        let Some(d) = line.strip_prefix("data:") else {
+            continue;
+        };
+        let d = d.strip_prefix(' ').unwrap_or(d);
+        match &mut cur {
+            Some(c) => {
+                c.push('\n');
+                c.push_str(d);
+            }
+            None => cur = Some(d.to_owned()),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

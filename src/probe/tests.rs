@@ -9,6 +9,11 @@ use crate::testkit::{ConfigToml, IntegrationToml};
 const REQ: &str = "https://example.com/ext/req/v1";
 
 pub(super) fn state(extra: &str, binding: Binding, streaming: bool) -> IntegrationState {
+    state_at(extra, binding, streaming, "1.0")
+}
+
+/// [`state`] with the chosen interface at protocol `version`.
+fn state_at(extra: &str, binding: Binding, streaming: bool, version: &str) -> IntegrationState {
     let c = ConfigToml::bare()
         .integration(
             IntegrationToml::new("p", "https://a.example/c")
@@ -22,6 +27,7 @@ pub(super) fn state(extra: &str, binding: Binding, streaming: bool) -> Integrati
     let iface = p.interface.as_mut().unwrap();
     iface.binding = binding;
     iface.url = "https://a.example/a2a".into();
+    iface.version = version.into();
     p.streaming = streaming;
     p.extensions = vec![REQ.into()];
     p.required_extensions = vec![REQ.into()];
@@ -154,8 +160,14 @@ fn rest_requests_carry_the_tenant_as_the_first_path_segment() {
 #[test]
 fn message_probes_need_the_probe_skill() {
     let (target, _) = plan(&state("", Binding::JsonRpc, true)).unwrap();
-    assert!(request(&Check::Streaming, &target, 0).is_none());
-    assert!(request(&Check::MediaType("text/plain".into()), &target, 0).is_none());
+    assert_eq!(
+        request(&Check::Streaming, &target, 0),
+        Err(NotProbed::NoProbeSkill)
+    );
+    assert_eq!(
+        request(&Check::MediaType("text/plain".into()), &target, 0),
+        Err(NotProbed::NoProbeSkill)
+    );
 }
 
 fn json_answer(v: Value) -> Response {
@@ -261,4 +273,220 @@ async fn run_calls_in_plan_order_and_a_transport_failure_is_inconclusive() {
         results[0].outcome,
         Outcome::Inconclusive("not probed: no probe skill".into())
     );
+}
+
+/// The probes of a 0.3 integration (JSON-RPC, translated), with the probe skill.
+fn plan_03() -> (Target, Vec<Check>) {
+    plan(&state_at(PROBE, Binding::JsonRpc, true, "0.3")).unwrap()
+}
+
+#[test]
+fn a_0_3_probe_is_the_translated_request_with_0_3s_headers() {
+    let (target, checks) = plan_03();
+    assert_eq!(target.dialect.protocol, crate::translate::Protocol::V0_3);
+    assert_eq!(
+        checks[..3],
+        [
+            Check::Interface,
+            Check::RefusesOtherVersion("99.0".into()),
+            Check::ExtensionEnforced(REQ.into())
+        ]
+    );
+    let r = request(&Check::Interface, &target, 0).unwrap();
+    assert!(r.headers.get("a2a-version").is_none(), "{:?}", r.headers);
+    assert!(r.headers.get("a2a-extensions").is_none(), "{:?}", r.headers);
+    assert_eq!(r.headers["x-a2a-extensions"], REQ);
+    assert_eq!(
+        body(&r),
+        json!({"jsonrpc": "2.0", "id": "a2a-egress-probe-0", "method": "tasks/get",
+            "params": {"id": "a2a-egress-probe-no-such-task"}})
+    );
+    let r = request(&Check::Streaming, &target, 3).unwrap();
+    assert_eq!(r.headers["accept"], "text/event-stream");
+    let b = body(&r);
+    assert_eq!(b["method"], "message/stream");
+    assert_eq!(
+        b["params"]["message"],
+        json!({"kind": "message", "messageId": "a2a-egress-probe-3", "role": "user",
+            "parts": [{"kind": "text", "text": "echo ping"}], "metadata": {"skillId": "echo"}})
+    );
+    let r = request(&Check::MediaType("application/json".into()), &target, 4).unwrap();
+    assert_eq!(body(&r)["method"], "message/send");
+    assert_eq!(
+        body(&r)["params"]["message"]["parts"][0],
+        json!({"kind": "data", "data": {"text": "echo ping"}})
+    );
+    let r = request(&Check::MediaType("application/pdf".into()), &target, 5).unwrap();
+    assert_eq!(
+        body(&r)["params"]["message"]["parts"][0]["file"],
+        json!({"bytes": "ZWNobyBwaW5n", "mimeType": "application/pdf"})
+    );
+}
+
+#[test]
+fn a_check_0_3_gives_no_meaning_is_not_probed_and_says_why() {
+    let (target, _) = plan_03();
+    for (check, code) in [
+        (Check::RefusesOtherVersion("99.0".into()), "-32009"),
+        (Check::ExtensionEnforced(REQ.into()), "-32008"),
+    ] {
+        let why = request(&check, &target, 0).unwrap_err();
+        assert!(matches!(why, NotProbed::NoMeaning { .. }), "{why:?}");
+        let text = why.to_string();
+        assert!(
+            text.starts_with(&format!("{} has no meaning in A2A 0.3: ", check.claim()))
+                && text.contains(code),
+            "{text}"
+        );
+    }
+    // A 1.0 operation 0.3 lacks is refused by the translator the data plane uses, and said so.
+    let list = Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}"#);
+    let e = dialect::request_body(
+        target.dialect,
+        crate::translate::Op::ListTasks,
+        list.clone(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        NotProbed::from(e).to_string(),
+        "the probe does not translate to A2A 0.3: ListTasks does not exist in A2A 0.3 over JSON-RPC"
+    );
+    let (target10, _) = plan(&state(PROBE, Binding::JsonRpc, true)).unwrap();
+    assert_eq!(
+        dialect::request_body(
+            target10.dialect,
+            crate::translate::Op::ListTasks,
+            list.clone()
+        ),
+        Ok(list),
+        "a 1.0 probe goes as it was built"
+    );
+}
+
+fn v03_error(code: i64, message: &str) -> Response {
+    json_answer(json!({"jsonrpc": "2.0", "id": "a2a-egress-probe-0",
+        "error": {"code": code, "message": message}}))
+}
+
+fn v03_result(result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": "a2a-egress-probe-3", "result": result})
+}
+
+#[test]
+fn a_0_3_answer_is_judged_as_its_1_0_translation() {
+    let (target, _) = plan_03();
+    let d = target.dialect;
+    let m = || Check::MediaType("text/plain".into());
+    let message = json!({"kind": "message", "messageId": "m1", "role": "agent",
+        "parts": [{"kind": "text", "text": "echo ping"}]});
+    let refused = "Streaming is not supported by the agent";
+    let html = Response {
+        status: 502,
+        content_type: Some("text/html".into()),
+        body: Bytes::from_static(b"<html>"),
+    };
+    let table: Vec<(Check, Response, Outcome)> = vec![
+        // The 0.3 code gains the 1.0 ErrorInfo reason: judged as a 1.0 agent's answer.
+        (Check::Interface, v03_error(-32001, "Task not found"), Outcome::Ok("answered with error TASK_NOT_FOUND".into())),
+        // -32009 means nothing in 0.3: not VersionNotSupportedError, so no false failure.
+        (Check::Interface, v03_error(-32009, "x"), Outcome::Ok("answered with error INTERNAL_ERROR".into())),
+        // Python a2a-sdk 0.3.26's refusal of a stream it claims (-32603, not -32004).
+        (Check::Streaming, v03_error(-32603, refused), Outcome::Failed("the card claims streaming, but SendStreamingMessage was refused with UnsupportedOperationError".into())),
+        (Check::Streaming, v03_error(-32603, "boom"), Outcome::Inconclusive("answered error INTERNAL_ERROR".into())),
+        (m(), json_answer(v03_result(message)), Outcome::Ok("a text/plain part was accepted".into())),
+        (m(), v03_error(-32005, "no"), Outcome::Failed("a text/plain part was refused with ContentTypeNotSupportedError".into())),
+        (m(), json_answer(v03_result(json!({"kind": "nonsense"}))), Outcome::Inconclusive("no A2A answer: the A2A 0.3 answer does not translate: result.kind is not task, message, status-update or artifact-update".into())),
+        (m(), html, Outcome::Inconclusive("no A2A answer: HTTP 502 text/html".into())),
+    ];
+    for (check, resp, want) in table {
+        assert_eq!(judge_in(&check, d, resp), want, "{check:?}");
+    }
+    // A 1.0 agent's answer is judged as it came.
+    assert_eq!(
+        judge_in(
+            &Check::Interface,
+            plan(&state("", Binding::JsonRpc, true)).unwrap().0.dialect,
+            rpc_error(-32001)
+        ),
+        Outcome::Ok("answered with error -32001".into())
+    );
+}
+
+#[test]
+fn a_0_3_stream_is_judged_event_by_event_up_to_its_final_event() {
+    let (target, _) = plan_03();
+    let task =
+        json!({"kind": "task", "id": "t1", "contextId": "c1", "status": {"state": "submitted"}});
+    let status = |state: &str, fin: bool| {
+        json!({"kind": "status-update", "taskId": "t1", "contextId": "c1",
+            "status": {"state": state}, "final": fin})
+    };
+    let stream = sse(&[
+        v03_result(task),
+        v03_result(status("working", false)),
+        v03_result(status("completed", true)),
+        // Nothing after 0.3's `final: true` is read, not even what would not translate.
+        v03_result(json!({"kind": "nonsense"})),
+    ]);
+    assert_eq!(
+        judge_in(&Check::Streaming, target.dialect, stream),
+        Outcome::Ok("streamed 3 events".into())
+    );
+    let refused = sse(&[json!({"jsonrpc": "2.0", "id": "x",
+        "error": {"code": -32603, "message": "Streaming is not supported by the agent"}})]);
+    assert_eq!(
+        judge_in(&Check::Streaming, target.dialect, refused),
+        Outcome::Failed("the card claims streaming, but SendStreamingMessage was refused with UnsupportedOperationError".into())
+    );
+    let bad = sse(&[v03_result(json!({"kind": "status-update"}))]);
+    let got = judge_in(&Check::Streaming, target.dialect, bad);
+    let Outcome::Inconclusive(d) = &got else {
+        panic!("{got:?}")
+    };
+    assert!(
+        d.starts_with("no A2A answer: the A2A 0.3 answer does not translate: result."),
+        "{d}"
+    );
+}
+
+#[test]
+fn event_data_follows_the_sse_format() {
+    let body =
+        b": keep-alive\r\ndata: {\"a\":\r\ndata:1}\r\n\r\nevent: x\ndata:{}\n\nid: 3\n\ndata: last";
+    assert_eq!(sse_data(body), ["{\"a\":\n1}", "{}", "last"]);
+    assert!(is_event_stream(Some("Text/Event-Stream; charset=utf-8")));
+    assert!(!is_event_stream(Some("application/json")) && !is_event_stream(None));
+}
+
+/// Answers every probe as a 0.3 agent that does not know the task would, and keeps the requests.
+struct Agent03(std::sync::Mutex<Vec<Request>>);
+
+#[async_trait::async_trait]
+impl Transport for Agent03 {
+    async fn send(&self, r: Request) -> Result<Response, TransportError> {
+        self.0.lock().unwrap().push(r);
+        Ok(v03_error(-32001, "Task not found"))
+    }
+}
+
+#[tokio::test]
+async fn a_0_3_run_sends_only_what_0_3_can_answer_and_reports_the_rest() {
+    let (target, checks) = plan(&state_at("", Binding::JsonRpc, true, "0.3")).unwrap();
+    let t = Agent03(Default::default());
+    let results: Vec<String> = run(&target, &checks, &t)
+        .await
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        results,
+        [
+            "interface: ok (answered with error TASK_NOT_FOUND)".to_owned(),
+            "version: inconclusive (not probed: version has no meaning in A2A 0.3: 0.3 has no A2A-Version header and no VersionNotSupportedError (-32009 is new in 1.0))".to_owned(),
+            format!("extension:{REQ}: inconclusive (not probed: extension:{REQ} has no meaning in A2A 0.3: 0.3 has no ExtensionSupportRequiredError (-32008 is new in 1.0) to refuse a call without it)"),
+        ]
+    );
+    let sent = t.0.lock().unwrap();
+    assert_eq!(sent.len(), 1, "only the interface probe is sent: {sent:?}");
+    assert_eq!(body(&sent[0])["method"], "tasks/get");
 }

@@ -59,23 +59,13 @@ pub fn upstream_headers(
         header::ACCEPT_ENCODING,
         HeaderValue::from_static("identity"),
     ));
-    // A 0.3 agent gets no A2A-Version (an absent header is what means 0.3, FACTS §3) and its
-    // extensions under 0.3's name, `X-A2A-Extensions`.
-    let v03 = plan.dialect.translates();
-    if !v03 && let Ok(v) = HeaderValue::from_str(&plan.version) {
-        out.push((HeaderName::from_static("a2a-version"), v));
-    }
-    let ext = state.activated_extensions();
-    if !ext.is_empty()
-        && let Ok(v) = HeaderValue::from_str(&ext.join(","))
-    {
-        let name = if v03 {
-            "x-a2a-extensions"
-        } else {
-            "a2a-extensions"
-        };
-        out.push((HeaderName::from_static(name), v));
-    }
+    // A 0.3 agent gets no A2A-Version and its extensions under 0.3's name, `X-A2A-Extensions`
+    // (the dialect decides, for probes too).
+    out.extend(plan.dialect.version_header(&plan.version));
+    out.extend(
+        plan.dialect
+            .extensions_header(&state.activated_extensions()),
+    );
     if let Some(auth) = &upstream.authorization {
         out.push((header::AUTHORIZATION, auth.clone()));
     }

@@ -23,6 +23,10 @@ mod rpc;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Borrow;
+
+use http::{HeaderName, HeaderValue};
+
 use crate::profile::{Binding, Interface};
 
 pub use errors::says_streaming_unsupported;
@@ -84,6 +88,35 @@ impl Dialect {
     /// card's `protocolVersion`): always 1.0, whatever the agent speaks.
     pub fn caller_version(self) -> &'static str {
         "1.0"
+    }
+
+    /// The `A2A-Version` header of a request to the agent at `version`: none toward a 0.3 agent
+    /// (an absent header is what means 0.3, FACTS §3), nor for a `version` that is no header
+    /// value. The data plane's calls and the probes take it from here.
+    pub fn version_header(self, version: &str) -> Option<(HeaderName, HeaderValue)> {
+        if self.translates() {
+            return None;
+        }
+        let v = HeaderValue::from_str(version).ok()?;
+        Some((HeaderName::from_static("a2a-version"), v))
+    }
+
+    /// The header activating extensions `uris` on a request to the agent: `A2A-Extensions`, or
+    /// 0.3's name for it, `X-A2A-Extensions`; none when `uris` is empty (or no header value).
+    pub fn extensions_header<S: Borrow<str>>(
+        self,
+        uris: &[S],
+    ) -> Option<(HeaderName, HeaderValue)> {
+        if uris.is_empty() {
+            return None;
+        }
+        let v = HeaderValue::from_str(&uris.join(",")).ok()?;
+        let name = if self.translates() {
+            "x-a2a-extensions"
+        } else {
+            "a2a-extensions"
+        };
+        Some((HeaderName::from_static(name), v))
     }
 }
 

@@ -56,6 +56,7 @@ mod peers_v03;
 mod planner;
 mod probe_agent;
 mod probe_gateway;
+mod probe_v03;
 mod reliability_doc;
 mod request_props;
 mod sdk_fixtures;
