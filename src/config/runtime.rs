@@ -21,11 +21,12 @@ use crate::types::duration::parse_duration;
 pub const MAX_WORKER_THREADS: usize = 1024;
 /// Whether work stealing is on when `[runtime] work_stealing` is not set.
 pub const DEFAULT_WORK_STEALING: bool = true;
-/// `[runtime] keep_warm` when not set: how often, while calls are in flight, a thread of the
-/// gateway's wakes so the CPU does not sleep deeply between them (`proxy::keep_warm`).
-/// Half a millisecond: on the bench VM, a waker every 0.5 ms held p99 at 4.5–5.8 ms where one
-/// every 1 ms gave 8.8–9.0 ms (pinned, 10,000 req/s, access log off).
-pub const DEFAULT_KEEP_WARM: Duration = Duration::from_micros(500);
+/// The pace `[runtime] keep_warm` suggests when it is turned on (it is off unless set): with a
+/// busy process sharing the CPU, a waker every 0.5 ms held p99 at 4.5–5.8 ms where one every
+/// 1 ms gave 8.8–9.0 ms (pinned, 10,000 req/s, access log off). Off by default because on a
+/// CPU the gateway has to itself the waker only preempts the data plane: in the quiet
+/// 2026-12-02 sitting p99 at half load was 6.9 ms without it and 24–28 ms with it.
+pub const SUGGESTED_KEEP_WARM: Duration = Duration::from_micros(500);
 /// Longest `keep_warm` accepted: beyond it the CPU's sleeps are already as long as the wake-ups
 /// it meant to avoid.
 pub const MAX_KEEP_WARM: Duration = Duration::from_millis(10);
@@ -41,7 +42,7 @@ pub struct Runtime {
     /// data-plane thread plus one for the control plane (false, on more than one thread; on one,
     /// the same as true).
     pub work_stealing: bool,
-    /// While calls are in flight, a thread wakes this often (`None`: `"0s"`, never).
+    /// While calls are in flight, a thread wakes this often (`None`: off, the default, or `"0s"`).
     pub keep_warm: Option<Duration>,
 }
 
@@ -50,7 +51,7 @@ impl Default for Runtime {
         Runtime {
             worker_threads: None,
             work_stealing: DEFAULT_WORK_STEALING,
-            keep_warm: Some(DEFAULT_KEEP_WARM),
+            keep_warm: None,
         }
     }
 }
@@ -110,7 +111,7 @@ pub struct RawRuntime {
     pub worker_threads: Option<usize>,
     /// Work stealing between the data plane's threads (default true).
     pub work_stealing: Option<bool>,
-    /// How often a thread wakes while calls are in flight (default "500us"; "0s": never).
+    /// How often a thread wakes while calls are in flight (default off; "0s": off).
     pub keep_warm: Option<String>,
 }
 
@@ -133,8 +134,9 @@ pub fn runtime(raw: &RawRuntime, problems: &mut Vec<String>) -> Runtime {
         Some(Ok(t)) if t <= MAX_KEEP_WARM => Some(t),
         Some(Ok(_)) => {
             problems.push(format!(
-                "runtime.keep_warm: at most {}ms (\"0s\" turns it off)",
-                MAX_KEEP_WARM.as_millis()
+                "runtime.keep_warm: at most {}ms (\"{}us\" is the suggested pace, \"0s\" off)",
+                MAX_KEEP_WARM.as_millis(),
+                SUGGESTED_KEEP_WARM.as_micros()
             ));
             d.keep_warm
         }
@@ -193,7 +195,7 @@ mod tests {
     }
 
     #[test]
-    fn keep_warm_is_half_a_millisecond_unless_turned_off_and_is_bounded() {
+    fn keep_warm_is_off_unless_set_and_is_bounded() {
         let with = |v: &str| {
             let mut problems = Vec::new();
             let raw = RawRuntime {
@@ -202,12 +204,13 @@ mod tests {
             };
             (runtime(&raw, &mut problems).keep_warm, problems)
         };
-        assert_eq!(Runtime::default().keep_warm, Some(DEFAULT_KEEP_WARM));
+        assert_eq!(Runtime::default().keep_warm, None);
+        assert_eq!(with("500us").0, Some(SUGGESTED_KEEP_WARM));
         assert_eq!(with("0s"), (None, vec![]));
         assert_eq!(with("2ms").0, Some(Duration::from_millis(2)));
         assert_eq!(with("250us").0, Some(Duration::from_micros(250)));
         let (kept, problems) = with("1s");
-        assert_eq!(kept, Some(DEFAULT_KEEP_WARM));
+        assert_eq!(kept, None);
         assert!(
             problems[0].starts_with("runtime.keep_warm: at most 10ms"),
             "{problems:?}"

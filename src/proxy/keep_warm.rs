@@ -1,17 +1,16 @@
-//! Keeps the data plane's CPU from sleeping deeply while calls are in flight: one thread that
-//! wakes every `[runtime] keep_warm` (0.5 ms) while the gateway is busy and every
-//! [`IDLE_CHECK`] otherwise (I/O: none; the thread only sleeps and reads a gauge).
+//! An opt-in waker for a data plane that shares its CPU with busy processes: one thread that
+//! wakes every `[runtime] keep_warm` (off unless set; 0.5 ms suggested) while calls are in flight
+//! and every [`IDLE_CHECK`] otherwise (I/O: none; the thread only sleeps and reads a gauge).
 //!
-//! Why: on a virtual machine a CPU with nothing to run halts, and waking a halted virtual CPU for
-//! a packet that another CPU received can take milliseconds when the host is busy. A data plane
-//! of one thread (the default on one CPU) sleeps in `epoll_wait` between calls, so every call
-//! that arrives while its CPU is halted waits for that wake-up. Measured on the 2-CPU bench VM,
-//! pinned to one CPU at 10,000 req/s with the access log off: p99 23–125 ms, p50 1.4–16 ms;
-//! with a thread that merely wakes every 0.5 ms on the same CPU, p99 3.1–3.2 ms and p50 0.63 ms
-//! (the same thread on the other CPU: no help). The access log's writer did this by accident
-//! (it wakes every 2 ms while lines arrive), so the gateway was fast with the log on and slow with
-//! it off. A wake-up costs a few microseconds, so 2,000 a second while busy is about 1% of a CPU,
-//! and an idle gateway adds [`IDLE_CHECK`]'s 50 a second.
+//! Why it exists: with one data-plane thread pinned to a CPU that busy processes (here: compiles)
+//! also ran on, p99 at 10,000 req/s with the access log off was 23–125 ms, and a thread merely
+//! waking every 0.5 ms on the same CPU brought it to 3.1–5.8 ms (on the other CPU: no help): each
+//! wake-up makes the scheduler look again, so a data-plane thread woken by a packet waits less
+//! behind a process that holds the CPU. The access log's writer does this by accident (it wakes
+//! every 2 ms while lines arrive). Why it is off by default: on a CPU the gateway has to itself,
+//! the waker only preempts the data plane — in the quiet 2026-12-02 bench sitting p99 at half
+//! load pinned was 6.9 ms without it and 24–28 ms with it (`benches/RESULTS.md`). A wake-up costs
+//! a few microseconds; an idle gateway with it on adds [`IDLE_CHECK`]'s 50 a second.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -243,14 +243,15 @@ async fn under_a_half_cpu_quota_the_data_plane_gets_one_thread_and_says_why() {
         .expect("the gateway exits after SIGTERM");
 }
 
-/// `[runtime] keep_warm`: by default one thread (`a2a-egress-warm`) keeps the data plane's CPU
-/// from halting while calls are in flight; `"0s"` runs none.
+/// `[runtime] keep_warm`: off by default (no `a2a-egress-warm` thread); set, one thread runs.
 #[tokio::test]
-async fn the_keep_warm_thread_runs_by_default_and_not_when_turned_off() {
+async fn the_keep_warm_thread_runs_only_when_set() {
     let agent = SdkAgent::start(&[]);
     let warm_threads = |gw: &GatewayProc| count(&thread_names(gw.process.pid()), "a2a-egress-warm");
     let on = GatewayProc::start(
-        &(config_head(&[]) + &integration("echo", &agent.card_url, "")),
+        &(config_head(&[])
+            + "[runtime]\nkeep_warm = \"500us\"\n"
+            + &integration("echo", &agent.card_url, "")),
         &[],
     )
     .await;
@@ -262,9 +263,7 @@ async fn the_keep_warm_thread_runs_by_default_and_not_when_turned_off() {
         thread_names(on.process.pid())
     );
     let off = GatewayProc::start(
-        &(config_head(&[])
-            + "[runtime]\nkeep_warm = \"0s\"\n"
-            + &integration("echo", &agent.card_url, "")),
+        &(config_head(&[]) + &integration("echo", &agent.card_url, "")),
         &[],
     )
     .await;
