@@ -20,7 +20,7 @@
 //! Toward an A2A 0.3 agent (JSON-RPC, translated) each request is built as the 1.0 one and
 //! translated as a data-plane call is, with 0.3's headers (no `A2A-Version`, `X-A2A-Extensions`),
 //! and the answer and every stream event are translated back before the same judgement
-//! ([`dialect`]). `version` and `extension:<uri>` ask about errors 0.3 does not have: they are
+//! (`dialect`). `version` and `extension:<uri>` ask about errors 0.3 does not have: they are
 //! not sent, and their result is inconclusive with the reason (`not probed: …`), never failed.
 
 use std::time::SystemTime;
