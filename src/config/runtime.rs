@@ -27,6 +27,8 @@ pub const DEFAULT_WORK_STEALING: bool = true;
 /// CPU the gateway has to itself the waker only preempts the data plane: in the quiet
 /// 2026-12-02 sitting p99 at half load was 6.9 ms without it and 24–28 ms with it.
 pub const SUGGESTED_KEEP_WARM: Duration = Duration::from_micros(500);
+/// Shortest `keep_warm` accepted: below it the thread nearly spins while calls are in flight.
+pub const MIN_KEEP_WARM: Duration = Duration::from_micros(100);
 /// Longest `keep_warm` accepted: beyond it the CPU's sleeps are already as long as the wake-ups
 /// it meant to avoid.
 pub const MAX_KEEP_WARM: Duration = Duration::from_millis(10);
@@ -131,10 +133,11 @@ pub fn runtime(raw: &RawRuntime, problems: &mut Vec<String>) -> Runtime {
     let keep_warm = match raw.keep_warm.as_deref().map(parse_duration) {
         None => d.keep_warm,
         Some(Ok(t)) if t.is_zero() => None,
-        Some(Ok(t)) if t <= MAX_KEEP_WARM => Some(t),
+        Some(Ok(t)) if (MIN_KEEP_WARM..=MAX_KEEP_WARM).contains(&t) => Some(t),
         Some(Ok(_)) => {
             problems.push(format!(
-                "runtime.keep_warm: at most {}ms (\"{}us\" is the suggested pace, \"0s\" off)",
+                "runtime.keep_warm: between {}us and {}ms (\"{}us\" is the suggested pace, \"0s\" off)",
+                MIN_KEEP_WARM.as_micros(),
                 MAX_KEEP_WARM.as_millis(),
                 SUGGESTED_KEEP_WARM.as_micros()
             ));
@@ -212,7 +215,13 @@ mod tests {
         let (kept, problems) = with("1s");
         assert_eq!(kept, None);
         assert!(
-            problems[0].starts_with("runtime.keep_warm: at most 10ms"),
+            problems[0].starts_with("runtime.keep_warm: between 100us and 10ms"),
+            "{problems:?}"
+        );
+        let (kept, problems) = with("1us");
+        assert_eq!(kept, None);
+        assert!(
+            problems[0].starts_with("runtime.keep_warm: between"),
             "{problems:?}"
         );
         let (_, problems) = with("soon");

@@ -50,11 +50,15 @@ fn reason(code: i64) -> Option<&'static str> {
     })
 }
 
-/// Whether an agent's error message says streaming is not supported (Python 0.3.26: "Streaming
-/// is not supported by the agent"), case and punctuation aside.
+/// Whether an agent's error message is Python a2a-sdk 0.3.26's refusal of a stream ("Streaming
+/// is not supported by the agent", `tests/fixtures/wire/v03/python-jsonrpc-stream-refused.json`),
+/// case aside. Only that sentence: a looser match ("upstream … not supported") would turn an
+/// ordinary internal error into a downgrade, a stale mark and streaming switched off.
 pub fn says_streaming_unsupported(message: &str) -> bool {
-    let m = message.to_ascii_lowercase();
-    m.contains("stream") && (m.contains("not supported") || m.contains("unsupported"))
+    message
+        .trim()
+        .to_ascii_lowercase()
+        .starts_with("streaming is not supported")
 }
 
 /// The ErrorInfo array of `reason`, with `metadata` (JSON object text) when given.
@@ -80,7 +84,8 @@ pub(super) fn error_to10<'a>(op: Op, raw: &'a RawValue) -> Result<Out<'a>, Trans
         .get("message")
         .ok_or_else(|| TranslateError::untranslatable("error.message", "is required"))?;
     let said = text(message, "error.message")?;
-    let streams = matches!(op, Op::SendStreamingMessage | Op::SubscribeToTask);
+    // A refused resubscription is no reason to resend anything: only a refused stream is.
+    let streams = op == Op::SendStreamingMessage;
     let (code, data) = match code {
         -32603 if streams && says_streaming_unsupported(&said) => {
             (-32004, reason(-32004).map(|r| details(r, None)))

@@ -143,8 +143,19 @@ pub fn event_to10(op: Op, data: &[u8]) -> Result<Translated, TranslateError> {
 
 fn translate_answer(op: Op, body: &[u8], event: bool) -> Result<Translated, TranslateError> {
     let env = envelope(body)?;
+    // What a 1.0 agent's answer would be refused for is refused here too: the translation writes
+    // a fresh 2.0 envelope, so it must not turn a broken one into a valid answer.
+    if env.obj.get("jsonrpc").map(|v| v.get()) != Some("\"2.0\"") {
+        return Err(TranslateError::untranslatable("jsonrpc", "is not \"2.0\""));
+    }
     let (member, value, last, error) = match (env.obj.get("result"), env.obj.get("error")) {
-        (_, Some(e)) => ("error", super::errors::error_to10(op, e)?, false, true),
+        (Some(_), Some(_)) => {
+            return Err(TranslateError::untranslatable(
+                "body",
+                "has both result and error",
+            ));
+        }
+        (None, Some(e)) => ("error", super::errors::error_to10(op, e)?, false, true),
         (Some(r), None) => {
             let (v, last) = result_to10(op, r, event)?;
             ("result", v, last, false)

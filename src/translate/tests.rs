@@ -421,13 +421,32 @@ fn every_error() {
         json!({"code":-32050,"message":"auth"})
     );
     // Python a2a-sdk 0.3.26's refusal of a stream is read as UnsupportedOperationError, on
-    // streams only.
+    // SendStreamingMessage only, and only that sentence.
     let py = json!({"code":-32603,"message":"Streaming is not supported by the agent"});
     assert_eq!(error(Op::SendStreamingMessage, py.clone())["code"], -32004);
-    assert_eq!(error(Op::SubscribeToTask, py.clone())["code"], -32004);
+    assert_eq!(error(Op::SubscribeToTask, py.clone())["code"], -32603);
     assert_eq!(error(Op::SendMessage, py)["code"], -32603);
-    let other = json!({"code":-32603,"message":"boom"});
-    assert_eq!(error(Op::SendStreamingMessage, other)["code"], -32603);
+    for said in [
+        "boom",
+        "upstream model not supported",
+        "stream unsupported here",
+    ] {
+        let other = json!({"code":-32603,"message":said});
+        assert_eq!(
+            error(Op::SendStreamingMessage, other)["code"],
+            -32603,
+            "{said}"
+        );
+    }
+    // A broken envelope is refused, never repaired into a valid 1.0 answer.
+    for body in [
+        &br#"{"id":1,"result":{"kind":"task","id":"t","contextId":"c","status":{"state":"completed"}}}"#[..],
+        br#"{"jsonrpc":"1.0","id":1,"error":{"code":-32001,"message":"gone"}}"#,
+        br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":-32001,"message":"gone"}}"#,
+    ] {
+        assert!(answer_to10(Op::GetTask, body).is_err(), "{}", String::from_utf8_lossy(body));
+        assert!(event_to10(Op::SubscribeToTask, body).is_err());
+    }
     let body = br#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}"#;
     assert!(answer_to10(Op::GetTask, body).is_err());
     // An error event in a stream.

@@ -492,6 +492,7 @@ async fn raw_03_answers_final_ends_the_stream_and_untranslatable_is_refused() {
                 &[
                     ("content-type", "application/json"),
                     ("x-a2a-extensions", "urn:a"),
+                    ("a2a-version", "0.3"),
                 ],
                 format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"kind":"task","id":"t","status":{{"state":"working"}}}}}}"#)
                     .as_bytes(),
@@ -528,6 +529,10 @@ async fn raw_03_answers_final_ends_the_stream_and_untranslatable_is_refused() {
     let (_, headers, body) = gw.rpc_raw("raw", &get, &[]).await;
     assert_eq!(headers["a2a-extensions"], "urn:a", "{headers:?}");
     assert!(headers.get("x-a2a-extensions").is_none(), "{headers:?}");
+    assert!(
+        headers.get("a2a-version").is_none_or(|v| v != "0.3"),
+        "the agent's 0.3 version header on a 1.0 answer: {headers:?}"
+    );
     let task: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(
         task["result"]["status"]["state"], "TASK_STATE_WORKING",

@@ -123,12 +123,11 @@ fn extensions_as_10(at: Attempt<'_>, head: &mut ResponseHeader) -> Result<(), Cl
         .iter()
         .cloned()
         .collect();
-    if echoed.is_empty() {
-        return Ok(());
-    }
     head.remove_header("x-a2a-extensions");
-    // What the agent put under 1.0's name is not 0.3 and does not pass beside the translation.
+    // What the agent put under 1.0's names is not 0.3 and does not pass beside the translation,
+    // echo or not: its version header would name 0.3 on an answer the caller reads as 1.0.
     head.remove_header("a2a-extensions");
+    head.remove_header("a2a-version");
     for v in echoed {
         head.append_header("a2a-extensions", v)
             .map_err(ClientError::Receive)?;
