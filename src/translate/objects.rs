@@ -330,7 +330,10 @@ pub(super) fn wrapped_to10<'a>(
     let kind = kind_of(raw, field)?;
     let (key, inner, fin) = match kind {
         Kind::Task => ("task", task_to10(raw, field)?, false),
-        Kind::Message => ("message", message_to10(raw, field)?, false),
+        // In a stream a message is the whole answer (no task follows it, and 0.3 marks it with
+        // no `final`): it ends the stream, so the caller's stream and the agent's connection are
+        // not held open waiting for the agent to close.
+        Kind::Message => ("message", message_to10(raw, field)?, allow_events),
         Kind::StatusUpdate if allow_events => {
             let o = Obj::parse(raw, field)?;
             let fin = match o.get("final") {

@@ -356,7 +356,8 @@ fn stream_events_and_final() {
         )
     };
     assert_eq!(ev(task03()), (json!({"task":task10()}), false));
-    assert_eq!(ev(message03()), (json!({"message":message10()}), false));
+    // A message answers the whole stream: nothing follows it (0.3 sends no final flag with it).
+    assert_eq!(ev(message03()), (json!({"message":message10()}), true));
     let su = json!({"kind":"status-update","taskId":"t","contextId":"c",
         "status":{"state":"completed"},"final":true,"metadata":{}});
     assert_eq!(
