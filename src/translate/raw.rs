@@ -114,14 +114,20 @@ pub(super) fn strings<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, Tra
     Ok(Out::Raw(raw))
 }
 
-/// `raw` when it is a JSON integer (copied as written).
+/// `raw` when it is a JSON integer (copied as written), or ProtoJSON's quoted form of one
+/// (`"5"`, which 1.0 parsers accept for an int32), written as the number.
 pub(super) fn integer<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let is_int = |t: &str| {
+        let digits = t.strip_prefix('-').unwrap_or(t);
+        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+    };
     let t = raw.get();
-    let digits = t.strip_prefix('-').unwrap_or(t);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        Ok(Out::Raw(raw))
-    } else {
-        Err(TranslateError::untranslatable(field, "is not an integer"))
+    if is_int(t) {
+        return Ok(Out::Raw(raw));
+    }
+    match t.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        Some(inner) if is_int(inner) => Ok(Out::Owned(inner.to_owned())),
+        _ => Err(TranslateError::untranslatable(field, "is not an integer")),
     }
 }
 

@@ -97,6 +97,13 @@ fn every_other_request() {
             "tasks/get",
             json!({"id":"t1","historyLength":2}),
         ),
+        // ProtoJSON's quoted int32 is an integer too, written as the number.
+        (
+            Op::GetTask,
+            json!({"id":"t1","historyLength":"2"}),
+            "tasks/get",
+            json!({"id":"t1","historyLength":2}),
+        ),
         (
             Op::CancelTask,
             json!({"id":"t1","metadata":{"a":1}}),
@@ -662,5 +669,23 @@ mod props {
                 prop_assert!(!dups.is_empty(), "{}", out);
             }
         }
+    }
+}
+
+#[test]
+fn an_integer_is_a_json_integer_or_its_quoted_protojson_form_only() {
+    let get = |h: &str| {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{{"id":"t","historyLength":{h}}}}}"#
+        );
+        request_to03(Op::GetTask, body.as_bytes())
+    };
+    for ok in ["2", "-1", "\"2\"", "\"-1\""] {
+        assert!(get(ok).is_ok(), "{ok}");
+    }
+    // (`null` is absent, as ProtoJSON reads it.)
+    for bad in ["2.5", "\"2x\"", "\"\"", "\"2.0\"", "true"] {
+        let e = get(bad).unwrap_err().to_string();
+        assert!(e.contains("historyLength"), "{bad}: {e}");
     }
 }
