@@ -9,7 +9,7 @@
 //!   recorded in [`Profile::interfaces`] with why it was not chosen;
 //! - **translation**: a chosen interface the gateway cannot call → unusable
 //!   ([`Unusable::TranslationNotBuilt`]), so no untranslated call leaves: 1.0 over JSON-RPC and
-//!   HTTP+JSON go as they come, 0.3 over JSON-RPC is translated (`crate::translate`); 0.3 over
+//!   HTTP+JSON go as they come, 0.3 over JSON-RPC is translated by the data plane ([`Interface::callable`]); 0.3 over
 //!   HTTP+JSON and gRPC are not built;
 //! - **required extensions**: a `required` extension whose URI the client does not know → unusable
 //!   ([`Unusable::RequiredExtensions`], naming every such URI, sorted). When both rules fail, the
@@ -43,7 +43,7 @@ use crate::card::{SignatureStatus, ValidatedCard};
 pub struct ClientCaps {
     /// Supported bindings; the client speaks each of them at every version in `versions`
     /// (`Grpc`, and version `0.3` over HTTP+JSON, may be chosen but are not callable yet: see
-    /// `callable`).
+    /// [`Interface::callable`]).
     pub bindings: Vec<Binding>,
     /// Supported `Major.Minor` versions.
     pub versions: Vec<String>,
@@ -74,7 +74,7 @@ pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
     let c = card.card();
     let (interface, offered, choices) = interfaces(c, caps);
     let (extensions, required_extensions, missing) = extensions(c, caps);
-    let unusable = if let Some(i) = interface.as_ref().filter(|i| !callable(i)) {
+    let unusable = if let Some(i) = interface.as_ref().filter(|i| !i.callable()) {
         Some(Unusable::TranslationNotBuilt {
             binding: i.binding.as_str().to_owned(),
             version: i.version.clone(),
@@ -199,19 +199,6 @@ fn interfaces(
         });
     }
     (interface, offered, choices)
-}
-
-/// Whether the gateway can send calls to `iface`: 1.0 over JSON-RPC or HTTP+JSON as they come,
-/// 0.3 over JSON-RPC translated (`crate::translate`, whose `Dialect::of` is the same rule seen
-/// from the data plane). A chosen 0.3 HTTP+JSON or gRPC interface is recorded (profile, planner
-/// view, `/readyz`) but the profile is unusable with [`Unusable::TranslationNotBuilt`], so the
-/// data plane never sends an untranslated call to it; with the default `[client]` (1.0,
-/// JSON-RPC + HTTP+JSON) such an interface is never chosen.
-fn callable(iface: &Interface) -> bool {
-    matches!(
-        (iface.version.as_str(), iface.binding),
-        ("1.0", Binding::JsonRpc | Binding::HttpJson) | ("0.3", Binding::JsonRpc)
-    )
 }
 
 /// The extensions both sides know, the required ones among them, and the required ones the

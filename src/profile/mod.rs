@@ -108,6 +108,17 @@ impl Interface {
             version: self.version.clone(),
         }
     }
+
+    /// Whether the gateway can send calls to this interface: 1.0 over JSON-RPC or HTTP+JSON as
+    /// they come, 0.3 over JSON-RPC translated. The one place of the rule: the compiler makes a
+    /// chosen interface that is not callable unusable, and the data plane's translator reads its
+    /// dialect only from callable ones.
+    pub fn callable(&self) -> bool {
+        matches!(
+            (self.version.as_str(), self.binding),
+            ("1.0", Binding::JsonRpc | Binding::HttpJson) | ("0.3", Binding::JsonRpc)
+        )
+    }
 }
 
 /// One alternative of a security requirement: scheme name → required scopes (all schemes together, AND).

@@ -68,10 +68,14 @@ impl Dialect {
     /// HTTP+JSON as it comes, 0.3 over JSON-RPC translated; `None` for every other pair (0.3
     /// HTTP+JSON, gRPC), which the compiler leaves unusable.
     pub fn of(iface: &Interface) -> Option<Dialect> {
-        let protocol = match (iface.version.as_str(), iface.binding) {
-            ("1.0", Binding::JsonRpc | Binding::HttpJson) => Protocol::V1_0,
-            ("0.3", Binding::JsonRpc) => Protocol::V0_3,
-            _ => return None,
+        // Which interfaces can be called at all is the profile's rule; this only names the dialect.
+        if !iface.callable() {
+            return None;
+        }
+        let protocol = if iface.version == "0.3" {
+            Protocol::V0_3
+        } else {
+            Protocol::V1_0
         };
         Some(Dialect {
             protocol,
