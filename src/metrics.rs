@@ -49,6 +49,16 @@ pub const PROBE_RESULTS: [&str; 3] = ["ok", "failed", "inconclusive"];
 /// `upstream_idle_timeout`).
 pub const UPSTREAM_TIMEOUT_PHASES: [&str; 3] = ["header", "body", "idle"];
 
+/// The `cause` label values of `a2a_egress_downgrades_total` (the proxy's `DowngradeCause`,
+/// whose tests hold the two equal), each created at 0 for every integration.
+pub const DOWNGRADE_CAUSES: [&str; 4] = ["declared_off", "config_off", "override", "refused"];
+
+/// The `limit` label values of `a2a_egress_overload_refusals_total` (the proxy's `Cap`).
+pub const OVERLOAD_LIMITS: [&str; 2] = ["connections", "inflight"];
+
+/// The `phase` label values of `a2a_egress_downstream_timeouts_total` (the proxy's `Phase`).
+pub const DOWNSTREAM_TIMEOUT_PHASES: [&str; 4] = ["idle", "header", "body", "write"];
+
 /// `result` values of `a2a_egress_card_signatures_total`: a new signature made for a card
 /// content, or a card served unsigned because signing it failed.
 pub const CARD_SIGNATURE_RESULTS: [&str; 2] = ["signed", "failed"];
@@ -362,9 +372,16 @@ fn load_metrics(registry: &Registry) -> (IntGauge, IntGauge, IntCounterVec, IntC
     let timeouts = counters(
         registry,
         "a2a_egress_downstream_timeouts_total",
-        "Data-plane connections cut off by the idle, header or body deadline.",
+        "Data-plane connections cut off by the idle, header, body or write deadline.",
         &["phase"],
     );
+    // At 0 from the start, so `rate()`/`increase()` see the first refusal or cut-off.
+    for limit in OVERLOAD_LIMITS {
+        refusals.with_label_values(&[limit]);
+    }
+    for phase in DOWNSTREAM_TIMEOUT_PHASES {
+        timeouts.with_label_values(&[phase]);
+    }
     (inflight, connections, refusals, timeouts)
 }
 
@@ -391,6 +408,20 @@ fn card_signatures(registry: &Registry) -> IntCounterVec {
         c.with_label_values(&[result]);
     }
     c
+}
+
+/// `registry` with the standard `process_*` families (`process_cpu_seconds_total`,
+/// `process_resident_memory_bytes`, `process_open_fds`, `process_max_fds`,
+/// `process_start_time_seconds`, …), read from `/proc/self` when scraped. Off Linux there are
+/// none (the collector exists only there).
+fn with_process_metrics(registry: Registry) -> Registry {
+    #[cfg(target_os = "linux")]
+    registry
+        .register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ))
+        .expect("process_* names are unique");
+    registry
 }
 
 impl Default for Metrics {
@@ -467,7 +498,7 @@ impl Metrics {
             probe_runs,
             probe_failed,
             card_signatures: card_signatures(&registry),
-            registry,
+            registry: with_process_metrics(registry),
             known: Arc::default(),
             series: Arc::default(),
             unrouted: Series::new(""),
@@ -610,7 +641,8 @@ impl Metrics {
     }
 
     /// Sets the usable, status and lock-verdict gauges of every integration from a snapshot, and
-    /// creates its stale-mark and probe series, so dashboards and alerts see zeros, not gaps.
+    /// creates its counters that alerts read with `rate()`/`increase()` (stale marks, invalid
+    /// answers, probes, timeouts, downgrades) at 0, so dashboards and alerts see zeros, not gaps.
     /// Integrations the previous snapshot had and this one lacks lose their series.
     pub fn observe_snapshot(&self, snapshot: &Snapshot) {
         for gone in self.departed(snapshot) {
@@ -658,6 +690,9 @@ impl Metrics {
             for phase in UPSTREAM_TIMEOUT_PHASES {
                 self.upstream_timeouts.with_label_values(&[name, phase]);
             }
+            for cause in DOWNGRADE_CAUSES {
+                self.downgrades.with_label_values(&[name, cause]);
+            }
         }
     }
 }
@@ -698,9 +733,16 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("a2a_egress_requests_total{integration=\"echo\",method=\"SendMessage\",outcome=\"ok\"} 1"), "{text}");
+        // Ours are `a2a_egress_*`; the only others are the standard `process_*` families.
+        let mut process = 0;
         for fam in m.registry.gather() {
+            if fam.name().starts_with("process_") {
+                process += 1;
+                continue;
+            }
             assert!(fam.name().starts_with("a2a_egress_"), "{}", fam.name());
         }
+        assert!(process >= 5, "process_* families: {process}\n{text}");
     }
 
     fn snapshot(names: &[&str]) -> Snapshot {

@@ -3,7 +3,8 @@
 //! request).
 //!
 //! Reading the probe and scrape routes (`GET`/`HEAD` of `/healthz`, `/readyz`, `/metrics`) stays
-//! open, so a kubelet and a Prometheus without credentials keep working; every other request —
+//! open, so a kubelet and a Prometheus without credentials keep working (without the token,
+//! `/readyz` shows only readiness and each integration's status); every other request —
 //! the planner views and `POST /v1/select` included, since they show what the gateway reaches
 //! and why — needs `Authorization: Bearer <token>` when a token is configured, which config
 //! validation requires whenever the admin listener is not on loopback. `/metrics` carries only
@@ -37,6 +38,10 @@ impl Access {
         let refused = metrics
             .admin_refusals
             .with_label_values(&[super::error::RATE_LIMITED]);
+        // At 0 from the start, like the rate-limited series, for `increase()` in alerts.
+        metrics
+            .admin_refusals
+            .with_label_values(&[super::error::UNAUTHENTICATED]);
         Access {
             token: admin.token.clone(),
             refresh: RefreshLimiter::new(admin.refresh_min_interval, refused),
@@ -54,6 +59,15 @@ impl Access {
             },
             metrics,
         )
+    }
+}
+
+impl Access {
+    /// Whether a request with `headers` may see what only the token holder may: true without a
+    /// configured token, else only with the right one (pure; counts and logs nothing, so a probe
+    /// without the token is no refusal).
+    pub fn holds_token(&self, headers: &HeaderMap) -> bool {
+        verdict(self.token.as_ref(), headers) == Verdict::Allowed
     }
 }
 

@@ -7,7 +7,8 @@
 //!   against its lockfile (`lock`: `verdict`, `findings`, `at`, `fallback`), its runtime
 //!   `evidence`, its last probe run (`probes`) and each claim of its profile with its source
 //!   (`claims`: declared, verified or contradicted, see [`crate::state::claims`]), and the data
-//!   plane's threads as `serve` chose them (`runtime`).
+//!   plane's threads as `serve` chose them (`runtime`). With `[admin] token_file` set, a request
+//!   without the token sees only `ready`, `draining` and each integration's `status`.
 //! - `GET /metrics`: Prometheus text exposition of the one [`Metrics`] registry.
 //! - `POST /v1/integrations/{name}/refresh` ([`refresh`], when the control plane runs): a forced
 //!   refresh, rate-limited per integration.
@@ -26,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
@@ -133,21 +134,32 @@ pub async fn serve(
     }
 }
 
-async fn readyz(State(s): State<AdminState>) -> Response {
+async fn readyz(State(s): State<AdminState>, headers: HeaderMap) -> Response {
     let snap = s.store.load();
     let draining = s.draining.load(Ordering::Relaxed);
     let ready = snap.ready() && !draining;
+    let code = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    // Off loopback the pod network reaches this port, and the kubelet needs only the status: a
+    // reason, a lock finding, a claim or a skill name (partner-only ones from an extended card
+    // included) is the token holder's to read.
+    if !s.access.holds_token(&headers) {
+        let integrations: serde_json::Map<String, serde_json::Value> = (snap.integrations.iter())
+            .map(|(n, st)| (n.clone(), readyz::status_only(st)))
+            .collect();
+        let body = json!({"ready": ready, "draining": draining, "integrations": integrations,
+            "detail": "send the admin bearer token for each integration's reason, lock, evidence and claims"});
+        return (code, axum::Json(body)).into_response();
+    }
     let integrations: serde_json::Map<String, serde_json::Value> = snap
         .integrations
         .iter()
         // Each entry bounded (reason, findings, evidence, claims): see [`readyz`].
         .map(|(n, st)| (n.clone(), readyz::entry(st)))
         .collect();
-    let code = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
     (
         code,
         axum::Json(json!({

@@ -32,6 +32,11 @@ pub fn runtime(t: &crate::config::Threads) -> Value {
     })
 }
 
+/// The `/readyz` entry of `st` for a reader without the admin token: its status only.
+pub fn status_only(st: &IntegrationState) -> Value {
+    json!({"status": st.status.as_str()})
+}
+
 /// The `/readyz` entry of `st`: status, reason, lock verdict and findings, evidence, last probe
 /// run, claims and the card's warnings, each bounded.
 pub fn entry(st: &IntegrationState) -> Value {

@@ -171,7 +171,28 @@ pub enum FetchError {
 }
 
 impl FetchError {
-    /// A bounded, machine-readable name for metric labels and evidence.
+    /// Every value [`FetchError::kind`] returns (kept beside it), so the failure counters can
+    /// exist at 0 before the first failure.
+    pub const KINDS: [&'static str; 16] = [
+        "invalid_url",
+        "origin_not_approved",
+        "plain_http_not_allowed",
+        "resolve",
+        "no_address",
+        "address_refused",
+        "redirect_off_origin",
+        "bad_redirect",
+        "too_many_redirects",
+        "redirect_not_allowed",
+        "too_large",
+        "timeout",
+        "transport",
+        "status",
+        "unexpected_not_modified",
+        "ca_file",
+    ];
+
+    /// A bounded, machine-readable name for metric labels and evidence (one of [`Self::KINDS`]).
     pub fn kind(&self) -> &'static str {
         match self {
             FetchError::InvalidUrl { .. } => "invalid_url",

@@ -9,8 +9,21 @@ use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{GaugeVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts};
 
+use crate::control::fetch::FetchError;
 use crate::control::schedule::RefreshResult;
 use crate::metrics::{counter, counters, float_gauges, gauge, gauges, register};
+
+/// `kind` of a refresh that failed because the card failed validation.
+pub const INVALID_CARD: &str = "invalid_card";
+/// `kind` of a refresh worker's panic.
+pub const WORKER_PANIC: &str = "worker_panic";
+
+/// Every `kind` of `a2a_egress_refresh_failures_total`: the fetch's, then the two above.
+pub fn failure_kinds() -> impl Iterator<Item = &'static str> {
+    FetchError::KINDS
+        .into_iter()
+        .chain([INVALID_CARD, WORKER_PANIC])
+}
 
 /// Metrics of refresh, swaps, stale marks and config reloads.
 #[derive(Clone)]
@@ -151,6 +164,10 @@ impl ControlMetrics {
         for r in RefreshResult::ALL {
             self.refreshes.with_label_values(&[name, r.as_str()]);
         }
+        // Alerts take `increase()` of these: a series born at 1 would hide the first failure.
+        for kind in failure_kinds() {
+            self.failures.with_label_values(&[name, kind]);
+        }
         self.swaps.with_label_values(&[name]);
         self.stale_debounced.with_label_values(&[name]);
         self.stale_refreshes.with_label_values(&[name]);
@@ -162,6 +179,9 @@ impl ControlMetrics {
     pub fn remove_integration(&self, name: &str) {
         for r in RefreshResult::ALL {
             let _ = self.refreshes.remove_label_values(&[name, r.as_str()]);
+        }
+        for kind in failure_kinds() {
+            let _ = self.failures.remove_label_values(&[name, kind]);
         }
         let _ = self.swaps.remove_label_values(&[name]);
         let _ = self.stale_debounced.remove_label_values(&[name]);
@@ -283,8 +303,17 @@ mod tests {
         )
         .expect("renders");
         let text = String::from_utf8(out).expect("UTF-8");
+        // Every failure kind exists (at 0 but the one counted); the shape below lists only that one.
+        for kind in failure_kinds() {
+            let series =
+                format!("a2a_egress_refresh_failures_total{{integration=\"a\",kind=\"{kind}\"}}");
+            assert!(text.contains(&series), "{series}\n{text}");
+        }
         let shape: Vec<String> = text
             .lines()
+            .filter(|l| {
+                !l.starts_with("a2a_egress_refresh_failures_total{") || l.contains("kind=\"fetch\"")
+            })
             .map(|l| match l.rsplit_once(' ') {
                 Some((series, _)) if !l.starts_with('#') => series.to_owned(),
                 _ => l.to_owned(),

@@ -181,8 +181,8 @@ impl RefreshError {
     pub fn kind(&self) -> &'static str {
         match self {
             RefreshError::Origins(e) | RefreshError::Fetch(e) => e.kind(),
-            RefreshError::InvalidCard(_) => "invalid_card",
-            RefreshError::WorkerPanicked(_) => "worker_panic",
+            RefreshError::InvalidCard(_) => crate::control::metrics::INVALID_CARD,
+            RefreshError::WorkerPanicked(_) => crate::control::metrics::WORKER_PANIC,
         }
     }
 }

@@ -384,9 +384,17 @@ impl ProxyHttp for Gateway {
             .as_ref()
             .map(|s| s.integration.max_body_bytes)
             .unwrap_or(DEFAULT_MAX_BODY_BYTES);
-        let body = match self.read_body_in_time(session, limit).await? {
-            Ok(body) => body,
-            Err(d) => return self.deny(session, ctx, d).await,
+        let body = match self.read_body_in_time(session, limit).await {
+            Ok(Ok(body)) => body,
+            Ok(Err(d)) => return self.deny(session, ctx, d).await,
+            Err(e) => {
+                // A caller that hung up (or reset) mid-body left: nothing failed upstream, and
+                // nothing is logged above debug (the error's path reads `ctx.outcome`).
+                if crate::seam::is_caller_gone(&e) {
+                    ctx.outcome = Some(Outcome::ClientClosed);
+                }
+                return Err(e);
+            }
         };
         let parsed = match parse_body(&r, session.req_header(), &body, ctx) {
             Ok(parsed) => parsed,

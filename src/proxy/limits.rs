@@ -50,6 +50,9 @@ pub enum Cap {
 }
 
 impl Cap {
+    /// Every cap, in the order of [`crate::metrics::OVERLOAD_LIMITS`].
+    pub const ALL: [Cap; 2] = [Cap::Connections, Cap::Inflight];
+
     /// Bounded label.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -73,6 +76,9 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in the order of [`crate::metrics::DOWNSTREAM_TIMEOUT_PHASES`].
+    pub const ALL: [Phase; 4] = [Phase::Idle, Phase::Header, Phase::Body, Phase::Write];
+
     /// Bounded label.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -341,6 +347,13 @@ impl<A: HttpServerApp + Send + Sync + 'static> ServerApp for Limited<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_label_sets_metrics_creates_at_zero_are_these_enums() {
+        assert_eq!(Cap::ALL.map(Cap::as_str), crate::metrics::OVERLOAD_LIMITS);
+        let phases = Phase::ALL.map(Phase::as_str);
+        assert_eq!(phases, crate::metrics::DOWNSTREAM_TIMEOUT_PHASES);
+    }
 
     #[test]
     fn keepalive_seconds_round_up_and_are_never_forever() {

@@ -32,6 +32,14 @@ pub enum DowngradeCause {
 }
 
 impl DowngradeCause {
+    /// Every cause, in the order of [`crate::metrics::DOWNGRADE_CAUSES`].
+    pub const ALL: [DowngradeCause; 4] = [
+        DowngradeCause::DeclaredOff,
+        DowngradeCause::ConfigOff,
+        DowngradeCause::Override,
+        DowngradeCause::Refused,
+    ];
+
     /// Bounded metric label.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -480,6 +488,12 @@ mod tests {
     use crate::proxy::route::Route;
     use serde_json::{Value, json};
     use std::sync::Arc;
+
+    #[test]
+    fn every_downgrade_cause_is_a_label_metrics_creates_at_zero() {
+        let causes = DowngradeCause::ALL.map(DowngradeCause::as_str);
+        assert_eq!(causes, crate::metrics::DOWNGRADE_CAUSES);
+    }
 
     fn integration(streaming: StreamingMode) -> Integration {
         Integration::builder("echo")

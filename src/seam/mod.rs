@@ -43,6 +43,7 @@
 //! | 10 | raw traffic (request and answer headers and bodies, the caller's and the agent's) reaches pingora's logs only at DEBUG or finer under `pingora_core::protocols` and `pingora_proxy`, and at TRACE elsewhere in `pingora_core` ([`RAW_TRAFFIC_TARGETS`]); `log` records keep their module as target | `cli::serve` | `cli::serve::tests::pingora_events_that_carry_raw_requests_are_dropped_at_any_filter`, `tests/integration/security.rs::raw_traffic_never_reaches_the_log_at_any_level` |
 //! | 11 | a session released for a peer is not handed to a peer that differs only by its trust group ([`set_trust_group`], pingora's `group_key`), and is to one of the same group: the pool's key ignores a peer's CA roots, so the group is what keeps agents trusted differently apart | `proxy::upstream` | `seam::tests::the_pool_keeps_trust_groups_apart` |
 //! | 12 | a request body with invalid chunked framing fails `read_request_body` with pingora's `InvalidChunk` error type ([`is_invalid_body_framing`]) | `proxy::gateway` | `seam::tests::an_invalid_chunked_body_is_a_framing_error`, `tests/integration/gateway_hostile_requests.rs::a_malformed_chunked_body_is_refused_400_and_closes_the_connection` |
+//! | 13 | a caller that closes or resets its connection before its request body is complete fails `read_request_body` with `ConnectionClosed` or `ReadError` ([`is_caller_gone`]), never with `InvalidChunk` | `proxy::gateway` | `seam::tests::a_caller_that_leaves_mid_body_is_gone`, `tests/integration/gateway_deadlines.rs::a_caller_that_hangs_up_mid_body_is_client_closed_and_logs_no_warning` |
 //!
 //! The `ProxyHttp` surface itself (the hooks `proxy::gateway` implements) is pingora's public
 //! API and stays where it is used.
@@ -152,6 +153,17 @@ pub async fn write_continue(session: &mut Session) -> pingora::Result<()> {
 /// connection is unreadable (assumption 12).
 pub fn is_invalid_body_framing(e: &pingora::Error) -> bool {
     e.etype() == &pingora::ErrorType::Custom("InvalidChunk")
+}
+
+/// Whether `e`, from reading a request body, says the caller is gone (assumption 13): it closed its connection
+/// before the body was complete (pingora's `ConnectionClosed`, "Peer prematurely closed
+/// connection …") or the read failed (`ReadError`: a reset). Leaving is the caller's right; it
+/// is no failure of the gateway's or the agent's.
+pub fn is_caller_gone(e: &pingora::Error) -> bool {
+    matches!(
+        e.etype(),
+        pingora::ErrorType::ConnectionClosed | pingora::ErrorType::ReadError
+    )
 }
 
 /// Puts `peer` in the connection pool's trust group `group` (assumption 11): a pooled connection

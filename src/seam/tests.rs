@@ -437,6 +437,36 @@ async fn an_invalid_chunked_body_is_a_framing_error() {
     assert!(!is_invalid_body_framing(&refused));
 }
 
+/// Assumption 13: a caller that closes (or resets) its connection before its body is complete
+/// fails `read_request_body` with an error [`is_caller_gone`] recognises, for a sized and for a
+/// chunked body; a framing error is not one.
+#[tokio::test]
+async fn a_caller_that_leaves_mid_body_is_gone() {
+    for raw in [
+        &b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n{\"half\""[..],
+        &b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab"[..],
+    ] {
+        let (client, mut session) = session_with(raw).await;
+        drop(client);
+        let e = loop {
+            match bounded("body", session.read_request_body()).await {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("an incomplete body read as complete"),
+                Err(e) => break e,
+            }
+        };
+        assert!(is_caller_gone(&e), "{e}");
+        assert!(!is_invalid_body_framing(&e), "{e}");
+    }
+    let raw =
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n";
+    let (_client, mut session) = session_with(raw).await;
+    let e = bounded("body", session.read_request_body())
+        .await
+        .expect_err("a chunk size that is not hex");
+    assert!(!is_caller_gone(&e), "{e}");
+}
+
 /// Assumption 8.
 #[test]
 fn the_etag_comparison_is_weak() {

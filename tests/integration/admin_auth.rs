@@ -174,3 +174,81 @@ async fn forced_refreshes_are_rate_limited_per_integration() {
         "{m}"
     );
 }
+
+/// `GET /readyz` with `[admin] token_file` set: without the token (or with a wrong one) only
+/// readiness and each integration's status; with it, the whole account (reasons, lock, evidence,
+/// claims naming skills). The kubelet needs none of the detail, and off loopback the pod network
+/// reaches the admin port (on main, everything was shown to anyone).
+#[tokio::test]
+async fn readyz_without_the_token_shows_readiness_and_status_only() {
+    let (_agent, gw) = gateway("[admin]\ntoken_file = \"admin.token\"\n").await;
+    let read = |auth: Option<String>| {
+        let mut req = crate::common::http().get(format!("http://{}/readyz", gw.admin));
+        if let Some(a) = auth {
+            req = req.header("authorization", a);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (code, full) = read(Some(format!("Bearer {TOKEN}"))).await;
+    assert_eq!(code, 200, "{full}");
+    let full: Value = serde_json::from_str(&full).unwrap();
+    let entry = &full["integrations"]["ref"];
+    assert_eq!(entry["status"], "usable", "{full}");
+    for detail in ["lock", "claims", "evidence", "probes", "interface"] {
+        assert!(
+            entry.get(detail).is_some(),
+            "{detail} missing with the token: {full}"
+        );
+    }
+    assert!(
+        full.get("runtime").is_some() || full.get("control").is_some(),
+        "{full}"
+    );
+    let skills: Vec<String> = entry["claims"]
+        .as_array()
+        .expect("claims")
+        .iter()
+        .filter_map(|c| {
+            c["claim"]
+                .as_str()
+                .or(c["name"].as_str())
+                .map(str::to_owned)
+        })
+        .collect();
+    assert!(!skills.is_empty(), "no claims to look for: {full}");
+    for auth in [None, Some("Bearer wrong-token-0123456789".to_owned())] {
+        let (code, text) = read(auth.clone()).await;
+        assert_eq!(code, 200, "{auth:?}: {text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            ["detail", "draining", "integrations", "ready"],
+            "{auth:?}: {v}"
+        );
+        assert_eq!(v["ready"], true, "{v}");
+        assert_eq!(
+            v["integrations"]["ref"],
+            serde_json::json!({"status": "usable"}),
+            "{v}"
+        );
+        for s in &skills {
+            assert!(
+                !text.contains(s.as_str()),
+                "{auth:?}: {s:?} shown without the token: {text}"
+            );
+        }
+    }
+    // A probe without the token is no refusal: nothing counted.
+    let m = gw.metrics().await;
+    let refused = [("reason", "UNAUTHENTICATED")];
+    assert_eq!(
+        metric(&m, "a2a_egress_admin_refusals_total", &refused),
+        0.0,
+        "{m}"
+    );
+}

@@ -292,6 +292,84 @@ async fn a_caller_that_hangs_up_cancels_its_unary_call() {
     );
 }
 
+/// The WARN and ERROR lines `gw` wrote to stderr (its log is JSON), once every line written
+/// before the access line of a card read with request id `marker` is out (the writer keeps
+/// their order).
+async fn warnings_before(gw: &GatewayProc, marker: &str) -> Vec<String> {
+    // A card read: answered by the gateway itself, so no agent can hold it up.
+    let card = gw.url("/agents/head/.well-known/agent-card.json");
+    let read = crate::common::http()
+        .get(card)
+        .header("x-request-id", marker);
+    read.send().await.expect("reading the effective card");
+    let mut lines: Vec<String>;
+    crate::assert_eventually!(
+        {
+            lines = gw.process.stderr_all().0;
+            lines.iter().any(|l| l.contains(marker))
+        },
+        "no access line for {marker} in the log"
+    );
+    lines
+        .into_iter()
+        .filter(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_default();
+            matches!(v["level"].as_str(), Some("WARN" | "ERROR"))
+                || (v.is_null() && (l.contains("WARN") || l.contains("ERROR")))
+        })
+        .collect()
+}
+
+/// A caller that leaves at any point of its call — before its body is complete, while the agent
+/// has not answered, in the middle of a stream — is `client_closed` and makes no WARN or ERROR
+/// line: leaving is the caller's right, and a line at that level would page someone for it (on
+/// main, the mid-body case was `upstream_failed`, answered 502 and logged at ERROR by pingora).
+#[tokio::test]
+async fn a_caller_that_hangs_up_mid_body_is_client_closed_and_logs_no_warning() {
+    let head = DripAgent::start(Drip::Head, Binding::JsonRpc).await;
+    let stream = DripAgent::start(Drip::Stream, Binding::JsonRpc).await;
+    let config = config_head(&[])
+        + "[log]\nformat = \"json\"\n"
+        + &head.integration("head")
+        + &stream.integration("drip");
+    let gw = GatewayProc::start(&config, &[]).await;
+    // Mid-body: the head and a third of the body, then the caller leaves.
+    let mut s = TcpStream::connect(gw.proxy).await.expect("connecting");
+    let part = b"POST /agents/head HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n\
+                 Content-Length: 300\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":\"1\"";
+    s.write_all(part).await.expect("sending");
+    wait_metric(&gw, "a2a_egress_inflight_requests", &[], 1.0).await;
+    drop(s);
+    let gone = [("integration", "head"), ("outcome", "client_closed")];
+    wait_metric(&gw, "a2a_egress_requests_total", &gone, 1.0).await;
+    // Waiting for the answer's head.
+    let s = post(
+        gw.proxy,
+        "/agents/head",
+        &send_request("2", "SendMessage", "hi"),
+        "1.1",
+    )
+    .await;
+    crate::assert_eventually!(head.calls() == 1, "the call never reached the agent");
+    drop(s);
+    wait_metric(&gw, "a2a_egress_requests_total", &gone, 2.0).await;
+    // Mid-stream.
+    let req = send_request("3", "SendStreamingMessage", "hi");
+    let mut s = post(gw.proxy, "/agents/drip", &req, "1.1").await;
+    read_until(&mut s, "statusUpdate").await;
+    drop(s);
+    let gone = [("integration", "drip"), ("outcome", "client_closed")];
+    wait_metric(&gw, "a2a_egress_requests_total", &gone, 1.0).await;
+    let m = gw.metrics().await;
+    let failed = [("outcome", "upstream_failed")];
+    assert_eq!(metric(&m, "a2a_egress_requests_total", &failed), 0.0, "{m}");
+    let noisy = warnings_before(&gw, "after-hang-ups").await;
+    assert!(
+        noisy.is_empty(),
+        "hang-ups were logged as problems: {noisy:#?}"
+    );
+}
+
 #[tokio::test]
 async fn a_caller_that_hangs_up_cancels_its_stream() {
     let agent = DripAgent::start(Drip::Stream, Binding::JsonRpc).await;

@@ -162,13 +162,93 @@ fn readme_metrics() -> BTreeSet<String> {
 #[tokio::test]
 async fn readme_metrics_table_names_exactly_the_exported_families() {
     let documented = readme_metrics();
-    let exported = exported_families().await;
+    let mut exported = exported_families().await;
+    // The standard `process_*` families are the prometheus crate's, named in one README line.
+    let process: Vec<_> = exported
+        .extract_if(.., |f| f.starts_with("process_"))
+        .collect();
+    assert!(!process.is_empty(), "no process_* families: {exported:?}");
     let undocumented: Vec<_> = exported.difference(&documented).collect();
     let absent: Vec<_> = documented.difference(&exported).collect();
     assert!(
         undocumented.is_empty() && absent.is_empty(),
         "exported but not in the README: {undocumented:?}\nin the README but not exported: {absent:?}"
     );
+}
+
+/// Whether `text` has the series `name{labels…}` (all of `labels`, maybe more) at exactly 0.
+fn at_zero(text: &str, name: &str, labels: &[(&str, &str)]) -> bool {
+    text.lines().any(|l| {
+        l.strip_prefix(name)
+            .is_some_and(|rest| rest.starts_with('{'))
+            && labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+            && l.ends_with(" 0")
+    })
+}
+
+/// The counters alerts read with `rate()`/`increase()` exist at 0 before any traffic — for
+/// every integration where they are per integration — because `increase()` over a series born
+/// at 1 misses the first event; and the standard `process_*` families are exported.
+#[tokio::test]
+async fn alerting_counters_exist_at_zero_before_traffic_and_process_metrics_are_exported() {
+    use a2a_egress::metrics::{DOWNGRADE_CAUSES, DOWNSTREAM_TIMEOUT_PHASES, OVERLOAD_LIMITS};
+    let agent = RefAgent::sample();
+    let gw = gateway(&agent).await;
+    let text = gw.metrics().await;
+    let mut missing = Vec::new();
+    let mut want = |name: &str, labels: &[(&str, &str)]| {
+        if !at_zero(&text, name, labels) {
+            missing.push(format!("{name}{labels:?}"));
+        }
+    };
+    // `down` has failed its fetch by now; the others have not failed at all.
+    for name in ["echo", "nostream"] {
+        let i = ("integration", name);
+        for cause in DOWNGRADE_CAUSES {
+            want("a2a_egress_downgrades_total", &[i, ("cause", cause)]);
+        }
+        for kind in a2a_egress::control::metrics::failure_kinds() {
+            want("a2a_egress_refresh_failures_total", &[i, ("kind", kind)]);
+        }
+        want("a2a_egress_refresh_total", &[i, ("result", "failed")]);
+        want("a2a_egress_worker_panics_total", &[i]);
+        want(
+            "a2a_egress_upstream_timeouts_total",
+            &[i, ("phase", "header")],
+        );
+        want("a2a_egress_stale_marks_total", &[i]);
+        want("a2a_egress_invalid_agent_answers_total", &[i]);
+        want("a2a_egress_probe_results_total", &[i, ("result", "failed")]);
+    }
+    want(
+        "a2a_egress_refresh_failures_total",
+        &[("integration", "down"), ("kind", "invalid_card")],
+    );
+    for limit in OVERLOAD_LIMITS {
+        want("a2a_egress_overload_refusals_total", &[("limit", limit)]);
+    }
+    for phase in DOWNSTREAM_TIMEOUT_PHASES {
+        want("a2a_egress_downstream_timeouts_total", &[("phase", phase)]);
+    }
+    for reason in ["UNAUTHENTICATED", "REFRESH_RATE_LIMITED"] {
+        want("a2a_egress_admin_refusals_total", &[("reason", reason)]);
+    }
+    assert!(
+        missing.is_empty(),
+        "not at 0 before traffic: {missing:#?}\n{text}"
+    );
+    let f = families(&text);
+    for p in [
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_open_fds",
+        "process_max_fds",
+        "process_start_time_seconds",
+    ] {
+        assert!(f.contains(p), "{p} is not exported:\n{text}");
+    }
 }
 
 /// Every series of an exposition text: name and labels (values unescaped).

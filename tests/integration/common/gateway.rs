@@ -40,6 +40,17 @@ pub struct Endpoints {
     pub admin: SocketAddr,
     /// `public_url` it announced.
     pub public_url: String,
+    /// The admin bearer token of `[admin] token_file`, when the config names one: `/readyz`
+    /// shows its detail only to the token's holder.
+    pub admin_token: Option<String>,
+}
+
+/// The token in the file `[admin] token_file` of `config` names (relative to `dir`), if any.
+fn admin_token(dir: &std::path::Path, config: &str) -> Option<String> {
+    let doc: toml::Table = config.parse().ok()?;
+    let file = doc.get("admin")?.get("token_file")?.as_str()?;
+    let text = std::fs::read_to_string(dir.join(file)).ok()?;
+    Some(text.trim().to_owned())
 }
 
 impl Endpoints {
@@ -92,11 +103,13 @@ impl Endpoints {
             .expect("metrics text")
     }
 
-    /// `GET http://ADMIN/readyz` as JSON.
+    /// `GET http://ADMIN/readyz` as JSON (with the admin token when the config has one).
     pub async fn readyz(&self) -> Value {
-        super::http()
-            .get(self.admin_url("/readyz"))
-            .send()
+        let mut req = super::http().get(self.admin_url("/readyz"));
+        if let Some(t) = &self.admin_token {
+            req = req.bearer_auth(t);
+        }
+        req.send()
             .await
             .expect("GET /readyz")
             .json()
@@ -206,6 +219,7 @@ impl GatewayProc {
                 proxy: parse("proxy"),
                 admin: parse("admin"),
                 public_url: first["public_url"].as_str().unwrap_or_default().to_owned(),
+                admin_token: admin_token(dir.path(), config),
             },
             process,
             dir,
@@ -258,6 +272,7 @@ impl InProcess {
         init_tracing();
         let path = dir.path().join("gateway.toml");
         std::fs::write(&path, config).expect("writing the config");
+        let admin_token = admin_token(dir.path(), config);
         let config = a2a_egress::config::Config::load(&path)
             .unwrap_or_else(|e| panic!("the test config is refused: {e}"));
         let listeners = a2a_egress::server::Listeners::bind(&config.listen).expect("binding");
@@ -266,6 +281,7 @@ impl InProcess {
             proxy,
             admin,
             public_url: a2a_egress::server::public_url(&config.listen, proxy),
+            admin_token,
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (done_tx, done) = std::sync::mpsc::channel();
