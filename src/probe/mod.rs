@@ -303,31 +303,19 @@ fn is_event_stream(content_type: Option<&str>) -> bool {
         .is_some_and(|c| c.trim().eq_ignore_ascii_case("text/event-stream"))
 }
 
-/// The data of each event of an event-stream body, in order: an event's `data:` lines joined
-/// with newlines (as the SSE format says; Python a2a-sdk 0.3.26 spreads one REST event over
-/// several), an event without data left out. The body was read whole within the transport's cap.
+/// The data of each event of an event-stream body, in order, read as the data plane reads a
+/// stream (the one splitter, [`crate::types::sse`]): an event's `data:` lines joined with LF (as
+/// the SSE format says; Python a2a-sdk 0.3.26 spreads one REST event over several), any line end,
+/// a leading byte order mark dropped, an event without data (or only blank data) left out, and
+/// an event the body ends without finishing dropped, as an SSE reader drops it. The body was
+/// read whole within the transport's cap, so no event can be over the splitter's cap.
 fn sse_data(body: &[u8]) -> Vec<String> {
-    let text = String::from_utf8_lossy(body);
-    let mut out = Vec::new();
-    let mut cur: Option<String> = None;
-    for line in text.lines().chain(std::iter::once("")) {
-        if line.is_empty() {
-            out.extend(cur.take());
-            continue;
-        }
-        let Some(d) = line.strip_prefix("data:") else {
-            continue;
-        };
-        let d = d.strip_prefix(' ').unwrap_or(d);
-        match &mut cur {
-            Some(c) => {
-                c.push('\n');
-                c.push_str(d);
-            }
-            None => cur = Some(d.to_owned()),
-        }
-    }
-    out
+    let mut split = crate::types::sse::Splitter::new(body.len().saturating_add(1));
+    let events = split.push(body).unwrap_or_else(|e| e.done);
+    (events.iter())
+        .filter_map(|e| crate::types::sse::data_of(e))
+        .map(|d| String::from_utf8_lossy(&d).into_owned())
+        .collect()
 }
 
 #[cfg(test)]

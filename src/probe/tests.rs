@@ -453,7 +453,11 @@ fn a_0_3_stream_is_judged_event_by_event_up_to_its_final_event() {
 fn event_data_follows_the_sse_format() {
     let body =
         b": keep-alive\r\ndata: {\"a\":\r\ndata:1}\r\n\r\nevent: x\ndata:{}\n\nid: 3\n\ndata: last";
-    assert_eq!(sse_data(body), ["{\"a\":\n1}", "{}", "last"]);
+    // The unfinished last event is dropped, as an SSE reader (and the data plane) drops it.
+    assert_eq!(sse_data(body), ["{\"a\":\n1}", "{}"]);
+    // CR-only line ends, a `data` line without a colon, a BOM, blank data: the data plane's rules.
+    let body = b"\xEF\xBB\xBFdata: 1\rdata\rdata: 2\r\rdata:  \n\ndata:3\n\n";
+    assert_eq!(sse_data(body), ["1\n\n2", "3"]);
     assert!(is_event_stream(Some("Text/Event-Stream; charset=utf-8")));
     assert!(!is_event_stream(Some("application/json")) && !is_event_stream(None));
 }

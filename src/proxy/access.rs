@@ -85,7 +85,9 @@ where
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
             .flatten_event(true)
-            .with_current_span(false)
+            // A call's lines carry its request id as `"span":{"request_id":…,"name":"call"}`
+            // (the data plane's one span); the access line, written outside it, has none.
+            .with_current_span(true)
             .with_span_list(false)
             .with_writer(writer)
             .boxed(),

@@ -18,6 +18,7 @@ use pingora::http::RequestHeader;
 use pingora::prelude::HttpPeer;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::{Error, ErrorType, Result};
+use tracing::Instrument as _;
 
 use super::body::{RequestFacts, RpcId, RpcRequest, parse_jsonrpc, parse_rest_body};
 use super::call::{Ctx, Gateway, Inflight, Outcome, respond};
@@ -210,6 +211,86 @@ impl Gateway {
         }
         Ok(true)
     }
+
+    /// What `request_filter` does, inside the call's span: route, read and check the request,
+    /// then answer it (through `proxy::client`) or refuse it.
+    async fn filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
+        let snapshot = ctx.snapshot.clone().unwrap_or_else(|| self.store.load());
+        // Path tricks are refused before the path is classified, so no forwarding path ever sees
+        // (or normalises differently) a path that means two things.
+        if let Err(e) = check_path(session.req_header().uri.path()) {
+            return self.deny(session, ctx, Deny::InvalidPath(e)).await;
+        }
+        let r = route(session.req_header().uri.path());
+        if matches!(r, Route::JsonRpc { .. }) {
+            ctx.shape = Shape::JsonRpc(RpcId::null());
+        }
+        if let Some(d) = self.refusal_before_routing(ctx) {
+            return self.deny(session, ctx, d).await;
+        }
+        let Some(name) = r.name() else {
+            return self.serve_gateway_route(session, ctx, &r).await;
+        };
+        let state = snapshot.get(name).cloned();
+        if let Some(state) = &state {
+            ctx.integration = Some(state.integration.clone());
+            ctx.state = Some(state.clone());
+        }
+        if let Route::Card { .. } = r {
+            ctx.method = Method::Card;
+            if state.is_none() {
+                return self.deny(session, ctx, Deny::UnknownIntegration).await;
+            }
+            // Boxed, as refusals are: most requests are calls, not card reads.
+            return Box::pin(self.serve_card(session, ctx)).await;
+        }
+        // The body is read (bounded) before any refusal so a JSON-RPC error keeps the caller's id.
+        let limit = state
+            .as_ref()
+            .map(|s| s.integration.max_body_bytes)
+            .unwrap_or(DEFAULT_MAX_BODY_BYTES);
+        let body = match self.read_body_in_time(session, limit).await {
+            Ok(Ok(body)) => body,
+            Ok(Err(d)) => return self.deny(session, ctx, d).await,
+            Err(e) => {
+                // A caller that hung up (or reset) mid-body left: nothing failed upstream, and
+                // nothing is logged above debug (the error's path reads `ctx.outcome`).
+                if crate::seam::is_caller_gone(&e) {
+                    ctx.outcome = Some(Outcome::ClientClosed);
+                }
+                return Err(e);
+            }
+        };
+        let parsed = match parse_body(&r, session.req_header(), &body, ctx) {
+            Ok(parsed) => parsed,
+            Err(d) => return self.deny(session, ctx, d).await,
+        };
+        let Some(state) = state else {
+            return self.deny(session, ctx, Deny::UnknownIntegration).await;
+        };
+        if let Err(d) = policy::check_admission(&state) {
+            return self.deny(session, ctx, d).await;
+        }
+        let BodyFacts { rpc, rest } = match parsed {
+            Ok(facts) => facts,
+            Err(d) => return self.deny(session, ctx, d).await,
+        };
+        let head = RequestHead::of(session.req_header());
+        let facts = head.facts(&r, rpc.as_ref(), rest.as_ref(), &self.default_data_class);
+        // A breaking change that falls back sends new delegations to the fallback integration:
+        // its state (profile, upstream) serves the request from here on.
+        let state = match policy::lock_route(&snapshot, &state, policy::method_of(&facts)) {
+            Ok(s) => s,
+            Err(d) => return self.deny(session, ctx, d).await,
+        };
+        ctx.state = Some(state.clone());
+        let plan = match policy::decide(&state, &facts) {
+            Ok(p) => p,
+            Err(d) => return self.deny(session, ctx, d).await,
+        };
+        self.forward(session, ctx, &state, &plan, &facts, &body)
+            .await
+    }
 }
 
 /// A request body's facts, from its one parse (see [`super::body`]).
@@ -350,81 +431,11 @@ impl ProxyHttp for Gateway {
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
-        let snapshot = ctx.snapshot.clone().unwrap_or_else(|| self.store.load());
-        // Path tricks are refused before the path is classified, so no forwarding path ever sees
-        // (or normalises differently) a path that means two things.
-        if let Err(e) = check_path(session.req_header().uri.path()) {
-            return self.deny(session, ctx, Deny::InvalidPath(e)).await;
-        }
-        let r = route(session.req_header().uri.path());
-        if matches!(r, Route::JsonRpc { .. }) {
-            ctx.shape = Shape::JsonRpc(RpcId::null());
-        }
-        if let Some(d) = self.refusal_before_routing(ctx) {
-            return self.deny(session, ctx, d).await;
-        }
-        let Some(name) = r.name() else {
-            return self.serve_gateway_route(session, ctx, &r).await;
-        };
-        let state = snapshot.get(name).cloned();
-        if let Some(state) = &state {
-            ctx.integration = Some(state.integration.clone());
-            ctx.state = Some(state.clone());
-        }
-        if let Route::Card { .. } = r {
-            ctx.method = Method::Card;
-            if state.is_none() {
-                return self.deny(session, ctx, Deny::UnknownIntegration).await;
-            }
-            // Boxed, as refusals are: most requests are calls, not card reads.
-            return Box::pin(self.serve_card(session, ctx)).await;
-        }
-        // The body is read (bounded) before any refusal so a JSON-RPC error keeps the caller's id.
-        let limit = state
-            .as_ref()
-            .map(|s| s.integration.max_body_bytes)
-            .unwrap_or(DEFAULT_MAX_BODY_BYTES);
-        let body = match self.read_body_in_time(session, limit).await {
-            Ok(Ok(body)) => body,
-            Ok(Err(d)) => return self.deny(session, ctx, d).await,
-            Err(e) => {
-                // A caller that hung up (or reset) mid-body left: nothing failed upstream, and
-                // nothing is logged above debug (the error's path reads `ctx.outcome`).
-                if crate::seam::is_caller_gone(&e) {
-                    ctx.outcome = Some(Outcome::ClientClosed);
-                }
-                return Err(e);
-            }
-        };
-        let parsed = match parse_body(&r, session.req_header(), &body, ctx) {
-            Ok(parsed) => parsed,
-            Err(d) => return self.deny(session, ctx, d).await,
-        };
-        let Some(state) = state else {
-            return self.deny(session, ctx, Deny::UnknownIntegration).await;
-        };
-        if let Err(d) = policy::check_admission(&state) {
-            return self.deny(session, ctx, d).await;
-        }
-        let BodyFacts { rpc, rest } = match parsed {
-            Ok(facts) => facts,
-            Err(d) => return self.deny(session, ctx, d).await,
-        };
-        let head = RequestHead::of(session.req_header());
-        let facts = head.facts(&r, rpc.as_ref(), rest.as_ref(), &self.default_data_class);
-        // A breaking change that falls back sends new delegations to the fallback integration:
-        // its state (profile, upstream) serves the request from here on.
-        let state = match policy::lock_route(&snapshot, &state, policy::method_of(&facts)) {
-            Ok(s) => s,
-            Err(d) => return self.deny(session, ctx, d).await,
-        };
-        ctx.state = Some(state.clone());
-        let plan = match policy::decide(&state, &facts) {
-            Ok(p) => p,
-            Err(d) => return self.deny(session, ctx, d).await,
-        };
-        self.forward(session, ctx, &state, &plan, &facts, &body)
-            .await
+        // Every line the call logs beside its access line (a retry, a stale mark, an answer that
+        // is not A2A, a deadline) names the call's request id, through this span's one field;
+        // the access line carries it as a field of its own.
+        let span = tracing::info_span!("call", request_id = %ctx.trace.id.as_str());
+        self.filter(session, ctx).instrument(span).await
     }
 
     /// Required by `ProxyHttp`, never reached: pingora asks for a peer only when
@@ -486,7 +497,9 @@ impl ProxyHttp for Gateway {
         } else {
             0
         };
-        tracing::warn!(integration = ctx.label(), error = %e, "upstream call failed");
+        // Outside `request_filter`'s span: the request id is named here.
+        let request_id = ctx.trace.id.as_str();
+        tracing::warn!(integration = ctx.label(), request_id, error = %e, "upstream call failed");
         ctx.outcome = Some(Outcome::UpstreamFailed);
         FailToProxy {
             error_code: code,

@@ -7,7 +7,7 @@
 //! (allow/deny and the forwarding plan), [`shape`] (upstream headers), [`trace`] (request id and
 //! trace context), [`card`] (the effective card), [`card_signer`] (the gateway's signature on it and its JWK
 //! Set), [`artifact`] (answers against the
-//! `artifact_schema`), [`deny`] (refusal rendering), [`events`] (SSE event splitting), [`feedback`]
+//! `artifact_schema`), [`deny`] (refusal rendering), [`feedback`]
 //! (agent errors, SSE framing), [`answer`] (whether an agent's answer is A2A; decoding an
 //! unasked-for gzip/deflate), [`headers`] (the one allowlist of headers crossing either way). I/O parts:
 //! [`gateway`] (the `ProxyHttp` hooks), [`client`] (streaming and downgrade calls), [`retry`]
@@ -25,7 +25,6 @@ pub mod card;
 pub mod card_signer;
 pub mod client;
 pub mod deny;
-pub mod events;
 pub mod feedback;
 pub mod gateway;
 pub mod headers;

@@ -1,5 +1,5 @@
 //! Which roots verify an agent's certificate: one decision for its card fetches (reqwest) and
-//! its calls (pingora), so the same agent is trusted or refused the same way on both (file I/O:
+//! its calls (pingora's connector), so the same agent is trusted or refused the same way on both (file I/O:
 //! the platform's store, once per process, and the integration's `ca_file`, through the one
 //! bounded reader [`crate::types::file`]).
 //!

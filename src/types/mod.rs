@@ -14,6 +14,7 @@ pub mod file;
 pub mod media_type;
 pub mod origin;
 pub mod rfc3339;
+pub mod sse;
 pub mod status;
 pub mod version;
 

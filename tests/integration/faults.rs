@@ -216,7 +216,7 @@ async fn the_agent_restarting_during_traffic_fails_in_flight_calls_cleanly() {
     assert!(gw.process.exited().is_none(), "the gateway kept running");
 }
 
-/// `GetTask` of a task that does not exist: a unary call that pingora forwards.
+/// `GetTask` of a task that does not exist: a unary call whose answer is passed on as it arrives.
 async fn get_task(gw: &GatewayProc, id: &str) -> (u16, Value) {
     let req = serde_json::json!({
         "jsonrpc": "2.0", "id": id, "method": "GetTask", "params": {"id": "no-such-task"}

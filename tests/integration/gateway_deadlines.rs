@@ -370,6 +370,42 @@ async fn a_caller_that_hangs_up_mid_body_is_client_closed_and_logs_no_warning() 
     );
 }
 
+/// A call's lines besides its access line name its request id: the deadline's WARN line of a
+/// call whose agent never answered carries the caller's `X-Request-Id` (in JSON as the `call`
+/// span's field, in text in the line's prefix), so an SRE can join it to the access line (on
+/// main, nothing but the integration named the call).
+#[tokio::test]
+async fn a_calls_warning_lines_carry_its_request_id() {
+    let agent = DripAgent::start(Drip::Head, Binding::JsonRpc).await;
+    for format in ["json", "text"] {
+        let config = config_head(&[])
+            + SHORT
+            + &format!("[log]\nformat = \"{format}\"\n")
+            + &agent.integration("head");
+        let gw = GatewayProc::start(&config, &[]).await;
+        let id = format!("rid-{format}-7f3a");
+        let req = send_request("1", "SendMessage", "hi");
+        let (status, _, body) = gw.rpc_raw("head", &req, &[("x-request-id", &id)]).await;
+        assert_eq!(status, 504, "{body}");
+        let mut line: Option<String>;
+        crate::assert_eventually!(
+            {
+                line = (gw.process.stderr_all().0.into_iter())
+                    .find(|l| l.contains("the agent did not answer in time"));
+                line.is_some()
+            },
+            "{format}: no deadline line"
+        );
+        let line = line.unwrap_or_default();
+        if format == "json" {
+            let v: Value = serde_json::from_str(&line).expect("a JSON line");
+            assert_eq!(v["span"]["request_id"], id.as_str(), "{line}");
+        } else {
+            assert!(line.contains(&format!("request_id={id}")), "{line}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_caller_that_hangs_up_cancels_its_stream() {
     let agent = DripAgent::start(Drip::Stream, Binding::JsonRpc).await;

@@ -1,5 +1,5 @@
 //! Compressed answers cannot hide an agent error: whatever `Accept-Encoding` the caller sends, the
-//! gateway asks the agent for `identity`, on pingora's path and on its own client, so it can read
+//! gateway asks the agent for `identity`, for answers it holds and answers it passes on, so it can read
 //! the errors it must act on (stale marks, retries) and frame a downgraded answer as SSE. The
 //! peer is the official SDK agent behind Starlette's `GZipMiddleware`, which compresses every
 //! answer whose request accepts gzip.
@@ -46,7 +46,7 @@ async fn a_gzip_accepting_caller_still_lets_the_gateway_see_agent_errors() {
         "own client saw the error"
     );
 
-    // GetTask: pingora's path.
+    // GetTask: an answer passed on as it arrives.
     let get = json!({"jsonrpc": "2.0", "id": "2", "method": "GetTask", "params": {"id": "x"}});
     let (status, _, body) = gw.rpc_raw("gz", &get, GZIP_CALLER).await;
     assert_eq!(status, 200, "{body}");
@@ -55,7 +55,7 @@ async fn a_gzip_accepting_caller_still_lets_the_gateway_see_agent_errors() {
     assert_eq!(
         version_marks(&gw.metrics().await),
         2.0,
-        "pingora's path saw the error"
+        "the passed-on answer's error was seen"
     );
 
     let seen = agent.seen_calls().await;

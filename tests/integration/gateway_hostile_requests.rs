@@ -228,7 +228,7 @@ async fn tenant_injection_keeps_every_byte_of_the_callers_json() {
     let url = gw.agent_url("echo");
     let splice = r#""tenant":"t1","#;
 
-    // SendMessage (the gateway's own client), GetTask (pingora), SendStreamingMessage downgraded
+    // SendMessage (answer held whole), GetTask (answer passed as it arrives), SendStreamingMessage downgraded
     // to SendMessage (own client, method renamed).
     let send = format!(
         r#"{{"jsonrpc":"2.0","id":{BIG_ID},"method":"SendMessage","params":{{"message":{{"messageId":"m1","role":"ROLE_USER","parts":[{{"text":"hi"}}],"metadata":{NUMBERS}}}}}}}"#

@@ -1,6 +1,7 @@
 //! Upstream TLS: the official Python SDK agent serves HTTPS with a certificate generated at test
-//! time (rcgen); the integration's `ca_file` makes the gateway trust it, for the card fetch, the
-//! pingora path (unary calls) and the gateway's own client (streams).
+//! time (rcgen); the integration's `ca_file` makes the gateway trust it, for the card fetch and
+//! for every call (unary and streaming, all through the gateway's one client on pingora's
+//! connector).
 
 use a2a_egress::testkit::IntegrationToml;
 
@@ -184,11 +185,11 @@ async fn the_card_fetch_and_the_calls_trust_the_same_roots() {
 }
 
 /// A certificate the gateway must refuse (unknown CA, wrong name, expired) is a 502 in the
-/// caller's protocol whose reason says which, on pingora's path (GetTask) and on the gateway's own
-/// client (SendMessage, SendStreamingMessage). The card comes over plain HTTP from an SDK agent
+/// caller's protocol whose reason says which, for a call whose answer is passed on as it arrives
+/// (GetTask), one whose answer is held whole (SendMessage) and a stream (SendStreamingMessage). The card comes over plain HTTP from an SDK agent
 /// whose card points its interface at a TLS listener presenting the bad certificate.
 #[tokio::test]
-async fn each_certificate_fault_is_a_502_naming_it_on_both_paths() {
+async fn each_certificate_fault_is_a_502_naming_it_for_every_kind_of_call() {
     use crate::common::tls::TlsListener;
 
     let pki = TestPki::new(&["127.0.0.1"]);

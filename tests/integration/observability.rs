@@ -43,7 +43,7 @@ async fn gateway(agent: &RefAgent) -> InProcess {
     InProcess::start_in(dir, &config).await
 }
 
-/// Traffic of every kind the metrics describe: a unary send (own client), a GetTask (pingora), a
+/// Traffic of every kind the metrics describe: a unary send (held whole), a GetTask (passed on), a
 /// downgraded stream, a policy refusal, a card, two forced refreshes in a row (the second is
 /// rate-limited).
 async fn ordinary_traffic(gw: &InProcess) {
@@ -126,7 +126,7 @@ async fn overhead_is_observed_once_per_call_that_went_upstream() {
             &[("integration", name)],
         )
     };
-    // echo: SendMessage (own client) and GetTask (pingora); the refusal and the card never left.
+    // echo: SendMessage and GetTask; the refusal and the card never left.
     // nostream: the downgraded stream.
     assert_eq!((count("echo"), count("nostream")), (2.0, 1.0), "{text}");
     let upstream = |name: &str| {
@@ -862,4 +862,33 @@ async fn an_unread_stderr_pipe_never_stalls_calls() {
         "{dropped}"
     );
     assert!(seen > 1_000, "the queued lines were written: {seen}");
+}
+
+/// An integration whose first fetch fails has no last good profile, and its WARN line says so
+/// instead of promising to keep one (on main: "keeping the last good profile").
+#[tokio::test]
+async fn a_first_fetch_that_fails_does_not_claim_a_last_good_profile() {
+    let config = config_head(&[]) + "[log]\nformat = \"json\"\n" + DOWN;
+    let gw = GatewayProc::start(&config, &[]).await;
+    let mut failed: Vec<Value>;
+    crate::assert_eventually!(
+        {
+            failed = (gw.process.stderr_all().0.iter())
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|v| {
+                    v["message"]
+                        .as_str()
+                        .is_some_and(|m| m.starts_with("card refresh failed"))
+                })
+                .collect();
+            !failed.is_empty()
+        },
+        "no refresh failure logged"
+    );
+    for line in &failed {
+        let message = line["message"].as_str().unwrap_or_default();
+        assert!(!message.contains("keeping the last good profile"), "{line}");
+        assert!(message.contains("no good profile yet"), "{line}");
+        assert_eq!(line["integration"], "down", "{line}");
+    }
 }

@@ -369,7 +369,7 @@ async fn credentials_never_appear_in_the_gateway_log_at_trace_level() {
 
     for name in ["partner", "viewer", "wrong"] {
         // Card (the extended card was fetched with the credential at start), unary message send
-        // (own client), stream, a unary call pingora forwards, a REST call, a refusal, a refresh.
+        // (held whole), stream, a unary call passed on as it arrives, a REST call, a refusal, a refresh.
         let _ = crate::common::http()
             .get(gw.url(&format!("/agents/{name}/.well-known/agent-card.json")))
             .send()
@@ -503,6 +503,20 @@ const ANSWER_BODY_MARKER: &str = "zq-answer-body-7d3a";
 /// The agent: a malformed chunked answer to a message naming `bad-chunks`, else a valid answer
 /// with a marked header.
 fn marked_answer(req: &RawRequest) -> Vec<u8> {
+    if String::from_utf8_lossy(&req.body).contains("broken-stream") {
+        // One event, then the connection closes without the last chunk: the stream broke.
+        let event = format!(
+            "data: {}\n\n",
+            json!({"jsonrpc": "2.0", "id": req.id(), "result": {"statusUpdate": {
+                "taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}}})
+        );
+        return format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\
+             connection: close\r\n\r\n{:x}\r\n{event}\r\n",
+            event.len()
+        )
+        .into_bytes();
+    }
     if String::from_utf8_lossy(&req.body).contains("bad-chunks") {
         return format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\
@@ -621,9 +635,10 @@ async fn raw_traffic_never_reaches_the_log_at_any_level() {
     }
 }
 
-/// A request line and Host the caller wrote, marked, on a call whose body never fully arrives
-/// (the caller shuts its side after part of it): pingora's error line for it must name what the
-/// gateway decided, not the caller's path, query or Host (`Gateway::request_summary`).
+/// A request line and Host the caller wrote, marked, on a stream the agent breaks off (its
+/// connection closes mid-stream, after the answer's head went to the caller): pingora's error
+/// line for it must name what the gateway decided, not the caller's path, query or Host
+/// (`Gateway::request_summary`). (A caller that leaves mid-body is no error and has no line.)
 #[tokio::test]
 async fn pingora_error_lines_do_not_carry_the_callers_request_line() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -636,15 +651,18 @@ async fn pingora_error_lines_do_not_carry_the_callers_request_line() {
     let dir = tempfile::tempdir().unwrap();
     let gw = GatewayProc::start_in(dir, &config, &[]).await;
     let mut s = tokio::net::TcpStream::connect(gw.proxy).await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": "1", "method": "SendStreamingMessage", "params": {
+        "message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "broken-stream"}]}}})
+    .to_string();
     let head = format!(
         "POST /agents/raw/?token={PATH_MARKER} HTTP/1.1\r\nhost: {HOST_MARKER}\u{202e}\r\n\
-         content-type: application/json\r\ncontent-length: 400\r\n\r\n{{\"jsonrpc\": \"2.0\""
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
     );
     s.write_all(head.as_bytes()).await.unwrap();
-    s.shutdown().await.unwrap();
     let mut got = Vec::new();
     let _ = tokio::time::timeout(std::time::Duration::from_secs(20), s.read_to_end(&mut got)).await;
-    // Pingora's line for the failed read comes with the request's own access line; wait for it.
+    // Pingora's line for the broken stream comes with the request's own access line; wait for it.
     crate::assert_eventually!(
         gw.process
             .stderr_all()

@@ -185,7 +185,16 @@ impl Worker {
             failures,
         };
         self.degraded = Some(degraded.clone());
-        tracing::warn!(integration = %self.name(), failures, kind = error.kind(), %reason, "card refresh failed; keeping the last good profile");
+        // The same rule as `record_degraded`: a pending state or one without a profile has no
+        // good profile to keep, and the log must not promise one (the first fetch failing).
+        let kept = self
+            .current()
+            .is_some_and(|s| s.profile().is_some() && !s.status.is_pending());
+        if kept {
+            tracing::warn!(integration = %self.name(), failures, kind = error.kind(), %reason, "card refresh failed; keeping the last good profile");
+        } else {
+            tracing::warn!(integration = %self.name(), failures, kind = error.kind(), %reason, "card refresh failed; no good profile yet, the integration is unusable until a fetch succeeds");
+        }
         record_degraded(&self.inner, &self.integration, &error, &degraded);
         self.report(RefreshResult::Failed, Some(reason), false)
     }

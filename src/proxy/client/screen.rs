@@ -5,7 +5,7 @@
 //!
 //! - A whole answer is checked before it is passed on; enforced, a mismatch answers the caller
 //!   with `ARTIFACT_SCHEMA_MISMATCH` instead.
-//! - A stream is cut into events ([`crate::proxy::events`]), each held until it is checked (one
+//! - A stream is cut into events ([`crate::types::sse`]), each held until it is checked (one
 //!   event at most: [`MAX_EVENT_BYTES`] under a schema, [`MAX_A2A_EVENT_BYTES`] without); an event that is not A2A, or (enforced) a mismatch,
 //!   ends the stream with an error event in the binding's shape; recorded, a mismatch is only
 //!   reported.
@@ -31,9 +31,9 @@ use crate::profile::Binding;
 use crate::proxy::artifact::{Violation, check_answer};
 use crate::proxy::call::{Gateway, Outcome};
 use crate::proxy::deny::{Deny, Shape};
-use crate::proxy::events::{Splitter, data_of};
 use crate::proxy::feedback::sse_event;
 use crate::state::{Evidence, EvidenceKind, IntegrationState};
+use crate::types::sse::{Splitter, data_of};
 
 /// Largest stream event held to be checked against an artifact schema, and largest large answer
 /// checked (bytes): an artifact may carry a large data part, and the schema must see all of it.
