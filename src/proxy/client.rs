@@ -48,8 +48,9 @@ use crate::state::{IntegrationState, StaleCause, Upstream};
 /// Largest unary answer held back to look for an A2A error (errors are small).
 const MAX_HELD_ERROR: u64 = 64 * 1024;
 
-/// Largest non-stream answer read into memory (a SendMessage result or an error).
-const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+/// Largest non-stream answer read into memory (a SendMessage result or an error); public because
+/// a deployment's memory limit is sized from it (`deploy/kubernetes/sidecar.yaml`).
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 
 /// Why a call through the gateway's own client failed before the caller got an answer.
 #[derive(Debug, thiserror::Error)]

@@ -3,8 +3,11 @@
 //! nothing in `deploy/` goes unchecked); the Dockerfile's, the Kubernetes container's and the
 //! systemd unit's command lines parse with the real CLI definition; the Kubernetes ConfigMap's
 //! `gateway.toml` is a valid config whose admin port the probes use; and the Prometheus alert
-//! rules and the Grafana dashboard name only metrics that a live gateway's `/metrics` exports
-//! (the scrape comes from [`crate::observability::exported_families`]).
+//! rules, the Grafana dashboard and the runbook name only metrics that a live gateway's
+//! `/metrics` exports (the scrape comes from [`crate::observability::exported_families`]).
+//! The submodules check what a first deployment trips over: the image's build and the README's
+//! `docker run` ([`image`]), the pod's shutdown, memory and scrape ([`pod`]), and each alert's
+//! runbook ([`runbook`]).
 //!
 //! Docker itself is not needed: the image is not built here.
 
@@ -14,6 +17,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::repo_root;
+
+mod image;
+mod pod;
+mod runbook;
 
 fn deploy_dir() -> PathBuf {
     repo_root().join("deploy")
@@ -131,7 +138,8 @@ fn every_file_in_deploy_parses() {
                     .unwrap_or_else(|e| panic!("{}: invalid JSON: {e}", f.display()));
             }
             Some("service") => assert!(!unit_entries(f, &text).is_empty(), "{name}"),
-            Some("dockerignore") => assert!(text.lines().all(|l| !l.trim().starts_with('/'))),
+            // The runbook: its sections are checked against the alerts in `runbook`.
+            Some("md") => assert!(text.lines().any(|l| l.starts_with("## ")), "{name}"),
             None if name == "Dockerfile" => {
                 const KNOWN: &[&str] = &[
                     "FROM",
@@ -285,11 +293,9 @@ fn of_kind<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} in the Kubernetes example"))
 }
 
-#[test]
-fn kubernetes_example_runs_a_hardened_sidecar_probed_on_the_admin_listener() {
-    let docs = kube_docs();
-    let config_map = of_kind(&docs, "ConfigMap");
-    let toml = config_map["data"]["gateway.toml"]
+/// The ConfigMap's `gateway.toml`, validated as the gateway would at start.
+fn kube_config(docs: &[Value]) -> a2a_egress::config::Config {
+    let toml = of_kind(docs, "ConfigMap")["data"]["gateway.toml"]
         .as_str()
         .expect("the ConfigMap holds gateway.toml");
     // The admin token is written into the pod at run time; a private stand-in takes its place.
@@ -299,18 +305,35 @@ fn kubernetes_example_runs_a_hardened_sidecar_probed_on_the_admin_listener() {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
     let toml = toml.replace("/run/a2a-egress/admin.token", token.to_str().unwrap());
-    let config = a2a_egress::config::Config::parse(&toml, &dir.path().join("gateway.toml"))
-        .unwrap_or_else(|e| panic!("the ConfigMap's gateway.toml is refused: {e}"));
+    a2a_egress::config::Config::parse(&toml, &dir.path().join("gateway.toml"))
+        .unwrap_or_else(|e| panic!("the ConfigMap's gateway.toml is refused: {e}"))
+}
 
-    let pod = &of_kind(&docs, "Deployment")["spec"]["template"]["spec"];
-    let all: Vec<&Value> = ["initContainers", "containers"]
+/// Every container of a pod spec, init containers (the native sidecar) first.
+fn pod_containers(pod: &Value) -> Vec<&Value> {
+    ["initContainers", "containers"]
         .iter()
         .flat_map(|k| pod[*k].as_array().into_iter().flatten())
-        .collect();
-    let gateway = all
-        .iter()
+        .collect()
+}
+
+/// The container running `a2a-egress serve`.
+fn gateway_container(pod: &Value) -> &Value {
+    pod_containers(pod)
+        .into_iter()
         .find(|c| c["args"].get(0) == Some(&Value::from("serve")))
-        .expect("a container running `a2a-egress serve`");
+        .expect("a container running `a2a-egress serve`")
+}
+
+#[test]
+fn kubernetes_example_runs_a_hardened_sidecar_probed_on_the_admin_listener() {
+    let docs = kube_docs();
+    let config_map = of_kind(&docs, "ConfigMap");
+    let config = kube_config(&docs);
+
+    let pod = &of_kind(&docs, "Deployment")["spec"]["template"]["spec"];
+    let all = pod_containers(pod);
+    let gateway = gateway_container(pod);
     let orchestrator = pod["containers"]
         .as_array()
         .and_then(|cs| cs.iter().find(|c| c["name"] == "orchestrator"))
@@ -524,7 +547,13 @@ async fn alert_rules_and_dashboard_name_only_metrics_a_live_gateway_exports() {
             );
             let names = metric_names(expr);
             exprs.push(expr.to_owned());
-            assert!(!names.is_empty(), "{name}: no a2a_egress metric in {expr}");
+            // The one kind of rule on no a2a_egress metric: Prometheus's own `up` of the job the
+            // PodMonitor names, which is all there is when the gateway is down or gone.
+            let up = format!("up{{job=\"{}\"}}", pod::podmonitor_job());
+            assert!(
+                !names.is_empty() || expr.contains(&up),
+                "{name}: neither an a2a_egress metric nor {up} in {expr}"
+            );
             used.extend(names);
             alerts.insert(name.to_owned());
         }
@@ -537,9 +566,16 @@ async fn alert_rules_and_dashboard_name_only_metrics_a_live_gateway_exports() {
         "A2AEgressDowngradeRate",
         "A2AEgressRefreshFailures",
         "A2AEgressConfigReloadRefused",
+        "A2AEgressProbeClaimsFailed",
+        "A2AEgressOverloadRefusals",
+        "A2AEgressWorkerPanics",
+        "A2AEgressDown",
+        "A2AEgressAbsent",
     ] {
         assert!(alerts.contains(want), "alert {want} missing: {alerts:?}");
     }
+    // The runbook's commands and checks name metrics too (its label values are examples).
+    used.extend(metric_names(&read(&deploy_dir().join("RUNBOOK.md"))));
 
     let dash: Value = serde_json::from_str(&read(&deploy_dir().join("grafana/a2a-egress.json")))
         .expect("dashboard JSON");
