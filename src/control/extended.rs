@@ -52,7 +52,8 @@ pub enum ExtendedError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fallback {
-    /// -32004 / `UNSUPPORTED_OPERATION`: the agent does not offer an extended card after all.
+    /// -32004 / `UNSUPPORTED_OPERATION`, or JSON-RPC's -32601 (no such method): the agent does
+    /// not offer an extended card after all.
     UnsupportedOperation,
     /// -32007 / `EXTENDED_AGENT_CARD_NOT_CONFIGURED`.
     NotConfigured,
@@ -109,13 +110,18 @@ pub async fn fetch_extended(
     let mut headers = http::HeaderMap::new();
     headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
     // A 0.3 agent: no `A2A-Version` (absent means 0.3) and 0.3's method, without params; its
-    // answer is a 0.3 card, which validation converts like any 0.3 card (`card::v03`).
-    let v03 = Dialect::of(iface).is_some_and(Dialect::translates);
-    if !v03 {
-        let version = HeaderValue::from_str(&iface.version).map_err(|_| {
-            ExtendedError::Malformed("interface version is not a header value".into())
-        })?;
-        headers.insert("a2a-version", version);
+    // answer is a 0.3 card, which validation converts like any 0.3 card (`card::v03`). The
+    // header comes from the one place the data plane and the probes take it from.
+    let dialect = Dialect::of(iface).ok_or_else(|| {
+        ExtendedError::Malformed("the interface is not one the gateway can call".into())
+    })?;
+    let v03 = dialect.translates();
+    if let Some((name, value)) = dialect.version_header(&iface.version) {
+        headers.insert(name, value);
+    } else if !v03 {
+        return Err(ExtendedError::Malformed(
+            "interface version is not a header value".into(),
+        ));
     }
     let mut auth = authorization.clone();
     auth.set_sensitive(true);
@@ -177,12 +183,12 @@ fn jsonrpc_body(v03: bool, tenant: Option<&str>) -> Bytes {
     let body = match translate::method_03(Op::GetExtendedAgentCard) {
         Some(method) if v03 => serde_json::json!({
             "jsonrpc": "2.0",
-            "id": "a2a-egress-extended-card",
+            "id": RPC_ID,
             "method": method,
         }),
         _ => serde_json::json!({
             "jsonrpc": "2.0",
-            "id": "a2a-egress-extended-card",
+            "id": RPC_ID,
             "method": "GetExtendedAgentCard",
             "params": match tenant {
                 Some(t) => serde_json::json!({ "tenant": t }),
@@ -192,6 +198,9 @@ fn jsonrpc_body(v03: bool, tenant: Option<&str>) -> Bytes {
     };
     Bytes::from(serde_json::to_vec(&body).expect("json"))
 }
+
+/// The JSON-RPC id of the extended-card request; the answer must carry it.
+const RPC_ID: &str = "a2a-egress-extended-card";
 
 /// Longest agent-written error message kept, in characters.
 const MAX_AGENT_MESSAGE_CHARS: usize = 200;
@@ -206,20 +215,42 @@ fn cut(s: &str) -> String {
 /// what the agent sent (a parsed value would have folded duplicate keys away).
 #[derive(serde::Deserialize)]
 struct RpcAnswer<'a> {
+    /// `None` when absent; `Some(Null)` for `"id": null`.
+    #[serde(default, deserialize_with = "present")]
+    id: Option<serde_json::Value>,
     #[serde(borrow, default)]
     result: Option<&'a serde_json::value::RawValue>,
     #[serde(default)]
     error: Option<serde_json::Value>,
 }
 
-/// Parses a JSON-RPC answer (pure).
+/// A member that is present, `null` included (serde's default reads `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
+/// Parses a JSON-RPC answer (pure). It must answer this request: its `id` is the request's (an
+/// error may carry `null`, JSON-RPC's id for a request the server could not read).
 fn parse_jsonrpc(status: u16, body: &[u8]) -> Result<ExtendedOutcome, ExtendedError> {
     let v: RpcAnswer<'_> = serde_json::from_slice(body)
         .map_err(|e| ExtendedError::Malformed(format!("HTTP {status}, body is not JSON: {e}")))?;
+    let ours = match &v.id {
+        Some(serde_json::Value::String(id)) => id == RPC_ID,
+        Some(serde_json::Value::Null) => v.error.is_some(),
+        _ => false,
+    };
+    if !ours {
+        return Err(ExtendedError::Malformed(format!(
+            "HTTP {status}, the answer's id is not the request's ({RPC_ID:?})"
+        )));
+    }
     if let Some(err) = &v.error {
         let code = err.get("code").and_then(|c| c.as_i64()).unwrap_or(0);
         return match code {
-            -32004 => Ok(ExtendedOutcome::Fallback(Fallback::UnsupportedOperation)),
+            // -32601: no such method. A 0.3 agent whose card claims the extended card but whose
+            // server has no `agent/getAuthenticatedExtendedCard` (or a 1.0 one without
+            // `GetExtendedAgentCard`) does not offer it after all: the public card serves.
+            -32004 | -32601 => Ok(ExtendedOutcome::Fallback(Fallback::UnsupportedOperation)),
             -32007 => Ok(ExtendedOutcome::Fallback(Fallback::NotConfigured)),
             _ => Err(ExtendedError::Agent {
                 code,
@@ -316,7 +347,7 @@ mod tests {
 
     #[test]
     fn an_agent_error_message_is_sanitised_like_every_provider_string() {
-        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603,
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": RPC_ID, "error": {"code": -32603,
             "message": "pay\u{202E}lauf \u{200B}now\n\n  please"}})
         .to_string();
         let Err(ExtendedError::Agent { message, .. }) = parse_jsonrpc(200, body.as_bytes()) else {
@@ -356,15 +387,18 @@ mod tests {
 
     #[test]
     fn jsonrpc_answers() {
-        let ok =
-            parse_jsonrpc(200, br#"{"jsonrpc":"2.0","id":"1","result":{"name":"x"}}"#).unwrap();
+        let ok = parse_jsonrpc(
+            200,
+            br#"{"jsonrpc":"2.0","id":"a2a-egress-extended-card","result":{"name":"x"}}"#,
+        )
+        .unwrap();
         assert_eq!(
             ok,
             ExtendedOutcome::Card(Bytes::from_static(br#"{"name":"x"}"#))
         );
         let un = parse_jsonrpc(
             200,
-            br#"{"jsonrpc":"2.0","id":"1","error":{"code":-32004,"message":"no"}}"#,
+            br#"{"jsonrpc":"2.0","id":"a2a-egress-extended-card","error":{"code":-32004,"message":"no"}}"#,
         );
         assert_eq!(
             un,
@@ -372,12 +406,12 @@ mod tests {
         );
         let nc = parse_jsonrpc(
             200,
-            br#"{"jsonrpc":"2.0","id":"1","error":{"code":-32007,"message":"no"}}"#,
+            br#"{"jsonrpc":"2.0","id":"a2a-egress-extended-card","error":{"code":-32007,"message":"no"}}"#,
         );
         assert_eq!(nc, Ok(ExtendedOutcome::Fallback(Fallback::NotConfigured)));
         let other = parse_jsonrpc(
             200,
-            br#"{"jsonrpc":"2.0","id":"1","error":{"code":-32603,"message":"boom\u0007"}}"#,
+            br#"{"jsonrpc":"2.0","id":"a2a-egress-extended-card","error":{"code":-32603,"message":"boom\u0007"}}"#,
         );
         assert_eq!(
             other,
@@ -394,11 +428,43 @@ mod tests {
             parse_jsonrpc(200, br#"{"result":[1]}"#),
             Err(ExtendedError::Malformed(_))
         ));
+        // No such method: the agent does not offer the extended card after all.
+        let nm = parse_jsonrpc(
+            200,
+            br#"{"jsonrpc":"2.0","id":"a2a-egress-extended-card","error":{"code":-32601,"message":"Method not found"}}"#,
+        );
+        assert_eq!(
+            nm,
+            Ok(ExtendedOutcome::Fallback(Fallback::UnsupportedOperation))
+        );
+        // An answer to another request (or to none) is not this one's.
+        for body in [
+            &br#"{"jsonrpc":"2.0","id":"1","result":{"name":"x"}}"#[..],
+            br#"{"jsonrpc":"2.0","id":null,"result":{"name":"x"}}"#,
+            br#"{"jsonrpc":"2.0","result":{"name":"x"}}"#,
+            br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32004,"message":"no"}}"#,
+        ] {
+            let got = parse_jsonrpc(200, body);
+            assert!(
+                matches!(&got, Err(ExtendedError::Malformed(m)) if m.contains("id")),
+                "{}: {got:?}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        // An error for a request the server could not read carries a null id.
+        let null = parse_jsonrpc(
+            200,
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}"#,
+        );
+        assert!(
+            matches!(null, Err(ExtendedError::Agent { code: -32700, .. })),
+            "{null:?}"
+        );
     }
 
     #[test]
     fn a_jsonrpc_result_is_the_agents_bytes_so_validation_sees_duplicate_keys() {
-        let body = br#"{"jsonrpc":"2.0","id":"1","result":{"name":"x", "name":"evil"}}"#;
+        let body = br#"{"jsonrpc":"2.0","id":"a2a-egress-extended-card","result":{"name":"x", "name":"evil"}}"#;
         let Ok(ExtendedOutcome::Card(card)) = parse_jsonrpc(200, body) else {
             panic!("a card")
         };

@@ -125,7 +125,8 @@ fn params_to03<'a>(op: Op, raw: &'a RawValue) -> Result<Out<'a>, TranslateError>
 pub struct Translated {
     /// The 1.0 JSON-RPC response text.
     pub json: Vec<u8>,
-    /// A 0.3 status update with `final: true`: nothing follows it.
+    /// Nothing follows it in a stream: a 0.3 status update with `final: true`, a message, or an
+    /// error.
     pub last: bool,
     /// The answer is a JSON-RPC error.
     pub error: bool,
@@ -155,7 +156,9 @@ fn translate_answer(op: Op, body: &[u8], event: bool) -> Result<Translated, Tran
                 "has both result and error",
             ));
         }
-        (None, Some(e)) => ("error", super::errors::error_to10(op, e)?, false, true),
+        // In a stream an error is the last event: 0.3 servers send it and close (Python a2a-sdk
+        // 0.3.26), so the caller's stream ends with it instead of waiting on the agent's close.
+        (None, Some(e)) => ("error", super::errors::error_to10(op, e)?, event, true),
         (Some(r), None) => {
             let (v, last) = result_to10(op, r, event)?;
             ("result", v, last, false)
@@ -193,7 +196,16 @@ fn result_to10<'a>(
         Op::SendMessage | Op::SendStreamingMessage | Op::SubscribeToTask => {
             wrapped_to10(raw, f, event)?
         }
-        Op::GetTask | Op::CancelTask => (task_to10(raw, f)?, false),
+        // A task, and nothing else: `kind` (required in 0.3) must say so, as in a wrapped answer.
+        Op::GetTask | Op::CancelTask => match super::objects::kind_of(raw, f)? {
+            super::objects::Kind::Task => (task_to10(raw, f)?, false),
+            _ => {
+                return Err(TranslateError::untranslatable(
+                    &format!("{f}.kind"),
+                    "is not task",
+                ));
+            }
+        },
         Op::CreatePushConfig | Op::GetPushConfig => (task_push_config_to10(raw, f)?, false),
         Op::ListPushConfigs => (
             Out::Obj(vec![(
