@@ -102,21 +102,7 @@ pub(super) fn part_to03<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, T
                 ("metadata", meta),
             ]))
         }
-        ["data"] => Ok(Out::Obj(vec![
-            ("kind", Some(Out::Lit("\"data\""))),
-            (
-                "data",
-                opt(&p, "data", field, |v, f| {
-                    object(v, f).map_err(|_| {
-                        TranslateError::untranslatable(
-                            f,
-                            "is not an object, which A2A 0.3 requires",
-                        )
-                    })
-                })?,
-            ),
-            ("metadata", meta),
-        ])),
+        ["data"] => data_part_to03(&p, field, meta),
         [] => Err(TranslateError::untranslatable(
             field,
             "has none of text, raw, url, data",
@@ -126,6 +112,104 @@ pub(super) fn part_to03<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, T
             "has more than one of text, raw, url, data",
         )),
     }
+}
+
+/// The member of 0.3 part metadata that says its data is a wrapped non-object value (the official
+/// SDKs' convention: Python a2a-sdk 1.3's `compat.v0_3.conversions`).
+const DATA_PART_COMPAT: &str = "data_part_compat";
+
+/// A 1.0 data part → 0.3 `DataPart`. 0.3 data is an object; any other JSON value (a 1.0 data part
+/// holds any) goes as `{"value": X}` with `metadata.data_part_compat: true`, as the SDKs send it,
+/// and [`data_part_to10`] unwraps it on the way back.
+fn data_part_to03<'a>(
+    p: &Obj<'a>,
+    field: &str,
+    meta: Option<Out<'a>>,
+) -> Result<Out<'a>, TranslateError> {
+    let df = format!("{field}.data");
+    let data = p
+        .get("data")
+        .ok_or_else(|| TranslateError::untranslatable(&df, "is required"))?;
+    if let Ok(obj) = object(data, &df) {
+        return Ok(Out::Obj(vec![
+            ("kind", Some(Out::Lit("\"data\""))),
+            ("data", Some(obj)),
+            ("metadata", meta),
+        ]));
+    }
+    // The marker goes first, the caller's metadata after it byte for byte.
+    let marker = format!("\"{DATA_PART_COMPAT}\":true");
+    let metadata = match p.get("metadata") {
+        Some(m) => {
+            let mf = format!("{field}.metadata");
+            let members = Obj::parse(m, &mf)?;
+            if members.has_key(DATA_PART_COMPAT) {
+                return Err(TranslateError::untranslatable(
+                    &format!("{mf}.{DATA_PART_COMPAT}"),
+                    "is the marker A2A 0.3 uses for wrapped data, so it cannot also be metadata",
+                ));
+            }
+            // `m` is an object's text: `{`, then its members (if any), then `}`.
+            let inner = m.get().get(1..).unwrap_or_default();
+            if members.is_empty() {
+                format!("{{{marker}}}")
+            } else {
+                format!("{{{marker},{inner}")
+            }
+        }
+        None => format!("{{{marker}}}"),
+    };
+    Ok(Out::Obj(vec![
+        ("kind", Some(Out::Lit("\"data\""))),
+        (
+            "data",
+            Some(Out::Obj(vec![("value", Some(Out::Raw(data)))])),
+        ),
+        ("metadata", Some(Out::Owned(metadata))),
+    ]))
+}
+
+/// A 0.3 `DataPart` → the 1.0 part's `data` and `metadata`: with `metadata.data_part_compat:
+/// true` and data `{"value": X}` (the SDKs' wrapping of a non-object value), `X` and the
+/// metadata without the marker (its other members' values as they came; their names written
+/// anew, so an escaped name may come back escaped differently).
+fn data_part_to10<'a>(p: &Obj<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
+    let meta = opt(p, "metadata", field, object)?;
+    let data = req(p, "data", field, object)?;
+    let wrapped = match p.get("metadata") {
+        Some(m) => {
+            let members = Obj::parse(m, &format!("{field}.metadata"))?;
+            let marker = members.get(DATA_PART_COMPAT);
+            match marker.map(|v| boolean(v, &format!("{field}.metadata.{DATA_PART_COMPAT}"))) {
+                Some(Ok(true)) => Some(members),
+                Some(Err(e)) => return Err(e),
+                _ => None,
+            }
+        }
+        None => None,
+    };
+    let Some(members) = wrapped else {
+        return Ok(Out::Obj(vec![("data", data), ("metadata", meta)]));
+    };
+    let df = format!("{field}.data");
+    let inner = p.get("data").map(|d| Obj::parse(d, &df)).transpose()?;
+    let value = inner
+        .as_ref()
+        .and_then(|o| o.single("value"))
+        .ok_or_else(|| {
+            TranslateError::untranslatable(
+                &df,
+                "is not {\"value\": …}, which data_part_compat says",
+            )
+        })?;
+    let rest: Vec<_> = members
+        .entries()
+        .filter(|(k, _)| k != DATA_PART_COMPAT)
+        .collect();
+    Ok(Out::Obj(vec![
+        ("data", Some(Out::Raw(value))),
+        ("metadata", (!rest.is_empty()).then_some(Out::Map(rest))),
+    ]))
 }
 
 /// 0.3 part (by `kind`) → 1.0 `Part`.
@@ -140,10 +224,7 @@ pub(super) fn part_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, T
             ("text", req(&p, "text", field, string)?),
             ("metadata", meta),
         ])),
-        "data" => Ok(Out::Obj(vec![
-            ("data", req(&p, "data", field, object)?),
-            ("metadata", meta),
-        ])),
+        "data" => data_part_to10(&p, field),
         "file" => {
             let ff = format!("{field}.file");
             let file = p

@@ -78,6 +78,29 @@ impl<'a> Obj<'a> {
         self.members.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
     }
 
+    /// Whether `key` is a member at all (`null` included).
+    pub(super) fn has_key(&self, key: &str) -> bool {
+        self.members.iter().any(|(k, _)| k == key)
+    }
+
+    /// Whether the object has no members.
+    pub(super) fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// The value of `key` when it is the object's only member.
+    pub(super) fn single(&self, key: &str) -> Option<&'a RawValue> {
+        match self.members.as_slice() {
+            [(k, v)] if k == key => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// Every member in order, as output members (the values' text as it came).
+    pub(super) fn entries(&self) -> impl Iterator<Item = (String, Out<'a>)> + '_ {
+        self.members.iter().map(|(k, v)| (k.clone(), Out::Raw(v)))
+    }
+
     /// Whether `key` is present with a value other than `null`.
     pub(super) fn has(&self, key: &str) -> bool {
         self.get(key).is_some()
@@ -170,6 +193,9 @@ pub(super) enum Out<'a> {
     Owned(String),
     /// An object; `None` values are left out.
     Obj(Vec<(&'static str, Option<Out<'a>>)>),
+    /// An object whose member names came with the input (copied metadata with a member added
+    /// or taken out); each name is written as a JSON string.
+    Map(Vec<(String, Out<'a>)>),
     /// An array.
     Arr(Vec<Out<'a>>),
 }
@@ -198,6 +224,19 @@ impl Out<'_> {
                     first = false;
                     // Member names are the translator's own ASCII identifiers: no escaping.
                     let _ = write!(s, "\"{k}\":");
+                    v.write(s);
+                }
+                s.push('}');
+            }
+            Out::Map(members) => {
+                s.push('{');
+                for (i, (k, v)) in members.iter().enumerate() {
+                    if i > 0 {
+                        s.push(',');
+                    }
+                    // A name read from JSON text is valid UTF-8: serialising it cannot fail.
+                    s.push_str(&serde_json::to_string(k).unwrap_or_default());
+                    s.push(':');
                     v.write(s);
                 }
                 s.push('}');

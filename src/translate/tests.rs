@@ -177,6 +177,64 @@ fn list_tasks_is_not_in_0_3() {
     assert!(e.to_string().contains("A2A 0.3"), "{e}");
 }
 
+/// 1.0 data that is not an object travels to 0.3 as the official SDKs send it (`{"value": X}`
+/// with `metadata.data_part_compat: true`) and comes back unwrapped, other metadata kept (on
+/// main it was refused: "is not an object, which A2A 0.3 requires").
+#[test]
+fn non_object_data_is_wrapped_as_the_sdks_wrap_it() {
+    let m = |parts: Value| json!({"message":{"messageId":"m","role":"ROLE_USER","parts":parts}});
+    let sent = to03(
+        Op::SendMessage,
+        req(
+            "SendMessage",
+            m(json!([{"data":[1,"x"]},{"data":7,"metadata":{"a":{"b":1}}},{"data":{"k":1}}])),
+        ),
+    );
+    assert_eq!(
+        sent["params"]["message"]["parts"],
+        json!([
+            {"kind":"data","data":{"value":[1,"x"]},"metadata":{"data_part_compat":true}},
+            {"kind":"data","data":{"value":7},"metadata":{"a":{"b":1},"data_part_compat":true}},
+            {"kind":"data","data":{"k":1}},
+        ])
+    );
+    let back = |part: Value| {
+        let msg = json!({"kind":"message","messageId":"r","role":"agent","parts":[part]});
+        answer(Op::SendMessage, msg)["message"]["parts"][0].clone()
+    };
+    assert_eq!(
+        back(json!({"kind":"data","data":{"value":[1,"x"]},"metadata":{"data_part_compat":true}})),
+        json!({"data":[1,"x"]})
+    );
+    assert_eq!(
+        back(json!({"kind":"data","data":{"value":7},"metadata":{"a":1,"data_part_compat":true}})),
+        json!({"data":7,"metadata":{"a":1}})
+    );
+    // Metadata left empty by the marker's removal is none, as the SDKs read it.
+    assert_eq!(
+        back(json!({"kind":"data","data":{"value":[]},"metadata":{"data_part_compat":true}})),
+        json!({"data":[]})
+    );
+    // Without the marker (or with it false) the object is the data, `value` member or not.
+    for meta in [json!(null), json!({"data_part_compat":false})] {
+        let mut p = json!({"kind":"data","data":{"value":1}});
+        if !meta.is_null() {
+            p["metadata"] = meta.clone();
+        }
+        assert_eq!(back(p)["data"], json!({"value":1}), "{meta}");
+    }
+    // The marker with data that is not `{"value": …}` is refused, naming the field.
+    for data in [json!({}), json!({"value":1,"more":2}), json!({"v":1})] {
+        let part = json!({"kind":"data","data":data,"metadata":{"data_part_compat":true}});
+        let msg = json!({"kind":"message","messageId":"r","role":"agent","parts":[part]});
+        let body = json!({"jsonrpc":"2.0","id":1,"result":msg}).to_string();
+        let e = answer_to10(Op::SendMessage, body.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("result.parts[0].data"), "{e}");
+    }
+}
+
 #[test]
 fn what_0_3_cannot_say_is_refused_by_field() {
     let bad = |params: Value| {
@@ -189,8 +247,10 @@ fn what_0_3_cannot_say_is_refused_by_field() {
     };
     let m = |parts: Value| json!({"message":{"messageId":"m","role":"ROLE_USER","parts":parts}});
     assert_eq!(
-        bad(m(json!([{"data":[1,2]}]))),
-        "params.message.parts[0].data is not an object, which A2A 0.3 requires"
+        bad(m(
+            json!([{"data":[1],"metadata":{"data_part_compat":false}}])
+        )),
+        "params.message.parts[0].metadata.data_part_compat is the marker A2A 0.3 uses for wrapped data, so it cannot also be metadata"
     );
     assert_eq!(
         bad(m(json!([{"text":"a"},{"text":"b","url":"u"}]))),
@@ -528,11 +588,12 @@ mod props {
             0..4,
         )
         .prop_map(|m| {
-            // Duplicates are another property's business: keep the first of each key.
+            // Duplicates are another property's business: keep the first of each key. The
+            // SDKs' wrapped-data marker is refused as metadata (its own test).
             let mut seen = std::collections::HashSet::new();
             Raw::Obj(
                 m.into_iter()
-                    .filter(|(k, _)| seen.insert(k.clone()))
+                    .filter(|(k, _)| k != "data_part_compat" && seen.insert(k.clone()))
                     .collect(),
             )
         })
@@ -566,11 +627,22 @@ mod props {
                     o.extend(m.map(|m| named("metadata", m)));
                     Raw::Obj(o)
                 }),
-            (object(), meta()).prop_map(move |(d, m)| {
-                let mut o = vec![named("data", d)];
-                o.extend(m.map(|m| named("metadata", m)));
-                Raw::Obj(o)
-            }),
+            // 1.0 data is any JSON value; 0.3 wraps a non-object one (`data_part_compat`).
+            // (`null` data reads as no data, as ProtoJSON reads `null`: another test's case.)
+            (
+                prop_oneof![object(), raw_json(vec!["value"], 2)]
+                    .prop_filter("data is not null", |d| !matches!(d, Raw::Null)),
+                meta(),
+            )
+                .prop_map(move |(d, m)| {
+                    // Empty metadata beside wrapped data comes back as none, as the SDKs
+                    // return it (`non_object_data_is_wrapped_as_the_sdks_wrap_it`).
+                    let wrapped = !matches!(d, Raw::Obj(_));
+                    let m = m.filter(|m| !(wrapped && matches!(m, Raw::Obj(o) if o.is_empty())));
+                    let mut o = vec![named("data", d)];
+                    o.extend(m.map(|m| named("metadata", m)));
+                    Raw::Obj(o)
+                }),
         ]
     }
 
@@ -625,8 +697,17 @@ mod props {
             let v03 = message_to03(&raw, "m").unwrap().to_json();
             let raw03 = RawValue::from_string(v03).unwrap();
             let back = message_to10(&raw03, "m").unwrap().to_json();
-            // Same members, same order, same bytes of every leaf: compact text comes back as it was.
-            if st == Style::Compact {
+            // Same members, same order, same bytes of every leaf: compact text comes back as it
+            // was, but for the metadata names beside wrapped (non-object) data, which are
+            // written anew on the way back (same names, maybe escaped differently).
+            let rewrapped = value(&text).is_some_and(|v| {
+                v["parts"].as_array().is_some_and(|ps| {
+                    ps.iter().any(|p| {
+                        p.get("metadata").is_some() && p.get("data").is_some_and(|d| !d.is_object())
+                    })
+                })
+            });
+            if st == Style::Compact && !rewrapped {
                 prop_assert_eq!(&back, &text);
             }
             if let (Some(a), Some(b)) = (value(&text), value(&back)) {
