@@ -40,8 +40,8 @@ pub use integrations::{
 };
 pub use listen::{
     Admin, AdminToken, DEFAULT_MAX_CONFIG_BYTES, Limits, Listen, MAX_PRIVATE_FILE_BYTES,
-    MIN_MAX_CONFIG_BYTES, PrivateFileError, RawAdmin, RawLimits, RawListen, TokenError,
-    is_loopback, read_private_file,
+    MIN_MAX_CONFIG_BYTES, PLACEHOLDER_TOKEN_PREFIX, PrivateFileError, RawAdmin, RawLimits,
+    RawListen, TokenError, is_loopback, read_private_file,
 };
 pub use log::{
     AccessLog, DEFAULT_LOG_LEVEL, DirectiveError, LOG_LEVELS, Log, LogFormat, RawLog,

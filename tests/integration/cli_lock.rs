@@ -177,9 +177,9 @@ fn diff_refuses_invalid_cards_profiles_and_lockfiles_with_65() {
         "{}",
         stderr(&out)
     );
-    // A missing file is an I/O failure, not invalid input.
+    // A missing file is a missing input (66, as in every command), not invalid input.
     let out = run(&["diff", &good, "/nonexistent/card.json"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(66));
 }
 
 /// A copy of the sample config in `dir`, pointed at `agent` (the agent's card and interfaces
