@@ -19,7 +19,7 @@ use prometheus::{
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crate::state::{LockVerdict, Snapshot, StaleCause};
+use crate::state::{LockVerdict, ReasonCode, Snapshot, StaleCause};
 use crate::translate::Protocol;
 
 /// Upstream latency buckets, seconds: 1 ms .. 60 s. Twelve buckets per integration keeps the
@@ -184,8 +184,8 @@ fn answer_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec, IntCoun
     )
 }
 
-/// The per-integration state gauges: status, usable, lock verdict.
-fn state_gauges(registry: &Registry) -> (IntGaugeVec, IntGaugeVec, IntGaugeVec) {
+/// The per-integration state gauges: status, usable, lock verdict, credential missing.
+fn state_gauges(registry: &Registry) -> (IntGaugeVec, IntGaugeVec, IntGaugeVec, IntGaugeVec) {
     let status = gauges(
         registry,
         "a2a_egress_integration_status",
@@ -204,7 +204,13 @@ fn state_gauges(registry: &Registry) -> (IntGaugeVec, IntGaugeVec, IntGaugeVec) 
         "1 for each integration's current verdict against its lockfile, 0 for the others.",
         &["integration", "verdict"],
     );
-    (status, usable, verdict)
+    let credential = gauges(
+        registry,
+        "a2a_egress_credential_missing",
+        "1 while the integration's credential (env var or file) cannot be read: unusable with reason CREDENTIAL_MISSING.",
+        &["integration"],
+    );
+    (status, usable, verdict, credential)
 }
 
 /// `a2a_egress_build_info`, set to 1 once: the crate version and the A2A protocol version it
@@ -264,6 +270,9 @@ pub struct Metrics {
     /// `a2a_egress_lock_verdict{integration, verdict}`: 1 for the integration's current verdict
     /// against its lockfile (`unpinned`, `compatible`, `review`, `breaking`), 0 for the others.
     pub lock_verdict: IntGaugeVec,
+    /// `a2a_egress_credential_missing{integration}`: 1 while the integration is unusable because
+    /// its credential cannot be read (reason `CREDENTIAL_MISSING`), else 0.
+    pub credential_missing: IntGaugeVec,
     /// `a2a_egress_inflight_requests`: data-plane requests in progress.
     pub inflight: IntGauge,
     /// `a2a_egress_downstream_connections`: open data-plane connections holding a slot of
@@ -436,7 +445,8 @@ impl Metrics {
         let registry = Registry::new();
         let (artifact_mismatches, probe_runs, probe_failed) = evidence_metrics(&registry);
         let (stale_marks, invalid_answers, answer_headers_dropped) = answer_metrics(&registry);
-        let (integration_status, profile_usable, lock_verdict) = state_gauges(&registry);
+        let (integration_status, profile_usable, lock_verdict, credential_missing) =
+            state_gauges(&registry);
         let (inflight, downstream_connections, overload_refusals, downstream_timeouts) =
             load_metrics(&registry);
         Metrics {
@@ -483,6 +493,7 @@ impl Metrics {
             build_info: build_info(&registry),
             profile_usable,
             lock_verdict,
+            credential_missing,
             inflight,
             downstream_connections,
             overload_refusals,
@@ -605,6 +616,7 @@ impl Metrics {
         drop_series(&self.probe_results, name);
         drop_series(&self.profile_usable, name);
         drop_series(&self.lock_verdict, name);
+        drop_series(&self.credential_missing, name);
         drop_series(&self.artifact_mismatches, name);
         drop_series(&self.probe_runs, name);
         drop_series(&self.probe_failed, name);
@@ -664,6 +676,10 @@ impl Metrics {
                     .with_label_values(&[name, v.as_str()])
                     .set(i64::from(s.lock.verdict == v));
             }
+            let missing = s.status.code() == Some(ReasonCode::CredentialMissing);
+            self.credential_missing
+                .with_label_values(&[name])
+                .set(i64::from(missing));
             for c in StaleCause::ALL {
                 self.stale_marks.with_label_values(&[name, c.as_str()]);
             }

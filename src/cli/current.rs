@@ -24,10 +24,7 @@ pub(super) struct Current {
 
 pub(super) fn load(path: Option<PathBuf>, names: &[String]) -> Result<Config, ExitCode> {
     let path = path.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
-    let config = Config::load(&path).map_err(|e| {
-        eprintln!("{e}");
-        ExitCode::from(EXIT_USAGE)
-    })?;
+    let config = Config::load(&path).map_err(|e| super::config_refused(&e))?;
     for n in names {
         if !config.integrations.iter().any(|i| &i.name == n) {
             eprintln!("{}: no integration named {n:?}", path.display());

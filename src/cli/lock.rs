@@ -11,7 +11,8 @@
 //! when the card cannot be fetched, a probe fails or the profile cannot be pinned, 64 for a bad
 //! config or an unknown integration. `check`: one line per integration, `NAME: <verdict>`,
 //! then its findings indented; exit the worst class (0 compatible or unpinned, 3 review, 4
-//! breaking), 1 when a card could not be fetched at all, 64 for a bad config.
+//! breaking), 1 when a card could not be fetched at all or the integration's credential cannot be
+//! read (`NAME: error: CREDENTIAL_MISSING: …`), 64 for a bad config.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -172,6 +173,11 @@ fn check_one(c: &Current) -> Checked {
     let Some(state) = &c.state else {
         return Checked::Failed("no state was built".into());
     };
+    // A credential that cannot be read says nothing about the agent: an error (exit 1) with
+    // its reason, not a verdict against the lockfile.
+    if let (Some(_), Some(reason)) = (state.status.code(), state.status.reason()) {
+        return Checked::Failed(reason.to_owned());
+    }
     let class = match state.lock.verdict {
         LockVerdict::Unpinned => return Checked::Unpinned,
         LockVerdict::Compatible => Class::Compatible,

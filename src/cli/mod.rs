@@ -3,8 +3,11 @@
 //! Output conventions: results (the profile JSON, `valid sha256:…`) go to stdout; problems go to
 //! stderr, one per line, each starting with the JSON path (or config key) it is about. Exit codes:
 //! 0 success, [`EXIT_INVALID`] (65) for an invalid card, [`EXIT_USAGE`] (64) for a bad config or
-//! command line, [`EXIT_SOFTWARE`] (70) when checking a card hit a bug (a caught panic), 1 for I/O
-//! failures. `validate` and `compile` never exit with Rust's panic code 101.
+//! command line, [`EXIT_NOINPUT`] (66) for a file named on the command line (the config file
+//! included) that is missing or cannot be read, in every command, [`EXIT_SOFTWARE`] (70) when
+//! checking a card hit a bug (a caught panic), 1 for other I/O failures. A file the config names
+//! (token, key, JWKS, schema) that cannot be read makes the config invalid (64). `validate` and
+//! `compile` never exit with Rust's panic code 101.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -20,6 +23,7 @@ use crate::card::CardPolicy;
 use crate::config::Config;
 use crate::profile::ClientCaps;
 
+mod config_cmd;
 mod current;
 mod guard;
 mod keygen;
@@ -33,6 +37,45 @@ pub const EXIT_INVALID: u8 = 65;
 pub const EXIT_USAGE: u8 = 64;
 /// Exit code for an internal error: checking a card panicked (sysexits EX_SOFTWARE).
 pub const EXIT_SOFTWARE: u8 = 70;
+/// Exit code for an input file that does not exist or cannot be read: the config file, a card,
+/// a lockfile, a need, a token file named on the command line (sysexits EX_NOINPUT).
+pub const EXIT_NOINPUT: u8 = 66;
+
+/// Whether `e` is an input file that is missing or cannot be opened or read (not one that was
+/// read and is too large, or a write).
+fn is_noinput(e: &crate::types::file::FileError) -> bool {
+    use crate::types::file::FileError;
+    matches!(e, FileError::Io { .. } | FileError::NotAFile { .. })
+}
+
+/// The exit code for a config that cannot be used: [`EXIT_NOINPUT`] when the file itself cannot
+/// be read, else [`EXIT_USAGE`].
+fn config_exit_code(e: &crate::config::ConfigError) -> u8 {
+    match e {
+        crate::config::ConfigError::Read(f) if is_noinput(f) => EXIT_NOINPUT,
+        _ => EXIT_USAGE,
+    }
+}
+
+/// Prints a config that cannot be used and returns its exit code ([`config_exit_code`]).
+fn config_refused(e: &crate::config::ConfigError) -> ExitCode {
+    eprintln!("{e}");
+    ExitCode::from(config_exit_code(e))
+}
+
+/// The exit code of a command that failed with `e`: [`EXIT_NOINPUT`] when an input file is
+/// missing or unreadable, else 1.
+fn failure_code(e: &anyhow::Error) -> ExitCode {
+    let noinput = e.chain().any(|c| {
+        c.downcast_ref::<crate::types::file::FileError>()
+            .is_some_and(is_noinput)
+    });
+    if noinput {
+        ExitCode::from(EXIT_NOINPUT)
+    } else {
+        ExitCode::FAILURE
+    }
+}
 
 /// The config file used when `--config` is not given and this file exists.
 pub const DEFAULT_CONFIG: &str = "config/gateway.toml";
@@ -108,6 +151,9 @@ enum Command {
     ///
     /// Exit 0 when the gateway answered, 1 when it could not be reached, 64 for a bad config.
     Status(planner::StatusArgs),
+    /// The configuration file: `config check` validates one offline, `config schema` prints
+    /// its JSON Schema.
+    Config(config_cmd::ConfigArgs),
 }
 
 #[derive(Debug, Args)]
@@ -148,7 +194,7 @@ pub fn main() -> ExitCode {
             Ok(c) => serve::run(c, a.log_format).map(|()| ExitCode::SUCCESS),
             Err(e) => {
                 eprintln!("{e}");
-                Ok(ExitCode::from(EXIT_USAGE))
+                Ok(ExitCode::from(e.exit_code()))
             }
         },
         Command::Diff(a) => lock::diff::run(&a),
@@ -158,12 +204,13 @@ pub fn main() -> ExitCode {
         Command::Keygen(a) => keygen::run(&a),
         Command::Select(a) => planner::run_select(a),
         Command::Status(a) => planner::run_status(a),
+        Command::Config(a) => config_cmd::run(a),
     };
     match outcome {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            failure_code(&e)
         }
     }
 }
@@ -200,10 +247,7 @@ fn read_card_file(path: &Path, max_card_bytes: usize) -> anyhow::Result<Vec<u8>>
 fn card_command(a: &CardArgs, compile: bool) -> anyhow::Result<ExitCode> {
     let (caps, policy) = match load_config(a.config.as_deref()) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("{e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
-        }
+        Err(e) => return Ok(config_refused(&e)),
     };
     let origin = match a.origin.as_deref() {
         None => None,

@@ -4,7 +4,8 @@
 //! Both read the gateway's live state (verdicts, evidence, freshness) rather than fetching cards
 //! themselves, so what they print is what the gateway decides. The admin listener is `--admin
 //! URL`, else `[listen] admin` of `--config` (or of `config/gateway.toml` when it exists), else
-//! `http://127.0.0.1:7412`.
+//! `http://127.0.0.1:7412`; the token is read from `--token-file`, else from that config's
+//! `[admin] token_file`.
 
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -30,8 +31,8 @@ pub struct AdminArgs {
     /// Config file to read `[listen] admin` from [default: config/gateway.toml if it exists].
     #[arg(long, short = 'c')]
     config: Option<PathBuf>,
-    /// File holding the admin bearer token (needed when `[admin] token_file` is set: the planner
-    /// routes then need it).
+    /// File holding the admin bearer token (needed when the gateway has `[admin] token_file`: the
+    /// planner routes then need it) [default: `[admin] token_file` of the config].
     #[arg(long)]
     token_file: Option<PathBuf>,
 }
@@ -53,25 +54,47 @@ pub struct StatusArgs {
     admin: AdminArgs,
 }
 
-/// The admin base URL, without a trailing slash.
-fn admin_url(a: &AdminArgs) -> anyhow::Result<String> {
-    if let Some(u) = &a.admin {
-        let parsed = url::Url::parse(u).map_err(|e| anyhow::anyhow!("--admin {u:?}: {e}"))?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            anyhow::bail!("--admin {u:?}: not an http(s) URL");
-        }
-        return Ok(u.trim_end_matches('/').to_owned());
-    }
+/// Where and how to reach the admin listener.
+struct Target {
+    /// The admin base URL, without a trailing slash.
+    base: String,
+    /// The bearer token file: `--token-file`, else `[admin] token_file` of the config.
+    token_file: Option<PathBuf>,
+}
+
+/// The admin listener to ask: `--admin`, else `[listen] admin` of the config; the token file
+/// `--token-file`, else the config's `[admin] token_file` (the operator who runs the gateway's
+/// config has its token). `Err` is the exit code, after printing why.
+fn target(a: &AdminArgs) -> Result<Target, ExitCode> {
     let path = a
         .config
         .clone()
         .or_else(|| Some(PathBuf::from(DEFAULT_CONFIG)).filter(|p| p.exists()));
-    match path {
-        Some(p) => crate::config::Config::load(&p)
-            .map(|c| format!("http://{}", c.listen.admin))
-            .map_err(|e| anyhow::anyhow!("{e}")),
-        None => Ok("http://127.0.0.1:7412".into()),
-    }
+    // The config is read only when it is needed: for the address or for the token file.
+    let config = match path {
+        Some(p) if a.admin.is_none() || a.token_file.is_none() => {
+            Some(crate::config::Config::load(&p).map_err(|e| super::config_refused(&e))?)
+        }
+        _ => None,
+    };
+    let token_file =
+        (a.token_file.clone()).or_else(|| config.as_ref().and_then(|c| c.admin.token_file.clone()));
+    let base = match (&a.admin, &config) {
+        (Some(u), _) => {
+            let usage = |why: String| {
+                eprintln!("--admin {u:?}: {why}");
+                ExitCode::from(EXIT_USAGE)
+            };
+            let parsed = url::Url::parse(u).map_err(|e| usage(e.to_string()))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(usage("not an http(s) URL".into()));
+            }
+            u.trim_end_matches('/').to_owned()
+        }
+        (None, Some(c)) => format!("http://{}", c.listen.admin),
+        (None, None) => "http://127.0.0.1:7412".into(),
+    };
+    Ok(Target { base, token_file })
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -114,15 +137,12 @@ fn read_token(path: &Path) -> anyhow::Result<String> {
 /// 65 when the gateway refuses the need, 64 for a bad command line or config, 1 when the admin
 /// listener cannot be reached.
 pub fn run_select(a: SelectArgs) -> anyhow::Result<ExitCode> {
-    let base = match admin_url(&a.admin) {
-        Ok(u) => u,
-        Err(e) => {
-            eprintln!("{e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
-        }
+    let Target { base, token_file } = match target(&a.admin) {
+        Ok(t) => t,
+        Err(code) => return Ok(code),
     };
     let need = read_need(&a.need)?;
-    let token = a.admin.token_file.as_deref().map(read_token).transpose()?;
+    let token = token_file.as_deref().map(read_token).transpose()?;
     let (status, body) = runtime()?.block_on(async {
         let mut req = client()?
             .post(format!("{base}/v1/select"))
@@ -172,14 +192,11 @@ fn error_message(body: &[u8]) -> String {
 /// `a2a-egress status`: a table of integrations on stdout; exit 0 when the gateway answered
 /// (whatever the integrations' state), 1 when it could not be reached, 64 for a bad config.
 pub fn run_status(a: StatusArgs) -> anyhow::Result<ExitCode> {
-    let base = match admin_url(&a.admin) {
-        Ok(u) => u,
-        Err(e) => {
-            eprintln!("{e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
-        }
+    let Target { base, token_file } = match target(&a.admin) {
+        Ok(t) => t,
+        Err(code) => return Ok(code),
     };
-    let token = a.admin.token_file.as_deref().map(read_token).transpose()?;
+    let token = token_file.as_deref().map(read_token).transpose()?;
     let body = runtime()?.block_on(async {
         let mut req = client()?.get(format!("{base}/v1/integrations"));
         if let Some(t) = token {

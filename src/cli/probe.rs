@@ -61,11 +61,12 @@ pub fn run(a: ProbeArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     };
     let Some(results) = run_probes(&config, &state)? else {
-        eprintln!(
-            "{}: no usable interface to probe ({})",
-            a.name,
-            state.status.as_str()
-        );
+        // Why there is none: the status's own reason (`CREDENTIAL_MISSING: …`, an origin, a pin).
+        let why = match state.status.reason() {
+            Some(r) => format!("{}: {r}", state.status.as_str()),
+            None => state.status.as_str().to_owned(),
+        };
+        eprintln!("{}: no usable interface to probe ({why})", a.name);
         return Ok(ExitCode::FAILURE);
     };
     let mut failed = false;

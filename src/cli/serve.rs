@@ -35,10 +35,8 @@ fn init_tracing(log: &Log, format: Option<LogFormat>) {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
-    let directive = std::env::var("RUST_LOG")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-        .unwrap_or_else(|| log.level.clone());
+    // Both were checked by `load` ([`crate::config::check_directive`]).
+    let directive = rust_log().unwrap_or_else(|| log.level.clone());
     let filter = tracing_subscriber::EnvFilter::builder()
         .parse(with_quiet_pingora(&directive))
         .unwrap_or_else(|e| {
@@ -242,10 +240,50 @@ fn worker_threads(runtime: &crate::config::Runtime) -> anyhow::Result<Threads> {
     })
 }
 
-/// Loads the config for `serve` (default file when not given).
-pub fn load(path: Option<PathBuf>) -> anyhow::Result<Config> {
+/// Why `serve` does not start: exit [`super::EXIT_USAGE`] (or [`super::EXIT_NOINPUT`] for a
+/// config file that cannot be read).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The config file is missing, invalid or refused.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// `RUST_LOG` is set to something the `[log] level` rule refuses: a bad directive would
+    /// start a gateway that logs nothing, so it is refused as a bad `[log] level` is.
+    #[error("RUST_LOG: {directive:?}: {error}")]
+    RustLog {
+        /// The variable's value.
+        directive: String,
+        /// Why it is refused.
+        error: crate::config::DirectiveError,
+    },
+}
+
+impl StartError {
+    /// The exit code `serve` ends with.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            StartError::Config(e) => super::config_exit_code(e),
+            StartError::RustLog { .. } => super::EXIT_USAGE,
+        }
+    }
+}
+
+/// Loads the config for `serve` (default file when not given) and checks `RUST_LOG`.
+pub fn load(path: Option<PathBuf>) -> Result<Config, StartError> {
     let path = path.unwrap_or_else(|| PathBuf::from(super::DEFAULT_CONFIG));
-    Config::load(&path).map_err(|e| anyhow::anyhow!("{e}"))
+    let config = Config::load(&path)?;
+    if let Some(directive) = rust_log() {
+        crate::config::check_directive(&directive)
+            .map_err(|error| StartError::RustLog { directive, error })?;
+    }
+    Ok(config)
+}
+
+/// `RUST_LOG`, when set to something other than blanks.
+fn rust_log() -> Option<String> {
+    std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
 }
 
 #[cfg(test)]

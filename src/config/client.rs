@@ -17,7 +17,7 @@ use crate::types::{ProtocolVersion, normalize_origin};
 const MAX_MAX_CARD_BYTES: usize = 16 * 1024 * 1024;
 
 /// The raw `[client]` table: what this client implements and how strictly it reads cards.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawClient {
     /// Bindings the client may choose (`"JSONRPC"`, `"HTTP+JSON"`, `"GRPC"`), default the first two.
@@ -44,7 +44,7 @@ pub struct RawClient {
 }
 
 /// One `[[client.trusted_keys]]` entry.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawTrustedKeys {
     /// `scheme://host[:port]` whose cards these keys may sign.

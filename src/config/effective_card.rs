@@ -10,10 +10,10 @@ use serde_json::Value;
 
 use crate::card::sign::{self, SigningKey};
 
-use super::listen::read_private_file;
+use super::listen::{absent, read_private_file};
 
 /// Raw `[effective_card]`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawEffectiveCard {
     /// A private JWK file (ES256 or EdDSA), relative to the config folder.
@@ -36,7 +36,7 @@ pub struct RawEffectiveCard {
 }
 
 /// One `previous_keys` entry.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum RawPublicKey {
     /// A file holding a public JWK or a JWK Set.
@@ -46,7 +46,9 @@ pub enum RawPublicKey {
 }
 
 /// Which effective cards the gateway signs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SignMode {
     /// Only cards compiled from an agent card whose own signature verified with a key trusted
@@ -84,10 +86,12 @@ impl CardSigning {
 }
 
 /// Validates `[effective_card]`; `None` when no signing key is configured (nothing is signed).
+/// With `notes` (an offline check), a signing key file that is not there is a note, not a problem.
 pub(super) fn effective_card(
     raw: &RawEffectiveCard,
     base: &Path,
     problems: &mut Vec<String>,
+    notes: Option<&mut Vec<String>>,
 ) -> Option<CardSigning> {
     let Some(file) = &raw.signing_key else {
         let set = [
@@ -105,6 +109,17 @@ pub(super) fn effective_card(
     };
     let key_file = base.join(file);
     let key = match read_private_file(&key_file) {
+        Err(e) if absent(&e) && notes.is_some() => {
+            if let Some(n) = notes {
+                n.push(format!(
+                    "effective_card.signing_key: not read ({e}); serve refuses to start without it"
+                ));
+            }
+            // Still check the rest of the table.
+            jku(raw, problems);
+            previous_keys(&raw.previous_keys, base, problems);
+            return None;
+        }
         Err(e) => Err(e.to_string()),
         Ok(text) => SigningKey::from_jwk(&text, raw.kid.as_deref())
             .map_err(|e| format!("{}: {e}", key_file.display())),
@@ -112,17 +127,7 @@ pub(super) fn effective_card(
     let key = key
         .map_err(|e| problems.push(format!("effective_card.signing_key: {e}")))
         .ok();
-    let jku = raw.jku.as_ref().and_then(|j| match url::Url::parse(j) {
-        Ok(u) if matches!(u.scheme(), "https" | "http") && u.fragment().is_none() => {
-            Some(j.clone())
-        }
-        _ => {
-            problems.push(format!(
-                "effective_card.jku: {j:?} is not an absolute http(s) URL without a fragment"
-            ));
-            None
-        }
-    });
+    let jku = jku(raw, problems);
     let previous = previous_keys(&raw.previous_keys, base, problems);
     let key = key?;
     let mut kids = std::collections::HashSet::from([key.kid().to_owned()]);
@@ -140,6 +145,21 @@ pub(super) fn effective_card(
         mode: raw.sign.unwrap_or_default(),
         previous,
         jku,
+    })
+}
+
+/// `jku`, checked to be an absolute http(s) URL without a fragment.
+fn jku(raw: &RawEffectiveCard, problems: &mut Vec<String>) -> Option<String> {
+    raw.jku.as_ref().and_then(|j| match url::Url::parse(j) {
+        Ok(u) if matches!(u.scheme(), "https" | "http") && u.fragment().is_none() => {
+            Some(j.clone())
+        }
+        _ => {
+            problems.push(format!(
+                "effective_card.jku: {j:?} is not an absolute http(s) URL without a fragment"
+            ));
+            None
+        }
     })
 }
 

@@ -36,7 +36,7 @@ fn tenant_problem(t: &str) -> Option<&'static str> {
 }
 
 /// The raw `[policy]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPolicy {
     /// Data class assumed for requests without an `A2A-Egress-Data-Class` header (default `"internal"`).
@@ -58,7 +58,18 @@ impl Default for RawPolicy {
 
 /// Whether an integration's workflow needs streaming (a required feature is never silently
 /// downgraded).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Deserialize, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    Deserialize,
+    serde::Serialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum StreamingMode {
     /// Streaming calls must stream; a profile without streaming is refused, never downgraded.
@@ -82,7 +93,7 @@ impl StreamingMode {
 }
 
 /// The raw `credential` value of an integration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", deny_unknown_fields)]
 pub enum RawCredential {
     /// No `Authorization` header is sent upstream (the caller's is dropped).
@@ -125,7 +136,7 @@ pub enum Credential {
 }
 
 /// One raw `[[integrations]]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawIntegration {
     /// Route name: `/agents/{name}/…`; `[A-Za-z0-9._-]`, 1..=64 characters, unique.
@@ -201,7 +212,7 @@ pub struct RawIntegration {
 }
 
 /// The raw `[integrations.probe]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawProbe {
     /// The safe skill's id (one of the integration's `skills`).

@@ -66,7 +66,7 @@ pub const MAX_PRIVATE_FILE_BYTES: u64 = 64 * 1024;
 const MIN_TOKEN_LEN: usize = 16;
 
 /// The raw `[listen]` table.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawListen {
     /// Data plane address, default `127.0.0.1:7411` (port 0 picks a free port).
@@ -114,7 +114,7 @@ pub struct Listen {
 }
 
 /// The raw `[admin]` table.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawAdmin {
     /// File holding the bearer token the admin listener's mutating routes require (relative to
@@ -171,6 +171,9 @@ impl Eq for AdminToken {}
 pub struct Admin {
     /// The token mutating admin routes require; `None` = open (only allowed on loopback).
     pub token: Option<AdminToken>,
+    /// The file the token was read from (resolved against the config folder), for the commands
+    /// that talk to the admin listener (`status`, `select`).
+    pub token_file: Option<PathBuf>,
     /// Shortest interval between two forced refreshes of one integration (zero = no limit).
     pub refresh_min_interval: Duration,
     /// Most open admin connections.
@@ -181,6 +184,7 @@ impl Default for Admin {
     fn default() -> Self {
         Admin {
             token: None,
+            token_file: None,
             refresh_min_interval: DEFAULT_REFRESH_MIN_INTERVAL,
             max_connections: DEFAULT_ADMIN_MAX_CONNECTIONS,
         }
@@ -188,7 +192,7 @@ impl Default for Admin {
 }
 
 /// The raw `[limits]` table (durations as `"300ms"`, `"10s"`, …).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawLimits {
     /// Deadline for a request header, from its first byte (default `"10s"`).
@@ -413,6 +417,16 @@ pub enum TokenError {
         /// The file.
         path: PathBuf,
     },
+    /// The placeholder of the example Kubernetes Secret (anything starting with
+    /// [`PLACEHOLDER_TOKEN_PREFIX`]): everyone who read the example knows it.
+    #[error(
+        "the token in {} is the example's placeholder; replace it with a random token (e.g. `openssl rand -hex 32`)",
+        path.display()
+    )]
+    Placeholder {
+        /// The file.
+        path: PathBuf,
+    },
 }
 
 impl TokenError {
@@ -422,6 +436,7 @@ impl TokenError {
             TokenError::File(e) => e.kind(),
             TokenError::TooShort { .. } => "too_short",
             TokenError::NotVisibleAscii { .. } => "not_visible_ascii",
+            TokenError::Placeholder { .. } => "placeholder",
         }
     }
 }
@@ -480,25 +495,53 @@ fn token(file: &Path) -> Result<AdminToken, TokenError> {
             path: file.to_owned(),
         });
     }
+    if t.to_ascii_lowercase().starts_with(PLACEHOLDER_TOKEN_PREFIX) {
+        return Err(TokenError::Placeholder {
+            path: file.to_owned(),
+        });
+    }
     Ok(AdminToken::new(t))
 }
 
+/// How the example Kubernetes Secret's placeholder values start
+/// (`replace-with-at-least-16-visible-ascii-characters`): an admin token that starts so is refused.
+pub const PLACEHOLDER_TOKEN_PREFIX: &str = "replace-with-";
+
+/// Whether a secret file's error means it is not there to read (missing, unreadable, not a file):
+/// what an offline check notes instead of refusing ([`crate::config::Config::load_offline`]).
+pub(super) fn absent(e: &PrivateFileError) -> bool {
+    use crate::types::file::FileError;
+    matches!(
+        e,
+        PrivateFileError::File(FileError::Io { .. }) | PrivateFileError::NotAFile { .. }
+    )
+}
+
+/// Checks `[admin]`. With `notes` (an offline check), a token file that is not there is a note,
+/// not a problem.
 pub(super) fn admin(
     raw: &RawAdmin,
     listen: &Listen,
     base: &Path,
     problems: &mut Vec<String>,
+    notes: Option<&mut Vec<String>>,
 ) -> Admin {
-    let token = raw
-        .token_file
-        .as_ref()
-        .and_then(|f| match token(&base.join(f)) {
-            Ok(t) => Some(t),
-            Err(why) => {
-                problems.push(format!("admin.token_file: {why}"));
-                None
+    let token_file = raw.token_file.as_ref().map(|f| base.join(f));
+    let token = token_file.as_ref().and_then(|f| match token(f) {
+        Ok(t) => Some(t),
+        Err(TokenError::File(e)) if absent(&e) && notes.is_some() => {
+            if let Some(n) = notes {
+                n.push(format!(
+                    "admin.token_file: not read ({e}); serve refuses to start without it"
+                ));
             }
-        });
+            None
+        }
+        Err(why) => {
+            problems.push(format!("admin.token_file: {why}"));
+            None
+        }
+    });
     if raw.token_file.is_none() && !is_loopback(&listen.admin) {
         problems.push(format!(
             "admin.token_file: required when listen.admin ({}) is not on loopback",
@@ -531,6 +574,7 @@ pub(super) fn admin(
     };
     Admin {
         token,
+        token_file,
         refresh_min_interval,
         max_connections,
     }
@@ -714,6 +758,32 @@ mod tests {
         assert_eq!(kind("spaces"), Some("not_visible_ascii"));
         assert_eq!(kind("missing"), Some("unreadable"));
         assert_eq!(kind("."), Some("not_a_file"));
+    }
+
+    /// The placeholder of the example Kubernetes Secret (read from the manifest, so a changed
+    /// placeholder is caught here) is refused at start, saying to replace it.
+    #[test]
+    fn the_example_secrets_placeholder_token_is_refused() {
+        let manifest = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/sidecar.yaml"),
+        )
+        .unwrap();
+        let placeholder = manifest
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("admin-token:"))
+            .map(|v| v.trim().trim_matches('"').to_owned())
+            .expect("the example Secret has an admin-token");
+        let dir = tempfile::tempdir().unwrap();
+        write_token(dir.path(), "t", &format!("{placeholder}\n"), 0o600);
+        let p = problems("[admin]\ntoken_file = \"t\"\n", dir.path());
+        assert!(
+            p.len() == 1 && p[0].contains("placeholder") && p[0].contains("replace it"),
+            "{placeholder}: {p:?}"
+        );
+        assert_eq!(
+            super::token(&dir.path().join("t")).err().map(|e| e.kind()),
+            Some("placeholder")
+        );
     }
 
     #[test]

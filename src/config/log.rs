@@ -1,15 +1,59 @@
 //! The `[log]` table: log format, level and the access log (pure validation, no I/O).
 //!
 //! The level is an `EnvFilter` directive (`info`, `warn,a2a_egress=debug`, …); `RUST_LOG`, when
-//! set, overrides it, and `serve --log-format` overrides `format`. Read at start only.
+//! set, overrides it (and is held to the same rule: [`check_directive`]), and `serve
+//! --log-format` overrides `format`. Read at start only.
+//!
+//! A bare word in a directive is a level or nothing: `EnvFilter` reads any other bare word
+//! (`warning`, `verbose`) as a target name, which enables that one (non-existent) target and
+//! silences everything else, so the gateway would start and log nothing.
 
 use serde::Deserialize;
 
 /// Default level: the gateway at info (one access line per call), pingora's own chatter at warn.
 pub const DEFAULT_LOG_LEVEL: &str = "info";
 
+/// The words a directive part without `=` may be (any case): the levels `EnvFilter` knows.
+pub const LOG_LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+
+/// Why a log filter directive is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DirectiveError {
+    /// A part without `=` that is not a level (`EnvFilter` would read it as a target name).
+    #[error(
+        "{word:?} is not a log level: a bare word must be one of {}; a target takes `target=level` (e.g. \"warn,a2a_egress=debug\")",
+        LOG_LEVELS.join(", ")
+    )]
+    NotALevel {
+        /// The offending part.
+        word: String,
+    },
+    /// `EnvFilter` does not parse it.
+    #[error("not a log filter ({0})")]
+    Syntax(String),
+}
+
+/// Checks a filter directive (`[log] level`, `RUST_LOG`): it parses as an `EnvFilter`, and every
+/// comma-separated part without `=` is one of [`LOG_LEVELS`] (pure).
+pub fn check_directive(directive: &str) -> Result<(), DirectiveError> {
+    for part in directive.split(',').map(str::trim) {
+        let bare = !part.is_empty() && !part.contains('=');
+        if bare && !LOG_LEVELS.iter().any(|l| l.eq_ignore_ascii_case(part)) {
+            return Err(DirectiveError::NotALevel {
+                word: part.to_owned(),
+            });
+        }
+    }
+    tracing_subscriber::EnvFilter::builder()
+        .parse(directive)
+        .map(drop)
+        .map_err(|e| DirectiveError::Syntax(e.to_string()))
+}
+
 /// How log lines are written (to stderr).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     /// Human-readable lines; colour codes only when stderr is a terminal.
@@ -20,7 +64,7 @@ pub enum LogFormat {
 }
 
 /// Whether one access line is written per data-plane call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AccessLog {
     /// One line per call at info level (target `a2a_egress::access`).
@@ -31,7 +75,7 @@ pub enum AccessLog {
 }
 
 /// `[log]` as written.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawLog {
     /// `text` (default) or `json`.
@@ -65,14 +109,14 @@ impl Default for Log {
     }
 }
 
-/// Checks `[log]`; a level that is not a valid filter directive is a problem.
+/// Checks `[log]`; a level that is not a valid filter directive ([`check_directive`]) is a problem.
 pub fn log(raw: &RawLog, problems: &mut Vec<String>) -> Log {
     let level = raw
         .level
         .clone()
         .unwrap_or_else(|| DEFAULT_LOG_LEVEL.to_owned());
-    if let Err(e) = tracing_subscriber::EnvFilter::builder().parse(&level) {
-        problems.push(format!("log.level: {level:?} is not a log filter ({e})"));
+    if let Err(e) = check_directive(&level) {
+        problems.push(format!("log.level: {level:?}: {e}"));
     }
     Log {
         format: raw.format,
@@ -106,6 +150,31 @@ mod tests {
         assert_eq!(l.format, LogFormat::Json);
         assert_eq!(l.access, AccessLog::Off);
         assert_eq!(l.level, "warn,a2a_egress=debug");
+    }
+
+    #[test]
+    fn a_bare_word_that_is_not_a_level_is_refused_naming_the_levels() {
+        for bad in ["warning", "verbose", "info,loud", " Warning ", "a2a_egress"] {
+            let (_, p) = parse(&format!("level = {bad:?}\n"));
+            assert_eq!(p.len(), 1, "{bad}: {p:?}");
+            assert!(
+                p[0].contains("is not a log level")
+                    && p[0].contains("trace, debug, info, warn, error, off"),
+                "{p:?}"
+            );
+        }
+        for good in [
+            "warn",
+            "WARN",
+            "off",
+            "warn,a2a_egress=debug",
+            "a2a_egress::access=off,info",
+            "info,",
+            "a2a_egress[refresh]=trace",
+        ] {
+            let (_, p) = parse(&format!("level = {good:?}\n"));
+            assert!(p.is_empty(), "{good}: {p:?}");
+        }
     }
 
     #[test]

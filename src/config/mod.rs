@@ -40,10 +40,13 @@ pub use integrations::{
 };
 pub use listen::{
     Admin, AdminToken, DEFAULT_MAX_CONFIG_BYTES, Limits, Listen, MAX_PRIVATE_FILE_BYTES,
-    MIN_MAX_CONFIG_BYTES, PrivateFileError, RawAdmin, RawLimits, RawListen, TokenError,
-    is_loopback, read_private_file,
+    MIN_MAX_CONFIG_BYTES, PLACEHOLDER_TOKEN_PREFIX, PrivateFileError, RawAdmin, RawLimits,
+    RawListen, TokenError, is_loopback, read_private_file,
 };
-pub use log::{AccessLog, DEFAULT_LOG_LEVEL, Log, LogFormat, RawLog};
+pub use log::{
+    AccessLog, DEFAULT_LOG_LEVEL, DirectiveError, LOG_LEVELS, Log, LogFormat, RawLog,
+    check_directive,
+};
 pub use probes::{ProbeSchedule, RawProbes};
 pub use refresh::{RawRefresh, RawState, RefreshSettings};
 pub use runtime::{
@@ -89,7 +92,7 @@ impl ConfigError {
 }
 
 /// The whole raw file. Tables are added here as the gateway grows; unknown tables are errors.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
     /// `[client]`.
@@ -128,6 +131,22 @@ pub struct RawConfig {
     /// `[runtime]`: data-plane threads and work stealing.
     #[serde(default)]
     pub runtime: RawRuntime,
+}
+
+/// The JSON Schema of the config file (`a2a-egress config schema`, committed as
+/// `schemas/config.schema.json`), derived from [`RawConfig`], the types the parser reads: the
+/// keys, their types and the closed sets of values. Rules between values (durations in range,
+/// names unique, files readable) are [`Config::from_raw`]'s; `config check` applies both.
+pub fn schema() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(RawConfig).to_value();
+    if let Some(o) = schema.as_object_mut() {
+        o.insert("title".into(), "a2a-egress gateway.toml".into());
+        o.insert(
+            "description".into(),
+            "The a2a-egress gateway configuration (config/gateway.toml): `a2a-egress config schema` prints this schema, `a2a-egress config check` applies it and every rule between values; the README's Configuration section explains each key.".into(),
+        );
+    }
+    schema
 }
 
 /// A validated configuration.
@@ -199,12 +218,37 @@ impl Config {
 
     /// [`Config::parse`] on at most `threads` threads, the calling one included.
     pub fn parse_on(text: &str, path: &Path, threads: usize) -> Result<Config, ConfigError> {
+        Self::parse_with(text, path, threads, None)
+    }
+
+    /// Reads and validates a config file as [`Config::load`] does, for a machine that has no
+    /// secrets (`a2a-egress config check` in CI): a secret file the config names that is not
+    /// there (`[admin] token_file`, `[effective_card] signing_key`) is returned as a note instead
+    /// of a problem, and the config then has no token or no signing key. A secret file that is
+    /// there is checked as at start (mode, length, placeholder, key format). Every other file the
+    /// config names (JWKS, artifact schemas) is part of the config and must be there.
+    pub fn load_offline(path: &Path) -> Result<(Config, Vec<String>), ConfigError> {
+        let text =
+            crate::types::file::read_capped_string(path, DEFAULT_MAX_CONFIG_BYTES, "config")?;
+        let mut notes = Vec::new();
+        let config = Self::parse_with(&text, path, all_cores(), Some(&mut notes))?;
+        Ok((config, notes))
+    }
+
+    /// [`Config::parse_on`], noting absent secret files in `notes` when given
+    /// ([`Config::load_offline`]).
+    fn parse_with(
+        text: &str,
+        path: &Path,
+        threads: usize,
+        notes: Option<&mut Vec<String>>,
+    ) -> Result<Config, ConfigError> {
         let threads = threads.max(1);
         let raw = document::parse_raw(text, threads).map_err(|e| ConfigError::Parse {
             path: path.to_owned(),
             message: e.0,
         })?;
-        let config = Self::from_raw_on(raw, path, threads)?;
+        let config = Self::from_raw_on(raw, path, threads, notes)?;
         let cap = config.limits.max_config_bytes;
         if text.len() as u64 > cap {
             return Err(ConfigError::Invalid {
@@ -220,11 +264,17 @@ impl Config {
 
     /// Checks every value of a raw config, reporting all problems at once.
     pub fn from_raw(raw: RawConfig, path: &Path) -> Result<Config, ConfigError> {
-        Self::from_raw_on(raw, path, all_cores())
+        Self::from_raw_on(raw, path, all_cores(), None)
     }
 
-    /// [`Config::from_raw`], checking the integrations on at most `threads` threads.
-    fn from_raw_on(raw: RawConfig, path: &Path, threads: usize) -> Result<Config, ConfigError> {
+    /// [`Config::from_raw`], checking the integrations on at most `threads` threads; with
+    /// `notes`, absent secret files are notes ([`Config::load_offline`]).
+    fn from_raw_on(
+        raw: RawConfig,
+        path: &Path,
+        threads: usize,
+        mut notes: Option<&mut Vec<String>>,
+    ) -> Result<Config, ConfigError> {
         let mut problems = Vec::new();
         let base = path.parent().unwrap_or(Path::new("."));
         let c = raw.client;
@@ -232,7 +282,13 @@ impl Config {
         let card_policy = client::card_policy(&c, base, &mut problems);
         let listen = listen::listen(&raw.listen, &mut problems);
         let limits = listen::limits(&raw.limits, &mut problems);
-        let admin = listen::admin(&raw.admin, &listen, base, &mut problems);
+        let admin = listen::admin(
+            &raw.admin,
+            &listen,
+            base,
+            &mut problems,
+            notes.as_deref_mut(),
+        );
         let policy = integrations::policy(&raw.policy, &mut problems);
         let integrations = integrations::integrations(
             raw.integrations,
@@ -245,7 +301,8 @@ impl Config {
         let refresh = RefreshSettings::from_raw(&raw.refresh, &mut problems);
         let probes = ProbeSchedule::from_raw(&raw.probes, &mut problems);
         let state_dir = raw.state.dir.as_ref().map(|d| base.join(d));
-        let card_signing = effective_card::effective_card(&raw.effective_card, base, &mut problems);
+        let card_signing =
+            effective_card::effective_card(&raw.effective_card, base, &mut problems, notes);
         let log = log::log(&raw.log, &mut problems);
         let runtime = runtime::runtime(&raw.runtime, &mut problems);
         if !problems.is_empty() {

@@ -30,7 +30,7 @@ impl Default for ProbeSchedule {
 }
 
 /// The raw `[probes]` table; every key is optional.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawProbes {
     /// Probe on the gateway's own initiative (default true; `a2a-egress probe` and `lock`

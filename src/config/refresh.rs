@@ -42,7 +42,7 @@ impl Default for RefreshSettings {
 }
 
 /// The raw `[refresh]` table (durations as text, e.g. `"30s"`, `"24h"`); every key is optional.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawRefresh {
     /// Lower bound of the period (default `"30s"`).
@@ -111,7 +111,7 @@ impl RefreshSettings {
 }
 
 /// The raw `[state]` table.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawState {
     /// Directory for last-known-good cards, relative to the config file's folder. Absent: cards

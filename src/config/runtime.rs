@@ -105,7 +105,7 @@ impl Threads {
 }
 
 /// `[runtime]` as written; every key is optional.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawRuntime {
     /// Data-plane threads (default: the CPUs the process may use; `TOKIO_WORKER_THREADS`

@@ -37,6 +37,22 @@ impl SecretError {
             SecretError::NotAHeader => "credential_not_a_header",
         }
     }
+
+    /// Whether the credential is not there to read: the variable unset or empty, the file
+    /// missing, unreadable, not a regular file or empty. That is a deployment problem (a Secret
+    /// not mounted, a variable not passed), not a change of the agent: reason
+    /// `CREDENTIAL_MISSING`. A file over its cap or a secret that cannot be a header is there,
+    /// and wrong.
+    pub fn is_missing(&self) -> bool {
+        use crate::types::file::FileError;
+        match self {
+            SecretError::EnvUnset(_) | SecretError::Empty => true,
+            SecretError::Unreadable(e) => {
+                matches!(e, FileError::Io { .. } | FileError::NotAFile { .. })
+            }
+            SecretError::NotAHeader => false,
+        }
+    }
 }
 
 /// Reads a secret from its source (trailing whitespace trimmed).

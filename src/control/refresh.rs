@@ -405,6 +405,7 @@ mod tests {
                 Some(Status::Unusable {
                     reason: "x".into(),
                     profile: None,
+                    code: None,
                 }),
                 "unusable",
             ),

@@ -94,6 +94,7 @@ fn no_interface_no_plan() {
     s.status = crate::state::Status::Unusable {
         reason: "x".into(),
         profile: s.profile().cloned(),
+        code: None,
     };
     assert!(plan(&s).is_none());
 }

@@ -55,6 +55,8 @@ pub enum Status {
         reason: String,
         /// The compiled profile, when there is one, to explain the reason.
         profile: Option<Arc<Profile>>,
+        /// The bounded code of the reason, when it has one (the reason then starts with it).
+        code: Option<ReasonCode>,
     },
     /// Traffic stopped on purpose (e.g. a breaking change against the lockfile); calls on tasks
     /// the agent already holds still use the profile and upstream it had while usable.
@@ -96,6 +98,14 @@ impl Status {
         }
     }
 
+    /// The bounded code of an unusable status's reason, when it has one.
+    pub fn code(&self) -> Option<ReasonCode> {
+        match self {
+            Status::Unusable { code, .. } => *code,
+            _ => None,
+        }
+    }
+
     /// Whether this is a verdict yet.
     pub fn is_pending(&self) -> bool {
         matches!(self, Status::Pending)
@@ -110,6 +120,26 @@ impl Status {
     /// an install a change of status.
     pub fn same_verdict(&self, other: &Status) -> bool {
         self.as_str() == other.as_str() && self.reason() == other.reason()
+    }
+}
+
+/// A bounded code for why an integration is unusable, where the cause is not the agent's card:
+/// alerts, `check` and the lock verdict treat it apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum ReasonCode {
+    /// The integration's credential cannot be read (variable unset or empty, file missing or
+    /// unreadable): a deployment problem. The lock verdict stays as it was (nothing about the
+    /// agent was learnt) and `a2a_egress_credential_missing{integration}` is 1.
+    #[serde(rename = "CREDENTIAL_MISSING")]
+    CredentialMissing,
+}
+
+impl ReasonCode {
+    /// The code as shown (`CREDENTIAL_MISSING`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasonCode::CredentialMissing => "CREDENTIAL_MISSING",
+        }
     }
 }
 
@@ -405,9 +435,25 @@ impl IntegrationState {
             status: Status::Unusable {
                 reason: bounded_report(&reason.into(), MAX_REPORT_LINE_CHARS, MAX_REPORT_LINES),
                 profile,
+                code: None,
             },
             ..Self::pending(integration)
         }
+    }
+
+    /// An integration whose credential cannot be read ([`ReasonCode::CredentialMissing`]): no
+    /// profile (the extended card the credential would see is unknown), and the reason
+    /// `CREDENTIAL_MISSING: <what is missing>`.
+    pub fn credential_missing(
+        integration: Arc<Integration>,
+        error: &crate::config::SecretError,
+    ) -> Self {
+        let code = ReasonCode::CredentialMissing;
+        let mut s = Self::unusable(integration, None, format!("{}: {error}", code.as_str()));
+        if let Status::Unusable { code: c, .. } = &mut s.status {
+            *c = Some(code);
+        }
+        s
     }
 
     /// A state of `integration` serving `profile`, its upstream prepared without I/O for the
@@ -805,7 +851,7 @@ mod tests {
             }),
         );
         assert!(
-            matches!(&s.status, Status::Unusable { reason, profile: Some(_) } if reason.contains("ECHO_TOKEN"))
+            matches!(&s.status, Status::Unusable { reason, profile: Some(_), .. } if reason.contains("ECHO_TOKEN"))
         );
         assert!(s.usable().is_none());
     }

@@ -263,9 +263,9 @@ fn bad_config_exits_64_naming_the_key() {
 }
 
 #[test]
-fn missing_card_file_is_an_io_failure_not_invalid() {
+fn missing_card_file_is_a_missing_input_not_invalid() {
     let out = run(&["validate", "/nonexistent/card.json"], b"");
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(66));
     assert!(text(&out.stderr).contains("/nonexistent/card.json"));
 }
 

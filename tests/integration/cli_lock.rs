@@ -177,9 +177,9 @@ fn diff_refuses_invalid_cards_profiles_and_lockfiles_with_65() {
         "{}",
         stderr(&out)
     );
-    // A missing file is an I/O failure, not invalid input.
+    // A missing file is a missing input (66, as in every command), not invalid input.
     let out = run(&["diff", &good, "/nonexistent/card.json"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(66));
 }
 
 /// A copy of the sample config in `dir`, pointed at `agent` (the agent's card and interfaces
@@ -315,6 +315,48 @@ fn lock_then_check_and_every_exit_code_of_check() {
         "{}",
         stdout(&out)
     );
+}
+
+/// A credential variable that is not set is `CREDENTIAL_MISSING`, not a card change: `check`
+/// exits 1 with that reason (not 4 "breaking" with `usable: true -> false`), `probe` and `lock`
+/// say why, and the lockfile is left as it was.
+#[test]
+fn a_missing_credential_is_credential_missing_for_check_probe_and_lock() {
+    let agent = RefAgent::sample();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = sample_config(dir.path(), &agent, true);
+    let cfg = cfg.to_str().unwrap();
+    let without = |args: &[&str]| {
+        crate::common::gateway_cmd()
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("A2A_EGRESS_FINANCE_TOKEN")
+            .output()
+            .unwrap()
+    };
+    let want =
+        "CREDENTIAL_MISSING: credential environment variable A2A_EGRESS_FINANCE_TOKEN is not set";
+    let out = without(&["check", "--config", cfg]);
+    assert_eq!(
+        (out.status.code(), stdout(&out)),
+        (Some(1), format!("finance: error: {want}\n")),
+        "{}",
+        stderr(&out)
+    );
+    let out = without(&["probe", "finance", "--config", cfg]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains(want), "{}", stderr(&out));
+    let before = std::fs::read(dir.path().join("locks/finance.json")).unwrap();
+    let out = without(&["lock", "finance", "--config", cfg]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains(want), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read(dir.path().join("locks/finance.json")).unwrap(),
+        before
+    );
+    // With the variable back, the same lockfile holds.
+    let out = run_in(dir.path(), &["check", "--config", cfg]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
 
 #[test]

@@ -329,3 +329,61 @@ async fn the_verdict_is_logged_once_per_change_not_once_per_refresh() {
     // The last line is the barrier: a repeated "breaking" would sit before it.
     assert_verdicts(&gw, "finance", &["compatible", "breaking", "compatible"]).await;
 }
+
+/// A credential file that disappears (a Secret not mounted after a restart, a rotation gone
+/// wrong) is reason `CREDENTIAL_MISSING`, not a card change: `/readyz` shows the integration
+/// unusable with that reason, the lock verdict stays `compatible` (it is not judged: nothing about
+/// the agent was learnt, where it used to turn `breaking` with `usable: true -> false`), and
+/// `a2a_egress_credential_missing` is 1 until the file is back.
+#[tokio::test]
+async fn a_missing_credential_file_is_credential_missing_and_leaves_the_lock_verdict() {
+    let agent = RefAgent::sample();
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("finance.token");
+    std::fs::write(&token, crate::common::ref_agent::PARTNER_TOKEN).unwrap();
+    let config = config_head(&[])
+        + &integration(
+            "finance",
+            &agent,
+            "credential = { type = \"bearer\", file = \"finance.token\" }",
+        )
+        + "\n[admin]\nrefresh_min_interval = \"0s\"\n";
+    pin(dir.path(), &config, "finance");
+    let gw = InProcess::start_in(dir, &config).await;
+    let missing = |m: &str| {
+        metric(
+            m,
+            "a2a_egress_credential_missing",
+            &[("integration", "finance")],
+        )
+    };
+    assert_eq!(missing(&gw.metrics().await), 0.0);
+
+    std::fs::remove_file(&token).unwrap();
+    refresh(&gw, "finance").await;
+    let ready = gw.readyz().await;
+    let finance = &ready["integrations"]["finance"];
+    assert_eq!(finance["status"], "unusable", "{ready}");
+    let reason = finance["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("CREDENTIAL_MISSING: cannot read the credential file"),
+        "{ready}"
+    );
+    assert_eq!(finance["lock"]["verdict"], "compatible", "{ready}");
+    let m = gw.metrics().await;
+    assert_eq!(missing(&m), 1.0, "{m}");
+    assert_eq!(verdict_metric(&gw, "finance", "breaking").await, 0.0);
+    let (_, body) = gw
+        .rpc("finance", &send_request("c1", "SendMessage", "echo"), &[])
+        .await;
+    assert!(body.to_string().contains("NO_USABLE_PROFILE"), "{body}");
+
+    std::fs::write(&token, crate::common::ref_agent::PARTNER_TOKEN).unwrap();
+    refresh(&gw, "finance").await;
+    let ready = gw.readyz().await;
+    assert_eq!(
+        ready["integrations"]["finance"]["status"], "usable",
+        "{ready}"
+    );
+    assert_eq!(missing(&gw.metrics().await), 0.0);
+}

@@ -19,6 +19,7 @@ mod card_signature;
 mod card_warnings;
 mod cli_card;
 mod cli_lock;
+mod config_cli;
 mod control_admin;
 mod control_agent;
 mod control_fetch;

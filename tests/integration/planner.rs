@@ -570,4 +570,39 @@ fn cli_select_and_status(gw: &InProcess, dir: &Path, chosen: &str) {
         !table.contains('\u{202e}') && !table.contains('\u{7}'),
         "{table:?}"
     );
+
+    // Without --token-file, the token is the one `[admin] token_file` of --config names.
+    let cfg = gw.config_path();
+    let cfg = cfg.to_str().unwrap();
+    let out = cli(&["status", "--admin", &admin, "--config", cfg], dir);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "status with the config's token file: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("INTEGRATION"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    std::fs::write(dir.join("need.json"), seed_need().to_string()).unwrap();
+    let out = cli(
+        &[
+            "select",
+            "--need",
+            "need.json",
+            "--admin",
+            &admin,
+            "--config",
+            cfg,
+        ],
+        dir,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "select with the config's token file: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -184,6 +184,7 @@ fn card_values_quoted_in_reasons_modes_and_findings_stay_under_untrusted() {
     s.status = Status::Unusable {
         reason: format!("card interface origin {evil} is not allowed"),
         profile,
+        code: None,
     };
     s.freshness.degraded = Some(Degraded {
         reason: format!("the agent answered {evil}"),

@@ -2,13 +2,14 @@
 //! prints the profile-level diff and its class (file I/O; the classification is `lock::diff`).
 //!
 //! stdout: one finding per line, then `verdict: <class>`. Exit 0 compatible, 3 review, 4
-//! breaking; 65 when a card, profile or lockfile is invalid; 64 for a bad config.
+//! breaking; 65 when a card, profile or lockfile is invalid; 64 for a bad config; 66 when a file
+//! named on the command line is missing or unreadable.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::card::CardPolicy;
-use crate::cli::{EXIT_INVALID, EXIT_USAGE, load_config};
+use crate::cli::{EXIT_INVALID, load_config};
 use crate::lock::{self, UnreadableLock, Verdict};
 use crate::profile::{ClientCaps, Profile};
 
@@ -45,10 +46,7 @@ enum InputError {
 pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
     let (caps, policy) = match load_config(a.config.as_deref()) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("{e}");
-            return Ok(ExitCode::from(EXIT_USAGE));
-        }
+        Err(e) => return Ok(crate::cli::config_refused(&e)),
     };
     let inputs = (|| {
         let old = profile_of(&a.old, &caps, &policy)?;
@@ -57,8 +55,13 @@ pub fn run(a: &DiffArgs) -> anyhow::Result<ExitCode> {
             None => None,
             Some(p) => match lock::file::read(p) {
                 Ok(Some(l)) => Some(l),
+                // A missing input file, as every command reports one (exit 66).
                 Ok(None) => {
-                    return Err(anyhow::anyhow!("{}: no such lockfile", p.display()));
+                    return Err(anyhow::Error::from(crate::types::file::FileError::Io {
+                        what: "lockfile",
+                        path: p.clone(),
+                        source: std::io::ErrorKind::NotFound.into(),
+                    }));
                 }
                 Err(UnreadableLock::Invalid(e)) => return Err(InputError::Lock(e).into()),
                 Err(e) => return Err(e.into()),

@@ -130,7 +130,7 @@ impl Worker {
 
     /// `Authorization: Bearer <secret>` of the integration's bearer credential, built as its
     /// calls build it; `Ok(None)` without one.
-    fn bearer_authorization(&self) -> Result<Option<HeaderValue>, SecretError> {
+    pub(super) fn bearer_authorization(&self) -> Result<Option<HeaderValue>, SecretError> {
         // A credential file is read anew each time (a rotation applies at the next refresh):
         // off the data plane's threads.
         crate::types::file::blocking(|| {

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use super::Worker;
 use crate::lock::{Lock, UnreadableLock, file as lockfile};
-use crate::state::{IntegrationState, LockVerdict};
+use crate::state::{IntegrationState, LockVerdict, ReasonCode};
 
 impl Worker {
     /// This integration's lockfile now: `Ok(None)` without one, `Err` (one line) when unreadable.
@@ -17,8 +17,16 @@ impl Worker {
     }
 
     /// `state` judged against the lockfile; an unchanged verdict keeps the time it was reached,
-    /// a changed one is logged.
+    /// a changed one is logged. A state whose credential is missing is not judged: nothing about
+    /// the agent was learnt, so the verdict stays what it was (unpinned before the first one).
     pub(super) fn judge(&self, state: IntegrationState) -> IntegrationState {
+        if state.status.code() == Some(ReasonCode::CredentialMissing) {
+            let mut next = state;
+            if let Some(old) = self.current() {
+                next.lock = old.lock.clone();
+            }
+            return next;
+        }
         let lock = self.read_lock();
         let mut next = state.with_lock(lock, SystemTime::now());
         match self.current() {

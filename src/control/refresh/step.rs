@@ -265,6 +265,18 @@ impl Worker {
                 .await?;
         // Past the only failure: the state returned below is built for this identity.
         self.built_for = Some(self.credential_identity());
+        // A credential that is not there is the deployment's problem, not the card's: no
+        // extended card is asked for (the public card would pass for a changed one), and the
+        // state says so with its own reason.
+        if let Err(e) = self.bearer_authorization()
+            && e.is_missing()
+        {
+            tracing::warn!(integration = %self.name(), kind = e.kind(), error = %e, "CREDENTIAL_MISSING: the integration is unusable until its credential can be read");
+            return Ok(IntegrationState::credential_missing(
+                self.integration.clone(),
+                &e,
+            ));
+        }
         let public_digest = public.card_digest.clone();
         let mut warned = vec![public_digest.clone()];
         self.log_warnings(&public);

@@ -273,6 +273,8 @@ impl InProcess {
         let path = dir.path().join("gateway.toml");
         std::fs::write(&path, config).expect("writing the config");
         let admin_token = admin_token(dir.path(), config);
+        // Every config a test serves is one the committed schema accepts too.
+        super::schema::assert_matches_schema(config, "the test config");
         let config = a2a_egress::config::Config::load(&path)
             .unwrap_or_else(|e| panic!("the test config is refused: {e}"));
         let listeners = a2a_egress::server::Listeners::bind(&config.listen).expect("binding");

@@ -19,6 +19,7 @@ pub mod process;
 pub mod raw_agent;
 pub mod ref_agent;
 pub mod relay;
+pub mod schema;
 pub mod sdk_agent;
 pub mod sdk_client;
 pub mod tls;
