@@ -64,8 +64,8 @@ impl Access {
 
 impl Access {
     /// Whether a request with `headers` may see what only the token holder may: true without a
-    /// configured token, else only with the right one (pure; counts and logs nothing, so a probe
-    /// without the token is no refusal).
+    /// configured token, else only with the right one (pure; counts and logs nothing: a probe
+    /// without a token is no refusal, and a wrong one never gets here, see `verdict_at`).
     pub fn holds_token(&self, headers: &HeaderMap) -> bool {
         verdict(self.token.as_ref(), headers) == Verdict::Allowed
     }
@@ -104,6 +104,12 @@ fn verdict_at(
 ) -> Verdict {
     let open = matches!(path, "/healthz" | "/readyz" | "/metrics");
     if open && matches!(*method, Method::GET | Method::HEAD) {
+        // `/readyz` shows more to the token's holder, so a wrong token there is refused and
+        // counted like anywhere else: answered, it would make the page an unwatched oracle for
+        // guessing the token. Without a token it is the kubelet's reduced view.
+        if path == "/readyz" && verdict(token, headers) == Verdict::Wrong {
+            return Verdict::Wrong;
+        }
         return Verdict::Allowed;
     }
     verdict(token, headers)
@@ -192,6 +198,18 @@ mod tests {
         );
         assert_eq!(
             verdict_at(Some(&token), &Method::HEAD, "/readyz", &none),
+            Verdict::Allowed
+        );
+        // A wrong token on /readyz is refused (its body differs for the holder); elsewhere among
+        // the probe routes it is ignored, as the kubelet and Prometheus send none.
+        let mut wrong = HeaderMap::new();
+        wrong.insert(header::AUTHORIZATION, "Bearer nope".parse().unwrap());
+        assert_eq!(
+            verdict_at(Some(&token), &Method::GET, "/readyz", &wrong),
+            Verdict::Wrong
+        );
+        assert_eq!(
+            verdict_at(Some(&token), &Method::GET, "/metrics", &wrong),
             Verdict::Allowed
         );
         for m in [

@@ -52,8 +52,7 @@ pub enum ExtendedError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fallback {
-    /// -32004 / `UNSUPPORTED_OPERATION`, or JSON-RPC's -32601 (no such method): the agent does
-    /// not offer an extended card after all.
+    /// -32004 / `UNSUPPORTED_OPERATION`: the agent does not offer an extended card after all.
     UnsupportedOperation,
     /// -32007 / `EXTENDED_AGENT_CARD_NOT_CONFIGURED`.
     NotConfigured,
@@ -247,10 +246,11 @@ fn parse_jsonrpc(status: u16, body: &[u8]) -> Result<ExtendedOutcome, ExtendedEr
     if let Some(err) = &v.error {
         let code = err.get("code").and_then(|c| c.as_i64()).unwrap_or(0);
         return match code {
-            // -32601: no such method. A 0.3 agent whose card claims the extended card but whose
-            // server has no `agent/getAuthenticatedExtendedCard` (or a 1.0 one without
-            // `GetExtendedAgentCard`) does not offer it after all: the public card serves.
-            -32004 | -32601 => Ok(ExtendedOutcome::Fallback(Fallback::UnsupportedOperation)),
+            // -32601 (no such method) stays an agent error, not a fallback: a fallback forgets
+            // this credential's cached extended card, and one -32601 from a rolling deploy or a
+            // misrouting proxy must not drop partner-only skills. Without a cached card the
+            // public one serves either way, with the agent's answer as the reason.
+            -32004 => Ok(ExtendedOutcome::Fallback(Fallback::UnsupportedOperation)),
             -32007 => Ok(ExtendedOutcome::Fallback(Fallback::NotConfigured)),
             _ => Err(ExtendedError::Agent {
                 code,
@@ -428,14 +428,14 @@ mod tests {
             parse_jsonrpc(200, br#"{"result":[1]}"#),
             Err(ExtendedError::Malformed(_))
         ));
-        // No such method: the agent does not offer the extended card after all.
+        // No such method is an agent error (a cached card survives it), not a fallback.
         let nm = parse_jsonrpc(
             200,
             br#"{"jsonrpc":"2.0","id":"a2a-egress-extended-card","error":{"code":-32601,"message":"Method not found"}}"#,
         );
-        assert_eq!(
-            nm,
-            Ok(ExtendedOutcome::Fallback(Fallback::UnsupportedOperation))
+        assert!(
+            matches!(nm, Err(ExtendedError::Agent { code: -32601, .. })),
+            "{nm:?}"
         );
         // An answer to another request (or to none) is not this one's.
         for body in [

@@ -433,8 +433,9 @@ impl ProxyHttp for Gateway {
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         // Every line the call logs beside its access line (a retry, a stale mark, an answer that
         // is not A2A, a deadline) names the call's request id, through this span's one field;
-        // the access line carries it as a field of its own.
-        let span = tracing::info_span!("call", request_id = %ctx.trace.id.as_str());
+        // the access line carries it as a field of its own. At ERROR level, so a filter that
+        // lets any line through (`warn`, `error`) keeps the span, and with it the id.
+        let span = tracing::error_span!("call", request_id = %ctx.trace.id.as_str());
         self.filter(session, ctx).instrument(span).await
     }
 

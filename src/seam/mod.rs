@@ -162,7 +162,10 @@ pub fn is_invalid_body_framing(e: &pingora::Error) -> bool {
 pub fn is_caller_gone(e: &pingora::Error) -> bool {
     matches!(
         e.etype(),
-        pingora::ErrorType::ConnectionClosed | pingora::ErrorType::ReadError
+        pingora::ErrorType::ConnectionClosed
+            | pingora::ErrorType::ReadError
+            // Writing `100 Continue` to a caller that already left.
+            | pingora::ErrorType::WriteError
     )
 }
 

@@ -465,6 +465,9 @@ async fn a_caller_that_leaves_mid_body_is_gone() {
         .await
         .expect_err("a chunk size that is not hex");
     assert!(!is_caller_gone(&e), "{e}");
+    // The `100 Continue` written before the body fails as a write when the caller left.
+    let gone = pingora::Error::explain(ErrorType::WriteError, "writing 100 Continue");
+    assert!(is_caller_gone(&gone));
 }
 
 /// Assumption 8.

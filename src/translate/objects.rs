@@ -130,16 +130,9 @@ fn data_part_to03<'a>(
     let data = p
         .get("data")
         .ok_or_else(|| TranslateError::untranslatable(&df, "is required"))?;
-    if let Ok(obj) = object(data, &df) {
-        return Ok(Out::Obj(vec![
-            ("kind", Some(Out::Lit("\"data\""))),
-            ("data", Some(obj)),
-            ("metadata", meta),
-        ]));
-    }
-    // The marker goes first, the caller's metadata after it byte for byte.
-    let marker = format!("\"{DATA_PART_COMPAT}\":true");
-    let metadata = match p.get("metadata") {
+    // Whatever the data, the caller's metadata may not carry the marker: a 0.3 reader would
+    // take `{"value": X}` object data beside it for a wrapped X and unwrap it.
+    let members = match p.get("metadata") {
         Some(m) => {
             let mf = format!("{field}.metadata");
             let members = Obj::parse(m, &mf)?;
@@ -149,15 +142,25 @@ fn data_part_to03<'a>(
                     "is the marker A2A 0.3 uses for wrapped data, so it cannot also be metadata",
                 ));
             }
-            // `m` is an object's text: `{`, then its members (if any), then `}`.
-            let inner = m.get().get(1..).unwrap_or_default();
-            if members.is_empty() {
-                format!("{{{marker}}}")
-            } else {
-                format!("{{{marker},{inner}")
-            }
+            Some((m, members))
         }
-        None => format!("{{{marker}}}"),
+        None => None,
+    };
+    if let Ok(obj) = object(data, &df) {
+        return Ok(Out::Obj(vec![
+            ("kind", Some(Out::Lit("\"data\""))),
+            ("data", Some(obj)),
+            ("metadata", meta),
+        ]));
+    }
+    // The marker goes first, the caller's metadata after it byte for byte.
+    let marker = format!("\"{DATA_PART_COMPAT}\":true");
+    let metadata = match members {
+        // `m` is an object's text: `{`, then its members (if any), then `}`.
+        Some((m, members)) if !members.is_empty() => {
+            format!("{{{marker},{}", m.get().get(1..).unwrap_or_default())
+        }
+        _ => format!("{{{marker}}}"),
     };
     Ok(Out::Obj(vec![
         ("kind", Some(Out::Lit("\"data\""))),
@@ -169,8 +172,22 @@ fn data_part_to03<'a>(
     ]))
 }
 
-/// A 0.3 `DataPart` → the 1.0 part's `data` and `metadata`: with `metadata.data_part_compat:
-/// true` and data `{"value": X}` (the SDKs' wrapping of a non-object value), `X` and the
+/// Whether a JSON value is true as Python reads it (the SDKs' `if data_part_compat:`): not
+/// `false`, `null`, `0`, `""`, `[]` or `{}`.
+fn truthy(raw: &RawValue) -> bool {
+    match raw.get() {
+        "true" => true,
+        "false" | "null" | "\"\"" => false,
+        t if t.starts_with('[') => !matches!(super::raw::array(raw, "").as_deref(), Ok([])),
+        t if t.starts_with('{') => Obj::parse(raw, "").is_ok_and(|o| !o.is_empty()),
+        t if t.starts_with('"') => true,
+        t => t.parse::<f64>().map_or(true, |n| n != 0.0),
+    }
+}
+
+/// A 0.3 `DataPart` → the 1.0 part's `data` and `metadata`: with `metadata.data_part_compat`
+/// true (as Python reads it) and data `{"value": X, …}` (the SDKs' wrapping of a non-object
+/// value), `X` and the
 /// metadata without the marker (its other members' values as they came; their names written
 /// anew, so an escaped name may come back escaped differently).
 fn data_part_to10<'a>(p: &Obj<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
@@ -179,29 +196,20 @@ fn data_part_to10<'a>(p: &Obj<'a>, field: &str) -> Result<Out<'a>, TranslateErro
     let wrapped = match p.get("metadata") {
         Some(m) => {
             let members = Obj::parse(m, &format!("{field}.metadata"))?;
-            let marker = members.get(DATA_PART_COMPAT);
-            match marker.map(|v| boolean(v, &format!("{field}.metadata.{DATA_PART_COMPAT}"))) {
-                Some(Ok(true)) => Some(members),
-                Some(Err(e)) => return Err(e),
-                _ => None,
-            }
+            let marked = members.get(DATA_PART_COMPAT).is_some_and(truthy);
+            marked.then_some(members)
         }
         None => None,
     };
     let Some(members) = wrapped else {
         return Ok(Out::Obj(vec![("data", data), ("metadata", meta)]));
     };
+    // As the SDKs read it: `data["value"]`, other members of `data` ignored.
     let df = format!("{field}.data");
     let inner = p.get("data").map(|d| Obj::parse(d, &df)).transpose()?;
-    let value = inner
-        .as_ref()
-        .and_then(|o| o.single("value"))
-        .ok_or_else(|| {
-            TranslateError::untranslatable(
-                &df,
-                "is not {\"value\": …}, which data_part_compat says",
-            )
-        })?;
+    let value = inner.as_ref().and_then(|o| o.raw("value")).ok_or_else(|| {
+        TranslateError::untranslatable(&df, "has no value member, which data_part_compat says")
+    })?;
     let rest: Vec<_> = members
         .entries()
         .filter(|(k, _)| k != DATA_PART_COMPAT)

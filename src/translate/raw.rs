@@ -88,14 +88,6 @@ impl<'a> Obj<'a> {
         self.members.is_empty()
     }
 
-    /// The value of `key` when it is the object's only member.
-    pub(super) fn single(&self, key: &str) -> Option<&'a RawValue> {
-        match self.members.as_slice() {
-            [(k, v)] if k == key => Some(*v),
-            _ => None,
-        }
-    }
-
     /// Every member in order, as output members (the values' text as it came).
     pub(super) fn entries(&self) -> impl Iterator<Item = (String, Out<'a>)> + '_ {
         self.members.iter().map(|(k, v)| (k.clone(), Out::Raw(v)))

@@ -223,8 +223,35 @@ fn non_object_data_is_wrapped_as_the_sdks_wrap_it() {
         }
         assert_eq!(back(p)["data"], json!({"value":1}), "{meta}");
     }
-    // The marker with data that is not `{"value": …}` is refused, naming the field.
-    for data in [json!({}), json!({"value":1,"more":2}), json!({"v":1})] {
+    // As the SDKs read it: any true value marks it, other members of the data are ignored.
+    for marker in [json!(1), json!("yes"), json!([0]), json!({"a":1})] {
+        let p = json!({"kind":"data","data":{"value":5,"more":2},"metadata":{"data_part_compat":marker}});
+        assert_eq!(back(p), json!({"data":5}), "{marker}");
+    }
+    for marker in [
+        json!(0),
+        json!(""),
+        json!([]),
+        json!({}),
+        json!(false),
+        json!(null),
+    ] {
+        let p = json!({"kind":"data","data":{"value":5},"metadata":{"data_part_compat":marker}});
+        assert_eq!(back(p)["data"], json!({"value":5}), "{marker}");
+    }
+    // Caller metadata may not carry the marker, whatever the data (a 0.3 reader would unwrap
+    // object data `{"value": X}` beside it).
+    for data in [json!({"value":5}), json!(5)] {
+        let body = req(
+            "SendMessage",
+            json!({"message":{"messageId":"m","role":"ROLE_USER",
+            "parts":[{"data":data,"metadata":{"data_part_compat":true}}]}}),
+        );
+        let e = request_to03(Op::SendMessage, body.to_string().as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("metadata.data_part_compat"), "{e}");
+    }
+    // The marker with data that has no `value` member is refused, naming the field.
+    for data in [json!({}), json!({"v":1})] {
         let part = json!({"kind":"data","data":data,"metadata":{"data_part_compat":true}});
         let msg = json!({"kind":"message","messageId":"r","role":"agent","parts":[part]});
         let body = json!({"jsonrpc":"2.0","id":1,"result":msg}).to_string();

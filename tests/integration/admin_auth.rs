@@ -175,8 +175,8 @@ async fn forced_refreshes_are_rate_limited_per_integration() {
     );
 }
 
-/// `GET /readyz` with `[admin] token_file` set: without the token (or with a wrong one) only
-/// readiness and each integration's status; with it, the whole account (reasons, lock, evidence,
+/// `GET /readyz` with `[admin] token_file` set: without a token only readiness and each
+/// integration's status; with a wrong one 401 (counted); with the token, the whole account (reasons, lock, evidence,
 /// claims naming skills). The kubelet needs none of the detail, and off loopback the pod network
 /// reaches the admin port (on main, everything was shown to anyone).
 #[tokio::test]
@@ -219,7 +219,8 @@ async fn readyz_without_the_token_shows_readiness_and_status_only() {
         })
         .collect();
     assert!(!skills.is_empty(), "no claims to look for: {full}");
-    for auth in [None, Some("Bearer wrong-token-0123456789".to_owned())] {
+    {
+        let auth: Option<String> = None;
         let (code, text) = read(auth.clone()).await;
         assert_eq!(code, 200, "{auth:?}: {text}");
         let v: Value = serde_json::from_str(&text).unwrap();
@@ -249,6 +250,16 @@ async fn readyz_without_the_token_shows_readiness_and_status_only() {
     assert_eq!(
         metric(&m, "a2a_egress_admin_refusals_total", &refused),
         0.0,
+        "{m}"
+    );
+    // A wrong token is refused and counted: the page must not be a silent oracle for guessing.
+    let (code, text) = read(Some("Bearer wrong-token-0123456789".to_owned())).await;
+    assert_eq!(code, 401, "{text}");
+    assert!(!text.contains("\"integrations\""), "{text}");
+    let m = gw.metrics().await;
+    assert_eq!(
+        metric(&m, "a2a_egress_admin_refusals_total", &refused),
+        1.0,
         "{m}"
     );
 }

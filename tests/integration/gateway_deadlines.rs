@@ -377,12 +377,14 @@ async fn a_caller_that_hangs_up_mid_body_is_client_closed_and_logs_no_warning() 
 #[tokio::test]
 async fn a_calls_warning_lines_carry_its_request_id() {
     let agent = DripAgent::start(Drip::Head, Binding::JsonRpc).await;
-    for format in ["json", "text"] {
+    // JSON at the default level, text at `warn`: the lines this is for are WARN lines, and a
+    // filter that shows only those must keep the id too.
+    for (format, level) in [("json", "info"), ("text", "warn")] {
         let config = config_head(&[])
             + SHORT
             + &format!("[log]\nformat = \"{format}\"\n")
             + &agent.integration("head");
-        let gw = GatewayProc::start(&config, &[]).await;
+        let gw = GatewayProc::start(&config, &[("RUST_LOG", level)]).await;
         let id = format!("rid-{format}-7f3a");
         let req = send_request("1", "SendMessage", "hi");
         let (status, _, body) = gw.rpc_raw("head", &req, &[("x-request-id", &id)]).await;

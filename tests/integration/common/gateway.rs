@@ -190,6 +190,8 @@ impl GatewayProc {
     ) -> GatewayProc {
         let path = dir.path().join("gateway.toml");
         std::fs::write(&path, config).expect("writing the config");
+        // Every config a test serves is one the committed schema accepts too.
+        super::schema::assert_matches_schema(config, "the test config");
         let mut cmd = match wrapper.split_first() {
             Some((program, args)) => {
                 let mut cmd = Command::new(program);
