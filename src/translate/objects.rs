@@ -181,7 +181,7 @@ fn truthy(raw: &RawValue) -> bool {
         t if t.starts_with('[') => !matches!(super::raw::array(raw, "").as_deref(), Ok([])),
         t if t.starts_with('{') => Obj::parse(raw, "").is_ok_and(|o| !o.is_empty()),
         t if t.starts_with('"') => true,
-        t => t.parse::<f64>().map_or(true, |n| n != 0.0),
+        t => t.parse::<f64>() != Ok(0.0),
     }
 }
 
