@@ -1,5 +1,5 @@
 //! Span names and attributes of one call (pure, no I/O), from facts the data plane hands over as
-//! plain values (this module knows no proxy type). Every value is bounded: a configured
+//! plain values (this module knows none of the data plane's types). Every value is bounded: a configured
 //! integration name, a member of a known set, a number, or a checked request id — never a caller's
 //! header, path or body.
 
@@ -36,7 +36,7 @@ pub const SERVER_PORT: &str = "server.port";
 /// General semantic conventions: the class of error a failed operation ended with.
 pub const ERROR_TYPE: &str = "error.type";
 
-/// PR 195's `a2a.method.name` of the gateway's method name (`proxy::route::Method::as_str`);
+/// PR 195's `a2a.method.name` of the gateway's method name (the data plane's `Method::as_str`);
 /// `None` for a route that is no A2A operation (the card, the JWK Set, an unknown path).
 pub fn method_name(method: &str) -> Option<&'static str> {
     Some(match method {
@@ -81,7 +81,7 @@ pub fn http_method(m: &str) -> &'static str {
 /// What a call's SERVER span records when it ends.
 #[derive(Debug, Clone, Copy)]
 pub struct Call<'a> {
-    /// The gateway's method name (`Method::as_str`).
+    /// The data plane's method name (`Method::as_str`).
     pub method: &'static str,
     /// The integration, `""` when the route names none that is configured.
     pub integration: &'a str,

@@ -2,7 +2,7 @@
 //! CLIENT span per request to an agent, exported by OTLP (I/O only in [`export`]: its own thread
 //! and runtime; the request path only fills spans and hands finished ones to a bounded queue).
 //!
-//! Pure parts: [`attrs`] (span names and attributes, from facts the proxy hands over as plain
+//! Pure parts: [`attrs`] (span names and attributes, from facts the data plane hands over as plain
 //! values) and [`w3c`] (the `traceparent` of a span context, and a checked caller's one read back
 //! into a span context). [`span`] holds one call's spans (no I/O: ending a span enqueues it).
 //!

@@ -432,3 +432,42 @@ async fn a_collector_that_never_answers_delays_and_fails_no_call() {
         .await;
     assert_eq!(s, 200, "{body}");
 }
+
+#[tokio::test]
+async fn a_bad_telemetry_value_in_the_file_or_the_environment_stops_the_start_with_64() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[(&str, &str)], &str); 2] = [
+        (
+            "[telemetry]\nsampling = 2.0\n",
+            &[],
+            "telemetry.sampling: 2 is not between 0.0 and 1.0",
+        ),
+        (
+            "[telemetry]\n",
+            &[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")],
+            "OTEL_EXPORTER_OTLP_PROTOCOL: \"http/json\" is not a supported OTLP protocol",
+        ),
+    ];
+    for (table, env, says) in cases {
+        let path = dir.path().join("gateway.toml");
+        std::fs::write(&path, config_head(&[]) + table).unwrap();
+        let mut cmd = crate::common::gateway_cmd();
+        cmd.args(["serve", "--config"])
+            .arg(&path)
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let mut serve = cmd.spawn().unwrap();
+        // Bounded: with the check gone the gateway would start and serve.
+        let status = crate::common::process::wait_exit(&mut serve, Duration::from_secs(30));
+        if status.is_none() {
+            let _ = serve.kill();
+            let _ = serve.wait();
+            panic!("the gateway started with {table:?} {env:?}");
+        }
+        let out = serve.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(status.and_then(|s| s.code()), Some(64), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+}
