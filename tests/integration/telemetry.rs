@@ -433,10 +433,17 @@ async fn a_collector_that_never_answers_delays_and_fails_no_call() {
     assert_eq!(s, 200, "{body}");
 }
 
+/// A `[telemetry]` table, the environment beside it, and what the refusal says.
+type Refused = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
 #[tokio::test]
 async fn a_bad_telemetry_value_in_the_file_or_the_environment_stops_the_start_with_64() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&str, &[(&str, &str)], &str); 2] = [
+    let cases: [Refused; 2] = [
         (
             "[telemetry]\nsampling = 2.0\n",
             &[],
