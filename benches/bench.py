@@ -685,11 +685,13 @@ class OtlpSink:
 
 
 def with_telemetry(config, endpoint):
-    """A copy of `config` with `[telemetry]` on: every call traced (sampling 1.0), exported by
-    OTLP/HTTP to `endpoint`."""
+    """A copy of `config` with `[telemetry]` on: every call traced (sampling 1.0, or
+    `BENCH_OTEL_SAMPLING` to split the cost: at 0.0 only the trace context is made and sent),
+    exported by OTLP/HTTP to `endpoint`."""
     on = config.replace(".toml", "-otel.toml")
-    table = (f'[telemetry]\notlp_endpoint = "{endpoint}"\nprotocol = "http"\nsampling = 1.0\n'
-             'service_name = "a2a-egress-bench"\n')
+    sampling = float(os.environ.get("BENCH_OTEL_SAMPLING", "1.0"))
+    table = (f'[telemetry]\notlp_endpoint = "{endpoint}"\nprotocol = "http"\n'
+             f'sampling = {sampling}\nservice_name = "a2a-egress-bench"\n')
     with open(config) as f, open(on, "w") as g:
         g.write(f.read().replace("[listen]", table + "[listen]", 1))
     return on

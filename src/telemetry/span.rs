@@ -136,9 +136,4 @@ impl CallSpans {
         }
         span.end();
     }
-
-    /// The SERVER span's trace id, as the access line's 32 hex digits would show it.
-    pub fn trace_id(&self) -> opentelemetry::trace::TraceId {
-        self.server.span().span_context().trace_id()
-    }
 }
