@@ -28,7 +28,7 @@ pub const DEFAULT_EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_SERVICE_NAME: usize = 255;
 
 /// How spans travel to the collector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OtlpProtocol {
     /// OTLP/gRPC (`OTEL_EXPORTER_OTLP_PROTOCOL=grpc`).
@@ -48,7 +48,7 @@ impl OtlpProtocol {
 }
 
 /// `[telemetry]` as written.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawTelemetry {
     /// The collector, `http://host:port` (gRPC) or an HTTP base URL.
