@@ -6,7 +6,8 @@
 //!   SERVER span (parent: the caller's span, or none) and a CLIENT span (parent: the SERVER span)
 //!   with their attributes; the agent's `traceparent` names the CLIENT span, `tracestate` and
 //!   `baggage` reach it; a refusal is a SERVER span with its reason;
-//! - the same over OTLP/HTTP;
+//! - the same over OTLP/HTTP, where a downgraded stream's request to the agent is a
+//!   `send_message` CLIENT span marked downgraded;
 //! - with `[telemetry]` absent, `OTEL_EXPORTER_OTLP_ENDPOINT` alone sends nothing, even at the
 //!   shutdown flush, and the agent gets today's headers;
 //! - a collector that accepts connections and never answers delays and fails no call.
@@ -324,7 +325,8 @@ async fn spans_are_exported_over_otlp_http_too() {
     let agent = RefAgent::sample();
     let config = config_head(&[])
         + &telemetry(&endpoint, "http")
-        + &integration("echo", &agent.card_url, "");
+        + &integration("echo", &agent.card_url, "")
+        + &integration("nostream", &agent.card_url, "streaming = \"off\"");
     let gw = GatewayProc::start(&config, &[FAST_BATCHES]).await;
     let caller = format!("00-{TRACE_ID}-{CALLER_SPAN}-01");
     let stream = send_request("1", "SendStreamingMessage", "hi");
@@ -332,7 +334,26 @@ async fn spans_are_exported_over_otlp_http_too() {
         .rpc_raw("echo", &stream, &[("traceparent", caller.as_str())])
         .await;
     assert_eq!(s, 200, "{body}");
-    let all = wait_spans(&got, 2).await;
+    // A downgraded stream: its one request to the agent is a SendMessage CLIENT span.
+    let (s, _, body) = gw.rpc_raw("nostream", &stream, &[]).await;
+    assert_eq!(s, 200, "{body}");
+    let all = wait_spans(&got, 4).await;
+    let down = all
+        .iter()
+        .map(|g| &g.span)
+        .find(|s| {
+            kind(s) == SpanKind::Server && str_attr(s, "a2a_egress.integration") == "nostream"
+        })
+        .expect("the downgraded call's SERVER span");
+    assert_eq!(str_attr(down, "a2a_egress.outcome"), "downgraded");
+    assert_eq!(str_attr(down, "a2a_egress.downgrade"), "config_off");
+    let (_, clients) = call_spans(&all, &hex::encode(&down.trace_id));
+    assert_eq!(clients.len(), 1, "{clients:#?}");
+    assert_eq!(clients[0].name, "send_message");
+    assert_eq!(
+        attr(&clients[0], "a2a_egress.downgraded"),
+        Some(&Any::BoolValue(true))
+    );
     let (server, clients) = call_spans(&all, TRACE_ID);
     assert_eq!(hex::encode(&server.parent_span_id), CALLER_SPAN);
     assert_eq!(server.name, "send_streaming_message");
