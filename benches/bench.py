@@ -646,9 +646,67 @@ def with_runtime(config, work_stealing):
     return off
 
 
-def start_gateway(procs, name, bin_path, config, log, threads=None, work_stealing=True):
+class OtlpSink:
+    """A local OTLP/HTTP receiver for the traces rows: answers every `POST /v1/traces` 200 with
+    an empty ExportTraceServiceResponse (an empty protobuf message is zero bytes), counting
+    requests and bytes; it does not decode them (its CPU is the bench's, not the gateway's)."""
+
+    def __init__(self):
+        import http.server
+
+        sink = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                n = int(self.headers.get("content-length") or 0)
+                self.rfile.read(n)
+                with sink.lock:
+                    sink.requests += 1
+                    sink.bytes += n
+                self.send_response(200)
+                self.send_header("content-type", "application/x-protobuf")
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.lock = threading.Lock()
+        self.requests = self.bytes = 0
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def read(self):
+        with self.lock:
+            return self.requests, self.bytes
+
+
+def with_telemetry(config, endpoint):
+    """A copy of `config` with `[telemetry]` on: every call traced (sampling 1.0, or
+    `BENCH_OTEL_SAMPLING` to split the cost: at 0.0 only the trace context is made and sent),
+    exported by OTLP/HTTP to `endpoint`."""
+    on = config.replace(".toml", "-otel.toml")
+    sampling = float(os.environ.get("BENCH_OTEL_SAMPLING", "1.0"))
+    table = (f'[telemetry]\notlp_endpoint = "{endpoint}"\nprotocol = "http"\n'
+             f'sampling = {sampling}\nservice_name = "a2a-egress-bench"\n')
+    with open(config) as f, open(on, "w") as g:
+        g.write(f.read().replace("[listen]", table + "[listen]", 1))
+    return on
+
+
+# The traced gateway's batch queue: large enough that no span is dropped at saturation, so the
+# row measures every span's full cost (the default, 2048, drops the excess instead).
+OTEL_ENV = {"OTEL_BSP_MAX_QUEUE_SIZE": "65536", "OTEL_BSP_SCHEDULE_DELAY": "1000"}
+
+
+def start_gateway(procs, name, bin_path, config, log, threads=None, work_stealing=True,
+                  extra_env=None):
     config = with_runtime(with_log(config, bin_path, log), work_stealing)
     env = gateway_env(log, bin_path)
+    env.update(extra_env or {})
     if threads:
         env["TOKIO_WORKER_THREADS"] = str(threads)
     p, line = procs.start(name, [bin_path, "serve", "--config", config], CPU_PROXY, env=env,
@@ -869,6 +927,11 @@ def build_targets(procs, out, bin_path, gws, ports):
             gwns = ports["gwns"]
             T.append(Target(f"gwnosteal-{group}", "a2a-egress, no work stealing (default threads)",
                             f"http://{gwns[1]['proxy']}/agents/fixed", body, gwns[0], up, group))
+            gwotel = ports.get("gwotel")
+            if gwotel:
+                T.append(Target(f"gwotel-{group}", "a2a-egress, access log on, traces on (100% sampled, OTLP/HTTP)",
+                                f"http://{gwotel[1]['proxy']}/agents/fixed", body, gwotel[0], up,
+                                group))
             gwalt = ports["gwalt"]
             if gwalt:
                 T.append(Target(f"gwalt-{group}", f"a2a-egress, {ports['alt_label']}",
@@ -1055,6 +1118,7 @@ def targets_table(S, ctx):
         if nl and nl["cpu_us"]:
             r2 = nl["cpu_us"] / bare["cpu_us"]
             rows.append(("… with the access log off", "≤ 1.10×", f"{r2:.2f}×", r2 <= 1.10))
+    rows += telemetry_rows(S, ctx)
     ins = ctx.get("instructions") or {}
     if ins.get("bare pingora") and ins.get("a2a-egress, access log on"):
         r = ins["a2a-egress, access log on"] / ins["bare pingora"]
@@ -1075,7 +1139,7 @@ def targets_table(S, ctx):
     rows.append(("errors (a2a-egress, all scenarios)", "0", str(errs), errs == 0))
     # The shipped configuration's rows only: the thread-count, work-stealing and allocator
     # variants are there to compare, not to meet the target.
-    variants = ("gw2thread", "gw4thread", "gwnosteal", "gwalt")
+    variants = ("gw2thread", "gw4thread", "gwnosteal", "gwalt", "gwotel")
     reuse = [s["reuse"] for k, s in S.items()
              if k.startswith("gw") and not k.startswith(variants) and s["reuse"] is not None]
     if reuse:
@@ -1126,6 +1190,54 @@ def targets_table(S, ctx):
                      " / ".join(f"{x:.1f}" for x in sc) + f" µs ({spread * 100:.0f}% spread)",
                      spread <= 0.10))
     return rows
+
+
+def telemetry_rows(S, ctx):
+    """Issue 23: CPU per request with every call traced (SERVER and CLIENT span, exported by
+    OTLP/HTTP to a local receiver) as a ratio to the same gateway untraced; target ≤ +10%."""
+    on, off = S.get("gwotel-send1k"), S.get("gw-send1k")
+    if not (on and off and on["cpu_us"] and off["cpu_us"]):
+        return []
+    r = on["cpu_us"] / off["cpu_us"]
+    sink = ctx.get("otlp") or {}
+    got = (f", {sink['requests']:,} exports of {sink['bytes'] / 1e6:.1f} MB received"
+           if sink else "")
+    return [("CPU/req with traces on (100% sampled, OTLP/HTTP) vs off (1 KB)", "≤ 1.10×",
+             f"{r:.2f}× ({on['cpu_us']:.1f} vs {off['cpu_us']:.1f} µs{got})", r <= 1.10)]
+
+
+def telemetry_only(args):
+    """`--telemetry-only`: the fixed upstream, the gateway untraced and traced, saturated in
+    interleaved rounds; prints the CPU per request of each and their ratio (no RESULTS.md)."""
+    os.makedirs(args.out, exist_ok=True)
+    procs = Procs(args.out)
+    sink = OtlpSink()
+    try:
+        fixed, _agent = start_upstreams(procs, args.out, args.root, args.agent_bin)
+        cfg = gateway_conf(args.out, "gateway", fixed, _agent)
+        gw = start_gateway(procs, "gateway", args.bin, cfg, log=True)
+        gwotel = start_gateway(procs, "gateway-otel", args.bin, with_telemetry(cfg, sink.url),
+                               log=True, extra_env=OTEL_ENV)
+        up, body = Accepts(fixed), message_body(1024)
+        T = [Target("gw-send1k", "a2a-egress, access log on",
+                    f"http://{gw[1]['proxy']}/agents/fixed", body, gw[0], up, "send1k"),
+             Target("gwotel-send1k", "a2a-egress, access log on, traces on",
+                    f"http://{gwotel[1]['proxy']}/agents/fixed", body, gwotel[0], up, "send1k")]
+        for r in range(args.rounds):
+            for t in T:
+                t.sat.append(saturate(t, args.out, args.seconds))
+                print(f"    round {r + 1} {t.key}: {t.sat[-1]['rps']:,.0f} req/s, "
+                      f"{t.sat[-1]['cpu_us']:.1f} µs/req", flush=True)
+        # Whatever is still queued leaves within the batch delay.
+        time.sleep(2)
+    finally:
+        procs.stop_all()
+    S = {t.key: summary(t) for t in T}
+    requests, nbytes = sink.read()
+    for goal, want, got, ok in telemetry_rows(S, {"otlp": {"requests": requests, "bytes": nbytes}}):
+        print(f"{goal}: {got} (target {want}: {'met' if ok else 'not met'})")
+    print(f"traced calls: {S['gwotel-send1k']['requests']:,}; OTLP exports received: {requests:,} "
+          f"({nbytes / 1e6:.1f} MB)")
 
 
 def constrained_only(args):
@@ -1189,6 +1301,8 @@ def main():
                     help="what --alt-bin differs in, for its rows")
     ap.add_argument("--instructions-only", action="store_true",
                     help="only count instructions per request (callgrind) and print them")
+    ap.add_argument("--telemetry-only", action="store_true",
+                    help="only the traces row: CPU per request with every call traced vs off, printed")
     ap.add_argument("--constrained-only", action="store_true",
                     help="only the constrained-sidecar section (benches/constrained.py), written "
                          "alone to --results")
@@ -1200,6 +1314,8 @@ def main():
     args.c_seconds = 2 if args.quick else 4
     if args.constrained_only:
         return constrained_only(args)
+    if args.telemetry_only:
+        return telemetry_only(args)
     scale_sizes = (1, 100) if args.quick else (1, 100, 1000)
     os.makedirs(args.out, exist_ok=True)
     started = time.time()
@@ -1241,13 +1357,19 @@ def main():
         # The same gateway on the other allocator (the system one, beside the mimalloc default).
         gwalt = (start_gateway(procs, "gateway-alt-alloc", args.alt_bin, cfg, log=True)
                  if args.alt_bin else None)
+        # Every call traced, exported to a local OTLP/HTTP receiver (issue 23's traces row).
+        sink = OtlpSink()
+        gwotel = start_gateway(procs, "gateway-otel", args.bin, with_telemetry(cfg, sink.url),
+                               log=True, extra_env=OTEL_ENV)
         time.sleep(1)
         ports = {"fixed": fixed, "agent": agent, "nginx": nx, "bare_fixed": bare_f,
                  "bare_agent": bare_a, "procs": P, "gw2": gw2, "gw4": gw4, "gwns": gwns, "gwalt": gwalt,
-                 "alt_label": args.alt_label}
+                 "gwotel": gwotel, "alt_label": args.alt_label}
         targets = build_targets(procs, args.out, args.bin, (gw, gw_nolog), ports)
         ctx["targets"] = targets
         ctx["rates"] = run_load(targets, args.out, args)
+        requests, nbytes = sink.read()
+        ctx["otlp"] = {"requests": requests, "bytes": nbytes}
         for t in targets:
             t.rss_peak = status_kb(t.proc, "VmHWM") if t.proc else None
         print("==> SSE pass-through", flush=True)

@@ -6,6 +6,9 @@
 #   bash scripts/bench.sh --instructions  # only instructions per request under callgrind (bare
 #                                         # pingora, a2a-egress with its access log on and off):
 #                                         # a figure the machine's load does not move; no RESULTS.md
+#   bash scripts/bench.sh --telemetry     # only the traces row: CPU per request with every call
+#                                         # traced (OTLP/HTTP to a local receiver) vs untraced,
+#                                         # printed; no RESULTS.md
 #   bash scripts/bench.sh --constrained   # only the constrained-sidecar section (one CPU, half a
 #                                         # CPU in a cgroup quota, two CPUs; periodic jobs), about
 #                                         # 10 minutes, written to $CARGO_TARGET_DIR/bench-constrained/
@@ -27,12 +30,14 @@ ROOT="$PWD"
 QUICK=""
 ONLY_INSTRUCTIONS=""
 ONLY_CONSTRAINED=""
+ONLY_TELEMETRY=""
 for a in "$@"; do
     case "$a" in
         --quick) QUICK="--quick" ;;
         --instructions) ONLY_INSTRUCTIONS=1 ;;
         --constrained) ONLY_CONSTRAINED=1 ;;
-        *) echo "usage: scripts/bench.sh [--quick] [--instructions | --constrained]" >&2; exit 64 ;;
+        --telemetry) ONLY_TELEMETRY=1 ;;
+        *) echo "usage: scripts/bench.sh [--quick] [--instructions | --constrained | --telemetry]" >&2; exit 64 ;;
     esac
 done
 
@@ -77,6 +82,16 @@ if [ -n "$ONLY_INSTRUCTIONS" ]; then
     mkdir -p "$OUT"
     say "instructions per request (callgrind; raw logs in $OUT)"
     exec python3 benches/bench.py --instructions-only --bin "$TARGET/release/a2a-egress" \
+        --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
+        --results /dev/null --target-dir "$TARGET"
+fi
+
+if [ -n "$ONLY_TELEMETRY" ]; then
+    OUT="$TARGET/bench-telemetry"
+    rm -rf "$OUT"
+    mkdir -p "$OUT"
+    say "traces on vs off, CPU per request (raw logs in $OUT)"
+    exec python3 benches/bench.py $QUICK --telemetry-only --bin "$TARGET/release/a2a-egress" \
         --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
         --results /dev/null --target-dir "$TARGET"
 fi

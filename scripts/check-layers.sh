@@ -11,7 +11,7 @@
 #   admin
 #   select             (planner selection and its candidate view of the runtime state)
 #   proxy  control  probe
-#   metrics
+#   metrics  telemetry  (the one Metrics struct | OpenTelemetry spans and their OTLP export)
 #   state              (IntegrationState, Snapshot, Store, stale channel, prepared upstreams)
 #   config  lock
 #   profile
@@ -64,7 +64,7 @@ LAYERS = [
     ["admin"],
     ["select"],
     ["proxy", "control", "probe"],
-    ["metrics"],
+    ["metrics", "telemetry"],
     ["state"],
     ["config", "lock", "translate"],
     ["profile"],

@@ -16,6 +16,7 @@
 //! - [`control`]: card fetch, refresh, reload and last-known-good state (I/O).
 //! - [`probe`]: safe probes that verify card claims (pure plan and judgement; calls through a given transport).
 //! - [`metrics`]: the one `Metrics` struct.
+//! - [`telemetry`]: OpenTelemetry spans of the data plane's calls and their OTLP export.
 //! - [`state`]: the runtime state every request reads (snapshots, the stale channel, prepared upstreams).
 //! - [`config`]: the TOML configuration (`config/gateway.toml`) and its validation.
 //! - [`lock`]: capability lockfiles, profile diffs and their classification (pure, besides the lockfile's own read/write).
@@ -43,6 +44,7 @@ pub mod seam;
 pub mod select;
 pub mod server;
 pub mod state;
+pub mod telemetry;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod translate;

@@ -93,6 +93,9 @@ pub enum ServerError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// `[telemetry]`'s exporter could not start.
+    #[error(transparent)]
+    Telemetry(#[from] crate::telemetry::TelemetryError),
 }
 
 impl ServerError {
@@ -101,6 +104,7 @@ impl ServerError {
         match self {
             ServerError::Bind { .. } => "bind",
             ServerError::Listener { .. } => "listener",
+            ServerError::Telemetry(_) => "telemetry",
         }
     }
 }
@@ -200,6 +204,7 @@ pub async fn run_on(
     let draining = Arc::new(AtomicBool::new(false));
 
     let signer = card_signer(&config, &public_url, &metrics);
+    let telemetry = start_telemetry(&config)?;
     let mut running = Running::default();
     let control = running.start_control(&config, &store, &metrics, stale_rx)?;
     running.start_probes(&config, &store, &metrics, &control);
@@ -229,6 +234,7 @@ pub async fn run_on(
         client: crate::proxy::client::Client::new(),
         signer,
         access_log: config.log.access == crate::config::AccessLog::On,
+        telemetry: telemetry.clone(),
     };
     let data_plane = DataPlane::start(gateway, &config, listeners.proxy, &metrics, data_plane)?;
     let keep_warm = config
@@ -246,8 +252,29 @@ pub async fn run_on(
     data_plane.stop(CLOSE_DEADLINE).await;
     drop(keep_warm);
     drop(running);
+    if let Some(t) = telemetry {
+        // The last spans leave within the exporter's flush bound, off this runtime's workers.
+        let _ = tokio::task::spawn_blocking(move || t.shutdown()).await;
+    }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The exporter of `[telemetry]`, when tracing is on.
+fn start_telemetry(
+    config: &Config,
+) -> Result<Option<Arc<crate::telemetry::Telemetry>>, ServerError> {
+    let Some(settings) = &config.telemetry else {
+        return Ok(None);
+    };
+    let t = crate::telemetry::Telemetry::start(settings)?;
+    tracing::info!(
+        endpoint = %settings.endpoint,
+        protocol = settings.protocol.as_str(),
+        sampling = settings.sampling,
+        "telemetry: exporting traces by OTLP"
+    );
+    Ok(Some(Arc::new(t)))
 }
 
 /// The effective-card signer of `[effective_card]`, counting on `metrics`; warns once, at start,

@@ -30,6 +30,7 @@ mod probes;
 mod refresh;
 mod runtime;
 mod secret;
+mod telemetry;
 pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
 pub use client::{RawClient, RawTrustedKeys};
 pub use effective_card::{CardSigning, RawEffectiveCard, RawPublicKey, SignMode};
@@ -53,6 +54,10 @@ pub use runtime::{
     DEFAULT_WORK_STEALING, MAX_WORKER_THREADS, RawRuntime, Runtime, Threads, ThreadsFrom,
 };
 pub use secret::{MAX_SECRET_BYTES, SecretError, bearer_authorization, read_secret};
+pub use telemetry::{
+    DEFAULT_EXPORT_TIMEOUT, DEFAULT_GRPC_ENDPOINT, DEFAULT_HTTP_ENDPOINT, DEFAULT_SERVICE_NAME,
+    OtlpProtocol, RawTelemetry, Telemetry,
+};
 
 use crate::card::sanitize::{MAX_REPORT_LINE_CHARS, bounded_report};
 
@@ -131,6 +136,8 @@ pub struct RawConfig {
     /// `[runtime]`: data-plane threads and work stealing.
     #[serde(default)]
     pub runtime: RawRuntime,
+    /// `[telemetry]`: OpenTelemetry traces (off when absent).
+    pub telemetry: Option<RawTelemetry>,
 }
 
 /// The JSON Schema of the config file (`a2a-egress config schema`, committed as
@@ -180,6 +187,9 @@ pub struct Config {
     pub log: Log,
     /// Threads and scheduling (`[runtime]`), read at start.
     pub runtime: Runtime,
+    /// OpenTelemetry traces (`[telemetry]` with the `OTEL_*` variables), read at start; `None`:
+    /// off.
+    pub telemetry: Option<Telemetry>,
 }
 
 /// Every CPU this process may use: the parallelism of a config read outside a running gateway
@@ -305,6 +315,8 @@ impl Config {
             effective_card::effective_card(&raw.effective_card, base, &mut problems, notes);
         let log = log::log(&raw.log, &mut problems);
         let runtime = runtime::runtime(&raw.runtime, &mut problems);
+        let env = |k: &str| std::env::var(k).ok();
+        let telemetry = telemetry::telemetry(raw.telemetry.as_ref(), &env, &mut problems);
         if !problems.is_empty() {
             // A problem may quote a value of any length: each is one bounded, printable line.
             let problems = problems.iter().map(|p| one_line(p)).collect();
@@ -319,6 +331,7 @@ impl Config {
             state_dir,
             log,
             runtime,
+            telemetry,
             listen,
             admin,
             limits,

@@ -80,6 +80,8 @@ pub enum RestartTable {
     Log,
     /// `[runtime]`: data-plane threads and work stealing.
     Runtime,
+    /// `[telemetry]`: the OTLP exporter (with the `OTEL_*` variables read at start).
+    Telemetry,
 }
 
 /// The result of a config reload (kept with the metric that counts it).
@@ -119,6 +121,9 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<RestartTable> {
     }
     if old.runtime != new.runtime {
         tables.push(RestartTable::Runtime);
+    }
+    if old.telemetry != new.telemetry {
+        tables.push(RestartTable::Telemetry);
     }
     tables
 }
@@ -530,6 +535,23 @@ mod tests {
             assert_eq!(
                 needs_restart(&old, &config(changed)),
                 [RestartTable::Log],
+                "{changed}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_changed_telemetry_table_needs_a_restart() {
+        let old = config("[telemetry]\nsampling = 0.5\n");
+        assert!(needs_restart(&old, &config("[telemetry]\nsampling = 0.5\n")).is_empty());
+        for changed in [
+            "",
+            "[telemetry]\nsampling = 1.0\n",
+            "[telemetry]\nprotocol = \"http\"\n",
+        ] {
+            assert_eq!(
+                needs_restart(&old, &config(changed)),
+                [RestartTable::Telemetry],
                 "{changed}"
             );
         }

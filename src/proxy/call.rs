@@ -28,6 +28,7 @@ use crate::state::{
     Evidence, EvidenceKind, IntegrationState, RefreshHook, Snapshot, StaleCause, StaleMark,
     StaleSender, Store,
 };
+use crate::telemetry::{CallSpans, Telemetry};
 
 /// Least time between two evidence records (and log lines) of one kind for one integration:
 /// agent errors marking the profile stale, answers that do not hold to the artifact schema.
@@ -85,6 +86,8 @@ pub struct Gateway {
     /// Signs effective cards and serves the JWK Set (`[effective_card] signing_key`); `None`:
     /// cards are unsigned and `/.well-known/jwks.json` is not a route.
     pub signer: Option<Arc<super::card_signer::CardSigner>>,
+    /// OpenTelemetry traces (`[telemetry]`); `None`: off, and no span is made.
+    pub telemetry: Option<Arc<Telemetry>>,
 }
 
 /// How a request ended, for the log line and the `outcome` label.
@@ -160,6 +163,8 @@ pub struct Ctx {
     pub downgrade: Option<DowngradeCause>,
     /// The cap that refuses this request, if one was reached before it started.
     pub overloaded: Option<Cap>,
+    /// The call's spans, when tracing is on (started once the request's headers are read).
+    pub spans: Option<CallSpans>,
     pub(super) _inflight: Inflight,
     /// This request's slot of `[limits] max_inflight`, given back when the context drops.
     pub(super) _slot: Option<OwnedSemaphorePermit>,

@@ -238,6 +238,8 @@ struct Outgoing<'a> {
     path: &'a str,
     body: Bytes,
     pass_large: bool,
+    /// The SendMessage form of a streaming call (a downgrade, or a refused stream's retry).
+    downgraded: bool,
 }
 
 enum Sent<'c> {
@@ -354,6 +356,7 @@ impl<'a> Job<'a> {
             path: &at.plan.upstream_path,
             body: self.ctx.body.clone(),
             pass_large: !enforced,
+            downgraded: false,
         };
         let a = match self.send(at, out).await {
             Ok(Sent::Whole(a)) => a,
@@ -382,6 +385,7 @@ impl<'a> Job<'a> {
             path: &at.plan.send_path,
             body: send_message_body(at.plan, &self.ctx.body),
             pass_large: false,
+            downgraded: true,
         };
         let a = match self.send(at, out).await {
             Ok(Sent::Whole(a)) => a,
@@ -418,6 +422,7 @@ impl<'a> Job<'a> {
             path: &at.plan.upstream_path,
             body: self.ctx.body.clone(),
             pass_large: false,
+            downgraded: false,
         };
         let first = match self.send(at, out).await {
             Ok(Sent::Whole(a)) => a,
@@ -457,6 +462,7 @@ impl<'a> Job<'a> {
             path: &at.plan.send_path,
             body: send_message_body(at.plan, &self.ctx.body),
             pass_large: false,
+            downgraded: true,
         };
         match self.send(at, out).await {
             Ok(Sent::Whole(a)) if send_succeeded(at.plan.binding, a.status(), &a.body) => {
@@ -596,13 +602,45 @@ impl<'a> Job<'a> {
         at: Attempt<'_>,
         out: Outgoing<'_>,
     ) -> std::result::Result<Sent<'a>, ClientError> {
+        self.begin_span(at, &out);
         let started = std::time::Instant::now();
         let sent = send(self.gw, self.session, &self.ctx.trace, at, out).await;
         self.ctx.upstream_answered(started);
         if let Ok(s) = &sent {
             self.ctx.upstream_status = s.status();
         }
-        sent.and_then(|s| vet::vet(self.gw, at, &self.ctx.shape, s))
+        let vetted = sent.and_then(|s| vet::vet(self.gw, at, &self.ctx.shape, s));
+        if let Some(spans) = &mut self.ctx.spans {
+            match &vetted {
+                Ok(s) => spans.answered(s.status(), matches!(s, Sent::Whole(_))),
+                Err(e) => spans.failed(e.kind()),
+            }
+        }
+        vetted
+    }
+
+    /// With tracing on, starts the CLIENT span of the request about to be sent, whose id the
+    /// request's `traceparent` carries.
+    fn begin_span(&mut self, at: Attempt<'_>, out: &Outgoing<'_>) {
+        let (Some(t), Some(spans)) = (&self.gw.telemetry, &mut self.ctx.spans) else {
+            return;
+        };
+        let method = if out.downgraded {
+            super::route::Method::SendMessage
+        } else {
+            at.plan.method
+        };
+        let authority = at.state.upstream().map_or("", |u| u.authority.as_str());
+        let attempt = crate::telemetry::Attempt {
+            method: method.as_str(),
+            integration: at.name(),
+            binding: at.plan.binding.as_str(),
+            protocol_version: &at.plan.version,
+            downgraded: out.downgraded,
+            http_method: self.session.req_header().method.as_str(),
+            authority,
+        };
+        self.ctx.trace.parent = spans.attempt(t, &attempt);
     }
 
     /// Reports an agent error that marks the profile stale; `true` when the answer is an error.

@@ -46,6 +46,9 @@ impl Gateway {
         body: &Bytes,
     ) -> Result<bool> {
         ctx.method = plan.method;
+        if let Some(spans) = &mut ctx.spans {
+            spans.planned(&plan.version);
+        }
         // Forward the caller's bytes unless the tenant must be spliced in (a rewrite costs about
         // a third more CPU per request).
         ctx.body = plan.rewritten_body.clone().unwrap_or_else(|| body.clone());
@@ -412,6 +415,7 @@ impl ProxyHttp for Gateway {
             upstream_done: None,
             downgrade: None,
             overloaded: slot.is_none().then_some(Cap::Inflight),
+            spans: None,
             _inflight: Inflight(self.metrics.inflight.clone()),
             _slot: slot,
         }
@@ -420,6 +424,15 @@ impl ProxyHttp for Gateway {
     async fn early_request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<()> {
         ctx.snapshot = Some(self.store.load());
         ctx.trace = Trace::of(&session.req_header().headers);
+        if let Some(t) = &self.telemetry {
+            let (trace, req) = (&ctx.trace, session.req_header());
+            let spans = t.server(
+                trace.traceparent.as_ref(),
+                trace.tracestate.as_ref(),
+                req.method.as_str(),
+            );
+            ctx.spans = Some(spans);
+        }
         // A caller that stops reading its answer holds the call no longer than this per write
         // (pingora sets no write deadline of its own).
         crate::seam::set_write_timeout(session, self.limits.write_timeout);
@@ -520,6 +533,37 @@ impl ProxyHttp for Gateway {
         if self.access_log {
             access_line(session, ctx, &outcome);
         }
+        if let Some(spans) = ctx.spans.take() {
+            spans.finish(&call_facts(session, ctx, &outcome));
+        }
+    }
+}
+
+/// What the call's SERVER span records (the access line's facts).
+fn call_facts<'a>(
+    session: &Session,
+    ctx: &'a Ctx,
+    outcome: &Outcome,
+) -> crate::telemetry::Call<'a> {
+    crate::telemetry::Call {
+        method: ctx.method.as_str(),
+        integration: ctx.label(),
+        binding: match ctx.shape {
+            Shape::JsonRpc(_) => crate::profile::Binding::JsonRpc.as_str(),
+            Shape::Rest => crate::profile::Binding::HttpJson.as_str(),
+        },
+        protocol_version: None,
+        outcome: outcome.as_str(),
+        reason: match outcome {
+            Outcome::Denied(d) => d.reason(),
+            _ => "",
+        },
+        downgrade: ctx.downgrade.map_or("", |c| c.as_str()),
+        status: session
+            .response_written()
+            .map(|r| r.status.as_u16())
+            .unwrap_or(0),
+        request_id: ctx.trace.id.as_str(),
     }
 }
 

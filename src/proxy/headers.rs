@@ -108,7 +108,10 @@ fn to_caller(n: &HeaderName) -> bool {
 
 /// Headers the gateway writes from the request's checked trace context rather than copying.
 pub fn is_trace_header(n: &HeaderName) -> bool {
-    matches!(n.as_str(), "x-request-id" | "traceparent" | "tracestate")
+    matches!(
+        n.as_str(),
+        "x-request-id" | "traceparent" | "tracestate" | "baggage"
+    )
 }
 
 /// How an agent's header map becomes the caller's.

@@ -22,7 +22,8 @@ pub const GATEWAY_HEADER_PREFIX: &str = "a2a-egress-";
 /// the integration's `forward_headers`, and `Authorization` for a pass-through credential), then
 /// the gateway's own — `Host`, `Content-Length` (the exact length of the body that will be sent),
 /// `Accept-Encoding: identity`, `A2A-Version`, `A2A-Extensions`, the credential, `X-Request-Id`
-/// and the caller's `traceparent`/`tracestate` when valid.
+/// and the trace context: the caller's `traceparent` (or, with tracing on, the gateway's span's),
+/// `tracestate` and `baggage` when valid.
 pub fn upstream_headers(
     caller: &HeaderMap,
     state: &IntegrationState,
@@ -72,11 +73,14 @@ pub fn upstream_headers(
     if let Some(id) = trace.request_id_header() {
         out.push((HeaderName::from_static("x-request-id"), id));
     }
-    if let Some(tp) = &trace.traceparent {
+    if let Some(tp) = trace.upstream_traceparent() {
         out.push((HeaderName::from_static("traceparent"), tp.clone()));
     }
     if let Some(ts) = &trace.tracestate {
         out.push((HeaderName::from_static("tracestate"), ts.clone()));
+    }
+    if let Some(b) = &trace.baggage {
+        out.push((HeaderName::from_static("baggage"), b.clone()));
     }
     out
 }

@@ -7,6 +7,10 @@
 //! "traceparent Header") is passed upstream only when exactly one parses, rebuilt as version `00`
 //! (a later version's extra fields are not forwarded), with every `tracestate` line joined beside
 //! it when that is bounded and printable; an invalid one is dropped rather than forwarded.
+//! `baggage` (W3C Baggage) is passed on when its lines, joined, are printable and at most
+//! [`MAX_BAGGAGE`] bytes, with or without a `traceparent`. With `[telemetry]` on, the
+//! `traceparent` sent is the gateway's own CLIENT span's ([`Trace::parent`], set per attempt),
+//! so a trace starts at the gateway when none arrived.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +23,10 @@ pub const MAX_REQUEST_ID: usize = 64;
 /// Longest `tracestate` passed on (the W3C limit: 32 members of at most 256 bytes is more; 512
 /// bytes is what the specification asks a vendor to propagate at least).
 const MAX_TRACESTATE: usize = 512;
+
+/// Longest `baggage` passed on (W3C Baggage: a platform should propagate at least 8192 bytes; a
+/// longer one is dropped whole, never cut, since a cut list could mean something else).
+pub const MAX_BAGGAGE: usize = 8192;
 
 /// A request id: at most [`MAX_REQUEST_ID`] bytes of `[A-Za-z0-9._:-]`, stored inline so a request
 /// allocates nothing for it.
@@ -113,6 +121,11 @@ pub struct Trace {
     pub traceparent: Option<HeaderValue>,
     /// The caller's `tracestate`, when `traceparent` is valid and it is bounded and printable.
     pub tracestate: Option<HeaderValue>,
+    /// The caller's `baggage`, when bounded and printable.
+    pub baggage: Option<HeaderValue>,
+    /// The `traceparent` the next upstream request sends instead of the caller's: the gateway's
+    /// CLIENT span for it, when tracing is on.
+    pub parent: Option<HeaderValue>,
 }
 
 impl Trace {
@@ -124,6 +137,8 @@ impl Trace {
             id: RequestId::UNSET,
             traceparent: None,
             tracestate: None,
+            baggage: None,
+            parent: None,
         }
     }
 
@@ -136,11 +151,13 @@ impl Trace {
         let mut request_id = None;
         let mut parents = (None, 0usize);
         let mut has_state = false;
+        let mut has_baggage = false;
         for (name, value) in h {
             match name.as_str() {
                 "x-request-id" if request_id.is_none() => request_id = Some(value),
                 "traceparent" => parents = (parents.0.or(Some(value)), parents.1 + 1),
                 "tracestate" => has_state = true,
+                "baggage" => has_baggage = true,
                 _ => {}
             }
         }
@@ -150,7 +167,10 @@ impl Trace {
         };
         let tracestate = (traceparent.as_ref())
             .filter(|_| has_state)
-            .and_then(|_| tracestate(h));
+            .and_then(|_| joined(h, "tracestate", MAX_TRACESTATE));
+        let baggage = has_baggage
+            .then(|| joined(h, "baggage", MAX_BAGGAGE))
+            .flatten();
         let id = request_id
             .and_then(|v| RequestId::parse(v.as_bytes()))
             .or_else(|| {
@@ -162,7 +182,15 @@ impl Trace {
             id,
             traceparent,
             tracestate,
+            baggage,
+            parent: None,
         }
+    }
+
+    /// The `traceparent` an upstream request sends: the gateway's span for it when tracing is
+    /// on, else the caller's valid one.
+    pub fn upstream_traceparent(&self) -> Option<&HeaderValue> {
+        self.parent.as_ref().or(self.traceparent.as_ref())
     }
 
     /// The `X-Request-Id` header value sent upstream (none while the id is unset).
@@ -189,11 +217,11 @@ fn traceparent(v: &HeaderValue) -> Option<HeaderValue> {
     HeaderValue::from_bytes(&rebuilt).ok()
 }
 
-/// Every `tracestate` line joined by `,` (W3C Trace Context: several lines are one list), when
-/// the whole is printable and at most [`MAX_TRACESTATE`] bytes.
-fn tracestate(h: &HeaderMap) -> Option<HeaderValue> {
+/// Every `name` line joined by `,` (W3C Trace Context and Baggage: several lines are one list),
+/// when the whole is printable and at most `max` bytes.
+fn joined(h: &HeaderMap, name: &str, max: usize) -> Option<HeaderValue> {
     let mut joined: Vec<u8> = Vec::new();
-    for line in h.get_all("tracestate") {
+    for line in h.get_all(name) {
         let b = line.as_bytes();
         if !b.iter().all(|c| (0x20..0x7f).contains(c)) {
             return None;
@@ -202,7 +230,7 @@ fn tracestate(h: &HeaderMap) -> Option<HeaderValue> {
             joined.push(b',');
         }
         joined.extend_from_slice(b);
-        if joined.len() > MAX_TRACESTATE {
+        if joined.len() > max {
             return None;
         }
     }
@@ -366,6 +394,41 @@ mod tests {
             ]));
             assert!(t.traceparent.is_some() && t.tracestate.is_none());
         }
+    }
+
+    #[test]
+    fn baggage_is_kept_when_bounded_and_printable_with_or_without_a_traceparent() {
+        let t = Trace::of(&headers(&[
+            ("baggage", b"user=alice"),
+            ("baggage", b"tier=1"),
+        ]));
+        assert_eq!(t.baggage.unwrap(), "user=alice,tier=1");
+        assert!(t.traceparent.is_none());
+        let long = "k=".to_owned() + &"v".repeat(MAX_BAGGAGE);
+        for bad in [long.as_bytes(), b"k=\tv".as_slice()] {
+            let t = Trace::of(&headers(&[
+                ("traceparent", TP.as_bytes()),
+                ("baggage", bad),
+            ]));
+            assert!(t.baggage.is_none() && t.traceparent.is_some());
+        }
+        let max = "k=".to_owned() + &"v".repeat(MAX_BAGGAGE - 2);
+        assert!(
+            Trace::of(&headers(&[("baggage", max.as_bytes())]))
+                .baggage
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn the_gateway_s_own_parent_replaces_the_caller_s_upstream() {
+        let mut t = Trace::of(&headers(&[("traceparent", TP.as_bytes())]));
+        assert_eq!(t.upstream_traceparent().unwrap(), TP);
+        let mine =
+            HeaderValue::from_static("00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01");
+        t.parent = Some(mine.clone());
+        assert_eq!(t.upstream_traceparent(), Some(&mine));
+        assert_eq!(t.traceparent.unwrap(), TP, "the caller's stays for the log");
     }
 
     #[test]

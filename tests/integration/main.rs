@@ -62,4 +62,5 @@ mod reliability_doc;
 mod request_props;
 mod sdk_fixtures;
 mod security;
+mod telemetry;
 mod wire_fixtures;
