@@ -403,29 +403,15 @@ fn known_values() -> BTreeMap<&'static str, BTreeSet<String>> {
     m.insert("result", results);
     m.insert(
         "kind",
-        set(&[
-            "invalid_url",
-            "origin_not_approved",
-            "plain_http_not_allowed",
-            "resolve",
-            "no_address",
-            "address_refused",
-            "redirect_off_origin",
-            "bad_redirect",
-            "too_many_redirects",
-            "redirect_not_allowed",
-            "too_large",
-            "timeout",
-            "transport",
-            "status",
-            "unexpected_not_modified",
-            "ca_file",
-            "invalid_card",
-            "worker_panic",
-        ]),
+        (a2a_egress::control::metrics::failure_kinds())
+            .map(str::to_owned)
+            .collect(),
     );
-    m.insert("limit", set(&["connections", "inflight"]));
-    m.insert("phase", set(&["idle", "header", "body", "write"]));
+    m.insert("limit", set(&a2a_egress::metrics::OVERLOAD_LIMITS));
+    m.insert(
+        "phase",
+        set(&a2a_egress::metrics::DOWNSTREAM_TIMEOUT_PHASES),
+    );
     m.insert("version", set(&[env!("CARGO_PKG_VERSION")]));
     m.insert("protocol", set(&["1.0"]));
     m
