@@ -82,15 +82,19 @@ pub enum RefreshResult {
     NotModified,
     /// Fetch, validation or compilation failed; the last good profile stays.
     Failed,
+    /// The integration's credential is not there to read: unusable with reason
+    /// `CREDENTIAL_MISSING`, nothing fetched, retried on the failure backoff.
+    CredentialMissing,
 }
 
 impl RefreshResult {
     /// All results (for pre-registering metric series).
-    pub const ALL: [RefreshResult; 4] = [
+    pub const ALL: [RefreshResult; 5] = [
         RefreshResult::Changed,
         RefreshResult::Unchanged,
         RefreshResult::NotModified,
         RefreshResult::Failed,
+        RefreshResult::CredentialMissing,
     ];
 
     /// Bounded metric label.
@@ -100,6 +104,7 @@ impl RefreshResult {
             RefreshResult::Unchanged => "unchanged",
             RefreshResult::NotModified => "not_modified",
             RefreshResult::Failed => "failed",
+            RefreshResult::CredentialMissing => "credential_missing",
         }
     }
 }

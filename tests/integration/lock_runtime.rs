@@ -387,3 +387,96 @@ async fn a_missing_credential_file_is_credential_missing_and_leaves_the_lock_ver
     );
     assert_eq!(missing(&gw.metrics().await), 0.0);
 }
+
+/// A pinned integration whose credential file is at `finance.token` (written), with forced
+/// refreshes unlimited and `refresh` appended to the config; the gateway, the agent and the token.
+async fn pinned_with_credential(refresh: &str) -> (InProcess, RefAgent, std::path::PathBuf) {
+    let agent = RefAgent::sample();
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("finance.token");
+    std::fs::write(&token, crate::common::ref_agent::PARTNER_TOKEN).unwrap();
+    let config = config_head(&[])
+        + &integration(
+            "finance",
+            &agent,
+            "credential = { type = \"bearer\", file = \"finance.token\" }",
+        )
+        + "\n[admin]\nrefresh_min_interval = \"0s\"\n"
+        + refresh;
+    pin(dir.path(), &config, "finance");
+    let gw = InProcess::start_in(dir, &config).await;
+    (gw, agent, token)
+}
+
+fn credential_missing_gauge(metrics: &str) -> f64 {
+    metric(
+        metrics,
+        "a2a_egress_credential_missing",
+        &[("integration", "finance")],
+    )
+}
+
+/// A missing credential stays the reason while it is missing, whatever the card fetch does: an
+/// agent that is down too used to replace it with the fetch's error (no code, the gauge back at
+/// 0, the lock verdict reset to `unpinned`), and the credential was only looked at once a card
+/// had been fetched.
+#[tokio::test]
+async fn a_missing_credential_stays_the_reason_when_the_agent_is_down_too() {
+    let (gw, agent, token) = pinned_with_credential("").await;
+    std::fs::remove_file(&token).unwrap();
+    refresh(&gw, "finance").await;
+    drop(agent);
+    let report = refresh(&gw, "finance").await;
+
+    let ready = gw.readyz().await;
+    let finance = &ready["integrations"]["finance"];
+    assert_eq!(finance["status"], "unusable", "{ready}");
+    let reason = finance["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("CREDENTIAL_MISSING: cannot read the credential file"),
+        "{ready}"
+    );
+    assert_eq!(finance["lock"]["verdict"], "compatible", "{ready}");
+    let m = gw.metrics().await;
+    assert_eq!(credential_missing_gauge(&m), 1.0, "{m}");
+    assert_eq!(verdict_metric(&gw, "finance", "compatible").await, 1.0);
+    assert_eq!(verdict_metric(&gw, "finance", "unpinned").await, 0.0);
+    // Nothing was fetched, and it is not a failed fetch (that alert is for agents).
+    assert_eq!(report["result"], "credential_missing", "{report}");
+}
+
+/// A missing credential is retried on the failure backoff, not at the next periodic refresh
+/// (an hour here): a credential file that comes back makes the integration usable within the
+/// backoff, with no forced refresh. While it is missing, a refresh is not a change (it used to
+/// report `changed` and log "profile changed" every time).
+#[tokio::test]
+async fn a_credential_file_that_comes_back_is_picked_up_within_the_backoff() {
+    let refresh_settings = "\n[refresh]\nmin = \"10m\"\ndefault = \"1h\"\n\
+                            backoff_initial = \"100ms\"\nbackoff_max = \"300ms\"\n";
+    let (gw, _agent, token) = pinned_with_credential(refresh_settings).await;
+    std::fs::remove_file(&token).unwrap();
+    refresh(&gw, "finance").await;
+    let again = refresh(&gw, "finance").await;
+    let ready = gw.readyz().await;
+    assert_eq!(
+        ready["integrations"]["finance"]["status"], "unusable",
+        "{ready}"
+    );
+
+    std::fs::write(&token, crate::common::ref_agent::PARTNER_TOKEN).unwrap();
+    let mut ready: Value;
+    crate::assert_eventually!(
+        {
+            ready = gw.readyz().await;
+            ready["integrations"]["finance"]["status"] == "usable"
+        },
+        within = std::time::Duration::from_secs(10),
+        "the credential file came back but the integration is still not usable: {ready}"
+    );
+    assert_eq!(
+        ready["integrations"]["finance"]["lock"]["verdict"], "compatible",
+        "{ready}"
+    );
+    assert_eq!(credential_missing_gauge(&gw.metrics().await), 0.0);
+    assert_eq!(again["result"], "credential_missing", "{again}");
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::step::CachedCard;
+use super::step::{BuildError, CachedCard};
 use super::{RefreshError, Worker, fetch_policy, lock};
 use crate::control::state_dir::{SavedCard, StateError};
 
@@ -77,9 +77,14 @@ impl Worker {
                 self.card = Some(card);
                 self.from_disk = true;
             }
-            Err(e) => {
+            Err(BuildError::Card(e)) => {
                 let reason = RefreshError::InvalidCard(e);
                 tracing::warn!(integration = %self.name(), %reason, "last-known-good card no longer validates; ignored");
+            }
+            // The first refresh, which follows at once, says so; the card is kept for its 304.
+            Err(BuildError::CredentialMissing(_)) => {
+                self.card = Some(card);
+                self.from_disk = true;
             }
         }
     }

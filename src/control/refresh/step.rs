@@ -13,7 +13,8 @@ use crate::card::CardErrors;
 use crate::config::{Config, Integration};
 use crate::control::fetch::{FetchOutcome, FetchPolicy, Validators, check_url};
 use crate::control::schedule::{self, Last, RefreshResult};
-use crate::state::{Degraded, Freshness, IntegrationState};
+use crate::config::SecretError;
+use crate::state::{Degraded, Freshness, IntegrationState, ReasonCode};
 use crate::state::{NoUpstream, Upstream};
 
 /// The last good card of one integration, kept in memory by its worker.
@@ -46,7 +47,11 @@ pub(super) fn record_degraded(
     inner.store.rcu(|cur| match cur.get(name) {
         None => cur.clone(),
         Some(s) => {
-            let mut next = if s.profile().is_none() || s.status.is_pending() {
+            // A missing credential stays the reason (code, gauge, lock verdict) while it is
+            // missing: a failed fetch says nothing about the credential.
+            let keep = s.status.code() == Some(ReasonCode::CredentialMissing)
+                || (s.profile().is_some() && !s.status.is_pending());
+            let mut next = if !keep {
                 IntegrationState::unusable(integration.clone(), None, degraded.reason.clone())
             } else {
                 (**s).clone()
@@ -77,6 +82,11 @@ impl Worker {
 
     pub(super) async fn refresh_inner(&mut self) -> RefreshReport {
         self.last_fetch = Some(Instant::now());
+        // Before any fetch: a credential that is not there is the reason whatever the agent
+        // answers (an unreachable agent must not hide it), and the card is not asked for.
+        if let Some(e) = self.missing_credential() {
+            return self.credential_missing(&e);
+        }
         let config = self.inner.config.load_full();
         let policy = match fetch_policy(&self.integration, &config) {
             Ok(p) => p,
@@ -103,7 +113,8 @@ impl Worker {
                 let max_age = self.card.as_ref().and_then(|c| c.max_age);
                 let rotated = self.built_for.as_ref() != Some(&self.credential_identity());
                 // A re-pinned (or removed, or broken) lockfile is judged without a new card.
-                if self.from_disk || rotated || self.lock_moved() {
+                // A state built while the credential was missing is rebuilt once it is back.
+                if self.from_disk || rotated || self.credential_was_missing() || self.lock_moved() {
                     // The disk copy is confirmed, or the credential changed: build once more with
                     // the network available (the extended card is only fetched online, and
                     // belongs to one identity).
@@ -116,7 +127,12 @@ impl Worker {
                                 self.persist();
                                 return self.report(result, None, false);
                             }
-                            Err(e) => return self.fail(RefreshError::InvalidCard(e)),
+                            Err(BuildError::Card(e)) => {
+                                return self.fail(RefreshError::InvalidCard(e));
+                            }
+                            Err(BuildError::CredentialMissing(e)) => {
+                                return self.credential_missing(&e);
+                            }
                         }
                     }
                 }
@@ -149,7 +165,13 @@ impl Worker {
                         self.persist();
                         self.report(result, None, false)
                     }
-                    Err(e) => self.fail(RefreshError::InvalidCard(e)),
+                    Err(BuildError::Card(e)) => self.fail(RefreshError::InvalidCard(e)),
+                    Err(BuildError::CredentialMissing(e)) => {
+                        // The card itself was good: kept, so the next fetch can be a 304.
+                        self.card = Some(card);
+                        self.from_disk = false;
+                        self.credential_missing(&e)
+                    }
                 }
             }
         }
@@ -205,10 +227,12 @@ impl Worker {
         let mut state = self.judge(state);
         let old = self.current();
         let old_profile = old.as_ref().and_then(|s| s.profile().cloned());
-        let changed = state
-            .profile()
-            .is_none_or(|p| schedule::profile_changed(old_profile.as_deref(), p))
-            || old
+        // A state without a profile (a missing credential) changes nothing when the last had
+        // none either, and the same reason: no "profile changed" on every retry.
+        let changed = match state.profile() {
+            Some(p) => schedule::profile_changed(old_profile.as_deref(), p),
+            None => old_profile.is_some(),
+        } || old
                 .as_ref()
                 .is_none_or(|s| !s.status.same_verdict(&state.status));
         state.freshness.validated_at = Some(SystemTime::now());
@@ -259,23 +283,18 @@ impl Worker {
         config: &Arc<Config>,
         policy: &FetchPolicy,
         online: bool,
-    ) -> Result<IntegrationState, CardErrors> {
+    ) -> Result<IntegrationState, BuildError> {
         let public =
             super::compile::validate_and_compile(card.bytes.clone(), card.origin.clone(), config)
-                .await?;
+                .await
+                .map_err(BuildError::Card)?;
         // Past the only failure: the state returned below is built for this identity.
         self.built_for = Some(self.credential_identity());
         // A credential that is not there is the deployment's problem, not the card's: no
-        // extended card is asked for (the public card would pass for a changed one), and the
-        // state says so with its own reason.
-        if let Err(e) = self.bearer_authorization()
-            && e.is_missing()
-        {
-            tracing::warn!(integration = %self.name(), kind = e.kind(), error = %e, "CREDENTIAL_MISSING: the integration is unusable until its credential can be read");
-            return Ok(IntegrationState::credential_missing(
-                self.integration.clone(),
-                &e,
-            ));
+        // extended card is asked for (the public card would pass for a changed one). Checked
+        // again here: a rebuild from the cached card does not go through `refresh_inner`.
+        if let Some(e) = self.missing_credential() {
+            return Err(BuildError::CredentialMissing(e));
         }
         let public_digest = public.card_digest.clone();
         let mut warned = vec![public_digest.clone()];
@@ -326,11 +345,61 @@ impl Worker {
             Ok(state) => {
                 self.install(state);
             }
-            Err(e) => {
+            Err(BuildError::Card(e)) => {
                 self.fail(RefreshError::InvalidCard(e));
+            }
+            Err(BuildError::CredentialMissing(e)) => {
+                self.credential_missing(&e);
+                // Retried on the failure backoff, not at the next periodic refresh.
+                self.next = self.next_at();
             }
         }
     }
+
+    /// The integration's credential, when it is configured and not there to read
+    /// ([`SecretError::is_missing`]).
+    pub(super) fn missing_credential(&self) -> Option<SecretError> {
+        self.bearer_authorization().err().filter(SecretError::is_missing)
+    }
+
+    /// Whether the installed state is unusable for [`ReasonCode::CredentialMissing`].
+    fn credential_was_missing(&self) -> bool {
+        (self.current()).is_some_and(|s| s.status.code() == Some(ReasonCode::CredentialMissing))
+    }
+
+    /// Records a refresh that found the credential missing: the state says so
+    /// ([`IntegrationState::credential_missing`]: no profile, the lock verdict kept), and the
+    /// next refresh comes on the failure backoff (`[refresh] backoff_initial` doubling to
+    /// `backoff_max`), so a credential file that comes back is picked up within it. It is not a
+    /// failed refresh (no card fetch failed; `A2AEgressRefreshFailures` is for those) and, while
+    /// the reason stays the same, not a change: logged once, the profile age untouched.
+    pub(super) fn credential_missing(&mut self, e: &SecretError) -> RefreshReport {
+        let consecutive = match self.last {
+            Last::Failed { consecutive } => consecutive.saturating_add(1),
+            Last::Ok { .. } => 1,
+        };
+        self.last = Last::Failed { consecutive };
+        self.degraded = None;
+        let degraded = &self.inner.metrics.degraded;
+        degraded.with_label_values(&[self.name()]).set(0);
+        let state = IntegrationState::credential_missing(self.integration.clone(), e);
+        let reason = state.status.reason().map(str::to_owned);
+        let again = (self.current()).is_some_and(|s| s.status.same_verdict(&state.status));
+        if !again {
+            tracing::warn!(integration = %self.name(), kind = e.kind(), error = %e, "CREDENTIAL_MISSING: the integration is unusable until its credential can be read; retried on the failure backoff");
+        }
+        self.install(state);
+        self.report(RefreshResult::CredentialMissing, reason, false)
+    }
+}
+
+/// Why a card could not be built into a state.
+#[derive(Debug)]
+pub(super) enum BuildError {
+    /// The card itself failed.
+    Card(CardErrors),
+    /// The integration's credential is not there to read: nothing about the card is known.
+    CredentialMissing(SecretError),
 }
 
 /// Prepares the upstream for an interface URL: the same address rules as the card itself (the

@@ -192,7 +192,12 @@ impl Worker {
         for (reply, used) in waiters {
             let r = match (&report, used) {
                 // The retry hook asks "is the profile now different from the one my call used?".
-                (Some(r), Some(u)) if r.result != RefreshResult::Failed => {
+                (Some(r), Some(u))
+                    if !matches!(
+                        r.result,
+                        RefreshResult::Failed | RefreshResult::CredentialMissing
+                    ) =>
+                {
                     let mut r = r.clone();
                     if schedule::profile_changed(after.as_deref(), &u) {
                         r.result = RefreshResult::Changed;
