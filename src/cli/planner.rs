@@ -4,8 +4,8 @@
 //! Both read the gateway's live state (verdicts, evidence, freshness) rather than fetching cards
 //! themselves, so what they print is what the gateway decides. The admin listener is `--admin
 //! URL`, else `[listen] admin` of `--config` (or of `config/gateway.toml` when it exists), else
-//! `http://127.0.0.1:7412`; the token is read from `--token-file`, else from that config's
-//! `[admin] token_file`.
+//! `http://127.0.0.1:7412`; the token is read from `--token-file`, else, only when the address
+//! came from the config, from that config's `[admin] token_file` (never sent elsewhere).
 
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -28,11 +28,13 @@ pub struct AdminArgs {
     /// The admin listener's base URL (`http://127.0.0.1:7412`) [default: `[listen] admin` of the config].
     #[arg(long)]
     admin: Option<String>,
-    /// Config file to read `[listen] admin` from [default: config/gateway.toml if it exists].
+    /// Config file to read `[listen] admin` and `[admin] token_file` from, when `--admin` is not
+    /// given [default: config/gateway.toml if it exists].
     #[arg(long, short = 'c')]
     config: Option<PathBuf>,
     /// File holding the admin bearer token (needed when the gateway has `[admin] token_file`: the
-    /// planner routes then need it) [default: `[admin] token_file` of the config].
+    /// planner routes then need it) [default: `[admin] token_file` of the config when the address
+    /// comes from it; none with `--admin`].
     #[arg(long)]
     token_file: Option<PathBuf>,
 }
@@ -58,41 +60,49 @@ pub struct StatusArgs {
 struct Target {
     /// The admin base URL, without a trailing slash.
     base: String,
-    /// The bearer token file: `--token-file`, else `[admin] token_file` of the config.
+    /// The bearer token file: `--token-file`, else (no `--admin`) `[admin] token_file` of the config.
     token_file: Option<PathBuf>,
 }
 
-/// The admin listener to ask: `--admin`, else `[listen] admin` of the config; the token file
-/// `--token-file`, else the config's `[admin] token_file` (the operator who runs the gateway's
-/// config has its token). `Err` is the exit code, after printing why.
+/// The admin listener to ask, and the token for it. With `--admin`, the token is `--token-file`
+/// or none, and no config is read: a config's `[admin] token_file` is the token of that
+/// config's own admin listener, and is never sent to another address. Without, both come from
+/// the config (`--config`, else `config/gateway.toml` when it exists): its `[listen] admin` and
+/// its `[admin] token_file`, unless `--token-file` is given. `Err` is the exit code, after
+/// printing why.
 fn target(a: &AdminArgs) -> Result<Target, ExitCode> {
+    if let Some(u) = &a.admin {
+        let usage = |why: String| {
+            eprintln!("--admin {u:?}: {why}");
+            ExitCode::from(EXIT_USAGE)
+        };
+        let parsed = url::Url::parse(u).map_err(|e| usage(e.to_string()))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(usage("not an http(s) URL".into()));
+        }
+        if a.config.is_some() && a.token_file.is_none() {
+            eprintln!(
+                "note: --config is not read with --admin (its [admin] token_file belongs to its own admin listener); no token is sent without --token-file"
+            );
+        }
+        let base = u.trim_end_matches('/').to_owned();
+        return Ok(Target {
+            base,
+            token_file: a.token_file.clone(),
+        });
+    }
     let path = a
         .config
         .clone()
         .or_else(|| Some(PathBuf::from(DEFAULT_CONFIG)).filter(|p| p.exists()));
-    // The config is read only when it is needed: for the address or for the token file.
-    let config = match path {
-        Some(p) if a.admin.is_none() || a.token_file.is_none() => {
-            Some(crate::config::Config::load(&p).map_err(|e| super::config_refused(&e))?)
-        }
-        _ => None,
-    };
+    let config = path
+        .map(|p| crate::config::Config::load(&p).map_err(|e| super::config_refused(&e)))
+        .transpose()?;
     let token_file =
         (a.token_file.clone()).or_else(|| config.as_ref().and_then(|c| c.admin.token_file.clone()));
-    let base = match (&a.admin, &config) {
-        (Some(u), _) => {
-            let usage = |why: String| {
-                eprintln!("--admin {u:?}: {why}");
-                ExitCode::from(EXIT_USAGE)
-            };
-            let parsed = url::Url::parse(u).map_err(|e| usage(e.to_string()))?;
-            if !matches!(parsed.scheme(), "http" | "https") {
-                return Err(usage("not an http(s) URL".into()));
-            }
-            u.trim_end_matches('/').to_owned()
-        }
-        (None, Some(c)) => format!("http://{}", c.listen.admin),
-        (None, None) => "http://127.0.0.1:7412".into(),
+    let base = match &config {
+        Some(c) => format!("http://{}", c.listen.admin),
+        None => "http://127.0.0.1:7412".into(),
     };
     Ok(Target { base, token_file })
 }

@@ -571,14 +571,20 @@ fn cli_select_and_status(gw: &InProcess, dir: &Path, chosen: &str) {
         "{table:?}"
     );
 
-    // Without --token-file, the token is the one `[admin] token_file` of --config names.
-    let cfg = gw.config_path();
+    // Without --admin, the address and the token both come from --config (its `[listen] admin`
+    // and `[admin] token_file`): a copy of the gateway's config naming the bound admin address.
+    let text = std::fs::read_to_string(gw.config_path()).unwrap();
+    let port0 = "admin = \"127.0.0.1:0\"";
+    assert!(text.contains(port0), "{text}");
+    let text = text.replace(port0, &format!("admin = \"{}\"", gw.admin));
+    let cfg = gw.dir.path().join("planner.toml");
+    std::fs::write(&cfg, text).unwrap();
     let cfg = cfg.to_str().unwrap();
-    let out = cli(&["status", "--admin", &admin, "--config", cfg], dir);
+    let out = cli(&["status", "--config", cfg], dir);
     assert_eq!(
         out.status.code(),
         Some(0),
-        "status with the config's token file: {}",
+        "status with the config's address and token file: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
@@ -587,22 +593,81 @@ fn cli_select_and_status(gw: &InProcess, dir: &Path, chosen: &str) {
         String::from_utf8_lossy(&out.stdout)
     );
     std::fs::write(dir.join("need.json"), seed_need().to_string()).unwrap();
-    let out = cli(
-        &[
-            "select",
-            "--need",
-            "need.json",
-            "--admin",
-            &admin,
-            "--config",
-            cfg,
-        ],
-        dir,
-    );
+    let out = cli(&["select", "--need", "need.json", "--config", cfg], dir);
     assert_eq!(
         out.status.code(),
         Some(0),
-        "select with the config's token file: {}",
+        "select with the config's address and token file: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // With --admin, the config's token is not sent (it belongs to the config's own listener).
+    let out = cli(&["status", "--admin", &admin, "--config", cfg], dir);
+    assert_ne!(out.status.code(), Some(0), "--admin: no token from --config");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no token is sent without --token-file"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `status --admin URL` and `select --admin URL` send no token they were not given: the default
+/// config's `[admin] token_file` (beside the caller) used to go as a Bearer to whatever `--admin`
+/// named. And that config is not read at all: an invalid one does not make them exit 64.
+#[test]
+fn with_admin_the_default_configs_token_goes_nowhere() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("config")).unwrap();
+    let token = dir.path().join("config/admin.token");
+    std::fs::write(&token, TOKEN).unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let default = dir.path().join("config/gateway.toml");
+    let valid = config_head(&[]) + "[admin]\ntoken_file = \"admin.token\"\n";
+    std::fs::write(&default, valid).unwrap();
+    std::fs::write(dir.path().join("need.json"), seed_need().to_string()).unwrap();
+    let invalid = "[listen]\nproxy = 7\n";
+    for config in [None, Some(invalid)] {
+        if let Some(text) = config {
+            std::fs::write(&default, text).unwrap();
+        }
+        for command in [&["status"][..], &["select", "--need", "need.json"][..]] {
+            let (url, head) = one_request(r#"{"integrations": [], "chosen": "x"}"#);
+            let args = [command, &["--admin", &url]].concat();
+            let out = cli(&args, dir.path());
+            let head = head.join().unwrap();
+            let what = format!("{} ({config:?})", args.join(" "));
+            assert!(
+                !head.to_ascii_lowercase().contains("\r\nauthorization:"),
+                "{what}: sent a token: {head}"
+            );
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{what}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// A raw TCP listener on 127.0.0.1:0 that takes one HTTP request and answers `body` (200,
+/// JSON); its URL and a thread that returns the request's head as received.
+fn one_request(body: &str) -> (String, std::thread::JoinHandle<String>) {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let handle = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap() == 1 {
+            head.push(byte[0]);
+        }
+        conn.write_all(answer.as_bytes()).unwrap();
+        String::from_utf8_lossy(&head).into_owned()
+    });
+    (url, handle)
 }
