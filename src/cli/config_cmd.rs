@@ -5,9 +5,11 @@
 //! `check` applies every rule `serve` applies at start, and reads what it can of the rest the
 //! gateway reads later, on a machine that has none of the deployment's secrets. What it could not
 //! read is a note on stderr (`note: …`), never a failure: a credential variable unset on the CI
-//! machine, a credential file, the admin token file or the signing key not mounted, a CA file, a
-//! lockfile not written yet. A secret that is there is checked as at start (an admin token file
-//! group-readable, too short or still the example's placeholder is a problem). Exit 0 valid
+//! machine, a credential file, the admin token file, the signing key or a CA file not mounted, a
+//! lockfile not written yet. A file that is there is checked as the gateway reads it: a secret as
+//! at start (an admin token file group-readable, too short or still the example's placeholder is
+//! a problem), a CA file parsed as PEM by the gateway's loader, a lockfile read and parsed (a
+//! folder, a file over its cap or an invalid one is a problem). Exit 0 valid
 //! (stdout `valid <path>`), 64 invalid (stderr: every problem), 66 when the config file itself
 //! cannot be read.
 
@@ -16,7 +18,7 @@ use std::process::ExitCode;
 
 use super::{DEFAULT_CONFIG, EXIT_USAGE};
 use crate::config::{Config, Credential, SecretSource};
-use crate::lock::{UnreadableLock, file as lockfile};
+use crate::lock::file as lockfile;
 
 /// Arguments of `a2a-egress config`.
 #[derive(Debug, clap::Args)]
@@ -101,14 +103,23 @@ fn runtime_files(config: &Config, notes: &mut Vec<String>, problems: &mut Vec<St
                 Err(e) => problems.push(format!("{at}.credential: {e}")),
             }
         }
-        if let Some(ca) = &i.ca_file
-            && let Err(e) = std::fs::metadata(ca)
-        {
-            notes.push(format!(
-                "{at}.ca_file: not read here ({}: {e}); without it the integration is unusable",
-                ca.display()
-            ));
+        if let Some(ca) = &i.ca_file {
+            match std::fs::metadata(ca) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => notes.push(format!(
+                    "{at}.ca_file: not read here ({}: {e}); without it the integration is unusable",
+                    ca.display()
+                )),
+                // There: read and parsed as the gateway does, so a file it would refuse is one.
+                _ => {
+                    if let Err(e) = crate::state::trust::trust_roots(Some(ca)) {
+                        problems.push(format!("{at}.ca_file: {e}"));
+                    }
+                }
+            }
         }
+        // A lockfile that is not there is a note; one that is there and cannot be read (a
+        // folder, over its cap, unreadable) or is invalid is a problem: the gateway judges it
+        // breaking.
         let lock = lockfile::path_for(&config.path, &i.name);
         match lockfile::read(&lock) {
             Ok(Some(_)) => {}
@@ -116,8 +127,7 @@ fn runtime_files(config: &Config, notes: &mut Vec<String>, problems: &mut Vec<St
                 "{at}: no lockfile {} (the integration runs unpinned)",
                 lock.display()
             )),
-            Err(UnreadableLock::Invalid(e)) => problems.push(format!("{at}: {e}")),
-            Err(e) => notes.push(format!("{at}: lockfile not read here ({e})")),
+            Err(e) => problems.push(format!("{at}: {e}")),
         }
     }
 }

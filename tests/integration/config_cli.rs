@@ -200,6 +200,45 @@ fn config_check_validates_offline_and_notes_what_it_cannot_read() {
     assert!(err.contains("finance.json"), "{err}");
 }
 
+/// A lockfile or CA file that is there is read as the gateway reads it: a folder in the
+/// lockfile's place and a CA file that is not PEM are problems (64), where `config check` used
+/// to say `valid` for both (the lockfile was only a note, the CA file only looked at).
+#[test]
+fn config_check_reads_a_lockfile_and_a_ca_file_that_are_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::common::gateway::config_head(&[])
+        + &a2a_egress::testkit::IntegrationToml::new("finance", "http://127.0.0.1:9/card.json")
+            .extra("ca_file = \"ca.pem\"")
+            .text();
+    std::fs::write(dir.path().join("gateway.toml"), config).unwrap();
+    let args = ["config", "check", "--config", "gateway.toml"];
+    // Neither there: notes only.
+    let out = run_in(dir.path(), &args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("ca_file: not read here") && err.contains("no lockfile"),
+        "{err}"
+    );
+
+    std::fs::create_dir_all(dir.path().join("locks/finance.json")).unwrap();
+    std::fs::write(dir.path().join("ca.pem"), "not a certificate\n").unwrap();
+    let out = run_in(dir.path(), &args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "{err}");
+    assert_eq!(text(&out.stdout), "", "{err}");
+    assert!(
+        err.contains("  - integrations[0] (\"finance\"): the lockfile ")
+            && err.contains("finance.json is not a regular file"),
+        "{err}"
+    );
+    assert!(
+        err.contains("  - integrations[0] (\"finance\").ca_file: ca_file ")
+            && err.contains("holds no certificate"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_bare_word_log_level_a_bad_rust_log_and_the_placeholder_token_are_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
