@@ -210,17 +210,9 @@ impl Runtimes {
 /// ([`crate::types::cpus`]: affinity and cgroup CPU quota, rounded down, at least 1).
 fn worker_threads(runtime: &crate::config::Runtime) -> anyhow::Result<Threads> {
     let max = crate::config::MAX_WORKER_THREADS;
-    let (worker_threads, from, why) = match std::env::var(WORKER_THREADS_VAR) {
-        Ok(v) => match v.parse::<usize>() {
-            Ok(n) if (1..=max).contains(&n) => {
-                (n, ThreadsFrom::Env, format!("{WORKER_THREADS_VAR}={n}"))
-            }
-            _ => anyhow::bail!("{WORKER_THREADS_VAR} must be a whole number from 1 to {max}"),
-        },
-        Err(std::env::VarError::NotUnicode(_)) => {
-            anyhow::bail!("{WORKER_THREADS_VAR} is not valid unicode")
-        }
-        Err(std::env::VarError::NotPresent) => match runtime.worker_threads {
+    let (worker_threads, from, why) = match env_worker_threads().map_err(anyhow::Error::msg)? {
+        Some(n) => (n, ThreadsFrom::Env, format!("{WORKER_THREADS_VAR}={n}")),
+        None => match runtime.worker_threads {
             Some(n) => (
                 n,
                 ThreadsFrom::Config,
@@ -256,6 +248,10 @@ pub enum StartError {
         /// Why it is refused.
         error: crate::config::DirectiveError,
     },
+    /// `TOKIO_WORKER_THREADS` is set to something other than a thread count: bad configuration
+    /// (64, which systemd does not restart), not a failure to start (1, restarted in a loop).
+    #[error("{0}")]
+    WorkerThreads(String),
 }
 
 impl StartError {
@@ -263,20 +259,40 @@ impl StartError {
     pub fn exit_code(&self) -> u8 {
         match self {
             StartError::Config(e) => super::config_exit_code(e),
-            StartError::RustLog { .. } => super::EXIT_USAGE,
+            StartError::RustLog { .. } | StartError::WorkerThreads(_) => super::EXIT_USAGE,
         }
     }
 }
 
-/// Loads the config for `serve` (default file when not given) and checks `RUST_LOG`.
+/// Loads the config for `serve` (default file when not given) and checks `RUST_LOG` and
+/// `TOKIO_WORKER_THREADS`.
 pub fn load(path: Option<PathBuf>) -> Result<Config, StartError> {
     let path = path.unwrap_or_else(|| PathBuf::from(super::DEFAULT_CONFIG));
     let config = Config::load(&path)?;
+    env_worker_threads().map_err(StartError::WorkerThreads)?;
     if let Some(directive) = rust_log() {
         crate::config::check_directive(&directive)
             .map_err(|error| StartError::RustLog { directive, error })?;
     }
     Ok(config)
+}
+
+/// `TOKIO_WORKER_THREADS`: `None` when unset, else a whole number from 1 to
+/// [`crate::config::MAX_WORKER_THREADS`]; `Err` says what is wrong with it.
+fn env_worker_threads() -> Result<Option<usize>, String> {
+    let max = crate::config::MAX_WORKER_THREADS;
+    match std::env::var(WORKER_THREADS_VAR) {
+        Ok(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(Some(n)),
+            _ => Err(format!(
+                "{WORKER_THREADS_VAR}: {v:?}: must be a whole number from 1 to {max}"
+            )),
+        },
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(format!("{WORKER_THREADS_VAR} is not valid unicode"))
+        }
+        Err(std::env::VarError::NotPresent) => Ok(None),
+    }
 }
 
 /// `RUST_LOG`, when set to something other than blanks.

@@ -4,24 +4,27 @@
 //! set, overrides it (and is held to the same rule: [`check_directive`]), and `serve
 //! --log-format` overrides `format`. Read at start only.
 //!
-//! A bare word in a directive is a level or nothing: `EnvFilter` reads any other bare word
-//! (`warning`, `verbose`) as a target name, which enables that one (non-existent) target and
-//! silences everything else, so the gateway would start and log nothing.
+//! A bare word in a directive is a level (`info`, or `EnvFilter`'s numeric `0`-`5`) or a target
+//! that looks like one (`a2a_egress`, `a2a_egress::access`: a `_` or `::` in it), which
+//! `EnvFilter` enables at every level. `EnvFilter` reads any other bare word (`warning`,
+//! `verbose`) as a target name too, which enables that one (non-existent) target and silences
+//! everything else, so the gateway would start and log nothing: those are refused.
 
 use serde::Deserialize;
 
 /// Default level: the gateway at info (one access line per call), pingora's own chatter at warn.
 pub const DEFAULT_LOG_LEVEL: &str = "info";
 
-/// The words a directive part without `=` may be (any case): the levels `EnvFilter` knows.
+/// The level names a directive part without `=` may be (any case): the levels `EnvFilter` knows.
 pub const LOG_LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
 
 /// Why a log filter directive is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DirectiveError {
-    /// A part without `=` that is not a level (`EnvFilter` would read it as a target name).
+    /// A part without `=` that is neither a level nor looks like a target (`EnvFilter` would
+    /// read it as a target name and log nothing else).
     #[error(
-        "{word:?} is not a log level: a bare word must be one of {}; a target takes `target=level` (e.g. \"warn,a2a_egress=debug\")",
+        "{word:?} is not a log level: a bare word must be a level ({}, any case, or 0-5) or a target with `_` or `::` in it (a2a_egress, a2a_egress::access); any target takes `target=level` (e.g. \"warn,a2a_egress=debug\")",
         LOG_LEVELS.join(", ")
     )]
     NotALevel {
@@ -33,12 +36,23 @@ pub enum DirectiveError {
     Syntax(String),
 }
 
+/// Whether a directive part without `=` is one `EnvFilter` reads as meant (pure): a level name
+/// of [`LOG_LEVELS`] (any case), a numeric level `0`-`5`, or a target that looks like one (a
+/// `_` or `::` in its name, before any `[span]` filter).
+fn bare_word_ok(part: &str) -> bool {
+    let name = part.split('[').next().unwrap_or(part);
+    LOG_LEVELS.iter().any(|l| l.eq_ignore_ascii_case(part))
+        || matches!(part, "0" | "1" | "2" | "3" | "4" | "5")
+        || name.contains('_')
+        || name.contains("::")
+}
+
 /// Checks a filter directive (`[log] level`, `RUST_LOG`): it parses as an `EnvFilter`, and every
-/// comma-separated part without `=` is one of [`LOG_LEVELS`] (pure).
+/// comma-separated part without `=` is a level or looks like a target ([`bare_word_ok`]; pure).
 pub fn check_directive(directive: &str) -> Result<(), DirectiveError> {
     for part in directive.split(',').map(str::trim) {
         let bare = !part.is_empty() && !part.contains('=');
-        if bare && !LOG_LEVELS.iter().any(|l| l.eq_ignore_ascii_case(part)) {
+        if bare && !bare_word_ok(part) {
             return Err(DirectiveError::NotALevel {
                 word: part.to_owned(),
             });
@@ -153,13 +167,22 @@ mod tests {
     }
 
     #[test]
-    fn a_bare_word_that_is_not_a_level_is_refused_naming_the_levels() {
-        for bad in ["warning", "verbose", "info,loud", " Warning ", "a2a_egress"] {
+    fn a_bare_word_that_is_not_a_level_or_a_target_is_refused_naming_the_forms() {
+        for bad in [
+            "warning",
+            "verbose",
+            "info,loud",
+            " Warning ",
+            "6",
+            "loud[span]",
+        ] {
             let (_, p) = parse(&format!("level = {bad:?}\n"));
             assert_eq!(p.len(), 1, "{bad}: {p:?}");
             assert!(
                 p[0].contains("is not a log level")
-                    && p[0].contains("trace, debug, info, warn, error, off"),
+                    && p[0].contains("trace, debug, info, warn, error, off")
+                    && p[0].contains("0-5")
+                    && p[0].contains("`_` or `::`"),
                 "{p:?}"
             );
         }
@@ -167,6 +190,13 @@ mod tests {
             "warn",
             "WARN",
             "off",
+            "0",
+            "5",
+            "info,3",
+            "a2a_egress",
+            "a2a_egress::access",
+            "warn,a2a_egress",
+            "a2a_egress[refresh]",
             "warn,a2a_egress=debug",
             "a2a_egress::access=off,info",
             "info,",

@@ -261,6 +261,15 @@ fn a_bare_word_log_level_a_bad_rust_log_and_the_placeholder_token_are_refused_at
         err.contains("RUST_LOG: \"warning\": \"warning\" is not a log level"),
         "{err}"
     );
+    // A thread count that is not one is bad configuration too (it exited 1: restarted in a loop).
+    for threads in ["lots", "0"] {
+        let (code, err) = serve_exit(dir.path(), HEAD, &[("TOKIO_WORKER_THREADS", threads)]);
+        assert_eq!(code, Some(64), "TOKIO_WORKER_THREADS={threads}: {err}");
+        assert!(
+            err.contains("TOKIO_WORKER_THREADS") && err.contains("from 1 to 1024"),
+            "{err}"
+        );
+    }
 
     std::fs::write(
         dir.path().join("admin.token"),
@@ -281,15 +290,16 @@ fn a_bare_word_log_level_a_bad_rust_log_and_the_placeholder_token_are_refused_at
     assert!(err.contains("placeholder; replace it"), "{err}");
 }
 
+/// Valid directives start, bare targets and numeric levels among them (`RUST_LOG=a2a_egress`,
+/// the crate at every level, and `RUST_LOG=3` used to exit 64).
 #[tokio::test]
 async fn a_valid_directive_with_targets_still_starts() {
     let config = format!("{HEAD}[log]\nlevel = \"warn,a2a_egress=debug\"\n");
-    let gw = crate::common::gateway::GatewayProc::start(
-        &config,
-        &[("RUST_LOG", "info,a2a_egress::access=off")],
-    )
-    .await;
-    assert_eq!(gw.readyz().await["ready"], true);
+    for rust_log in ["info,a2a_egress::access=off", "a2a_egress", "3"] {
+        let gw =
+            crate::common::gateway::GatewayProc::start(&config, &[("RUST_LOG", rust_log)]).await;
+        assert_eq!(gw.readyz().await["ready"], true, "RUST_LOG={rust_log}");
+    }
 }
 
 /// Every command that reads a file named on its command line (or the default config) exits 66
