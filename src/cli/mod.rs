@@ -41,18 +41,11 @@ pub const EXIT_SOFTWARE: u8 = 70;
 /// a lockfile, a need, a token file named on the command line (sysexits EX_NOINPUT).
 pub const EXIT_NOINPUT: u8 = 66;
 
-/// Whether `e` is an input file that is missing or cannot be opened or read (not one that was
-/// read and is too large, or a write).
-fn is_noinput(e: &crate::types::file::FileError) -> bool {
-    use crate::types::file::FileError;
-    matches!(e, FileError::Io { .. } | FileError::NotAFile { .. })
-}
-
 /// The exit code for a config that cannot be used: [`EXIT_NOINPUT`] when the file itself cannot
 /// be read, else [`EXIT_USAGE`].
 fn config_exit_code(e: &crate::config::ConfigError) -> u8 {
     match e {
-        crate::config::ConfigError::Read(f) if is_noinput(f) => EXIT_NOINPUT,
+        crate::config::ConfigError::Read(f) if f.is_missing() => EXIT_NOINPUT,
         _ => EXIT_USAGE,
     }
 }
@@ -68,7 +61,7 @@ fn config_refused(e: &crate::config::ConfigError) -> ExitCode {
 fn failure_code(e: &anyhow::Error) -> ExitCode {
     let noinput = e.chain().any(|c| {
         c.downcast_ref::<crate::types::file::FileError>()
-            .is_some_and(is_noinput)
+            .is_some_and(crate::types::file::FileError::is_missing)
     });
     if noinput {
         ExitCode::from(EXIT_NOINPUT)

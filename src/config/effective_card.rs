@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::card::sign::{self, SigningKey};
 
-use super::listen::{absent, read_private_file};
+use super::listen::read_private_file;
 
 /// Raw `[effective_card]`.
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
@@ -109,7 +109,7 @@ pub(super) fn effective_card(
     };
     let key_file = base.join(file);
     let key = match read_private_file(&key_file) {
-        Err(e) if absent(&e) && notes.is_some() => {
+        Err(e) if e.is_missing() && notes.is_some() => {
             if let Some(n) = notes {
                 n.push(format!(
                     "effective_card.signing_key: not read ({e}); serve refuses to start without it"

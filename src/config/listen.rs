@@ -389,6 +389,17 @@ fn shown(path: &Path, target: Option<&Path>) -> String {
 }
 
 impl PrivateFileError {
+    /// Whether the file is not there to read (missing, unreadable, not a regular file:
+    /// [`FileError::is_missing`](crate::types::file::FileError::is_missing)): what an offline
+    /// check notes instead of refusing ([`crate::config::Config::load_offline`]).
+    pub fn is_missing(&self) -> bool {
+        match self {
+            PrivateFileError::File(e) => e.is_missing(),
+            PrivateFileError::NotAFile { .. } => true,
+            PrivateFileError::NotPrivate { .. } => false,
+        }
+    }
+
     /// Bounded label for logs and metrics.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -507,16 +518,6 @@ fn token(file: &Path) -> Result<AdminToken, TokenError> {
 /// (`replace-with-at-least-16-visible-ascii-characters`): an admin token that starts so is refused.
 pub const PLACEHOLDER_TOKEN_PREFIX: &str = "replace-with-";
 
-/// Whether a secret file's error means it is not there to read (missing, unreadable, not a file):
-/// what an offline check notes instead of refusing ([`crate::config::Config::load_offline`]).
-pub(super) fn absent(e: &PrivateFileError) -> bool {
-    use crate::types::file::FileError;
-    matches!(
-        e,
-        PrivateFileError::File(FileError::Io { .. }) | PrivateFileError::NotAFile { .. }
-    )
-}
-
 /// Checks `[admin]`. With `notes` (an offline check), a token file that is not there is a note,
 /// not a problem.
 pub(super) fn admin(
@@ -529,7 +530,7 @@ pub(super) fn admin(
     let token_file = raw.token_file.as_ref().map(|f| base.join(f));
     let token = token_file.as_ref().and_then(|f| match token(f) {
         Ok(t) => Some(t),
-        Err(TokenError::File(e)) if absent(&e) && notes.is_some() => {
+        Err(TokenError::File(e)) if e.is_missing() && notes.is_some() => {
             if let Some(n) = notes {
                 n.push(format!(
                     "admin.token_file: not read ({e}); serve refuses to start without it"

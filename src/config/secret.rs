@@ -44,12 +44,9 @@ impl SecretError {
     /// `CREDENTIAL_MISSING`. A file over its cap or a secret that cannot be a header is there,
     /// and wrong.
     pub fn is_missing(&self) -> bool {
-        use crate::types::file::FileError;
         match self {
             SecretError::EnvUnset(_) | SecretError::Empty => true,
-            SecretError::Unreadable(e) => {
-                matches!(e, FileError::Io { .. } | FileError::NotAFile { .. })
-            }
+            SecretError::Unreadable(e) => e.is_missing(),
             SecretError::NotAHeader => false,
         }
     }

@@ -108,6 +108,14 @@ impl FileError {
         }
     }
 
+    /// Whether the file is not there to read: missing, not openable or readable, or not a
+    /// regular file; not one that was read and is too large or not UTF-8, nor a failed write.
+    /// The one test of it, for every caller that treats a file not there apart from one that is
+    /// there and wrong (an exit code, a note instead of a problem, a missing credential).
+    pub fn is_missing(&self) -> bool {
+        matches!(self, FileError::Io { .. } | FileError::NotAFile { .. })
+    }
+
     /// Whether the file does not exist (callers for whom a missing file means "none").
     pub fn is_not_found(&self) -> bool {
         matches!(self, FileError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
