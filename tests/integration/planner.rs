@@ -602,7 +602,11 @@ fn cli_select_and_status(gw: &InProcess, dir: &Path, chosen: &str) {
     );
     // With --admin, the config's token is not sent (it belongs to the config's own listener).
     let out = cli(&["status", "--admin", &admin, "--config", cfg], dir);
-    assert_ne!(out.status.code(), Some(0), "--admin: no token from --config");
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "--admin: no token from --config"
+    );
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("no token is sent without --token-file"),
         "{}",

@@ -10,10 +10,10 @@ use tokio::time::Instant;
 
 use super::{Inner, InterfaceError, RefreshError, RefreshReport, Worker, fetch_policy};
 use crate::card::CardErrors;
+use crate::config::SecretError;
 use crate::config::{Config, Integration};
 use crate::control::fetch::{FetchOutcome, FetchPolicy, Validators, check_url};
 use crate::control::schedule::{self, Last, RefreshResult};
-use crate::config::SecretError;
 use crate::state::{Degraded, Freshness, IntegrationState, ReasonCode};
 use crate::state::{NoUpstream, Upstream};
 
@@ -104,42 +104,8 @@ impl Worker {
                 validators,
                 max_age,
             }) => {
-                let now = SystemTime::now();
-                if let Some(c) = &mut self.card {
-                    c.validators = validators;
-                    c.max_age = max_age.or(c.max_age);
-                    c.fetched_at = now;
-                }
-                let max_age = self.card.as_ref().and_then(|c| c.max_age);
-                let rotated = self.built_for.as_ref() != Some(&self.credential_identity());
-                // A re-pinned (or removed, or broken) lockfile is judged without a new card.
-                // A state built while the credential was missing is rebuilt once it is back.
-                if self.from_disk || rotated || self.credential_was_missing() || self.lock_moved() {
-                    // The disk copy is confirmed, or the credential changed: build once more with
-                    // the network available (the extended card is only fetched online, and
-                    // belongs to one identity).
-                    self.from_disk = false;
-                    if let Some(card) = self.card.clone() {
-                        match self.build(&card, &config, &policy, true).await {
-                            Ok(state) => {
-                                self.succeed(max_age);
-                                let result = self.install(state);
-                                self.persist();
-                                return self.report(result, None, false);
-                            }
-                            Err(BuildError::Card(e)) => {
-                                return self.fail(RefreshError::InvalidCard(e));
-                            }
-                            Err(BuildError::CredentialMissing(e)) => {
-                                return self.credential_missing(&e);
-                            }
-                        }
-                    }
-                }
-                self.succeed(max_age);
-                self.touch_freshness();
-                self.persist();
-                self.report(RefreshResult::NotModified, None, false)
+                self.not_modified(validators, max_age, &config, &policy)
+                    .await
             }
             Ok(FetchOutcome::Fetched {
                 bytes,
@@ -175,6 +141,53 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// A 304: the cached card confirmed, and built again when what it was built with moved
+    /// (the disk copy, the credential, the lockfile).
+    async fn not_modified(
+        &mut self,
+        validators: Validators,
+        max_age: Option<Duration>,
+        config: &Arc<Config>,
+        policy: &FetchPolicy,
+    ) -> RefreshReport {
+        let now = SystemTime::now();
+        if let Some(c) = &mut self.card {
+            c.validators = validators;
+            c.max_age = max_age.or(c.max_age);
+            c.fetched_at = now;
+        }
+        let max_age = self.card.as_ref().and_then(|c| c.max_age);
+        let rotated = self.built_for.as_ref() != Some(&self.credential_identity());
+        // A re-pinned (or removed, or broken) lockfile is judged without a new card.
+        // A state built while the credential was missing is rebuilt once it is back.
+        if self.from_disk || rotated || self.credential_was_missing() || self.lock_moved() {
+            // The disk copy is confirmed, or the credential changed: build once more with
+            // the network available (the extended card is only fetched online, and
+            // belongs to one identity).
+            self.from_disk = false;
+            if let Some(card) = self.card.clone() {
+                match self.build(&card, config, policy, true).await {
+                    Ok(state) => {
+                        self.succeed(max_age);
+                        let result = self.install(state);
+                        self.persist();
+                        return self.report(result, None, false);
+                    }
+                    Err(BuildError::Card(e)) => {
+                        return self.fail(RefreshError::InvalidCard(e));
+                    }
+                    Err(BuildError::CredentialMissing(e)) => {
+                        return self.credential_missing(&e);
+                    }
+                }
+            }
+        }
+        self.succeed(max_age);
+        self.touch_freshness();
+        self.persist();
+        self.report(RefreshResult::NotModified, None, false)
     }
 
     pub(super) fn succeed(&mut self, max_age: Option<Duration>) {
@@ -233,8 +246,8 @@ impl Worker {
             Some(p) => schedule::profile_changed(old_profile.as_deref(), p),
             None => old_profile.is_some(),
         } || old
-                .as_ref()
-                .is_none_or(|s| !s.status.same_verdict(&state.status));
+            .as_ref()
+            .is_none_or(|s| !s.status.same_verdict(&state.status));
         state.freshness.validated_at = Some(SystemTime::now());
         state.freshness.unrevalidated = false;
         state.freshness.degraded = None;
@@ -359,7 +372,9 @@ impl Worker {
     /// The integration's credential, when it is configured and not there to read
     /// ([`SecretError::is_missing`]).
     pub(super) fn missing_credential(&self) -> Option<SecretError> {
-        self.bearer_authorization().err().filter(SecretError::is_missing)
+        self.bearer_authorization()
+            .err()
+            .filter(SecretError::is_missing)
     }
 
     /// Whether the installed state is unusable for [`ReasonCode::CredentialMissing`].
