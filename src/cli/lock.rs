@@ -180,6 +180,8 @@ fn check_one(c: &Current) -> Checked {
     }
     let class = match state.lock.verdict {
         LockVerdict::Unpinned => return Checked::Unpinned,
+        // Only without a credential, which returned above.
+        LockVerdict::NotJudged => return Checked::Failed("the lockfile was not judged".into()),
         LockVerdict::Compatible => Class::Compatible,
         LockVerdict::Review => Class::Review,
         LockVerdict::Breaking => Class::Breaking,

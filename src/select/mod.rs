@@ -406,6 +406,10 @@ fn risks(need: &Need, c: &Candidate) -> Vec<Reason> {
             Code::LockUnpinned,
             "no lockfile pins what the workflow needs from this integration",
         )),
+        LockVerdict::NotJudged => out.push(reason(
+            Code::LockUnpinned,
+            "a lockfile is there but no card was judged against it yet",
+        )),
         LockVerdict::Compatible | LockVerdict::Breaking => {}
     }
     if need.streaming && c.streaming_evidence != StreamingEvidence::Verified {
@@ -657,7 +661,7 @@ fn rank<'a>(need: &Need, c: &'a Candidate) -> (u8, Freshness, u8, &'a str) {
         LockVerdict::Compatible => 0,
         LockVerdict::Unpinned => 1,
         LockVerdict::Review => 2,
-        LockVerdict::Breaking => 3,
+        LockVerdict::NotJudged | LockVerdict::Breaking => 3,
     };
     let streaming = match (need.streaming, c.streaming_evidence) {
         (true, StreamingEvidence::Verified) | (false, _) => 0,

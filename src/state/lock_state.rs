@@ -34,15 +34,19 @@ pub enum LockVerdict {
     Review,
     /// The workflow would fail; `on_breaking` decides what happens.
     Breaking,
+    /// A lockfile is there but no profile was ever judged against it: the integration's
+    /// credential has been missing since start (`CREDENTIAL_MISSING`), so no card was built.
+    NotJudged,
 }
 
 impl LockVerdict {
     /// Every verdict (for the metric's series).
-    pub const ALL: [LockVerdict; 4] = [
+    pub const ALL: [LockVerdict; 5] = [
         LockVerdict::Unpinned,
         LockVerdict::Compatible,
         LockVerdict::Review,
         LockVerdict::Breaking,
+        LockVerdict::NotJudged,
     ];
 
     /// Bounded label.
@@ -52,6 +56,7 @@ impl LockVerdict {
             LockVerdict::Compatible => "compatible",
             LockVerdict::Review => "review",
             LockVerdict::Breaking => "breaking",
+            LockVerdict::NotJudged => "not_judged",
         }
     }
 
@@ -95,6 +100,16 @@ impl LockState {
             at,
             fallback: None,
             lock: None,
+        }
+    }
+
+    /// A lockfile that is there (or cannot be read) and was not judged: nothing was built to
+    /// judge ([`LockVerdict::NotJudged`]).
+    pub fn not_judged(lock: Option<Lock>, at: SystemTime) -> Self {
+        LockState {
+            verdict: LockVerdict::NotJudged,
+            lock: lock.map(Arc::new),
+            ..Self::unpinned(at)
         }
     }
 

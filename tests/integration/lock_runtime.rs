@@ -480,3 +480,45 @@ async fn a_credential_file_that_comes_back_is_picked_up_within_the_backoff() {
     assert_eq!(credential_missing_gauge(&gw.metrics().await), 0.0);
     assert_eq!(again["result"], "credential_missing", "{again}");
 }
+
+/// A pinned integration whose credential is missing from start was never judged: its verdict is
+/// `not_judged` (it showed `unpinned`, a wrong claim about a pinned integration) until the
+/// credential is there and the card is judged.
+#[tokio::test]
+async fn a_pinned_integration_without_its_credential_from_start_is_not_judged() {
+    let agent = RefAgent::sample();
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("finance.token");
+    std::fs::write(&token, crate::common::ref_agent::PARTNER_TOKEN).unwrap();
+    let config = config_head(&[])
+        + &integration(
+            "finance",
+            &agent,
+            "credential = { type = \"bearer\", file = \"finance.token\" }",
+        )
+        + "\n[refresh]\nbackoff_initial = \"100ms\"\nbackoff_max = \"300ms\"\n";
+    pin(dir.path(), &config, "finance");
+    std::fs::remove_file(&token).unwrap();
+    let gw = InProcess::start_in(dir, &config).await;
+    let ready = gw.readyz().await;
+    let finance = &ready["integrations"]["finance"];
+    assert_eq!(finance["lock"]["verdict"], "not_judged", "{ready}");
+    assert!(
+        (finance["reason"].as_str().unwrap_or_default()).starts_with("CREDENTIAL_MISSING: "),
+        "{ready}"
+    );
+    assert_eq!(verdict_metric(&gw, "finance", "not_judged").await, 1.0);
+    assert_eq!(verdict_metric(&gw, "finance", "unpinned").await, 0.0);
+
+    std::fs::write(&token, crate::common::ref_agent::PARTNER_TOKEN).unwrap();
+    let mut ready: Value;
+    crate::assert_eventually!(
+        {
+            ready = gw.readyz().await;
+            ready["integrations"]["finance"]["lock"]["verdict"] == "compatible"
+        },
+        within = std::time::Duration::from_secs(10),
+        "never judged once the credential came back: {ready}"
+    );
+    assert_eq!(verdict_metric(&gw, "finance", "not_judged").await, 0.0);
+}

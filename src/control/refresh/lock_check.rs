@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use super::Worker;
 use crate::lock::{Lock, UnreadableLock, file as lockfile};
-use crate::state::{IntegrationState, LockVerdict, ReasonCode};
+use crate::state::{IntegrationState, LockState, LockVerdict, ReasonCode};
 
 impl Worker {
     /// This integration's lockfile now: `Ok(None)` without one, `Err` (one line) when unreadable.
@@ -18,13 +18,19 @@ impl Worker {
 
     /// `state` judged against the lockfile; an unchanged verdict keeps the time it was reached,
     /// a changed one is logged. A state whose credential is missing is not judged: nothing about
-    /// the agent was learnt, so the verdict stays what it was (unpinned before the first one).
+    /// the agent was learnt, so the verdict stays what it was; before the first one it is
+    /// `not_judged` when a lockfile is there (`unpinned` was a claim about the pin, and wrong).
     pub(super) fn judge(&self, state: IntegrationState) -> IntegrationState {
         if state.status.code() == Some(ReasonCode::CredentialMissing) {
             let mut next = state;
-            if let Some(old) = self.current() {
-                next.lock = old.lock.clone();
-            }
+            next.lock = match self.current() {
+                Some(old) if !old.status.is_pending() => old.lock.clone(),
+                _ => match self.read_lock() {
+                    Ok(None) => LockState::unpinned(SystemTime::now()),
+                    Ok(Some(l)) => LockState::not_judged(Some(l), SystemTime::now()),
+                    Err(_) => LockState::not_judged(None, SystemTime::now()),
+                },
+            };
             return next;
         }
         let lock = self.read_lock();
