@@ -48,7 +48,8 @@ fn bare_word_ok(part: &str) -> bool {
 }
 
 /// Checks a filter directive (`[log] level`, `RUST_LOG`): it parses as an `EnvFilter`, and every
-/// comma-separated part without `=` is a level or looks like a target ([`bare_word_ok`]; pure).
+/// comma-separated part without `=` is a level (a name or `0`-`5`) or looks like a target (a `_`
+/// or `::` in it; pure).
 pub fn check_directive(directive: &str) -> Result<(), DirectiveError> {
     for part in directive.split(',').map(str::trim) {
         let bare = !part.is_empty() && !part.contains('=');
