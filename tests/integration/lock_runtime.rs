@@ -337,41 +337,12 @@ async fn the_verdict_is_logged_once_per_change_not_once_per_refresh() {
 /// `a2a_egress_credential_missing` is 1 until the file is back.
 #[tokio::test]
 async fn a_missing_credential_file_is_credential_missing_and_leaves_the_lock_verdict() {
-    let agent = RefAgent::sample();
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("finance.token");
-    std::fs::write(&token, crate::common::ref_agent::PARTNER_TOKEN).unwrap();
-    let config = config_head(&[])
-        + &integration(
-            "finance",
-            &agent,
-            "credential = { type = \"bearer\", file = \"finance.token\" }",
-        )
-        + "\n[admin]\nrefresh_min_interval = \"0s\"\n";
-    pin(dir.path(), &config, "finance");
-    let gw = InProcess::start_in(dir, &config).await;
-    let missing = |m: &str| {
-        metric(
-            m,
-            "a2a_egress_credential_missing",
-            &[("integration", "finance")],
-        )
-    };
-    assert_eq!(missing(&gw.metrics().await), 0.0);
+    let (gw, _agent, token) = pinned_with_credential("").await;
+    assert_eq!(credential_missing_gauge(&gw.metrics().await), 0.0);
 
     std::fs::remove_file(&token).unwrap();
     refresh(&gw, "finance").await;
-    let ready = gw.readyz().await;
-    let finance = &ready["integrations"]["finance"];
-    assert_eq!(finance["status"], "unusable", "{ready}");
-    let reason = finance["reason"].as_str().unwrap_or_default();
-    assert!(
-        reason.starts_with("CREDENTIAL_MISSING: cannot read the credential file"),
-        "{ready}"
-    );
-    assert_eq!(finance["lock"]["verdict"], "compatible", "{ready}");
-    let m = gw.metrics().await;
-    assert_eq!(missing(&m), 1.0, "{m}");
+    assert_credential_missing(&gw, "compatible").await;
     assert_eq!(verdict_metric(&gw, "finance", "breaking").await, 0.0);
     let (_, body) = gw
         .rpc("finance", &send_request("c1", "SendMessage", "echo"), &[])
@@ -385,7 +356,24 @@ async fn a_missing_credential_file_is_credential_missing_and_leaves_the_lock_ver
         ready["integrations"]["finance"]["status"], "usable",
         "{ready}"
     );
-    assert_eq!(missing(&gw.metrics().await), 0.0);
+    assert_eq!(credential_missing_gauge(&gw.metrics().await), 0.0);
+}
+
+/// `finance` is unusable for its missing credential file (reason, gauge), its lock verdict
+/// still `verdict` (in `/readyz` and the metric).
+async fn assert_credential_missing(gw: &InProcess, verdict: &str) {
+    let ready = gw.readyz().await;
+    let finance = &ready["integrations"]["finance"];
+    assert_eq!(finance["status"], "unusable", "{ready}");
+    let reason = finance["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("CREDENTIAL_MISSING: cannot read the credential file"),
+        "{ready}"
+    );
+    assert_eq!(finance["lock"]["verdict"], verdict, "{ready}");
+    let m = gw.metrics().await;
+    assert_eq!(credential_missing_gauge(&m), 1.0, "{m}");
+    assert_eq!(verdict_metric(gw, "finance", verdict).await, 1.0);
 }
 
 /// A pinned integration whose credential file is at `finance.token` (written), with forced
@@ -428,18 +416,7 @@ async fn a_missing_credential_stays_the_reason_when_the_agent_is_down_too() {
     drop(agent);
     let report = refresh(&gw, "finance").await;
 
-    let ready = gw.readyz().await;
-    let finance = &ready["integrations"]["finance"];
-    assert_eq!(finance["status"], "unusable", "{ready}");
-    let reason = finance["reason"].as_str().unwrap_or_default();
-    assert!(
-        reason.starts_with("CREDENTIAL_MISSING: cannot read the credential file"),
-        "{ready}"
-    );
-    assert_eq!(finance["lock"]["verdict"], "compatible", "{ready}");
-    let m = gw.metrics().await;
-    assert_eq!(credential_missing_gauge(&m), 1.0, "{m}");
-    assert_eq!(verdict_metric(&gw, "finance", "compatible").await, 1.0);
+    assert_credential_missing(&gw, "compatible").await;
     assert_eq!(verdict_metric(&gw, "finance", "unpinned").await, 0.0);
     // Nothing was fetched, and it is not a failed fetch (that alert is for agents).
     assert_eq!(report["result"], "credential_missing", "{report}");
