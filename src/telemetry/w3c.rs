@@ -22,29 +22,16 @@ pub fn remote_parent(traceparent: &[u8], tracestate: Option<&[u8]>) -> Option<Sp
     sc.is_valid().then_some(sc)
 }
 
-/// The version-00 `traceparent` naming span context `sc` as the parent.
+/// The version-00 `traceparent` naming span context `sc` as the parent (the ids' lower-case hex,
+/// as W3C Trace Context writes them).
 pub fn traceparent(sc: &SpanContext) -> Option<HeaderValue> {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = [0u8; 55];
-    let mut at = 0;
-    let mut put = |bytes: &[u8], out: &mut [u8; 55]| {
-        for b in bytes {
-            if let Some(pair) = out.get_mut(at..at + 2) {
-                pair[0] = HEX[usize::from(b >> 4)];
-                pair[1] = HEX[usize::from(b & 0xf)];
-            }
-            at += 2;
-        }
-        at += 1;
-    };
-    put(&[0], &mut out);
-    put(&sc.trace_id().to_bytes(), &mut out);
-    put(&sc.span_id().to_bytes(), &mut out);
-    put(&[sc.trace_flags().to_u8()], &mut out);
-    for i in [2, 35, 52] {
-        out[i] = b'-';
-    }
-    HeaderValue::from_bytes(&out).ok()
+    let text = format!(
+        "00-{:032x}-{:016x}-{:02x}",
+        sc.trace_id(),
+        sc.span_id(),
+        sc.trace_flags().to_u8()
+    );
+    HeaderValue::from_str(&text).ok()
 }
 
 #[cfg(test)]

@@ -337,7 +337,7 @@ async fn the_verdict_is_logged_once_per_change_not_once_per_refresh() {
 /// `a2a_egress_credential_missing` is 1 until the file is back.
 #[tokio::test]
 async fn a_missing_credential_file_is_credential_missing_and_leaves_the_lock_verdict() {
-    let (gw, _agent, token) = pinned_with_credential("").await;
+    let (gw, _agent, token) = pinned_with_credential("", true).await;
     assert_eq!(credential_missing_gauge(&gw.metrics().await), 0.0);
 
     std::fs::remove_file(&token).unwrap();
@@ -376,9 +376,13 @@ async fn assert_credential_missing(gw: &InProcess, verdict: &str) {
     assert_eq!(verdict_metric(gw, "finance", verdict).await, 1.0);
 }
 
-/// A pinned integration whose credential file is at `finance.token` (written), with forced
-/// refreshes unlimited and `refresh` appended to the config; the gateway, the agent and the token.
-async fn pinned_with_credential(refresh: &str) -> (InProcess, RefAgent, std::path::PathBuf) {
+/// A pinned integration whose credential file is at `finance.token` (written for the pin, and
+/// still there at the gateway's start when `at_start`), with forced refreshes unlimited and
+/// `refresh` appended to the config; the gateway, the agent and the token.
+async fn pinned_with_credential(
+    refresh: &str,
+    at_start: bool,
+) -> (InProcess, RefAgent, std::path::PathBuf) {
     let agent = RefAgent::sample();
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("finance.token");
@@ -392,6 +396,9 @@ async fn pinned_with_credential(refresh: &str) -> (InProcess, RefAgent, std::pat
         + "\n[admin]\nrefresh_min_interval = \"0s\"\n"
         + refresh;
     pin(dir.path(), &config, "finance");
+    if !at_start {
+        std::fs::remove_file(&token).unwrap();
+    }
     let gw = InProcess::start_in(dir, &config).await;
     (gw, agent, token)
 }
@@ -410,7 +417,7 @@ fn credential_missing_gauge(metrics: &str) -> f64 {
 /// had been fetched.
 #[tokio::test]
 async fn a_missing_credential_stays_the_reason_when_the_agent_is_down_too() {
-    let (gw, agent, token) = pinned_with_credential("").await;
+    let (gw, agent, token) = pinned_with_credential("", true).await;
     std::fs::remove_file(&token).unwrap();
     refresh(&gw, "finance").await;
     drop(agent);
@@ -430,7 +437,7 @@ async fn a_missing_credential_stays_the_reason_when_the_agent_is_down_too() {
 async fn a_credential_file_that_comes_back_is_picked_up_within_the_backoff() {
     let refresh_settings = "\n[refresh]\nmin = \"10m\"\ndefault = \"1h\"\n\
                             backoff_initial = \"100ms\"\nbackoff_max = \"300ms\"\n";
-    let (gw, _agent, token) = pinned_with_credential(refresh_settings).await;
+    let (gw, _agent, token) = pinned_with_credential(refresh_settings, true).await;
     std::fs::remove_file(&token).unwrap();
     refresh(&gw, "finance").await;
     let again = refresh(&gw, "finance").await;
@@ -463,20 +470,8 @@ async fn a_credential_file_that_comes_back_is_picked_up_within_the_backoff() {
 /// credential is there and the card is judged.
 #[tokio::test]
 async fn a_pinned_integration_without_its_credential_from_start_is_not_judged() {
-    let agent = RefAgent::sample();
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("finance.token");
-    std::fs::write(&token, crate::common::ref_agent::PARTNER_TOKEN).unwrap();
-    let config = config_head(&[])
-        + &integration(
-            "finance",
-            &agent,
-            "credential = { type = \"bearer\", file = \"finance.token\" }",
-        )
-        + "\n[refresh]\nbackoff_initial = \"100ms\"\nbackoff_max = \"300ms\"\n";
-    pin(dir.path(), &config, "finance");
-    std::fs::remove_file(&token).unwrap();
-    let gw = InProcess::start_in(dir, &config).await;
+    let backoff = "[refresh]\nbackoff_initial = \"100ms\"\nbackoff_max = \"300ms\"\n";
+    let (gw, _agent, token) = pinned_with_credential(backoff, false).await;
     let ready = gw.readyz().await;
     let finance = &ready["integrations"]["finance"];
     assert_eq!(finance["lock"]["verdict"], "not_judged", "{ready}");
