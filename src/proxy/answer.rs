@@ -45,6 +45,9 @@ use serde_json::value::RawValue;
 
 use crate::profile::Binding;
 
+mod ids;
+pub use ids::TaskIds;
+
 /// Statuses that are a whole answer at the HTTP level whatever their body says (see the module
 /// documentation): passed on even when the body is not JSON.
 const HTTP_LEVEL: [u16; 8] = [401, 403, 408, 413, 429, 502, 503, 504];
@@ -231,33 +234,54 @@ fn is_json_type(headers: &HeaderMap) -> bool {
 }
 
 /// Judges a whole answer of HTTP `status` (see the module documentation); `id` is the JSON
-/// text of the JSON-RPC request's id.
-pub fn check_whole(
+/// text of the JSON-RPC request's id. With `ids`, a 2xx answer's task and context ids come
+/// back, read in the same pass ([`TaskIds`]; without, the answer is skimmed as before, which
+/// costs less); an error answer names none.
+pub fn check_whole<'b>(
     binding: Binding,
     id: Option<&str>,
     status: u16,
-    body: &[u8],
-) -> Result<(), Invalid> {
+    body: &'b [u8],
+    ids: bool,
+) -> Result<TaskIds<'b>, Invalid> {
     match status {
         200..=299
             if status == 204 && body.trim_ascii().is_empty() && binding == Binding::HttpJson =>
         {
-            Ok(())
+            Ok(TaskIds::default())
         }
-        200..=299 => check_event(binding, id, body),
+        200..=299 => check_event(binding, id, body, ids),
         300..=399 => Err(Invalid::Redirect),
-        400..=599 => check_error(binding, id, status, body),
+        400..=599 => check_error(binding, id, status, body).map(|()| TaskIds::default()),
         _ => Err(Invalid::NotJson),
     }
 }
 
-/// Judges one 2xx body or SSE event's data: the binding's answer (see [`check_whole`]).
-pub fn check_event(binding: Binding, id: Option<&str>, data: &[u8]) -> Result<(), Invalid> {
+/// Judges one 2xx body or SSE event's data: the binding's answer (see [`check_whole`]), and
+/// with `ids` the task and context ids it names (the JSON-RPC `result`'s, or the HTTP+JSON
+/// body's).
+pub fn check_event<'b>(
+    binding: Binding,
+    id: Option<&str>,
+    data: &'b [u8],
+    ids: bool,
+) -> Result<TaskIds<'b>, Invalid> {
     match binding {
-        Binding::JsonRpc => check_rpc(id, data, false),
+        Binding::JsonRpc if ids => check_rpc::<TaskIds<'b>>(id, data, false),
+        Binding::JsonRpc => check_rpc::<&RawValue>(id, data, false),
+        Binding::HttpJson if ids => {
+            let trimmed = data.trim_ascii();
+            if trimmed.is_empty() {
+                return Err(Invalid::NotJson);
+            }
+            let ids = serde_json::from_slice::<TaskIds<'b>>(trimmed).map_err(syntax)?;
+            (trimmed.first() == Some(&b'{'))
+                .then_some(ids)
+                .ok_or(Invalid::NotObject)
+        }
         Binding::HttpJson => {
             let v = json_syntax(data)?;
-            v.then_some(()).ok_or(Invalid::NotObject)
+            v.then(TaskIds::default).ok_or(Invalid::NotObject)
         }
         // No call is sent over gRPC yet (`profile::compile` makes such a profile unusable), so
         // no gRPC answer reaches this check; were one to, it is not an answer the gateway reads.
@@ -275,7 +299,7 @@ fn check_error(
 ) -> Result<(), Invalid> {
     match json_syntax(body) {
         Ok(true) if binding == Binding::JsonRpc && has_jsonrpc_member(body) => {
-            check_rpc(id, body, true)
+            check_rpc::<&RawValue>(id, body, true).map(drop)
         }
         Ok(_) => Ok(()),
         Err(_) if HTTP_LEVEL.contains(&status) => Ok(()),
@@ -308,19 +332,22 @@ fn syntax(e: serde_json::Error) -> Invalid {
 }
 
 fn has_jsonrpc_member(body: &[u8]) -> bool {
-    serde_json::from_slice::<RpcAnswer<'_>>(body).is_ok_and(|a| a.jsonrpc.is_some())
+    serde_json::from_slice::<RpcAnswer<'_, &RawValue>>(body).is_ok_and(|a| a.jsonrpc.is_some())
 }
 
 /// The members of a JSON-RPC response that matter here, borrowed from the body (no copy, no
 /// map): each is `Some` when present, `null` included. A member that appears twice is an error.
 #[derive(Deserialize)]
-struct RpcAnswer<'a> {
+#[serde(bound(deserialize = "R: Deserialize<'de>, 'de: 'a"))]
+struct RpcAnswer<'a, R> {
     #[serde(borrow, default, deserialize_with = "present")]
     jsonrpc: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
-    #[serde(borrow, default, deserialize_with = "present")]
-    result: Option<&'a RawValue>,
+    /// Skimmed (`&RawValue`) or read for its task and context ids in the same pass
+    /// ([`TaskIds`]); any value, `null` too, is present.
+    #[serde(default, deserialize_with = "present_as")]
+    result: Option<R>,
     #[serde(borrow, default, deserialize_with = "present")]
     error: Option<&'a RawValue>,
 }
@@ -328,6 +355,30 @@ struct RpcAnswer<'a> {
 /// A member that is present, whatever its value (`null` too, which `Option` alone would lose).
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
     <&RawValue>::deserialize(d).map(Some)
+}
+
+/// [`present`] for the `result`, as `R` reads it.
+fn present_as<'de, D: serde::Deserializer<'de>, R: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<R>, D::Error> {
+    R::deserialize(d).map(Some)
+}
+
+/// What a `result` read as `R` says of its ids.
+trait ResultIds<'a> {
+    fn into_ids(self) -> TaskIds<'a>;
+}
+
+impl<'a> ResultIds<'a> for &RawValue {
+    fn into_ids(self) -> TaskIds<'a> {
+        TaskIds::default()
+    }
+}
+
+impl<'a> ResultIds<'a> for TaskIds<'a> {
+    fn into_ids(self) -> TaskIds<'a> {
+        self
+    }
 }
 
 /// The `error` member's one required fact here: an integer `code` (read, so that an error
@@ -338,12 +389,16 @@ struct RpcErrorObject {
 }
 
 /// A JSON-RPC 2.0 response object whose id is `id` (an error may carry `null`).
-fn check_rpc(id: Option<&str>, data: &[u8], error_status: bool) -> Result<(), Invalid> {
+fn check_rpc<'b, R: Deserialize<'b> + ResultIds<'b>>(
+    id: Option<&str>,
+    data: &'b [u8],
+    error_status: bool,
+) -> Result<TaskIds<'b>, Invalid> {
     let data = data.trim_ascii();
     if data.is_empty() {
         return Err(Invalid::NotJson);
     }
-    let answer: RpcAnswer<'_> = match serde_json::from_slice(data) {
+    let answer: RpcAnswer<'_, R> = match serde_json::from_slice(data) {
         Ok(a) => a,
         // Valid JSON of another shape (an array, a batch, a string, a member twice) is JSON,
         // just not a JSON-RPC response.
@@ -355,19 +410,19 @@ fn check_rpc(id: Option<&str>, data: &[u8], error_status: bool) -> Result<(), In
     if answer.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
         return Err(Invalid::NotJsonRpc);
     }
-    let is_error = match (answer.result, answer.error) {
-        (Some(_), None) if !error_status => false,
+    let (is_error, ids) = match (answer.result, answer.error) {
+        (Some(r), None) if !error_status => (false, r.into_ids()),
         (None, Some(e)) => {
             let _code: i64 = serde_json::from_str::<RpcErrorObject>(e.get())
                 .map_err(|_| Invalid::NotJsonRpc)?
                 .code;
-            true
+            (true, TaskIds::default())
         }
         _ => return Err(Invalid::NotJsonRpc),
     };
     let got = answer.id.map_or("null", RawValue::get);
     if (is_error && got == "null") || same_id(id.unwrap_or("null"), got) {
-        Ok(())
+        Ok(ids)
     } else {
         Err(Invalid::IdMismatch)
     }

@@ -569,9 +569,10 @@ impl<'a> Job<'a> {
     ) -> Result<Outcome> {
         // Every stream is held to being A2A, event by event; the schema, when there is one, too.
         let screen = Screen::of(self.gw, at.state, at.plan.binding);
-        let events = vet::Events::of(self.gw, at, &self.ctx.shape, resp.status());
+        let keep_ids = self.ctx.spans.is_some();
+        let events = vet::Events::of(self.gw, at, &self.ctx.shape, resp.status(), keep_ids);
         let tally = self.tally(at);
-        screen::pipe_stream(
+        let out = screen::pipe_stream(
             self.session,
             resp,
             screen.as_ref(),
@@ -579,7 +580,11 @@ impl<'a> Job<'a> {
             &self.ctx.shape,
             &tally,
         )
-        .await
+        .await;
+        if let (Some((task, context)), Some(spans)) = (events.into_ids(), &mut self.ctx.spans) {
+            spans.task_ids(task.as_deref(), context.as_deref());
+        }
+        out
     }
 
     /// Passes a large answer through, checked against the artifact schema when there is one.
@@ -609,7 +614,8 @@ impl<'a> Job<'a> {
         if let Ok(s) = &sent {
             self.ctx.upstream_status = s.status();
         }
-        let vetted = sent.and_then(|s| vet::vet(self.gw, at, &self.ctx.shape, s));
+        let spans = (self.ctx.spans.as_mut()).filter(|_| vet::names_the_task(at.plan.method));
+        let vetted = sent.and_then(|s| vet::vet(self.gw, at, &self.ctx.shape, s, spans));
         if let Some(spans) = &mut self.ctx.spans {
             match &vetted {
                 Ok(s) => spans.answered(s.status(), matches!(s, Sent::Whole(_))),
@@ -633,8 +639,6 @@ impl<'a> Job<'a> {
         let authority = at.state.upstream().map_or("", |u| u.authority.as_str());
         let attempt = crate::telemetry::Attempt {
             method: method.as_str(),
-            integration: at.name(),
-            binding: at.plan.binding.as_str(),
             protocol_version: &at.plan.version,
             downgraded: out.downgraded,
             http_method: self.session.req_header().method.as_str(),

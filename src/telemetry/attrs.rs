@@ -9,6 +9,10 @@ use opentelemetry::KeyValue;
 pub const A2A_METHOD_NAME: &str = "a2a.method.name";
 /// The A2A protocol version spoken with the agent (PR 195).
 pub const A2A_PROTOCOL_VERSION: &str = "a2a.protocol.version";
+/// The task the agent's answer names (PR 195).
+pub const A2A_TASK_ID: &str = "a2a.task.id";
+/// The context the agent's answer names (PR 195).
+pub const A2A_CONTEXT_ID: &str = "a2a.context.id";
 /// The integration (`[[integrations]] name`).
 pub const INTEGRATION: &str = "a2a_egress.integration";
 /// The binding: `JSONRPC` or `HTTP+JSON`.
@@ -154,11 +158,7 @@ impl Call<'_> {
 pub struct Attempt<'a> {
     /// The gateway's method name of what is sent (`SendMessage` for a downgrade).
     pub method: &'static str,
-    /// The integration.
-    pub integration: &'a str,
-    /// The agent's binding.
-    pub binding: &'static str,
-    /// The A2A version spoken with the agent.
+    /// The A2A version spoken with the agent (recorded on the SERVER span).
     pub protocol_version: &'a str,
     /// Whether this is the SendMessage form of a streaming call.
     pub downgraded: bool,
@@ -170,17 +170,14 @@ pub struct Attempt<'a> {
 
 impl Attempt<'_> {
     /// The CLIENT span's attributes at its start; `number` counts the call's attempts from 1.
+    /// Only what may differ from the call's SERVER span, its parent: the integration, binding
+    /// and protocol version are the call's, recorded there once (every attribute is converted
+    /// and encoded again for each span exported, the largest part of tracing's cost).
     pub fn attributes(&self, number: u32) -> Vec<KeyValue> {
-        let mut out = Vec::with_capacity(10);
+        let mut out = Vec::with_capacity(7);
         if let Some(m) = method_name(self.method) {
             out.push(KeyValue::new(A2A_METHOD_NAME, m));
         }
-        out.push(KeyValue::new(INTEGRATION, self.integration.to_owned()));
-        out.push(KeyValue::new(BINDING, self.binding));
-        out.push(KeyValue::new(
-            A2A_PROTOCOL_VERSION,
-            self.protocol_version.to_owned(),
-        ));
         out.push(KeyValue::new(ATTEMPT, i64::from(number)));
         if self.downgraded {
             out.push(KeyValue::new(DOWNGRADED, true));
@@ -291,8 +288,6 @@ mod tests {
     fn an_attempt_names_the_agent_and_its_number() {
         let a = Attempt {
             method: "SendMessage",
-            integration: "echo",
-            binding: "HTTP+JSON",
             protocol_version: "0.3",
             downgraded: true,
             http_method: "BREW",
@@ -300,6 +295,8 @@ mod tests {
         };
         let kv = a.attributes(2);
         assert_eq!(get(&kv, ATTEMPT), Some(&opentelemetry::Value::I64(2)));
+        // The call's facts are its SERVER span's, not repeated per attempt.
+        assert!(get(&kv, INTEGRATION).is_none() && get(&kv, A2A_PROTOCOL_VERSION).is_none());
         assert_eq!(
             get(&kv, DOWNGRADED),
             Some(&opentelemetry::Value::Bool(true))

@@ -24,6 +24,9 @@ pub struct CallSpans {
     attempts: u32,
     /// The A2A version spoken with the agent, once the call is planned.
     version: Option<String>,
+    /// The task and context ids the agent's answer named (the first that named them).
+    task: Option<String>,
+    context: Option<String>,
 }
 
 impl std::fmt::Debug for CallSpans {
@@ -63,6 +66,8 @@ impl Telemetry {
             client: None,
             attempts: 0,
             version: None,
+            task: None,
+            context: None,
         }
     }
 }
@@ -81,6 +86,7 @@ impl CallSpans {
         if let Some(mut open) = self.client.take() {
             open.end();
         }
+        self.planned(a.protocol_version);
         self.attempts += 1;
         let span = t
             .tracer
@@ -110,6 +116,15 @@ impl CallSpans {
         }
     }
 
+    /// The task and context ids an answer of the call named; the first answer naming them
+    /// wins (a retry's answer names the same task).
+    pub fn task_ids(&mut self, task: Option<&str>, context: Option<&str>) {
+        if self.task.is_none() && self.context.is_none() {
+            self.task = task.map(str::to_owned);
+            self.context = context.map(str::to_owned);
+        }
+    }
+
     /// The current attempt failed before a usable answer (`kind`: the client error's label).
     pub fn failed(&mut self, kind: &'static str) {
         if let Some(mut span) = self.client.take() {
@@ -128,9 +143,16 @@ impl CallSpans {
             protocol_version: call.protocol_version.or(self.version.as_deref()),
             ..*call
         };
+        let mut kv = call.attributes();
+        if let Some(t) = self.task.take() {
+            kv.push(KeyValue::new(attrs::A2A_TASK_ID, t));
+        }
+        if let Some(c) = self.context.take() {
+            kv.push(KeyValue::new(attrs::A2A_CONTEXT_ID, c));
+        }
         let span = self.server.span();
         span.update_name(attrs::span_name(call.method));
-        span.set_attributes(call.attributes());
+        span.set_attributes(kv);
         if call.is_error() {
             span.set_status(Status::error(call.error_type().unwrap_or("")));
         }

@@ -365,6 +365,87 @@ async fn spans_are_exported_over_otlp_http_too() {
     );
 }
 
+/// The task and context ids one JSON-RPC `result` names: a message send's task or message, a
+/// stream event's wrapper, or the task itself (GetTask, CancelTask).
+fn answer_ids(result: &serde_json::Value) -> (String, String) {
+    let inner = ["task", "message", "statusUpdate", "artifactUpdate"]
+        .iter()
+        .find_map(|k| result.get(*k))
+        .unwrap_or(result);
+    let task = inner.get("taskId").or_else(|| inner.get("id"));
+    let text = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).unwrap_or("").to_owned();
+    (text(task), text(inner.get("contextId")))
+}
+
+/// The SERVER span of the call whose CLIENT span's id the agent's `traceparent` named.
+fn server_span_of_trace<'a>(all: &'a [Got], method: &str) -> Vec<&'a Span> {
+    all.iter()
+        .map(|g| &g.span)
+        .filter(|s| kind(s) == SpanKind::Server && s.name == method)
+        .collect()
+}
+
+#[tokio::test]
+async fn the_server_span_carries_the_task_and_context_ids_the_agent_answered() {
+    let (endpoint, got) = grpc_receiver().await;
+    let agent = RefAgent::sample();
+    let config = config_head(&[])
+        + &telemetry(&endpoint, "grpc")
+        + &integration("echo", &agent.card_url, "");
+    let gw = GatewayProc::start(&config, &[FAST_BATCHES]).await;
+
+    let (s, _, body) = gw
+        .rpc_raw("echo", &send_request("1", "SendMessage", "hi"), &[])
+        .await;
+    assert_eq!(s, 200, "{body}");
+    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let (task, context) = answer_ids(&answer["result"]);
+    assert!(!task.is_empty() && !context.is_empty(), "{body}");
+    let get = json!({"jsonrpc": "2.0", "id": "2", "method": "GetTask", "params": {"id": task}});
+    let (s, _, body) = gw.rpc_raw("echo", &get, &[]).await;
+    assert_eq!(s, 200, "{body}");
+    let read: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer_ids(&read["result"]), (task.clone(), context.clone()));
+    let (s, _, sse) = gw
+        .rpc_raw(
+            "echo",
+            &send_request("3", "SendStreamingMessage", "hi"),
+            &[],
+        )
+        .await;
+    assert_eq!(s, 200, "{sse}");
+    // The first event that names both ids.
+    let streamed = sse
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d.trim()).ok())
+        .map(|v| answer_ids(&v["result"]))
+        .find(|(t, c)| !t.is_empty() && !c.is_empty())
+        .expect("an event names the stream's task");
+
+    let all = wait_spans(&got, 6).await;
+    for (method, want) in [
+        ("send_message", (task.clone(), context.clone())),
+        ("get_task", (task, context)),
+        ("send_streaming_message", streamed),
+    ] {
+        let servers = server_span_of_trace(&all, method);
+        assert_eq!(servers.len(), 1, "{method}: {all:#?}");
+        let got = (
+            str_attr(servers[0], "a2a.task.id").to_owned(),
+            str_attr(servers[0], "a2a.context.id").to_owned(),
+        );
+        assert_eq!(got, want, "{method}: {:#?}", servers[0]);
+    }
+    // The ids are the call's: its CLIENT span does not repeat them.
+    let (_, clients) = call_spans(
+        &all,
+        &hex::encode(&server_span_of_trace(&all, "get_task")[0].trace_id),
+    );
+    assert_eq!(clients.len(), 1);
+    assert!(attr(&clients[0], "a2a.task.id").is_none(), "{clients:#?}");
+}
+
 #[tokio::test]
 async fn without_the_table_otel_variables_alone_send_nothing() {
     let (endpoint, got) = grpc_receiver().await;

@@ -4,6 +4,42 @@ use std::io::Write;
 
 use super::*;
 
+/// The check alone (the ids are [`ids_are_read_in_the_checking_pass`]'s).
+fn check_whole(b: Binding, id: Option<&str>, status: u16, body: &[u8]) -> Result<(), Invalid> {
+    let skimmed = super::check_whole(b, id, status, body, false).map(drop);
+    assert_eq!(
+        super::check_whole(b, id, status, body, true).map(drop),
+        skimmed
+    );
+    skimmed
+}
+
+#[test]
+fn ids_are_read_in_the_checking_pass() {
+    let body = rpc_ok("1");
+    let got = super::check_whole(RPC, Some("1"), 200, body.as_bytes(), true).unwrap();
+    assert_eq!(got.task.as_deref(), Some("t"));
+    let task = br#"{"id":"t9","contextId":"c9","status":{"state":"working"}}"#;
+    let got = super::check_event(REST, None, task, true).unwrap();
+    assert!(
+        super::check_event(REST, None, task, false)
+            .unwrap()
+            .is_empty(),
+        "skimmed"
+    );
+    assert_eq!(
+        (got.task.as_deref(), got.context.as_deref()),
+        (Some("t9"), Some("c9"))
+    );
+    // An error answer names none, whatever its data says.
+    let err = br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"data":{"taskId":"x"}}}"#;
+    assert!(
+        super::check_whole(RPC, Some("1"), 200, err, true)
+            .unwrap()
+            .is_empty()
+    );
+}
+
 const RPC: Binding = Binding::JsonRpc;
 const REST: Binding = Binding::HttpJson;
 

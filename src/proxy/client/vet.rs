@@ -14,7 +14,9 @@ use crate::proxy::answer::{self, Decoded, Encoding, Invalid};
 use crate::proxy::call::Gateway;
 use crate::proxy::deny::{Deny, Shape};
 use crate::proxy::headers::{Prune, prune};
+use crate::proxy::route::Method;
 use crate::state::StaleCause;
+use crate::telemetry::CallSpans;
 use crate::translate::{self, Op, TranslateError, Translated};
 
 /// The operation whose answers are translated, when the agent speaks 0.3.
@@ -44,12 +46,36 @@ pub(super) fn request_id(shape: &Shape) -> Option<&str> {
     }
 }
 
-/// `sent` as the caller may see it, or why it is not an A2A answer.
+/// Whether the answers of `method` name the call's task (a message send's task or message, the
+/// task read or cancelled, a stream's events): the ids the call's span records.
+pub(super) fn names_the_task(method: Method) -> bool {
+    matches!(
+        method,
+        Method::SendMessage
+            | Method::SendStreamingMessage
+            | Method::GetTask
+            | Method::CancelTask
+            | Method::SubscribeToTask
+    )
+}
+
+/// Hands the ids an answer named to the call's spans, when it has any and spans are kept.
+fn record(spans: Option<&mut CallSpans>, ids: &answer::TaskIds<'_>) {
+    if let Some(spans) = spans
+        && !ids.is_empty()
+    {
+        spans.task_ids(ids.task.as_deref(), ids.context.as_deref());
+    }
+}
+
+/// `sent` as the caller may see it, or why it is not an A2A answer. With `spans`, a whole
+/// answer's task and context ids (from the check's parse) go to the call's span.
 pub(super) fn vet<'c>(
     gw: &Gateway,
     at: Attempt<'_>,
     shape: &Shape,
     sent: Sent<'c>,
+    spans: Option<&mut CallSpans>,
 ) -> Result<Sent<'c>, ClientError> {
     match sent {
         Sent::Whole(mut a) => {
@@ -75,14 +101,15 @@ pub(super) fn vet<'c>(
                 match translate::answer_to10(op, &a.body) {
                     Ok(t) => a.body = Bytes::from(t.json),
                     Err(e) => {
-                        answer::check_whole(at.plan.binding, id, status, &a.body)
+                        answer::check_whole(at.plan.binding, id, status, &a.body, false)
                             .map_err(|w| invalid(gw, at, w, status))?;
                         return Err(untranslatable(gw, at.name(), &e, status));
                     }
                 }
             }
-            answer::check_whole(at.plan.binding, id, status, &a.body)
+            let ids = answer::check_whole(at.plan.binding, id, status, &a.body, spans.is_some())
                 .map_err(|w| invalid(gw, at, w, status))?;
+            record(spans, &ids);
             extensions_as_10(at, &mut a.head)?;
             keep_allowed(gw, at, &mut a.head)?;
             Ok(Sent::Whole(a))
@@ -213,12 +240,22 @@ pub(super) struct Events<'a> {
     status: u16,
     /// The stream's operation, when its events come from a 0.3 agent and are translated.
     op: Option<Op>,
+    /// The first task and context ids an event named, kept only when the call has spans.
+    ids: Option<std::sync::OnceLock<(Option<String>, Option<String>)>>,
 }
 
 impl<'a> Events<'a> {
     /// The judge of the events of a stream of HTTP `status` answering the attempt's request.
-    pub(super) fn of(gw: &'a Gateway, at: Attempt<'a>, shape: &'a Shape, status: u16) -> Self {
+    /// `keep_ids`: the first event's task and context ids are kept ([`Events::into_ids`]).
+    pub(super) fn of(
+        gw: &'a Gateway,
+        at: Attempt<'a>,
+        shape: &'a Shape,
+        status: u16,
+        keep_ids: bool,
+    ) -> Self {
         Events {
+            ids: (keep_ids && names_the_task(at.plan.method)).then(std::sync::OnceLock::new),
             gw,
             name: &at.state.integration.name,
             binding: at.plan.binding,
@@ -266,7 +303,27 @@ impl<'a> Events<'a> {
     /// The refusal that ends the stream instead of event data `data`, when it is not A2A
     /// (counted, logged, marking stale as [`invalid`] does).
     pub(super) fn judge(&self, data: &[u8]) -> Option<Deny> {
-        let why = answer::check_event(self.binding, self.id, data).err()?;
-        Some(report(self.gw, self.name, why, self.status))
+        let keep = self.ids.as_ref().is_some_and(|k| k.get().is_none());
+        match answer::check_event(self.binding, self.id, data, keep) {
+            Ok(ids) => {
+                if let Some(keep) = &self.ids
+                    && !ids.is_empty()
+                    && keep.get().is_none()
+                {
+                    let owned = (
+                        ids.task.map(std::borrow::Cow::into_owned),
+                        ids.context.map(std::borrow::Cow::into_owned),
+                    );
+                    let _ = keep.set(owned);
+                }
+                None
+            }
+            Err(why) => Some(report(self.gw, self.name, why, self.status)),
+        }
+    }
+
+    /// The first task and context ids an event of the stream named, when they were kept.
+    pub(super) fn into_ids(self) -> Option<(Option<String>, Option<String>)> {
+        self.ids.and_then(std::sync::OnceLock::into_inner)
     }
 }
