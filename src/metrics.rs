@@ -63,6 +63,10 @@ pub const DOWNSTREAM_TIMEOUT_PHASES: [&str; 4] = ["idle", "header", "body", "wri
 /// content, or a card served unsigned because signing it failed.
 pub const CARD_SIGNATURE_RESULTS: [&str; 2] = ["signed", "failed"];
 
+/// `reason` values of `a2a_egress_telemetry_spans_dropped_total`: a span ended while the
+/// export queue was full, or was in a batch the exporter could not deliver.
+pub const SPANS_DROPPED_REASONS: [&str; 2] = ["queue_full", "export_failed"];
+
 /// `reason` values of `a2a_egress_invalid_agent_answers_total`: what was wrong with an agent
 /// answer that was not A2A (the labels of `proxy::answer::Invalid`, which a test holds equal).
 pub const INVALID_ANSWER_REASONS: [&str; 8] = [
@@ -301,6 +305,9 @@ pub struct Metrics {
     /// `a2a_egress_card_signatures_total{result}`: the gateway's signatures on effective cards,
     /// once per distinct card content ([`CARD_SIGNATURE_RESULTS`]).
     pub card_signatures: IntCounterVec,
+    /// `a2a_egress_telemetry_spans_dropped_total{reason}`: spans that never reached the
+    /// collector ([`SPANS_DROPPED_REASONS`]), with `[telemetry]` on.
+    pub spans_dropped: IntCounterVec,
     /// The integrations of the last snapshot observed: one missing from the next one left the
     /// config, and its series go (else a `blocked` gauge of a removed integration alerts forever).
     known: Arc<Mutex<BTreeSet<String>>>,
@@ -403,6 +410,20 @@ fn upstream_timeouts(registry: &Registry) -> IntCounterVec {
         "Calls to an agent cut off by the answer-head, body or idle deadline.",
         &["integration", "phase"],
     )
+}
+
+/// `a2a_egress_telemetry_spans_dropped_total`, every series present from the start (at 0).
+fn spans_dropped(registry: &Registry) -> IntCounterVec {
+    let c = counters(
+        registry,
+        "a2a_egress_telemetry_spans_dropped_total",
+        "Trace spans that never reached the collector: the export queue was full, or the export failed.",
+        &["reason"],
+    );
+    for reason in SPANS_DROPPED_REASONS {
+        c.with_label_values(&[reason]);
+    }
+    c
 }
 
 /// `a2a_egress_card_signatures_total`, every series present from the start (at 0).
@@ -509,6 +530,7 @@ impl Metrics {
             probe_runs,
             probe_failed,
             card_signatures: card_signatures(&registry),
+            spans_dropped: spans_dropped(&registry),
             registry: with_process_metrics(registry),
             known: Arc::default(),
             series: Arc::default(),

@@ -204,7 +204,7 @@ pub async fn run_on(
     let draining = Arc::new(AtomicBool::new(false));
 
     let signer = card_signer(&config, &public_url, &metrics);
-    let telemetry = start_telemetry(&config)?;
+    let telemetry = start_telemetry(&config, &metrics)?;
     let mut running = Running::default();
     let control = running.start_control(&config, &store, &metrics, stale_rx)?;
     running.start_probes(&config, &store, &metrics, &control);
@@ -260,14 +260,19 @@ pub async fn run_on(
     Ok(())
 }
 
-/// The exporter of `[telemetry]`, when tracing is on.
+/// The exporter of `[telemetry]`, when tracing is on, counting dropped spans on `metrics`.
 fn start_telemetry(
     config: &Config,
+    metrics: &Metrics,
 ) -> Result<Option<Arc<crate::telemetry::Telemetry>>, ServerError> {
     let Some(settings) = &config.telemetry else {
         return Ok(None);
     };
-    let t = crate::telemetry::Telemetry::start(settings)?;
+    let dropped = crate::telemetry::Dropped {
+        queue_full: (metrics.spans_dropped).with_label_values(&["queue_full"]),
+        export_failed: (metrics.spans_dropped).with_label_values(&["export_failed"]),
+    };
+    let t = crate::telemetry::Telemetry::start(settings, dropped)?;
     tracing::info!(
         endpoint = %settings.endpoint,
         protocol = settings.protocol.as_str(),

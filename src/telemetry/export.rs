@@ -1,21 +1,20 @@
 //! The OTLP export of the gateway's spans (I/O: a thread and a runtime of its own, sockets to
 //! the collector). Nothing here runs on the data plane's threads, and nothing periodic either:
-//! ending a span puts it on the SDK's batch processor's bounded queue (`OTEL_BSP_MAX_QUEUE_SIZE`,
-//! default 2048; a span that finds it full is dropped, never waited for), whose own thread sends
-//! a batch every `OTEL_BSP_SCHEDULE_DELAY` (default 5 s) or when `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`
-//! spans are waiting, through the OTLP exporter, which runs on a one-thread tokio runtime of its
-//! own (tonic and reqwest need one). A collector that is slow or down only delays that thread.
+//! ending a span puts it on the bounded queue of [`super::queue`] (`OTEL_BSP_MAX_QUEUE_SIZE`,
+//! default 2048; a span that finds it full is dropped and counted, never waited for), whose own
+//! thread sends a batch every `OTEL_BSP_SCHEDULE_DELAY` (default 5 s) or when
+//! `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` spans are waiting, through the OTLP exporter, which runs on a
+//! one-thread tokio runtime of its own (tonic and reqwest need one). A collector that is slow or
+//! down only delays that thread.
 
 use std::time::Duration;
 
 use opentelemetry::InstrumentationScope;
 use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{
-    BatchSpanProcessor, Sampler, SdkTracer, SdkTracerProvider, SpanData, SpanExporter,
-};
+use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, SpanExporter as _};
 
+use super::queue::{Dropped, Queue, Sizes};
 use crate::config::{OtlpProtocol, Telemetry as Settings};
 
 /// Longest wait at shutdown for the spans still queued to leave.
@@ -27,6 +26,9 @@ pub enum TelemetryError {
     /// The exporter's runtime thread could not be started.
     #[error("telemetry: cannot start the exporter's runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    /// The span queue's thread could not be started.
+    #[error("telemetry: cannot start the span queue's thread: {0}")]
+    Queue(#[source] std::io::Error),
     /// The OTLP exporter refused its settings.
     #[error("telemetry: the OTLP exporter for {endpoint} cannot be built: {message}")]
     Exporter {
@@ -45,16 +47,17 @@ pub struct Telemetry {
 }
 
 impl Telemetry {
-    /// Starts the exporter of `settings` (the collector is not contacted until the first batch).
-    /// Needs the process's rustls provider installed (the HTTP client is built here).
-    pub fn start(settings: &Settings) -> Result<Telemetry, TelemetryError> {
+    /// Starts the exporter of `settings` (the collector is not contacted until the first batch),
+    /// counting the spans that never reach it on `dropped`. Needs the process's rustls provider
+    /// installed (the HTTP client is built here).
+    pub fn start(settings: &Settings, dropped: Dropped) -> Result<Telemetry, TelemetryError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("a2a-egress-otlp")
             .enable_all()
             .build()
             .map_err(TelemetryError::Runtime)?;
-        let exporter = {
+        let mut exporter = {
             // tonic's channel starts its worker on the runtime it is built in.
             let _in = runtime.enter();
             exporter(settings).map_err(|message| TelemetryError::Exporter {
@@ -62,20 +65,24 @@ impl Telemetry {
                 message,
             })?
         };
-        let exporter = OnRuntime {
-            inner: exporter,
-            runtime: runtime.handle().clone(),
-        };
+        let resource = Resource::builder()
+            .with_service_name(settings.service_name.clone())
+            .build();
+        exporter.set_resource(&resource);
+        // The queue's thread is outside any runtime: each batch is sent on the exporter's, where
+        // tonic's and reqwest's I/O and timers run; the queue's thread waits, no data-plane one.
+        let handle = runtime.handle().clone();
+        let sizes = Sizes::from_env(|k| std::env::var(k).ok());
+        let queue = Queue::start(sizes, dropped, move |batch| {
+            handle.block_on(exporter.export(batch))
+        })
+        .map_err(TelemetryError::Queue)?;
         let provider = SdkTracerProvider::builder()
-            .with_span_processor(BatchSpanProcessor::builder(exporter).build())
+            .with_span_processor(queue)
             .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
                 settings.sampling,
             ))))
-            .with_resource(
-                Resource::builder()
-                    .with_service_name(settings.service_name.clone())
-                    .build(),
-            )
+            .with_resource(resource)
             .build();
         let scope = InstrumentationScope::builder("a2a-egress")
             .with_version(env!("CARGO_PKG_VERSION"))
@@ -133,34 +140,4 @@ fn exporter(settings: &Settings) -> Result<opentelemetry_otlp::SpanExporter, Str
         }
     };
     built.map_err(|e| e.to_string())
-}
-
-/// The OTLP exporter, run on the exporter's own runtime: the batch processor calls it from its
-/// plain thread, where tonic's and reqwest's I/O and timers would find no runtime.
-#[derive(Debug)]
-struct OnRuntime {
-    inner: opentelemetry_otlp::SpanExporter,
-    runtime: tokio::runtime::Handle,
-}
-
-impl SpanExporter for OnRuntime {
-    fn export(&self, batch: Vec<SpanData>) -> impl Future<Output = OTelSdkResult> + Send {
-        // The batch processor's thread waits here (it is outside any runtime), not a data-plane
-        // thread.
-        let done = self.runtime.block_on(self.inner.export(batch));
-        std::future::ready(done)
-    }
-
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        let _in = self.runtime.enter();
-        self.inner.shutdown_with_timeout(timeout)
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-
-    fn set_resource(&mut self, resource: &Resource) {
-        self.inner.set_resource(resource);
-    }
 }
