@@ -785,21 +785,23 @@ def scale(procs, out, bin_path, fixed, seconds, sizes):
     return rows
 
 
-def instructions_per_request(procs, out, kind, argv, url, body, n, attempts=3):
+def instructions_per_request(procs, out, kind, argv, url, body, n, attempts=3, settle=0.0):
     """User-space instructions per request of one proxy under callgrind (noise-free on a shared
     machine): instrumentation is switched on after a warm-up, `n` requests are sent by oha, and
     the dumped total is divided by the requests answered 200. A run whose switch-on did not take,
     whose load failed, or whose count is implausibly small (a dump of an idle process) is run
-    again from a fresh process, at most `attempts` times."""
+    again from a fresh process, at most `attempts` times. `settle` seconds pass after the warm-up
+    and after the measured load, inside the count: a traced gateway's batch exporter sends what
+    the warm-up queued before the count starts and what the measured calls queued before it ends."""
     for attempt in range(attempts):
-        got = _instructions_once(procs, out, f"{kind}-{attempt}", argv, url, body, n)
+        got = _instructions_once(procs, out, f"{kind}-{attempt}", argv, url, body, n, settle)
         if got is not None:
             return got
         print(f"    callgrind run {kind} #{attempt + 1} gave no usable count; again", flush=True)
     return None
 
 
-def _instructions_once(procs, out, kind, argv, url, body, n):
+def _instructions_once(procs, out, kind, argv, url, body, n, settle=0.0):
     cg_out = os.path.join(out, f"callgrind-{kind}")
     shutil.rmtree(cg_out, ignore_errors=True)
     os.makedirs(cg_out, exist_ok=True)
@@ -825,8 +827,10 @@ def _instructions_once(procs, out, kind, argv, url, body, n):
         return subprocess.run(["callgrind_control", flag[0], *flag[1:], str(p.pid)],
                               capture_output=True, timeout=60).returncode == 0
     load(200)
+    time.sleep(settle)
     switched = control(["-i", "on"])
     answered = load(n)
+    time.sleep(settle)
     switched = control(["-i", "off"]) and switched
     dumped = control(["-d"])
     procs.stop(p, timeout=60)
@@ -874,6 +878,63 @@ def instructions(procs, out, bin_path, bare_path, fixed, n, alt=None):
             procs, out, f"gw-{log}" if i < 2 else f"gw-{i}-{log}", gw,
             lambda line: f"http://{line['proxy']}/agents/fixed", body, n)
     return rows
+
+
+# The traced gateway under callgrind: a short batch delay, so every span of the measured calls is
+# exported (and its export counted) within the settle time; a queue no span overflows.
+OTEL_CG_ENV = {"OTEL_BSP_MAX_QUEUE_SIZE": "65536", "OTEL_BSP_SCHEDULE_DELAY": "1000"}
+OTEL_CG_SETTLE = 4.0
+
+
+def telemetry_instructions(procs, out, bin_path, fixed, n, sink):
+    """Instructions per 1 KB SendMessage of the gateway (access log on) with `[telemetry]` off and
+    on (sampling 1.0, OTLP/HTTP to `sink`, which accepts and discards): every thread of the
+    process is counted, the batch processor's and the exporter's included. Answers the rows and
+    the OTLP requests and bytes the sink got during the traced run."""
+    body = message_body(1024)
+    rows, got = {}, None
+    base = with_log(gateway_conf(out, "gateway-cgt", fixed, "127.0.0.1:9", total=3), bin_path, True)
+    for traced in (False, True):
+        cfg = with_telemetry(base, sink.url) if traced else base
+        env = gateway_env(True, bin_path)
+        if traced:
+            env.update(OTEL_CG_ENV)
+
+        def gw(vg, cfg=cfg, env=env, traced=traced):
+            p, line = procs.start(f"cgt-gw-{traced}", ["env"] + vg + [bin_path, "serve", "--config", cfg],
+                                  CPU_PROXY, env=env, first_line=True)
+            wait_ready(line["admin"], timeout=300,
+                       want=lambda d: d.get("integrations", {}).get("fixed", {}).get("status")
+                       == "usable")
+            return p, line
+        before = sink.read()
+        rows["traces " + ("on" if traced else "off")] = instructions_per_request(
+            procs, out, f"otel-{traced}", gw, lambda line: f"http://{line['proxy']}/agents/fixed",
+            body, n, settle=OTEL_CG_SETTLE)
+        if traced:
+            after = sink.read()
+            got = (after[0] - before[0], after[1] - before[1])
+    return rows, got
+
+
+def print_telemetry_instructions(args):
+    """`--instructions-only --telemetry-only`: the traces row in instructions per request."""
+    os.makedirs(args.out, exist_ok=True)
+    procs = Procs(args.out)
+    sink = OtlpSink()
+    n = 500 if args.quick else 1000
+    try:
+        fixed, _agent = start_upstreams(procs, args.out, args.root, args.agent_bin)
+        rows, got = telemetry_instructions(procs, args.out, args.bin, fixed, n, sink)
+    finally:
+        procs.stop_all()
+    off, on = rows.get("traces off"), rows.get("traces on")
+    for name, v in rows.items():
+        print(f"a2a-egress, access log on, {name:10} {v:>12,.0f} instructions/request" if v
+              else f"{name} -")
+    if on and off:
+        print(f"traces on / off: {on / off:.3f}x (target <= 1.10x; {n} calls, sampling 1.0, "
+              f"OTLP/HTTP exports received over all traced runs: {got[0]:,}, {got[1] / 1e6:.2f} MB)")
 
 
 def criterion_rows(target_dir):
@@ -1307,6 +1368,8 @@ def main():
                     help="only the constrained-sidecar section (benches/constrained.py), written "
                          "alone to --results")
     args = ap.parse_args()
+    if args.instructions_only and args.telemetry_only:
+        return print_telemetry_instructions(args)
     if args.instructions_only:
         return print_instructions(args)
     args.rounds, args.seconds = (1, 3) if args.quick else (3, 6)

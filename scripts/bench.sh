@@ -9,6 +9,9 @@
 #   bash scripts/bench.sh --telemetry     # only the traces row: CPU per request with every call
 #                                         # traced (OTLP/HTTP to a local receiver) vs untraced,
 #                                         # printed; no RESULTS.md
+#   bash scripts/bench.sh --instructions --telemetry  # the traces row in instructions per request
+#                                         # (callgrind, every thread: the span queue's and the
+#                                         # exporter's too), traced vs untraced; printed
 #   bash scripts/bench.sh --constrained   # only the constrained-sidecar section (one CPU, half a
 #                                         # CPU in a cgroup quota, two CPUs; periodic jobs), about
 #                                         # 10 minutes, written to $CARGO_TARGET_DIR/bench-constrained/
@@ -37,7 +40,7 @@ for a in "$@"; do
         --instructions) ONLY_INSTRUCTIONS=1 ;;
         --constrained) ONLY_CONSTRAINED=1 ;;
         --telemetry) ONLY_TELEMETRY=1 ;;
-        *) echo "usage: scripts/bench.sh [--quick] [--instructions | --constrained | --telemetry]" >&2; exit 64 ;;
+        *) echo "usage: scripts/bench.sh [--quick] [--instructions | --constrained | --telemetry | --instructions --telemetry]" >&2; exit 64 ;;
     esac
 done
 
@@ -75,6 +78,16 @@ say "building release binaries (a2a-egress, a2a-agent, benches/bare_pingora.rs)"
 cargo build --release --locked --quiet --bin a2a-egress
 cargo build --release --locked --quiet --example bare-pingora
 cargo build --release --locked --quiet -p a2a-agent --bin a2a-agent
+
+if [ -n "$ONLY_INSTRUCTIONS" ] && [ -n "$ONLY_TELEMETRY" ]; then
+    OUT="$TARGET/bench-telemetry-instructions"
+    rm -rf "$OUT"
+    mkdir -p "$OUT"
+    say "instructions per request, traces on vs off (callgrind; raw logs in $OUT)"
+    exec python3 benches/bench.py $QUICK --instructions-only --telemetry-only --bin "$TARGET/release/a2a-egress" \
+        --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
+        --results /dev/null --target-dir "$TARGET"
+fi
 
 if [ -n "$ONLY_INSTRUCTIONS" ]; then
     OUT="$TARGET/bench-instructions"
