@@ -880,10 +880,13 @@ def instructions(procs, out, bin_path, bare_path, fixed, n, alt=None):
     return rows
 
 
-# The traced gateway under callgrind: a short batch delay, so every span of the measured calls is
-# exported (and its export counted) within the settle time; a queue no span overflows.
-OTEL_CG_ENV = {"OTEL_BSP_MAX_QUEUE_SIZE": "65536", "OTEL_BSP_SCHEDULE_DELAY": "1000"}
-OTEL_CG_SETTLE = 4.0
+# The traced gateway under callgrind: a batch delay of 1 s (`BENCH_OTEL_DELAY_MS`; the SDK's
+# default is 5 s), so every span of the measured calls is exported (and its export counted) within
+# the settle time; a queue no span overflows. Under callgrind a call is slow, so batches are
+# smaller than at full speed and each export's fixed cost weighs more: a conservative figure.
+OTEL_CG_DELAY_MS = int(os.environ.get("BENCH_OTEL_DELAY_MS", "1000"))
+OTEL_CG_ENV = {"OTEL_BSP_MAX_QUEUE_SIZE": "65536", "OTEL_BSP_SCHEDULE_DELAY": str(OTEL_CG_DELAY_MS)}
+OTEL_CG_SETTLE = OTEL_CG_DELAY_MS / 1000 + 3.0
 
 
 def telemetry_instructions(procs, out, bin_path, fixed, n, sink):
