@@ -367,6 +367,8 @@ fn known_values() -> BTreeMap<&'static str, BTreeSet<String>> {
         // And what was wrong with an answer that was not A2A (invalid_agent_answers_total).
         .into_iter()
         .chain(set(&a2a_egress::metrics::INVALID_ANSWER_REASONS))
+        // And why a trace span never reached the collector (telemetry_spans_dropped_total).
+        .chain(set(&a2a_egress::metrics::SPANS_DROPPED_REASONS))
         .collect(),
     );
     m.insert(
