@@ -936,7 +936,8 @@ def print_telemetry_instructions(args):
         print(f"a2a-egress, access log on, {name:10} {v:>12,.0f} instructions/request" if v
               else f"{name} -")
     if on and off:
-        print(f"traces on / off: {on / off:.3f}x (target <= 1.10x; {n} calls, sampling 1.0, "
+        sampling = os.environ.get("BENCH_OTEL_SAMPLING", "1.0")
+        print(f"traces on / off: {on / off:.3f}x (target <= 1.10x; {n} calls, sampling {sampling}, "
               f"OTLP/HTTP exports received over all traced runs: {got[0]:,}, {got[1] / 1e6:.2f} MB)")
 
 
