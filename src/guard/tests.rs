@@ -1,0 +1,3 @@
+//! Tests of the guard: each evasion, the validators, budget, redaction properties.
+
+use super::*;
