@@ -175,7 +175,14 @@ fn collect(
                 role,
                 open: s.open,
                 close: s.close,
-                path: json::render_path(s.path),
+                // A key's finding names the object holding it: the key itself may be the secret.
+                path: json::render_path(if s.key {
+                    s.path
+                        .get(..s.path.len().saturating_sub(1))
+                        .unwrap_or_default()
+                } else {
+                    s.path
+                }),
             });
         }
     });
