@@ -223,10 +223,7 @@ fn custom_entry(spec: DetectorSpec, table: &[Entry]) -> Result<Entry, GuardError
     if !name_ok {
         return Err(GuardError::BadName { name });
     }
-    if table.iter().any(|e| e.name == name)
-        || name == super::policy::URL_ORIGIN
-        || name == UNSCANNED
-    {
+    if table.iter().any(|e| e.name == name) || name == URL_ORIGIN || name == UNSCANNED {
         return Err(GuardError::NameClash { name });
     }
     if !is_data_class(&class) {
@@ -258,6 +255,10 @@ fn custom_entry(spec: DetectorSpec, table: &[Entry]) -> Result<Entry, GuardError
 
 /// The pseudo-detector of a budget overrun.
 pub(super) const UNSCANNED: &str = "unscanned";
+/// The pseudo-detector of URL parts outside the allowed origins.
+pub(super) const URL_ORIGIN: &str = "url_origin";
+/// Its data class.
+pub(super) const URL_CLASS: &str = "url";
 
 /// Who a regex pattern belongs to.
 #[derive(Debug, Clone, Copy)]

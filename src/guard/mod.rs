@@ -10,6 +10,7 @@
 //! full-width `４１１１…` are card numbers and a redaction replaces the characters the caller wrote.
 
 mod detectors;
+mod finding;
 mod policy;
 mod redact;
 mod scan;
@@ -17,8 +18,18 @@ mod text;
 mod validate;
 
 pub use detectors::{BUILTIN_NAMES, Detectors};
+pub use finding::Finding;
 pub use policy::Policy;
-pub use scan::{Finding, Verdict, scan_answer, scan_request};
+pub use scan::{Verdict, scan_answer, scan_request};
+
+/// The matcher of `policy` alone over `text` (normalised already), for benches: the number of
+/// validated hits.
+#[doc(hidden)]
+pub fn bench_matcher(policy: &Policy, text: &str) -> usize {
+    let mut hits = Vec::new();
+    policy.matcher.hits(text, &mut hits);
+    hits.len()
+}
 
 /// What a finding does to the request. Ordered by strength: `Record < Redact < Refuse`, so the
 /// verdict's action is the maximum over its findings.

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::detectors::{Detectors, Matcher};
+use super::detectors::{Detectors, Matcher, URL_CLASS, URL_ORIGIN};
 use super::{Action, GuardError, OnUnscanned};
 use crate::types::data_class::is_data_class;
 use crate::types::origin::normalize_origin;
@@ -104,8 +104,3 @@ impl Policy {
         self.on_unscanned
     }
 }
-
-/// The pseudo-detector of URL parts outside the allowed origins.
-pub(super) const URL_ORIGIN: &str = "url_origin";
-/// Its data class.
-pub(super) const URL_CLASS: &str = "url";

@@ -3,15 +3,16 @@
 
 use super::Action;
 use super::GuardError;
-use super::scan::{Finding, Span, decode_base64, encode_base64};
+use super::finding::{Finding, Span};
+use super::validate::{decode_base64, encode_base64};
 use crate::json;
 
 /// See `Verdict::redact`.
 pub(super) fn redact(findings: &[Finding], body: &str) -> Result<String, GuardError> {
-    // (start, end, replacement) over the body.
-    let mut edits: Vec<(usize, usize, String)> = Vec::new();
-    // (open, close) of a raw literal → (start, end, marker) over its decoded bytes.
-    let mut raws: Vec<((usize, usize), Vec<(usize, usize, String)>)> = Vec::new();
+    // Replacements over the body.
+    let mut edits: Vec<Edit> = Vec::new();
+    // (open, close) of a raw literal → replacements over its decoded bytes.
+    let mut raws: Vec<((usize, usize), Vec<Edit>)> = Vec::new();
     for f in findings.iter().filter(|f| f.action == Action::Redact) {
         let marker = format!("[REDACTED:{}]", f.detector);
         for span in &f.spans {
@@ -57,8 +58,11 @@ pub(super) fn redact(findings: &[Finding], body: &str) -> Result<String, GuardEr
     Ok(out)
 }
 
+/// Bytes `start..end` replaced by a text: (start, end, text).
+type Edit = (usize, usize, String);
+
 /// `bytes` with each edit's range replaced; overlapping edits merge (the first one's text wins).
-fn splice(bytes: &[u8], mut edits: Vec<(usize, usize, String)>) -> Vec<u8> {
+fn splice(bytes: &[u8], mut edits: Vec<Edit>) -> Vec<u8> {
     edits.sort_by_key(|e| (e.0, std::cmp::Reverse(e.1)));
     let mut out = Vec::with_capacity(bytes.len());
     let mut at = 0;

@@ -4,44 +4,13 @@
 
 use std::borrow::Cow;
 
-use base64::Engine as _;
-
-use super::detectors::{Detectors, Hit, Matcher, UNSCANNED};
-use super::policy::{URL_CLASS, URL_ORIGIN};
+use super::detectors::{Detectors, Hit, Matcher, UNSCANNED, URL_CLASS, URL_ORIGIN};
+use super::finding::{Finding, Span};
 use super::text::Norm;
 use super::validate;
 use super::{Action, GuardError, OnUnscanned, Policy, Shape};
 use crate::json::{self, Seg};
 use crate::types::origin::origin_of_url;
-
-/// Where a finding lies, for redaction (never shown).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Span {
-    /// Bytes `start..end` of the body, inside one string literal, on source-unit boundaries.
-    Body { start: usize, end: usize },
-    /// Bytes `start..end` of the decoded content of the base64 literal quoted at `open`..`close`.
-    Raw {
-        open: usize,
-        close: usize,
-        start: usize,
-        end: usize,
-    },
-}
-
-/// One detector's finding: which detector, its data class, the JSON path of the part (never the
-/// matched text) and what the policy does with it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    /// Detector name (`url_origin` for a URL outside the allowlist, `unscanned` for a budget overrun).
-    pub detector: String,
-    /// The detector's data class.
-    pub class: String,
-    /// JSON path of the string the finding starts in, e.g. `params.message.parts[0].text`.
-    pub path: String,
-    /// What the policy does with it.
-    pub action: Action,
-    pub(super) spans: Vec<Span>,
-}
 
 /// The outcome of a scan.
 #[derive(Debug, Clone, Default)]
@@ -373,7 +342,7 @@ impl<'a> Scan<'a> {
     fn raw(&mut self, site: &Site, media: Option<Cow<'_, str>>) {
         let len = site.close - site.open - 1;
         let value = literal(self.body, site);
-        let decoded = decode_base64(&value).map(|(bytes, _)| bytes);
+        let decoded = validate::decode_base64(&value).map(|(bytes, _)| bytes);
         let text = decoded.as_deref().and_then(|bytes| {
             let valid = match std::str::from_utf8(bytes) {
                 Ok(t) => t,
@@ -447,38 +416,5 @@ impl<'a> Scan<'a> {
             });
         }
         self.verdict
-    }
-}
-
-/// Which base64 alphabet and padding a `raw` value used, so a redaction re-encodes it alike.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Alphabet {
-    Standard,
-    StandardNoPad,
-    UrlSafe,
-    UrlSafeNoPad,
-}
-
-/// Decodes a `raw` value, with the alphabet it used.
-pub(super) fn decode_base64(value: &str) -> Option<(Vec<u8>, Alphabet)> {
-    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-    [
-        (Alphabet::Standard, &STANDARD),
-        (Alphabet::StandardNoPad, &STANDARD_NO_PAD),
-        (Alphabet::UrlSafe, &URL_SAFE),
-        (Alphabet::UrlSafeNoPad, &URL_SAFE_NO_PAD),
-    ]
-    .into_iter()
-    .find_map(|(a, e)| e.decode(value).ok().map(|b| (b, a)))
-}
-
-/// Encodes bytes in `alphabet`.
-pub(super) fn encode_base64(bytes: &[u8], alphabet: Alphabet) -> String {
-    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-    match alphabet {
-        Alphabet::Standard => STANDARD.encode(bytes),
-        Alphabet::StandardNoPad => STANDARD_NO_PAD.encode(bytes),
-        Alphabet::UrlSafe => URL_SAFE.encode(bytes),
-        Alphabet::UrlSafeNoPad => URL_SAFE_NO_PAD.encode(bytes),
     }
 }

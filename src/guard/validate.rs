@@ -1,9 +1,9 @@
 //! Validators where a pattern alone lies (Luhn for card numbers, mod-97 for IBANs, SSN shape
 //! rules, JWT headers), the high-entropy judgement of token runs and the base64 reading of them
-//! (pure).
+//! (pure), and the base64 of `raw` parts.
 
 use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 
 /// The validator of one pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +116,7 @@ pub(super) fn luhn(digits: &[u8]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// ISO 13616: move the first four characters to the end, letters to 10..35, mod 97 = 1.
@@ -231,6 +231,37 @@ pub(super) fn high_entropy(token: &str) -> bool {
         })
         .sum();
     bits > ENTROPY_BITS
+}
+
+/// Which base64 alphabet and padding a `raw` value used, so a redaction re-encodes it alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Alphabet {
+    Standard,
+    StandardNoPad,
+    UrlSafe,
+    UrlSafeNoPad,
+}
+
+/// Decodes a `raw` value, with the alphabet it used.
+pub(super) fn decode_base64(value: &str) -> Option<(Vec<u8>, Alphabet)> {
+    [
+        (Alphabet::Standard, &STANDARD),
+        (Alphabet::StandardNoPad, &STANDARD_NO_PAD),
+        (Alphabet::UrlSafe, &URL_SAFE),
+        (Alphabet::UrlSafeNoPad, &URL_SAFE_NO_PAD),
+    ]
+    .into_iter()
+    .find_map(|(a, e)| e.decode(value).ok().map(|b| (b, a)))
+}
+
+/// Encodes bytes in `alphabet`.
+pub(super) fn encode_base64(bytes: &[u8], alphabet: Alphabet) -> String {
+    match alphabet {
+        Alphabet::Standard => STANDARD.encode(bytes),
+        Alphabet::StandardNoPad => STANDARD_NO_PAD.encode(bytes),
+        Alphabet::UrlSafe => URL_SAFE.encode(bytes),
+        Alphabet::UrlSafeNoPad => URL_SAFE_NO_PAD.encode(bytes),
+    }
 }
 
 #[cfg(test)]
