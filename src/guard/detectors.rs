@@ -77,11 +77,6 @@ fn builtin(name: &str) -> Option<(&'static str, &'static str)> {
     })
 }
 
-/// Runs of base64/base64url characters: decoded and scanned when they hold text (at least
-/// [`validate::BASE64_MIN`] long), else judged by `high_entropy`. Always the last pattern, so a
-/// detector matching at the same position wins.
-const TOKEN: &str = r"[A-Za-z0-9+/_-]{20,}={0,2}";
-
 /// Largest compiled form of one custom regex (the regex crate's NFA size limit).
 const NFA_LIMIT: usize = 2 << 20;
 
@@ -104,7 +99,8 @@ struct Entry {
 /// Sync; policies compile their own matcher from it.
 #[derive(Debug, Clone)]
 pub struct Detectors {
-    table: Vec<Entry>,
+    /// Shared: a verdict that may redact keeps a handle for its rescans.
+    table: std::sync::Arc<Vec<Entry>>,
 }
 
 impl Detectors {
@@ -125,7 +121,9 @@ impl Detectors {
             let entry = custom_entry(spec, &table)?;
             table.push(entry);
         }
-        Ok(Detectors { table })
+        Ok(Detectors {
+            table: std::sync::Arc::new(table),
+        })
     }
 
     /// The data class of detector `name`.
@@ -179,8 +177,6 @@ impl Detectors {
                 }
             }
         }
-        patterns.push(TOKEN);
-        owners.push(Owner::Token);
         // Every pattern compiled alone in `compile` (custom) or is a constant (built-in).
         let regex = Regex::builder()
             .configure(Regex::config().nfa_size_limit(Some(NFA_LIMIT * patterns.len())))
@@ -260,11 +256,10 @@ pub(super) const URL_ORIGIN: &str = "url_origin";
 /// Its data class.
 pub(super) const URL_CLASS: &str = "url";
 
-/// Who a regex pattern belongs to.
+/// Who a regex pattern belongs to: a detector (table index) and its validator.
 #[derive(Debug, Clone, Copy)]
 enum Owner {
     Detector(usize, validate::Check),
-    Token,
 }
 
 /// One match in normalised text, validated.
@@ -292,35 +287,37 @@ pub(super) struct Matcher {
 }
 
 impl Matcher {
-    /// Every validated hit in `text`, in order of position (regex hits, then word hits). Linear:
-    /// one regex pass (a rejected candidate resumes the search after it, never inside it) and one
-    /// Aho-Corasick pass.
+    /// Every validated hit in `text`: regex hits in order of position, then word hits, then
+    /// token runs. Linear: one regex pass, one Aho-Corasick pass, one byte pass for token runs. A
+    /// candidate its validator rejects resumes the search one character after its start when the
+    /// pattern is bounded (so it hides no other detector's match), after its end otherwise (a
+    /// card-number run was judged whole; a JWT's segments are unbounded).
     pub(super) fn hits(&self, text: &str, out: &mut Vec<Hit>) {
         if let Some(regex) = &self.regex {
             let mut input = Input::new(text);
             let mut spans = Vec::new();
             while let Some(m) = regex.search(&input) {
                 let (start, end) = (m.start(), m.end());
-                match self.owners.get(m.pattern().as_usize()) {
-                    Some(Owner::Detector(index, check)) => {
-                        spans.clear();
-                        check.spans(text, start, end, &mut spans);
-                        out.extend(spans.iter().map(|&(start, end)| Hit::Detector {
-                            index: *index,
-                            start,
-                            end,
-                        }));
-                    }
-                    Some(Owner::Token) => out.push(Hit::Token { start, end }),
-                    None => {}
+                let mut resume_inside = false;
+                if let Some(Owner::Detector(index, check)) = self.owners.get(m.pattern().as_usize())
+                {
+                    spans.clear();
+                    check.spans(text, start, end, &mut spans);
+                    resume_inside = spans.is_empty() && check.bounded();
+                    out.extend(spans.iter().map(|&(start, end)| Hit::Detector {
+                        index: *index,
+                        start,
+                        end,
+                    }));
                 }
-                // An empty match (only a custom regex can give one) moves on by one character.
-                let next = if end > start {
+                // An empty match (only a custom regex can give one) or a rejected bounded
+                // candidate moves on by one character.
+                let next = if end > start && !resume_inside {
                     end
                 } else {
-                    text.get(end..)
+                    text.get(start..)
                         .and_then(|t| t.chars().next())
-                        .map_or(text.len() + 1, |c| end + c.len_utf8())
+                        .map_or(text.len() + 1, |c| start + c.len_utf8())
                 };
                 if next > text.len() {
                     break;
@@ -340,6 +337,39 @@ impl Matcher {
                     });
                 }
             }
+        }
+        token_runs(text, out);
+    }
+}
+
+/// Whether `b` can be part of a base64 or base64url run.
+fn token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-')
+}
+
+/// Pushes every run of base64/base64url characters (plus up to two `=`) at least
+/// [`validate::BASE64_MIN`] long: the scan decodes one that holds text, else asks `high_entropy`.
+/// A byte pass of its own rather than a regex pattern, so a run never hides a detector's match
+/// inside it.
+fn token_runs(text: &str, out: &mut Vec<Hit>) {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !b.get(i).copied().is_some_and(token_byte) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while b.get(i).copied().is_some_and(token_byte) {
+            i += 1;
+        }
+        let mut pad = 0;
+        while pad < 2 && b.get(i) == Some(&b'=') {
+            i += 1;
+            pad += 1;
+        }
+        if i - start >= validate::BASE64_MIN {
+            out.push(Hit::Token { start, end: i });
         }
     }
 }

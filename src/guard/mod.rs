@@ -128,6 +128,13 @@ pub enum GuardError {
     /// Redacting would give an object two equal keys (at this JSON path).
     #[error("redaction would duplicate the key at {path}")]
     DuplicateKey { path: String },
+    /// Redaction exposed a finding the policy refuses (cutting a match out joined its
+    /// surroundings into a new one).
+    #[error("redaction exposed a {detector} finding at {path}")]
+    RedactionExposed { detector: String, path: String },
+    /// Redaction kept exposing new findings for this many rounds of redact-then-rescan.
+    #[error("redaction did not settle after {rounds} rounds")]
+    RedactionUnstable { rounds: usize },
     /// The body is not the JSON the scan read (redaction is only defined on the scanned body).
     #[error("body is not well-formed JSON: {0}")]
     Json(#[from] crate::json::ScanError),

@@ -19,7 +19,14 @@ pub struct Verdict {
     pub findings: Vec<Finding>,
     /// Bytes of content left unscanned because the budget ran out.
     pub unscanned_bytes: usize,
+    /// What redaction rescans with; set only when a finding is to be redacted.
+    rescan: Option<Box<(Detectors, Policy, Shape)>>,
 }
+
+/// Most rounds of redact-then-rescan before a redaction is given up on. Cutting a match out can
+/// join what is left around it into a new one (`a.b@c.examp` + marker is an address again);
+/// each round redacts what the last one exposed.
+const REDACT_ROUNDS: usize = 4;
 
 impl Verdict {
     /// `None` = nothing found (forward as is); else the strongest action among findings (a budget
@@ -48,7 +55,28 @@ impl Verdict {
     /// UTF-8, every byte outside the replaced string literals unchanged. Errs when a redaction
     /// would give an object two equal keys (the caller then refuses). `body` must be the scanned one.
     pub fn redact(&self, body: &str) -> Result<String, GuardError> {
-        super::redact::redact(&self.findings, body)
+        let mut out = super::redact::redact(&self.findings, body)?;
+        let Some(rescan) = &self.rescan else {
+            return Ok(out);
+        };
+        let (all, policy, shape) = rescan.as_ref();
+        for _ in 0..REDACT_ROUNDS {
+            let again = scan_request(all, policy, &out, *shape);
+            if let Some(f) = again.findings.iter().find(|f| f.action == Action::Refuse) {
+                return Err(GuardError::RedactionExposed {
+                    detector: f.detector.clone(),
+                    path: f.path.clone(),
+                });
+            }
+            if again.action().is_none() || again.findings.iter().all(|f| f.action == Action::Record)
+            {
+                return Ok(out);
+            }
+            out = super::redact::redact(&again.findings, &out)?;
+        }
+        Err(GuardError::RedactionUnstable {
+            rounds: REDACT_ROUNDS,
+        })
     }
 }
 
@@ -100,7 +128,11 @@ pub fn scan_request(all: &Detectors, policy: &Policy, body: &str, shape: Shape) 
             Role::Url => scan.url(site),
         }
     }
-    scan.finish()
+    let mut verdict = scan.finish();
+    if verdict.findings.iter().any(|f| f.action == Action::Redact) {
+        verdict.rescan = Some(Box::new((all.clone(), policy.clone(), shape)));
+    }
+    verdict
 }
 
 /// Record-only scan of an answer (JSON-RPC `result`, REST body, one SSE event's data; all 1.0):
@@ -304,6 +336,7 @@ impl<'a> Scan<'a> {
                             self.push(index, path, spans);
                         }
                     } else if let Some(index) = self.matcher.high_entropy
+                        && !overlaps_detector(&hits, start, end)
                         && validate::high_entropy(run)
                     {
                         let (path, spans) = located(start, end);
@@ -417,4 +450,10 @@ impl<'a> Scan<'a> {
         }
         self.verdict
     }
+}
+
+/// Whether a detector's hit overlaps `start..end` (that run is then a finding already).
+fn overlaps_detector(hits: &[Hit], start: usize, end: usize) -> bool {
+    hits.iter()
+        .any(|h| matches!(*h, Hit::Detector { start: s, end: e, .. } if s < end && start < e))
 }

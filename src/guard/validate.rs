@@ -35,6 +35,12 @@ pub(super) fn for_builtin(name: &str) -> Check {
 }
 
 impl Check {
+    /// Whether the pattern's matches are short (tens of bytes), so a rejected candidate can be
+    /// searched again from its second character without making the pass quadratic.
+    pub(super) fn bounded(self) -> bool {
+        matches!(self, Check::Iban | Check::Ssn | Check::Phone)
+    }
+
     /// Pushes the findings (byte spans of `text`) of the candidate `start..end`.
     pub(super) fn spans(self, text: &str, start: usize, end: usize, out: &mut Vec<(usize, usize)>) {
         let Some(m) = text.get(start..end) else {
