@@ -431,6 +431,29 @@ mod tests {
     }
 
     #[test]
+    fn visit_strings_gives_every_literal_with_its_path() {
+        let text = r#"{"a":["x",{"b\u0063":"y"},1,"z"],"k":{}}"#;
+        let mut seen = Vec::new();
+        visit_strings(text, |s| {
+            seen.push((render_path(s.path), s.key, &text[s.open..=s.close]));
+        })
+        .unwrap();
+        let want = [
+            ("a", true, r#""a""#),
+            ("a[0]", false, r#""x""#),
+            ("a[1].bc", true, r#""b\u0063""#),
+            ("a[1].bc", false, r#""y""#),
+            ("a[3]", false, r#""z""#),
+            ("k", true, r#""k""#),
+        ];
+        let want: Vec<(String, bool, &str)> = want
+            .iter()
+            .map(|(p, k, l)| (p.to_string(), *k, *l))
+            .collect();
+        assert_eq!(seen, want);
+    }
+
+    #[test]
     fn hostile_keys_are_escaped_in_paths() {
         assert_eq!(
             dups("{\"my key\u{202e}\":{\"x\":1,\"x\":2}}"),

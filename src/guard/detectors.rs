@@ -32,9 +32,9 @@ pub const BUILTIN_NAMES: &[&str] = &[
 /// pattern of its own: it judges the matcher's token runs (see [`TOKEN`]).
 fn builtin(name: &str) -> Option<(&'static str, &'static str)> {
     Some(match name {
-        // A digit run with optional single spaces or dashes between digits; the validator picks
-        // the 13–19 digit windows between group boundaries that pass Luhn.
-        "pci" => ("pci", r"(?-u:\b)[0-9](?:[ -]?[0-9]){12,}(?-u:\b)"),
+        // 13–19 digits with optional single spaces or dashes between them; the validator picks
+        // the windows between group boundaries that pass Luhn.
+        "pci" => ("pci", r"(?-u:\b)[0-9](?:[ -]?[0-9]){12,18}(?-u:\b)"),
         "iban" => (
             "financial",
             r"(?-u:\b)[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]){11,30}(?-u:\b)",
@@ -290,20 +290,26 @@ impl Matcher {
     /// Every validated hit in `text`: regex hits in order of position, then word hits, then
     /// token runs. Linear: one regex pass, one Aho-Corasick pass, one byte pass for token runs. A
     /// candidate its validator rejects resumes the search one character after its start when the
-    /// pattern is bounded (so it hides no other detector's match), after its end otherwise (a
-    /// card-number run was judged whole; a JWT's segments are unbounded).
+    /// pattern is bounded (at most a few hundred bytes, so it hides no other detector's match and
+    /// the pass stays linear), after its end otherwise (a JWT's segments are unbounded).
     pub(super) fn hits(&self, text: &str, out: &mut Vec<Hit>) {
         if let Some(regex) = &self.regex {
             let mut input = Input::new(text);
             let mut spans = Vec::new();
             while let Some(m) = regex.search(&input) {
                 let (start, end) = (m.start(), m.end());
-                let mut resume_inside = false;
+                // Where the search goes on: after the last finding, else (a rejected candidate)
+                // one character after its start when the pattern is bounded.
+                let mut resume = end;
+                let mut inside = false;
                 if let Some(Owner::Detector(index, check)) = self.owners.get(m.pattern().as_usize())
                 {
                     spans.clear();
                     check.spans(text, start, end, &mut spans);
-                    resume_inside = spans.is_empty() && check.bounded();
+                    match spans.iter().map(|s| s.1).max() {
+                        Some(last) => resume = last.max(start + 1),
+                        None => inside = check.bounded(),
+                    }
                     out.extend(spans.iter().map(|&(start, end)| Hit::Detector {
                         index: *index,
                         start,
@@ -312,8 +318,8 @@ impl Matcher {
                 }
                 // An empty match (only a custom regex can give one) or a rejected bounded
                 // candidate moves on by one character.
-                let next = if end > start && !resume_inside {
-                    end
+                let next = if end > start && !inside {
+                    resume
                 } else {
                     text.get(start..)
                         .and_then(|t| t.chars().next())

@@ -284,6 +284,12 @@ fn a_megabyte_of_near_matches_is_scanned_whole() {
     let v = scan(&body, Action::Record);
     assert_eq!(v.unscanned_bytes, 0);
     assert_eq!(v.findings.len(), 1, "{:?}", v.findings.first());
+    // Rejected bounded candidates (serial 0000) are searched again one character on: still linear.
+    let ssn = format!("{}123-45-6789", "123-45-0000 ".repeat(90_000));
+    assert_eq!(
+        scan(&send(&[&text(&ssn)]), Action::Record).findings.len(),
+        1
+    );
     let tokens = "a".repeat(1 << 20);
     assert!(
         scan(&send(&[&text(&tokens)]), Action::Record)

@@ -38,7 +38,7 @@ impl Check {
     /// Whether the pattern's matches are short (tens of bytes), so a rejected candidate can be
     /// searched again from its second character without making the pass quadratic.
     pub(super) fn bounded(self) -> bool {
-        matches!(self, Check::Iban | Check::Ssn | Check::Phone)
+        matches!(self, Check::Pci | Check::Iban | Check::Ssn | Check::Phone)
     }
 
     /// Pushes the findings (byte spans of `text`) of the candidate `start..end`.
@@ -63,10 +63,10 @@ impl Check {
 /// Shortest and longest card number (ISO/IEC 7812 PANs).
 const PAN_DIGITS: std::ops::RangeInclusive<usize> = 13..=19;
 
-/// The windows of a digit run (digits with single spaces or dashes between) that are card
+/// The windows of a digit run (13–19 digits with single spaces or dashes between) that are card
 /// numbers: 13–19 digits starting and ending at group boundaries (the run's ends or next to a
 /// separator) and passing Luhn. Without separators only the whole run counts, so an ordinary long
-/// number is not searched for a lucky substring. Linear: at most 7 windows start at each boundary.
+/// number is not searched for a lucky substring. At most 7 windows start at each boundary.
 fn card_windows(run: &str, offset: usize, out: &mut Vec<(usize, usize)>) {
     // (byte offset of the group's first digit, index of that digit in the run's digits)
     let bytes = run.as_bytes();
