@@ -371,7 +371,8 @@ impl<'a> Scan<'a> {
     }
 
     /// A file part's inline bytes: decoded and scanned when textual (or, without a media type,
-    /// when they decode to text).
+    /// when they decode to text). Bytes that are not text are not content to scan: they neither
+    /// spend the budget nor count as unscanned.
     fn raw(&mut self, site: &Site, media: Option<Cow<'_, str>>) {
         let len = site.close - site.open - 1;
         let value = literal(self.body, site);
@@ -389,14 +390,9 @@ impl<'a> Scan<'a> {
         });
         let Some(text) = text else { return };
         let mut norm = Norm::default();
-        // The budget counts the literal's bytes, as for every other string.
-        let limit = self.left.min(len).saturating_mul(text.len()) / len.max(1);
-        let read = norm.push_plain(text, 0, limit);
-        let used = if read == text.len() {
-            len.min(self.left)
-        } else {
-            self.left.min(len)
-        };
+        // The budget counts the literal's (base64) bytes; the decoded text is read in proportion.
+        let used = self.left.min(len);
+        norm.push_plain(text, 0, used.saturating_mul(text.len()) / len.max(1));
         self.left -= used;
         self.verdict.unscanned_bytes += len - used;
         let (open, close, path) = (site.open, site.close, site.path.clone());
