@@ -393,6 +393,30 @@ fn answers_are_scanned_record_only() {
 }
 
 #[test]
+fn detectors_and_policies_are_shared_across_threads() {
+    fn shared<T: Send + Sync + Clone>() {}
+    shared::<Detectors>();
+    shared::<Policy>();
+    shared::<Verdict>();
+}
+
+#[test]
+fn a_redaction_longer_than_its_match_is_not_refused_by_the_budget() {
+    let all = detectors();
+    let body = send(&[&text("mail a@b.co")]);
+    // Exactly the body's content: the redacted copy ("[REDACTED:email]") is longer.
+    let p = policy_with(
+        &all,
+        Action::Redact,
+        "mail a@b.co".len(),
+        OnUnscanned::Refuse,
+    );
+    let v = scan_request(&all, &p, &body, Shape::JsonRpc);
+    assert_eq!(v.action(), Some(Action::Redact));
+    assert!(v.redact(&body).unwrap().contains("mail [REDACTED:email]"));
+}
+
+#[test]
 fn compile_names_what_is_wrong() {
     let spec = |name: &str, class: &str, source: Source| DetectorSpec {
         name: name.into(),
