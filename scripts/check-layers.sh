@@ -14,7 +14,7 @@
 #   metrics  telemetry  (the one Metrics struct | OpenTelemetry spans and their OTLP export)
 #   state              (IntegrationState, Snapshot, Store, stale channel, prepared upstreams)
 #   config  lock
-#   profile
+#   profile  guard     (compiled profile | content guardrails)
 #   card
 #   json
 #   types              (origin, versions, durations, error bodies)
@@ -67,7 +67,7 @@ LAYERS = [
     ["metrics", "telemetry"],
     ["state"],
     ["config", "lock", "translate"],
-    ["profile"],
+    ["profile", "guard"],
     ["card"],
     ["json"],
     ["types"],

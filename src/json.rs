@@ -1,5 +1,6 @@
-//! Strict reading of JSON text, shared by the card validator and the data plane: duplicate object
-//! keys and the JSON path of each, and path rendering that is safe to echo (pure, no I/O).
+//! Strict reading of JSON text, shared by the card validator, the data plane and the content guard:
+//! one walk over the text's structure and string literals, duplicate object keys and the JSON path
+//! of each, and path rendering that is safe to echo (pure, no I/O).
 //!
 //! Why a scan of our own next to serde_json: `serde_json::Value` silently keeps the last of two
 //! equal keys, and other readers keep the first, so `{"method":"GetExtendedAgentCard",
@@ -46,80 +47,212 @@ enum Frame<'a> {
     },
 }
 
-/// The JSON paths (e.g. `params.message.parts[0].mediaType`, `$` for the root) of the first `limit`
-/// duplicated object keys in `text`, in document order. `text` should already be known to be JSON
-/// (for example parsed by serde_json); for anything else the result is unspecified but the scan
-/// still terminates without panicking.
-pub fn duplicate_keys(text: &str, limit: usize) -> Result<Vec<String>, ScanError> {
+/// One structural event of the walk over JSON text (see [`walk`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Token {
+    /// `{` (`object`) or `[` opens a container.
+    Open { object: bool },
+    /// `}` or `]` closes the innermost container.
+    Close,
+    /// `,` inside an array: the next element begins.
+    NextIndex,
+    /// An object key: the string literal whose quotes are at `open` and `close`.
+    Key { open: usize, close: usize },
+    /// A string value: the literal whose quotes are at `open` and `close`.
+    Str { open: usize, close: usize },
+}
+
+/// The one walk over JSON text every reader of this module shares: calls `on` for each container,
+/// array element boundary, key and string value, in document order; numbers, literals and
+/// whitespace are skipped. Fails on nesting deeper than [`MAX_DEPTH`] and on unbalanced or
+/// unterminated text (for anything else the events are unspecified but the walk terminates).
+pub fn walk(
+    text: &str,
+    mut on: impl FnMut(Token) -> Result<(), ScanError>,
+) -> Result<(), ScanError> {
     let bytes = text.as_bytes();
-    let mut stack: Vec<Frame<'_>> = Vec::new();
-    // Keys of every open object, unescaped (borrowed unless they contained an escape).
-    let mut keys: Vec<Cow<'_, str>> = Vec::new();
-    let mut found = Vec::new();
+    // Whether each open container is an object.
+    let mut objects: Vec<bool> = Vec::new();
     let mut expect_key = false;
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         match b {
             b'{' | b'[' => {
-                if stack.len() >= MAX_DEPTH {
+                if objects.len() >= MAX_DEPTH {
                     return Err(ScanError::TooDeep);
                 }
-                stack.push(if b == b'{' {
-                    Frame::Object {
-                        start: keys.len(),
-                        set: None,
-                    }
-                } else {
-                    Frame::Array { index: 0 }
-                });
+                objects.push(b == b'{');
                 expect_key = b == b'{';
-                i += 1;
+                on(Token::Open { object: b == b'{' })?;
             }
             b'}' | b']' => {
-                if let Frame::Object { start, .. } = stack.pop().ok_or(ScanError::Malformed)? {
-                    keys.truncate(start);
-                }
+                objects.pop().ok_or(ScanError::Malformed)?;
                 expect_key = false;
-                i += 1;
+                on(Token::Close)?;
             }
-            b',' => {
-                match stack.last_mut() {
-                    Some(Frame::Array { index }) => *index += 1,
-                    Some(Frame::Object { .. }) => expect_key = true,
-                    None => return Err(ScanError::Malformed),
-                }
-                i += 1;
-            }
+            b',' => match objects.last() {
+                Some(false) => on(Token::NextIndex)?,
+                Some(true) => expect_key = true,
+                None => return Err(ScanError::Malformed),
+            },
             b'"' => {
-                let end = string_end(bytes, i)?;
-                if expect_key {
-                    expect_key = false;
-                    let key = unescape(text, i, end)?;
-                    if let Some(Frame::Object { start, set }) = stack.last_mut() {
-                        let own = keys.get(*start..).unwrap_or_default();
-                        let duplicate = match set {
-                            Some(set) => !set.insert(key.clone()),
-                            None => own.contains(&key),
-                        };
-                        if set.is_none() && own.len() >= LINEAR_KEYS {
-                            *set = Some(own.iter().cloned().chain([key.clone()]).collect());
-                        }
-                        keys.push(key);
-                        if duplicate && found.len() < limit {
-                            found.push(render(&stack, &keys));
-                        }
-                    }
-                }
-                i = end + 1;
+                let close = string_end(bytes, i)?;
+                on(if expect_key {
+                    Token::Key { open: i, close }
+                } else {
+                    Token::Str { open: i, close }
+                })?;
+                expect_key = false;
+                i = close;
             }
-            _ => i += 1,
+            _ => {}
         }
+        i += 1;
     }
-    if stack.is_empty() {
-        Ok(found)
+    if objects.is_empty() {
+        Ok(())
     } else {
         Err(ScanError::Malformed)
     }
+}
+
+/// One step of a path into a JSON document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seg<'a> {
+    /// An object member, by its unescaped key.
+    Key(Cow<'a, str>),
+    /// An array element, by index.
+    Index(usize),
+}
+
+/// A string literal met by [`visit_strings`].
+#[derive(Debug)]
+pub struct StringSite<'s, 'a> {
+    /// Where it is: for a value, the path to it; for a key, the path to the member it names.
+    pub path: &'s [Seg<'a>],
+    /// Whether the literal is an object key.
+    pub key: bool,
+    /// Byte offsets of its opening and closing quotes.
+    pub open: usize,
+    /// See `open`.
+    pub close: usize,
+}
+
+/// Calls `f` for every string literal of `text` (keys and values), in document order, with its
+/// path, through [`walk`].
+pub fn visit_strings<'a>(
+    text: &'a str,
+    mut f: impl FnMut(&StringSite<'_, 'a>),
+) -> Result<(), ScanError> {
+    // One segment per open container: the key or index of its current member.
+    let mut segs: Vec<Seg<'a>> = Vec::new();
+    walk(text, |t| {
+        match t {
+            Token::Open { object } => {
+                segs.push(if object {
+                    Seg::Key(Cow::Borrowed(""))
+                } else {
+                    Seg::Index(0)
+                });
+            }
+            Token::Close => {
+                segs.pop();
+            }
+            Token::NextIndex => {
+                if let Some(Seg::Index(n)) = segs.last_mut() {
+                    *n += 1;
+                }
+            }
+            Token::Key { open, close } => {
+                let key = unescape(text, open, close)?;
+                if let Some(last) = segs.last_mut() {
+                    *last = Seg::Key(key);
+                }
+                f(&StringSite {
+                    path: &segs,
+                    key: true,
+                    open,
+                    close,
+                });
+            }
+            Token::Str { open, close } => {
+                f(&StringSite {
+                    path: &segs,
+                    key: false,
+                    open,
+                    close,
+                });
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Renders a path as [`duplicate_keys`] does (`params.message.parts[0].text`, `$` for the root).
+pub fn render_path(path: &[Seg<'_>]) -> String {
+    let mut s = String::new();
+    for seg in path {
+        match seg {
+            Seg::Key(k) => push_key(&mut s, k),
+            Seg::Index(n) => {
+                let _ = write!(s, "[{n}]");
+            }
+        }
+    }
+    if s.is_empty() { "$".into() } else { s }
+}
+
+/// The JSON paths (e.g. `params.message.parts[0].mediaType`, `$` for the root) of the first `limit`
+/// duplicated object keys in `text`, in document order. `text` should already be known to be JSON
+/// (for example parsed by serde_json); for anything else the result is unspecified but the scan
+/// still terminates without panicking.
+pub fn duplicate_keys(text: &str, limit: usize) -> Result<Vec<String>, ScanError> {
+    let mut stack: Vec<Frame<'_>> = Vec::new();
+    // Keys of every open object, unescaped (borrowed unless they contained an escape).
+    let mut keys: Vec<Cow<'_, str>> = Vec::new();
+    let mut found = Vec::new();
+    walk(text, |t| {
+        match t {
+            Token::Open { object } => stack.push(if object {
+                Frame::Object {
+                    start: keys.len(),
+                    set: None,
+                }
+            } else {
+                Frame::Array { index: 0 }
+            }),
+            Token::Close => {
+                if let Some(Frame::Object { start, .. }) = stack.pop() {
+                    keys.truncate(start);
+                }
+            }
+            Token::NextIndex => {
+                if let Some(Frame::Array { index }) = stack.last_mut() {
+                    *index += 1;
+                }
+            }
+            Token::Key { open, close } => {
+                let key = unescape(text, open, close)?;
+                if let Some(Frame::Object { start, set }) = stack.last_mut() {
+                    let own = keys.get(*start..).unwrap_or_default();
+                    let duplicate = match set {
+                        Some(set) => !set.insert(key.clone()),
+                        None => own.contains(&key),
+                    };
+                    if set.is_none() && own.len() >= LINEAR_KEYS {
+                        *set = Some(own.iter().cloned().chain([key.clone()]).collect());
+                    }
+                    keys.push(key);
+                    if duplicate && found.len() < limit {
+                        found.push(render(&stack, &keys));
+                    }
+                }
+            }
+            Token::Str { .. } => {}
+        }
+        Ok(())
+    })?;
+    Ok(found)
 }
 
 /// Index of the closing quote of the string that opens at `start`.
@@ -135,8 +268,8 @@ fn string_end(bytes: &[u8], start: usize) -> Result<usize, ScanError> {
     }
 }
 
-/// The key between the quotes at `start` and `end`, unescaped only when it contains an escape.
-fn unescape(text: &str, start: usize, end: usize) -> Result<Cow<'_, str>, ScanError> {
+/// The string between the quotes at `start` and `end`, unescaped only when it contains an escape.
+pub fn unescape(text: &str, start: usize, end: usize) -> Result<Cow<'_, str>, ScanError> {
     let raw = text.get(start + 1..end).ok_or(ScanError::Malformed)?;
     if !raw.contains('\\') {
         return Ok(Cow::Borrowed(raw));
@@ -295,6 +428,29 @@ mod tests {
             (0..100).map(|_| r#""k":1"#).collect::<Vec<_>>().join(",")
         );
         assert_eq!(duplicate_keys(&many, 3).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn visit_strings_gives_every_literal_with_its_path() {
+        let text = r#"{"a":["x",{"b\u0063":"y"},1,"z"],"k":{}}"#;
+        let mut seen = Vec::new();
+        visit_strings(text, |s| {
+            seen.push((render_path(s.path), s.key, &text[s.open..=s.close]));
+        })
+        .unwrap();
+        let want = [
+            ("a", true, r#""a""#),
+            ("a[0]", false, r#""x""#),
+            ("a[1].bc", true, r#""b\u0063""#),
+            ("a[1].bc", false, r#""y""#),
+            ("a[3]", false, r#""z""#),
+            ("k", true, r#""k""#),
+        ];
+        let want: Vec<(String, bool, &str)> = want
+            .iter()
+            .map(|(p, k, l)| (p.to_string(), *k, *l))
+            .collect();
+        assert_eq!(seen, want);
     }
 
     #[test]

@@ -21,6 +21,7 @@
 //! - [`config`]: the TOML configuration (`config/gateway.toml`) and its validation.
 //! - [`lock`]: capability lockfiles, profile diffs and their classification (pure, besides the lockfile's own read/write).
 //! - [`profile`]: the compiled profile and the pure compiler.
+//! - [`guard`]: content guardrails: detectors, per-integration policy, request scan and redaction (pure).
 //! - [`card`]: the Agent Card wire model, strict validation and JWS signatures.
 //! - [`json`]: strict JSON reading shared by cards and requests (duplicate keys, safe paths).
 //! - [`types`]: shared value types (origin, protocol version, duration, data class, error bodies), the leaf.
@@ -34,6 +35,7 @@ pub mod card;
 pub mod cli;
 pub mod config;
 pub mod control;
+pub mod guard;
 pub mod json;
 pub mod lock;
 pub mod metrics;

@@ -259,3 +259,55 @@ fn effective_card_corpus_projects_to_valid_cards() {
     }
     assert!(projected > 0, "no corpus input reached the projection");
 }
+
+/// The guard target's invariants, on stable (see `fuzz/fuzz_targets/guard.rs`): for a JSON body
+/// without duplicate keys, redaction under every built-in detector gives JSON without duplicate
+/// keys (or refuses to, naming the duplicated key), in both request shapes.
+#[test]
+fn guard_corpus_redacts_to_json_without_duplicate_keys() {
+    use a2a_egress::guard::{self, Action, Detectors, GuardError, OnUnscanned, Policy, Shape};
+    let all = Detectors::compile(Vec::new()).unwrap();
+    let names: Vec<String> = guard::BUILTIN_NAMES
+        .iter()
+        .map(|n| (*n).to_owned())
+        .collect();
+    let policy = Policy::new(
+        &all,
+        &names,
+        Action::Redact,
+        &Default::default(),
+        None,
+        1 << 20,
+        OnUnscanned::Allow,
+    )
+    .unwrap();
+    let mut redacted = 0;
+    for (path, bytes) in corpus("guard") {
+        let Ok(body) = std::str::from_utf8(&bytes) else {
+            continue;
+        };
+        if serde_json::from_str::<serde::de::IgnoredAny>(body).is_err()
+            || !a2a_egress::json::duplicate_keys(body, 1).is_ok_and(|d| d.is_empty())
+        {
+            continue;
+        }
+        for shape in [Shape::JsonRpc, Shape::Rest] {
+            let verdict = guard::scan_request(&all, &policy, body, shape);
+            match verdict.redact(body) {
+                Ok(out) => {
+                    serde_json::from_str::<serde::de::IgnoredAny>(&out)
+                        .unwrap_or_else(|e| panic!("{}: {e}: {out}", path.display()));
+                    assert!(
+                        a2a_egress::json::duplicate_keys(&out, 1)
+                            .unwrap()
+                            .is_empty()
+                    );
+                    redacted += usize::from(out != body);
+                }
+                Err(GuardError::DuplicateKey { .. }) => {}
+                Err(e) => panic!("{}: {e}", path.display()),
+            }
+        }
+    }
+    assert!(redacted >= 4, "the seeds hold findings: {redacted}");
+}

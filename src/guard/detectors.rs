@@ -1,0 +1,381 @@
+//! The detector table (built-ins and custom ones, compiled once per config) and the matcher of a
+//! policy's selection: ONE multi-pattern regex pass plus one Aho-Corasick pass for word lists over
+//! normalised text, each match checked by its detector's validator (pure).
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use regex_automata::Input;
+use regex_automata::meta::Regex;
+
+use super::validate;
+use super::{DetectorSpec, GuardError, Source};
+use crate::types::data_class::is_data_class;
+
+/// Every built-in detector, in table order.
+pub const BUILTIN_NAMES: &[&str] = &[
+    "pci",
+    "iban",
+    "ssn",
+    "email",
+    "phone",
+    "aws_key",
+    "gcp_key",
+    "github_token",
+    "slack_token",
+    "stripe_key",
+    "private_key",
+    "jwt",
+    "high_entropy",
+];
+
+/// A built-in's data class and pattern (on NFKC-normalised, JSON-unescaped text). ASCII word
+/// boundaries (`(?-u:\b)`) keep the lazy DFA usable on non-ASCII text. `high_entropy` has no
+/// pattern of its own: it judges the matcher's token runs (see [`TOKEN`]).
+fn builtin(name: &str) -> Option<(&'static str, &'static str)> {
+    Some(match name {
+        // 13–19 digits with optional single spaces or dashes between them; the validator picks
+        // the windows between group boundaries that pass Luhn.
+        "pci" => ("pci", r"(?-u:\b)[0-9](?:[ -]?[0-9]){12,18}(?-u:\b)"),
+        "iban" => (
+            "financial",
+            r"(?-u:\b)[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]){11,30}(?-u:\b)",
+        ),
+        "ssn" => ("pii", r"(?-u:\b)[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}(?-u:\b)"),
+        "email" => (
+            "pii",
+            r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,24}(?-u:\b)",
+        ),
+        // E.164-ish: a `+`, a country code and 7–14 more digits, optionally grouped.
+        "phone" => ("pii", r"\+[1-9](?:[ .-]?\(?[0-9]\)?){7,14}(?-u:\b)"),
+        "aws_key" => (
+            "secret",
+            r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}(?-u:\b)",
+        ),
+        "gcp_key" => ("secret", r"(?-u:\b)AIza[0-9A-Za-z_-]{35}"),
+        "github_token" => (
+            "secret",
+            r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
+        ),
+        "slack_token" => (
+            "secret",
+            r"(?-u:\b)xox[abposr]-[A-Za-z0-9-]{10,250}|https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,200}",
+        ),
+        "stripe_key" => (
+            "secret",
+            r"(?-u:\b)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,247}(?-u:\b)",
+        ),
+        // The BEGIN line is enough to know; the block (base64 body, END line) is redacted with it.
+        "private_key" => (
+            "secret",
+            r"-----BEGIN [A-Z0-9 ]{0,32}PRIVATE KEY( BLOCK)?-----[A-Za-z0-9+/=\s:,]*(?:-----END [A-Z0-9 ]{0,32}PRIVATE KEY( BLOCK)?-----)?",
+        ),
+        "jwt" => (
+            "secret",
+            r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*",
+        ),
+        "high_entropy" => ("secret", ""),
+        _ => return None,
+    })
+}
+
+/// Largest compiled form of one custom regex (the regex crate's NFA size limit).
+const NFA_LIMIT: usize = 2 << 20;
+
+/// What a detector matches, compiled.
+#[derive(Debug, Clone)]
+enum Kind {
+    Builtin,
+    Regex(String),
+    Words(Vec<String>),
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    name: String,
+    class: String,
+    kind: Kind,
+}
+
+/// Every built-in (in [`BUILTIN_NAMES`] order) plus the custom detectors of one config. Send +
+/// Sync; policies compile their own matcher from it.
+#[derive(Debug, Clone)]
+pub struct Detectors {
+    /// Shared: a verdict that may redact keeps a handle for its rescans.
+    table: std::sync::Arc<Vec<Entry>>,
+}
+
+impl Detectors {
+    /// The built-ins plus `custom`: fails on a regex that does not compile, a name taken (by a
+    /// built-in or an earlier custom detector), an empty word list or word, a bad data class.
+    pub fn compile(custom: Vec<DetectorSpec>) -> Result<Detectors, GuardError> {
+        let mut table: Vec<Entry> = BUILTIN_NAMES
+            .iter()
+            .filter_map(|n| {
+                builtin(n).map(|(class, _)| Entry {
+                    name: (*n).to_owned(),
+                    class: class.to_owned(),
+                    kind: Kind::Builtin,
+                })
+            })
+            .collect();
+        for spec in custom {
+            let entry = custom_entry(spec, &table)?;
+            table.push(entry);
+        }
+        Ok(Detectors {
+            table: std::sync::Arc::new(table),
+        })
+    }
+
+    /// The data class of detector `name`.
+    pub fn class_of(&self, name: &str) -> Option<&str> {
+        self.index_of(name).map(|i| self.class_at(i))
+    }
+
+    /// Every detector's name, built-ins first.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.table.iter().map(|e| e.name.as_str())
+    }
+
+    pub(super) fn index_of(&self, name: &str) -> Option<usize> {
+        self.table.iter().position(|e| e.name == name)
+    }
+
+    pub(super) fn name_at(&self, i: usize) -> &str {
+        self.table.get(i).map_or("", |e| e.name.as_str())
+    }
+
+    pub(super) fn class_at(&self, i: usize) -> &str {
+        self.table.get(i).map_or("", |e| e.class.as_str())
+    }
+
+    /// The matcher of the detectors at `selected` (table indexes, ascending).
+    pub(super) fn matcher_for(&self, selected: &[usize]) -> Matcher {
+        let mut patterns: Vec<&str> = Vec::new();
+        let mut owners: Vec<Owner> = Vec::new();
+        let mut words: Vec<&str> = Vec::new();
+        let mut word_owner: Vec<usize> = Vec::new();
+        let mut high_entropy = false;
+        for &i in selected {
+            let Some(e) = self.table.get(i) else { continue };
+            match &e.kind {
+                Kind::Builtin if e.name == "high_entropy" => high_entropy = true,
+                Kind::Builtin => {
+                    if let Some((_, p)) = builtin(&e.name) {
+                        patterns.push(p);
+                        owners.push(Owner::Detector(i, validate::for_builtin(&e.name)));
+                    }
+                }
+                Kind::Regex(p) => {
+                    patterns.push(p);
+                    owners.push(Owner::Detector(i, validate::Check::None));
+                }
+                Kind::Words(list) => {
+                    for w in list {
+                        words.push(w);
+                        word_owner.push(i);
+                    }
+                }
+            }
+        }
+        // Every pattern compiled alone in `compile` (custom) or is a constant (built-in).
+        let regex = Regex::builder()
+            .configure(Regex::config().nfa_size_limit(Some(NFA_LIMIT * patterns.len())))
+            .build_many(&patterns)
+            .ok();
+        let words = (!words.is_empty())
+            .then(|| {
+                AhoCorasickBuilder::new()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(&words)
+                    .ok()
+            })
+            .flatten();
+        let high_entropy = high_entropy
+            .then(|| self.index_of("high_entropy"))
+            .flatten();
+        Matcher {
+            regex,
+            owners,
+            words,
+            word_owner,
+            high_entropy,
+        }
+    }
+}
+
+/// Checks one custom detector against the table so far.
+fn custom_entry(spec: DetectorSpec, table: &[Entry]) -> Result<Entry, GuardError> {
+    let DetectorSpec {
+        name,
+        class,
+        source,
+    } = spec;
+    let name_ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if !name_ok {
+        return Err(GuardError::BadName { name });
+    }
+    if table.iter().any(|e| e.name == name) || name == URL_ORIGIN || name == UNSCANNED {
+        return Err(GuardError::NameClash { name });
+    }
+    if !is_data_class(&class) {
+        return Err(GuardError::BadClass { name, class });
+    }
+    let kind = match source {
+        Source::Builtin => return Err(GuardError::NotBuiltin { name }),
+        Source::Regex(p) => {
+            if let Err(e) = Regex::builder()
+                .configure(Regex::config().nfa_size_limit(Some(NFA_LIMIT)))
+                .build(&p)
+            {
+                return Err(GuardError::BadRegex {
+                    name,
+                    reason: e.to_string(),
+                });
+            }
+            Kind::Regex(p)
+        }
+        Source::Words(list) => {
+            if list.is_empty() || list.iter().any(|w| w.trim().is_empty()) {
+                return Err(GuardError::EmptyWords { name });
+            }
+            Kind::Words(list)
+        }
+    };
+    Ok(Entry { name, class, kind })
+}
+
+/// The pseudo-detector of a budget overrun.
+pub(super) const UNSCANNED: &str = "unscanned";
+/// The pseudo-detector of URL parts outside the allowed origins.
+pub(super) const URL_ORIGIN: &str = "url_origin";
+/// Its data class.
+pub(super) const URL_CLASS: &str = "url";
+
+/// Who a regex pattern belongs to: a detector (table index) and its validator.
+#[derive(Debug, Clone, Copy)]
+enum Owner {
+    Detector(usize, validate::Check),
+}
+
+/// One match in normalised text, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Hit {
+    /// Detector (table index) found `start..end`.
+    Detector {
+        index: usize,
+        start: usize,
+        end: usize,
+    },
+    /// A base64/base64url run `start..end`: the scan decodes it or asks `high_entropy`.
+    Token { start: usize, end: usize },
+}
+
+/// One policy's compiled matcher.
+#[derive(Debug)]
+pub(super) struct Matcher {
+    regex: Option<Regex>,
+    owners: Vec<Owner>,
+    words: Option<AhoCorasick>,
+    word_owner: Vec<usize>,
+    /// The table index of `high_entropy` when the policy runs it.
+    pub(super) high_entropy: Option<usize>,
+}
+
+impl Matcher {
+    /// Every validated hit in `text`: regex hits in order of position, then word hits, then
+    /// token runs. Linear: one regex pass, one Aho-Corasick pass, one byte pass for token runs. A
+    /// candidate its validator rejects resumes the search one character after its start when the
+    /// pattern is bounded (at most a few hundred bytes, so it hides no other detector's match and
+    /// the pass stays linear), after its end otherwise (a JWT's segments are unbounded).
+    pub(super) fn hits(&self, text: &str, out: &mut Vec<Hit>) {
+        if let Some(regex) = &self.regex {
+            let mut input = Input::new(text);
+            let mut spans = Vec::new();
+            while let Some(m) = regex.search(&input) {
+                let (start, end) = (m.start(), m.end());
+                // Where the search goes on: after the last finding, else (a rejected candidate)
+                // one character after its start when the pattern is bounded.
+                let mut resume = end;
+                let mut inside = false;
+                if let Some(Owner::Detector(index, check)) = self.owners.get(m.pattern().as_usize())
+                {
+                    spans.clear();
+                    check.spans(text, start, end, &mut spans);
+                    match spans.iter().map(|s| s.1).max() {
+                        Some(last) => resume = last.max(start + 1),
+                        None => inside = check.bounded(),
+                    }
+                    out.extend(spans.iter().map(|&(start, end)| Hit::Detector {
+                        index: *index,
+                        start,
+                        end,
+                    }));
+                }
+                // An empty match (only a custom regex can give one) or a rejected bounded
+                // candidate moves on by one character.
+                let next = if end > start && !inside {
+                    resume
+                } else {
+                    text.get(start..)
+                        .and_then(|t| t.chars().next())
+                        .map_or(text.len() + 1, |c| start + c.len_utf8())
+                };
+                if next > text.len() {
+                    break;
+                }
+                input.set_start(next);
+            }
+        }
+        if let Some(words) = &self.words {
+            for m in words.find_iter(text) {
+                if validate::whole_word(text, m.start(), m.end())
+                    && let Some(&index) = self.word_owner.get(m.pattern().as_usize())
+                {
+                    out.push(Hit::Detector {
+                        index,
+                        start: m.start(),
+                        end: m.end(),
+                    });
+                }
+            }
+        }
+        token_runs(text, out);
+    }
+}
+
+/// Whether `b` can be part of a base64 or base64url run.
+fn token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-')
+}
+
+/// Pushes every run of base64/base64url characters (plus up to two `=`) at least
+/// [`validate::BASE64_MIN`] long: the scan decodes one that holds text, else asks `high_entropy`.
+/// A byte pass of its own rather than a regex pattern, so a run never hides a detector's match
+/// inside it.
+fn token_runs(text: &str, out: &mut Vec<Hit>) {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !b.get(i).copied().is_some_and(token_byte) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while b.get(i).copied().is_some_and(token_byte) {
+            i += 1;
+        }
+        let mut pad = 0;
+        while pad < 2 && b.get(i) == Some(&b'=') {
+            i += 1;
+            pad += 1;
+        }
+        if i - start >= validate::BASE64_MIN {
+            out.push(Hit::Token { start, end: i });
+        }
+    }
+}

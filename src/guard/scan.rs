@@ -1,0 +1,457 @@
+//! The scan of a request (and, record-only, of an answer): which string literals of the body are
+//! content (text, data, raw bytes, file names, URLs, metadata), their normalised text matched in
+//! one pass per unit within the policy's byte budget, and the verdict (pure).
+
+use std::borrow::Cow;
+
+use super::detectors::{Detectors, Hit, Matcher, UNSCANNED, URL_CLASS, URL_ORIGIN};
+use super::finding::{Finding, Span};
+use super::text::Norm;
+use super::validate;
+use super::{Action, GuardError, OnUnscanned, Policy, Shape};
+use crate::json::{self, Seg};
+use crate::types::origin::origin_of_url;
+
+/// The outcome of a scan.
+#[derive(Debug, Clone, Default)]
+pub struct Verdict {
+    /// Every finding, in scan order.
+    pub findings: Vec<Finding>,
+    /// Bytes of content left unscanned because the budget ran out.
+    pub unscanned_bytes: usize,
+    /// What redaction rescans with; set only when a finding is to be redacted.
+    rescan: Option<Box<(Detectors, Policy, Shape)>>,
+}
+
+/// Most rounds of redact-then-rescan before a redaction is given up on. Cutting a match out can
+/// join what is left around it into a new one (`a.b@c.examp` + marker is an address again);
+/// each round redacts what the last one exposed.
+const REDACT_ROUNDS: usize = 4;
+
+impl Verdict {
+    /// `None` = nothing found (forward as is); else the strongest action among findings (a budget
+    /// overrun under `on_unscanned = refuse` is a Refuse finding of detector `unscanned`, path `$`).
+    pub fn action(&self) -> Option<Action> {
+        self.findings.iter().map(|f| f.action).max()
+    }
+
+    /// The first refusing finding, for the error (detector and path; never the matched text).
+    pub fn refusal(&self) -> Option<&Finding> {
+        self.findings.iter().find(|f| f.action == Action::Refuse)
+    }
+
+    /// Data classes of findings that still leave (action Record), each once, in scan order.
+    pub fn classes_leaving(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for f in self.findings.iter().filter(|f| f.action == Action::Record) {
+            if !out.contains(&f.class.as_str()) {
+                out.push(&f.class);
+            }
+        }
+        out
+    }
+
+    /// The body with every Redact finding replaced by `[REDACTED:<detector>]`: valid JSON and
+    /// UTF-8, every byte outside the replaced string literals unchanged. Errs when a redaction
+    /// would give an object two equal keys (the caller then refuses). `body` must be the scanned one.
+    pub fn redact(&self, body: &str) -> Result<String, GuardError> {
+        let mut out = super::redact::redact(&self.findings, body)?;
+        let Some(rescan) = &self.rescan else {
+            return Ok(out);
+        };
+        let (all, policy, shape) = rescan.as_ref();
+        for _ in 0..REDACT_ROUNDS {
+            let mut again = scan_request(all, policy, &out, *shape);
+            // The budget was judged on the caller's body; markers may make the copy a little longer.
+            again.findings.retain(|f| f.detector != UNSCANNED);
+            if let Some(f) = again.findings.iter().find(|f| f.action == Action::Refuse) {
+                return Err(GuardError::RedactionExposed {
+                    detector: f.detector.clone(),
+                    path: f.path.clone(),
+                });
+            }
+            if again.action().is_none() || again.findings.iter().all(|f| f.action == Action::Record)
+            {
+                return Ok(out);
+            }
+            out = super::redact::redact(&again.findings, &out)?;
+        }
+        Err(GuardError::RedactionUnstable {
+            rounds: REDACT_ROUNDS,
+        })
+    }
+}
+
+/// What part of the request a string literal is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A text part's `text` (the message's text parts are scanned as one concatenation).
+    Text,
+    /// Any other scanned string: data, metadata, file name.
+    Plain,
+    /// A part's `raw` (base64) of part `n`.
+    Raw(usize),
+    /// A part's `url`.
+    Url,
+    /// A part's `mediaType` (not scanned; decides whether `raw` is text).
+    MediaType(usize),
+}
+
+/// One string literal to scan.
+#[derive(Debug)]
+struct Site {
+    role: Role,
+    open: usize,
+    close: usize,
+    path: String,
+}
+
+/// Scans an A2A 1.0 SendMessage/SendStreamingMessage request: `body` is JSON already validated by
+/// the data plane (no duplicate keys, UTF-8), the request object at `params` (JSON-RPC) or the
+/// root (REST). Text parts first (as one concatenation), then every other scanned string in
+/// document order, until the policy's budget is spent.
+pub fn scan_request(all: &Detectors, policy: &Policy, body: &str, shape: Shape) -> Verdict {
+    let prefix: &[&str] = match shape {
+        Shape::JsonRpc => &["params"],
+        Shape::Rest => &[],
+    };
+    let sites = collect(body, prefix, classify_request);
+    let mut scan = Scan::new(all, policy, body, false);
+    let texts: Vec<&Site> = sites.iter().filter(|s| s.role == Role::Text).collect();
+    scan.literals(&texts);
+    for site in &sites {
+        match site.role {
+            Role::Text | Role::MediaType(_) => {}
+            Role::Plain => scan.literals(&[site]),
+            Role::Raw(part) => {
+                let media = sites.iter().find(|s| s.role == Role::MediaType(part));
+                scan.raw(site, media.map(|m| literal(body, m)));
+            }
+            Role::Url => scan.url(site),
+        }
+    }
+    let mut verdict = scan.finish();
+    if verdict.findings.iter().any(|f| f.action == Action::Redact) {
+        verdict.rescan = Some(Box::new((all.clone(), policy.clone(), shape)));
+    }
+    verdict
+}
+
+/// Record-only scan of an answer (JSON-RPC `result`, REST body, one SSE event's data; all 1.0):
+/// every string (keys too) under the result, within the policy's budget. Findings' action is
+/// Record.
+pub fn scan_answer(all: &Detectors, policy: &Policy, body: &str, shape: Shape) -> Vec<Finding> {
+    let prefix: &[&str] = match shape {
+        Shape::JsonRpc => &["result"],
+        Shape::Rest => &[],
+    };
+    let sites = collect(body, prefix, |rel, key| {
+        (!rel.is_empty() || !key).then_some(Role::Plain)
+    });
+    let mut scan = Scan::new(all, policy, body, true);
+    for site in &sites {
+        scan.literals(&[site]);
+    }
+    scan.verdict.findings
+}
+
+/// The sites of `body` under `prefix` that `classify` gives a role (path relative to the prefix).
+fn collect(
+    body: &str,
+    prefix: &[&str],
+    classify: impl Fn(&[Seg<'_>], bool) -> Option<Role>,
+) -> Vec<Site> {
+    let mut sites = Vec::new();
+    // The body was validated by the caller; on anything else nothing is collected past the fault.
+    let _ = json::visit_strings(body, |s| {
+        let under = s.path.len() >= prefix.len()
+            && s.path
+                .iter()
+                .zip(prefix)
+                .all(|(seg, p)| matches!(seg, Seg::Key(k) if k == p));
+        if !under {
+            return;
+        }
+        let rel = s.path.get(prefix.len()..).unwrap_or_default();
+        if let Some(role) = classify(rel, s.key) {
+            sites.push(Site {
+                role,
+                open: s.open,
+                close: s.close,
+                // A key's finding names the object holding it: the key itself may be the secret.
+                path: json::render_path(if s.key {
+                    s.path
+                        .get(..s.path.len().saturating_sub(1))
+                        .unwrap_or_default()
+                } else {
+                    s.path
+                }),
+            });
+        }
+    });
+    sites
+}
+
+/// The role of a string of a SendMessage request at `rel` (below the request object).
+fn classify_request(rel: &[Seg<'_>], key: bool) -> Option<Role> {
+    let k = |i: usize| match rel.get(i) {
+        Some(Seg::Key(k)) => Some(k.as_ref()),
+        _ => None,
+    };
+    // Everything below `anchor` segments (keys and values), and the anchor itself if a value.
+    let tree = |anchor: usize| (rel.len() > anchor || !key).then_some(Role::Plain);
+    match (k(0), k(1)) {
+        (Some("metadata"), _) => return tree(1),
+        (Some("message"), Some("metadata")) => return tree(2),
+        (Some("message"), Some("parts")) => {}
+        _ => return None,
+    }
+    let Some(Seg::Index(part)) = rel.get(2) else {
+        return None;
+    };
+    let leaf = rel.len() == 4 && !key;
+    match k(3)? {
+        "data" | "metadata" => tree(4),
+        "text" if leaf => Some(Role::Text),
+        "filename" if leaf => Some(Role::Plain),
+        "raw" if leaf => Some(Role::Raw(*part)),
+        "url" if leaf => Some(Role::Url),
+        "mediaType" if leaf => Some(Role::MediaType(*part)),
+        _ => None,
+    }
+}
+
+/// A literal's unescaped value.
+fn literal<'b>(body: &'b str, site: &Site) -> Cow<'b, str> {
+    json::unescape(body, site.open, site.close).unwrap_or_default()
+}
+
+/// Whether a media type's content is text worth decoding: `text/*`, JSON, XML (and `+json`,
+/// `+xml`), CSV.
+pub(super) fn textual(media: &str) -> bool {
+    let essence = media
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence.starts_with("text/")
+        || matches!(
+            essence.as_str(),
+            "application/json" | "application/xml" | "application/csv"
+        )
+        || essence.ends_with("+json")
+        || essence.ends_with("+xml")
+}
+
+/// One scan in progress: the budget left, and the verdict so far.
+struct Scan<'a> {
+    all: &'a Detectors,
+    policy: &'a Policy,
+    matcher: &'a Matcher,
+    body: &'a str,
+    left: usize,
+    answer: bool,
+    verdict: Verdict,
+    hits: Vec<Hit>,
+}
+
+impl<'a> Scan<'a> {
+    fn new(all: &'a Detectors, policy: &'a Policy, body: &'a str, answer: bool) -> Self {
+        Scan {
+            all,
+            policy,
+            matcher: &policy.matcher,
+            body,
+            left: policy.budget_bytes,
+            answer,
+            verdict: Verdict::default(),
+            hits: Vec::new(),
+        }
+    }
+
+    fn action(&self, class: &str) -> Action {
+        if self.answer {
+            Action::Record
+        } else {
+            self.policy.action_for(class)
+        }
+    }
+
+    /// Scans the concatenation of `sites` (one literal, or a message's text parts).
+    fn literals(&mut self, sites: &[&Site]) {
+        let mut norm = Norm::default();
+        // (first normalised byte, site) of each piece.
+        let mut pieces: Vec<(usize, &Site)> = Vec::with_capacity(sites.len());
+        for site in sites {
+            let len = site.close - site.open - 1;
+            pieces.push((norm.text.len(), site));
+            let read = norm.push_literal(self.body, site.open, site.close, self.left);
+            self.left -= read;
+            self.verdict.unscanned_bytes += len - read;
+        }
+        if norm.text.is_empty() {
+            return;
+        }
+        let located = |a: usize, b: usize| -> (String, Vec<Span>) {
+            let mut spans = Vec::new();
+            let mut path = None;
+            for (n, (start, site)) in pieces.iter().enumerate() {
+                let end = pieces.get(n + 1).map_or(norm.text.len(), |p| p.0);
+                let (x, y) = (a.max(*start), b.min(end));
+                if x < y
+                    && let Some((s, e)) = norm.source(x, y)
+                {
+                    spans.push(Span::Body { start: s, end: e });
+                    path.get_or_insert_with(|| site.path.clone());
+                }
+            }
+            (path.unwrap_or_else(|| "$".into()), spans)
+        };
+        self.matched(&norm.text, &located);
+    }
+
+    /// Runs the matcher over `text`; `located` turns a normalised span into (path, source spans).
+    /// A base64 run holding text is decoded and scanned; a finding in it covers the whole run.
+    fn matched(&mut self, text: &str, located: &dyn Fn(usize, usize) -> (String, Vec<Span>)) {
+        let mut hits = std::mem::take(&mut self.hits);
+        hits.clear();
+        self.matcher.hits(text, &mut hits);
+        for &hit in &hits {
+            match hit {
+                Hit::Detector { index, start, end } => {
+                    let (path, spans) = located(start, end);
+                    self.push(index, path, spans);
+                }
+                Hit::Token { start, end } => {
+                    let run = text.get(start..end).unwrap_or("");
+                    if let Some(decoded) = validate::base64_text(run) {
+                        let mut inner = Vec::new();
+                        self.matcher.hits(&decoded, &mut inner);
+                        let mut found: Vec<usize> = inner
+                            .iter()
+                            .filter_map(|h| self.judge(&decoded, h))
+                            .collect();
+                        found.dedup();
+                        for index in found {
+                            let (path, spans) = located(start, end);
+                            self.push(index, path, spans);
+                        }
+                    } else if let Some(index) = self.matcher.high_entropy
+                        && !overlaps_detector(&hits, start, end)
+                        && validate::high_entropy(run)
+                    {
+                        let (path, spans) = located(start, end);
+                        self.push(index, path, spans);
+                    }
+                }
+            }
+        }
+        self.hits = hits;
+    }
+
+    /// The detector of a hit inside decoded base64 (no second level of decoding).
+    fn judge(&self, text: &str, hit: &Hit) -> Option<usize> {
+        match *hit {
+            Hit::Detector { index, .. } => Some(index),
+            Hit::Token { start, end } => self
+                .matcher
+                .high_entropy
+                .filter(|_| validate::high_entropy(text.get(start..end).unwrap_or(""))),
+        }
+    }
+
+    fn push(&mut self, index: usize, path: String, spans: Vec<Span>) {
+        let class = self.all.class_at(index).to_owned();
+        self.verdict.findings.push(Finding {
+            detector: self.all.name_at(index).to_owned(),
+            action: self.action(&class),
+            class,
+            path,
+            spans,
+        });
+    }
+
+    /// A file part's inline bytes: decoded and scanned when textual (or, without a media type,
+    /// when they decode to text). Bytes that are not text are not content to scan: they neither
+    /// spend the budget nor count as unscanned.
+    fn raw(&mut self, site: &Site, media: Option<Cow<'_, str>>) {
+        let len = site.close - site.open - 1;
+        let value = literal(self.body, site);
+        let decoded = validate::decode_base64(&value).map(|(bytes, _)| bytes);
+        let text = decoded.as_deref().and_then(|bytes| {
+            let valid = match std::str::from_utf8(bytes) {
+                Ok(t) => t,
+                Err(e) => std::str::from_utf8(bytes.get(..e.valid_up_to())?).ok()?,
+            };
+            let wanted = match &media {
+                Some(m) => textual(m),
+                None => validate::base64_text(value.as_ref()).is_some(),
+            };
+            wanted.then_some(valid)
+        });
+        let Some(text) = text else { return };
+        let mut norm = Norm::default();
+        // The budget counts the literal's (base64) bytes; the decoded text is read in proportion.
+        let used = self.left.min(len);
+        norm.push_plain(text, 0, used.saturating_mul(text.len()) / len.max(1));
+        self.left -= used;
+        self.verdict.unscanned_bytes += len - used;
+        let (open, close, path) = (site.open, site.close, site.path.clone());
+        let located = |a: usize, b: usize| {
+            let spans = norm
+                .source(a, b)
+                .map(|(start, end)| Span::Raw {
+                    open,
+                    close,
+                    start,
+                    end,
+                })
+                .into_iter()
+                .collect();
+            (path.clone(), spans)
+        };
+        self.matched(&norm.text, &located);
+    }
+
+    /// A URL part: its origin must be allowed (when the policy checks URLs).
+    fn url(&mut self, site: &Site) {
+        let Some(allowed) = &self.policy.url_origins else {
+            return;
+        };
+        let url = literal(self.body, site);
+        let origin = origin_of_url(&url);
+        if !origin.is_some_and(|o| allowed.contains(&o)) {
+            self.verdict.findings.push(Finding {
+                detector: URL_ORIGIN.into(),
+                class: URL_CLASS.into(),
+                path: site.path.clone(),
+                action: if self.answer {
+                    Action::Record
+                } else {
+                    Action::Refuse
+                },
+                spans: Vec::new(),
+            });
+        }
+    }
+
+    fn finish(mut self) -> Verdict {
+        if self.verdict.unscanned_bytes > 0 && self.policy.on_unscanned == OnUnscanned::Refuse {
+            self.verdict.findings.push(Finding {
+                detector: UNSCANNED.into(),
+                class: UNSCANNED.into(),
+                path: "$".into(),
+                action: Action::Refuse,
+                spans: Vec::new(),
+            });
+        }
+        self.verdict
+    }
+}
+
+/// Whether a detector's hit overlaps `start..end` (that run is then a finding already).
+fn overlaps_detector(hits: &[Hit], start: usize, end: usize) -> bool {
+    hits.iter()
+        .any(|h| matches!(*h, Hit::Detector { start: s, end: e, .. } if s < end && start < e))
+}

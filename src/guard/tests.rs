@@ -1,0 +1,548 @@
+//! Tests of the guard: each evasion the scan must see through, the validators, the budget, URL
+//! origins and the properties of redaction.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use proptest::prelude::*;
+
+use super::*;
+
+const CARD: &str = "4111111111111111";
+
+fn detectors() -> Detectors {
+    Detectors::compile(vec![
+        DetectorSpec {
+            name: "codename".into(),
+            class: "internal".into(),
+            source: Source::Words(vec!["bluebird".into(), "Project Nightjar".into()]),
+        },
+        DetectorSpec {
+            name: "customer_id".into(),
+            class: "pii".into(),
+            source: Source::Regex(r"\bCUST-[0-9]{6}\b".into()),
+        },
+    ])
+    .unwrap()
+}
+
+fn policy_with(all: &Detectors, action: Action, budget: usize, on: OnUnscanned) -> Policy {
+    let names: Vec<String> = all.names().map(str::to_owned).collect();
+    Policy::new(all, &names, action, &BTreeMap::new(), None, budget, on).unwrap()
+}
+
+fn policy(all: &Detectors, action: Action) -> Policy {
+    policy_with(all, action, 1 << 24, OnUnscanned::Refuse)
+}
+
+/// A JSON-RPC SendMessage with these parts (JSON text of the array's members).
+fn send(parts: &[&str]) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":12345678901234567890,"method":"SendMessage","params":{{"message":{{"messageId":"m-1","role":"ROLE_USER","parts":[{}]}}}}}}"#,
+        parts.join(",")
+    )
+}
+
+fn text(t: &str) -> String {
+    format!(r#"{{"text":{}}}"#, serde_json::to_string(t).unwrap())
+}
+
+fn scan(body: &str, action: Action) -> Verdict {
+    let all = detectors();
+    scan_request(&all, &policy(&all, action), body, Shape::JsonRpc)
+}
+
+fn detected(body: &str) -> Vec<(String, String)> {
+    scan(body, Action::Record)
+        .findings
+        .into_iter()
+        .map(|f| (f.detector, f.path))
+        .collect()
+}
+
+/// The text parts' values after redaction.
+fn redacted_texts(body: &str) -> Vec<String> {
+    let out = scan(body, Action::Redact).redact(body).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["params"]["message"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["text"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[test]
+fn json_escapes_are_decoded_and_redaction_replaces_the_escape() {
+    let body = send(&[r#"{"text":"card \u0034111111111111111 ok"}"#]);
+    assert_eq!(
+        detected(&body),
+        vec![("pci".into(), "params.message.parts[0].text".into())]
+    );
+    let out = scan(&body, Action::Redact).redact(&body).unwrap();
+    assert!(out.contains(r#""card [REDACTED:pci] ok""#), "{out}");
+}
+
+#[test]
+fn spaces_and_dashes_inside_card_numbers() {
+    for t in ["pay 4111 1111 1111 1111 now", "pay 4111-1111-1111-1111 now"] {
+        assert_eq!(
+            redacted_texts(&send(&[&text(t)])),
+            vec!["pay [REDACTED:pci] now"],
+            "{t}"
+        );
+    }
+}
+
+#[test]
+fn full_width_digits_and_invisible_characters_are_normalised() {
+    let full: String = CARD
+        .chars()
+        .map(|c| char::from_u32(c as u32 - 0x30 + 0xff10).unwrap())
+        .collect();
+    let body = send(&[&text(&format!("card {full}!"))]);
+    assert_eq!(redacted_texts(&body), vec!["card [REDACTED:pci]!"]);
+    let zw = "card 4111\u{200b}1111\u{200b}1111\u{200b}1111!";
+    assert_eq!(
+        redacted_texts(&send(&[&text(zw)])),
+        vec!["card [REDACTED:pci]!"]
+    );
+}
+
+#[test]
+fn a_match_split_over_two_text_parts_is_found_and_both_pieces_redacted() {
+    let body = send(&[
+        &text("card 41111111"),
+        r#"{"data":{"x":1}}"#,
+        &text("11111111 end"),
+    ]);
+    assert_eq!(
+        detected(&body),
+        vec![("pci".into(), "params.message.parts[0].text".into())]
+    );
+    assert_eq!(
+        redacted_texts(&body),
+        vec!["card [REDACTED:pci]", "", "[REDACTED:pci] end"]
+    );
+}
+
+#[test]
+fn keys_and_nested_values_of_data_parts() {
+    let body = send(&[&format!(
+        r#"{{"data":{{"{CARD}":{{"deep":["x","SSN 123-45-6789"]}}}}}}"#
+    )]);
+    let found = detected(&body);
+    assert_eq!(
+        found,
+        vec![
+            ("pci".into(), "params.message.parts[0].data".into()),
+            (
+                "ssn".into(),
+                format!(r#"params.message.parts[0].data["{CARD}"].deep[1]"#)
+            ),
+        ]
+    );
+    // The path of a key's finding never holds the key.
+    assert!(!found[0].1.contains(CARD));
+}
+
+#[test]
+fn base64_inside_text_is_decoded_and_the_whole_run_redacted() {
+    let run = STANDARD.encode(format!("the card is {CARD}, thanks"));
+    let body = send(&[&text(&format!("see {run} here"))]);
+    assert_eq!(detected(&body).len(), 1);
+    assert_eq!(redacted_texts(&body), vec!["see [REDACTED:pci] here"]);
+}
+
+#[test]
+fn textual_raw_parts_are_decoded_and_re_encoded_after_redaction() {
+    let raw = STANDARD.encode(format!("name,card\nann,{CARD}\n"));
+    let body = send(&[&format!(
+        r#"{{"raw":"{raw}","mediaType":"text/csv","filename":"a.csv"}}"#
+    )]);
+    let out = scan(&body, Action::Redact).redact(&body).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let bytes = STANDARD
+        .decode(v["params"]["message"]["parts"][0]["raw"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(bytes).unwrap(),
+        "name,card\nann,[REDACTED:pci]\n"
+    );
+    let image = send(&[&format!(r#"{{"mediaType":"image/png","raw":"{raw}"}}"#)]);
+    assert!(detected(&image).is_empty());
+}
+
+#[test]
+fn file_names_and_metadata_are_scanned_ids_are_not() {
+    let body = format!(
+        r#"{{"message":{{"messageId":"{CARD}","role":"ROLE_USER","parts":[{{"url":"https://x.example/a","filename":"ann@example.com.txt","metadata":{{"k":"AKIAABCDEFGHIJKLMNOP"}}}}],"metadata":{{"who":"+44 20 7946 0958"}}}},"metadata":{{"iban":"GB82 WEST 1234 5698 7654 32"}}}}"#
+    );
+    let all = detectors();
+    let v = scan_request(&all, &policy(&all, Action::Record), &body, Shape::Rest);
+    let got: Vec<(&str, &str)> = v
+        .findings
+        .iter()
+        .map(|f| (f.detector.as_str(), f.path.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("email", "message.parts[0].filename"),
+            ("aws_key", "message.parts[0].metadata.k"),
+            ("phone", "message.metadata.who"),
+            ("iban", "metadata.iban"),
+        ]
+    );
+}
+
+#[test]
+fn validators_reject_what_only_looks_right() {
+    for t in [
+        "4111111111111112",
+        "666-12-3456",
+        "123-00-4567",
+        "DE89370400440532013001",
+        "eyJub3QiOiJqd3QifQ.eyJzdWIiOiIxIn0.c2ln",
+    ] {
+        assert!(detected(&send(&[&text(t)])).is_empty(), "{t}");
+    }
+    for (t, d) in [
+        ("4242424242424242", "pci"),
+        ("123-45-6789", "ssn"),
+        ("DE89 3704 0044 0532 0130 00", "iban"),
+        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", "jwt"),
+        ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", "github_token"),
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAK\n-----END RSA PRIVATE KEY-----",
+            "private_key",
+        ),
+        ("our bluebird launch", "codename"),
+        ("ref CUST-123456", "customer_id"),
+    ] {
+        let got = detected(&send(&[&text(t)]));
+        assert_eq!(got.first().map(|f| f.0.as_str()), Some(d), "{t}: {got:?}");
+    }
+    assert!(detected(&send(&[&text("bluebirds")])).is_empty());
+}
+
+#[test]
+fn a_rejected_or_harmless_candidate_hides_no_other_match() {
+    // A token run (letters, dash, digits) around a card, an IBAN-shaped prefix failing mod-97.
+    for t in [format!("bluebird-{CARD}"), format!("DE12 {CARD}")] {
+        let got = detected(&send(&[&text(&t)]));
+        assert!(got.iter().any(|f| f.0 == "pci"), "{t}: {got:?}");
+    }
+}
+
+#[test]
+fn redaction_rescans_until_nothing_it_exposed_is_left() {
+    // Cutting `le123-45-6789…` out of the glued parts would leave `a.b@c.examp` + marker, an
+    // address again: the next round redacts it.
+    let body = send(&[
+        &text("a.b@c.example123-45-6789"),
+        &text("ghp_abcdefghijklmnopqrstuvwxyz0123456789bluebird"),
+        &text("a.b@c.example"),
+    ]);
+    let out = scan(&body, Action::Redact).redact(&body).unwrap();
+    assert!(scan(&out, Action::Redact).findings.is_empty(), "{out}");
+}
+
+#[test]
+fn high_entropy_finds_secrets_but_not_uuids_or_ids() {
+    let all = detectors();
+    let p = Policy::new(
+        &all,
+        &["high_entropy".into()],
+        Action::Refuse,
+        &BTreeMap::new(),
+        None,
+        1 << 20,
+        OnUnscanned::Refuse,
+    )
+    .unwrap();
+    let ordinary = "task 550e8400-e29b-41d4-a716-446655440000 sha e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 order_2024_11_30_customer_000123";
+    assert!(
+        scan_request(&all, &p, &send(&[&text(ordinary)]), Shape::JsonRpc)
+            .findings
+            .is_empty()
+    );
+    let secret = "key wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Lw3vT2 end";
+    let v = scan_request(&all, &p, &send(&[&text(secret)]), Shape::JsonRpc);
+    assert_eq!(
+        v.refusal().map(|f| f.detector.as_str()),
+        Some("high_entropy")
+    );
+}
+
+#[test]
+fn a_megabyte_of_near_matches_is_scanned_whole() {
+    // Every group fails Luhn; one real card at the end.
+    let near = "4111 1111 1111 1112 ".repeat(50_000);
+    let body = send(&[&text(&format!("{near}x {CARD}"))]);
+    let v = scan(&body, Action::Record);
+    assert_eq!(v.unscanned_bytes, 0);
+    assert_eq!(v.findings.len(), 1, "{:?}", v.findings.first());
+    // Rejected bounded candidates (serial 0000) are searched again one character on: still linear.
+    let ssn = format!("{}123-45-6789", "123-45-0000 ".repeat(90_000));
+    assert_eq!(
+        scan(&send(&[&text(&ssn)]), Action::Record).findings.len(),
+        1
+    );
+    let tokens = "a".repeat(1 << 20);
+    assert!(
+        scan(&send(&[&text(&tokens)]), Action::Record)
+            .findings
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_budget_bounds_the_scan_and_on_unscanned_decides() {
+    let all = detectors();
+    let body = send(&[&text(&format!("{} {CARD}", "x".repeat(100)))]);
+    let refuse = policy_with(&all, Action::Record, 50, OnUnscanned::Refuse);
+    let v = scan_request(&all, &refuse, &body, Shape::JsonRpc);
+    assert_eq!(v.unscanned_bytes, 101 + CARD.len() - 50);
+    let r = v.refusal().unwrap();
+    assert_eq!((r.detector.as_str(), r.path.as_str()), ("unscanned", "$"));
+    let allow = policy_with(&all, Action::Record, 50, OnUnscanned::Allow);
+    let v = scan_request(&all, &allow, &body, Shape::JsonRpc);
+    assert_eq!(v.action(), None);
+    assert!(v.unscanned_bytes > 0);
+}
+
+#[test]
+fn url_parts_outside_the_allowed_origins_refuse() {
+    let all = detectors();
+    let p = Policy::new(
+        &all,
+        &[],
+        Action::Record,
+        &BTreeMap::new(),
+        Some(vec!["https://files.example".into()]),
+        1 << 20,
+        OnUnscanned::Refuse,
+    )
+    .unwrap();
+    let bad = send(&[r#"{"url":"https://internal.corp/bucket/x"}"#]);
+    let v = scan_request(&all, &p, &bad, Shape::JsonRpc);
+    let r = v.refusal().unwrap();
+    assert_eq!(
+        (r.detector.as_str(), r.class.as_str()),
+        ("url_origin", "url")
+    );
+    let good = send(&[r#"{"url":"https://files.example:443/x"}"#]);
+    assert_eq!(scan_request(&all, &p, &good, Shape::JsonRpc).action(), None);
+    assert_eq!(p.detector_names(), vec!["url_origin"]);
+}
+
+#[test]
+fn actions_per_class_and_the_verdict() {
+    let all = detectors();
+    let actions = BTreeMap::from([
+        ("secret".to_owned(), Action::Refuse),
+        ("pci".to_owned(), Action::Redact),
+    ]);
+    let names = vec!["pci".to_owned(), "email".to_owned(), "aws_key".to_owned()];
+    let p = Policy::new(
+        &all,
+        &names,
+        Action::Record,
+        &actions,
+        None,
+        1 << 20,
+        OnUnscanned::Refuse,
+    )
+    .unwrap();
+    let body = send(&[&text(&format!("{CARD} a@b.example"))]);
+    let v = scan_request(&all, &p, &body, Shape::JsonRpc);
+    assert_eq!(v.action(), Some(Action::Redact));
+    assert_eq!(v.classes_leaving(), vec!["pii"]);
+    let body = send(&[&text("AKIAABCDEFGHIJKLMNOP a@b.example")]);
+    assert_eq!(
+        scan_request(&all, &p, &body, Shape::JsonRpc)
+            .refusal()
+            .map(|f| f.path.as_str()),
+        Some("params.message.parts[0].text")
+    );
+    assert!(Action::Record < Action::Redact && Action::Redact < Action::Refuse);
+}
+
+#[test]
+fn redaction_that_would_duplicate_a_key_errs() {
+    let body = send(&[r#"{"data":{"4111111111111111":1,"4242424242424242":2}}"#]);
+    let err = scan(&body, Action::Redact).redact(&body).unwrap_err();
+    assert!(matches!(err, GuardError::DuplicateKey { .. }), "{err}");
+}
+
+#[test]
+fn answers_are_scanned_record_only() {
+    let all = detectors();
+    let p = policy(&all, Action::Refuse);
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"task":{{"id":"t","artifacts":[{{"parts":[{{"text":"{CARD}"}}]}}]}}}}}}"#
+    );
+    let f = scan_answer(&all, &p, &body, Shape::JsonRpc);
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        (f[0].action, f[0].path.as_str()),
+        (Action::Record, "result.task.artifacts[0].parts[0].text")
+    );
+}
+
+#[test]
+fn detectors_and_policies_are_shared_across_threads() {
+    fn shared<T: Send + Sync + Clone>() {}
+    shared::<Detectors>();
+    shared::<Policy>();
+    shared::<Verdict>();
+}
+
+#[test]
+fn a_redaction_longer_than_its_match_is_not_refused_by_the_budget() {
+    let all = detectors();
+    let body = send(&[&text("mail a@b.co")]);
+    // Exactly the body's content: the redacted copy ("[REDACTED:email]") is longer.
+    let p = policy_with(
+        &all,
+        Action::Redact,
+        "mail a@b.co".len(),
+        OnUnscanned::Refuse,
+    );
+    let v = scan_request(&all, &p, &body, Shape::JsonRpc);
+    assert_eq!(v.action(), Some(Action::Redact));
+    assert!(v.redact(&body).unwrap().contains("mail [REDACTED:email]"));
+}
+
+#[test]
+fn compile_names_what_is_wrong() {
+    let spec = |name: &str, class: &str, source: Source| DetectorSpec {
+        name: name.into(),
+        class: class.into(),
+        source,
+    };
+    let bad = [
+        (spec("x", "pii", Source::Regex("(".into())), "regex"),
+        (spec("pci", "pii", Source::Regex("a".into())), "taken"),
+        (spec("w", "pii", Source::Words(vec![])), "word list"),
+        (spec("w", "PII", Source::Words(vec!["a".into()])), "class"),
+        (spec("b", "pii", Source::Builtin), "built-in"),
+    ];
+    for (s, why) in bad {
+        let e = Detectors::compile(vec![s]).unwrap_err().to_string();
+        assert!(e.contains(why), "{e}");
+    }
+    let all = detectors();
+    let e = Policy::new(
+        &all,
+        &["nope".into()],
+        Action::Record,
+        &BTreeMap::new(),
+        None,
+        1,
+        OnUnscanned::Allow,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e,
+        GuardError::UnknownDetector {
+            name: "nope".into()
+        }
+    );
+    assert_eq!(all.class_of("pci"), Some("pci"));
+    assert_eq!(
+        all.names().take(BUILTIN_NAMES.len()).collect::<Vec<_>>(),
+        BUILTIN_NAMES
+    );
+}
+
+/// Text fragments: secrets (plain, grouped, full-width, escaped by serde), and hostile noise.
+fn fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(CARD.to_owned()),
+        Just("4111 1111 1111 1111".to_owned()),
+        Just("４１１１１１１１１１１１１１１１".to_owned()),
+        Just("123-45-6789".to_owned()),
+        Just("ghp_abcdefghijklmnopqrstuvwxyz0123456789".to_owned()),
+        Just("a.b@c.example".to_owned()),
+        Just("bluebird".to_owned()),
+        Just(STANDARD.encode(format!("x {CARD} y"))),
+        Just("\u{202e}\u{200b}\u{0}\u{1f}\"\\".to_owned()),
+        "[0-9 -]{0,8}",
+        any::<String>().prop_map(|s| s.chars().take(12).collect()),
+        "[\\u{ff10}-\\u{ff5a}\\u{0300}-\\u{036f}]{0,6}",
+    ]
+}
+
+fn message() -> impl Strategy<Value = String> {
+    let texts = prop::collection::vec(
+        prop::collection::vec(fragment(), 0..5).prop_map(|f| f.concat()),
+        1..4,
+    );
+    let keys = prop::collection::vec((fragment(), fragment()), 0..4);
+    (texts, keys).prop_map(|(texts, keys)| {
+        let mut parts: Vec<String> = texts.iter().map(|t| text(t)).collect();
+        let data: serde_json::Map<String, serde_json::Value> = keys
+            .into_iter()
+            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .collect();
+        parts.push(format!(r#"{{"data":{}}}"#, serde_json::Value::Object(data)));
+        send(&parts.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+}
+
+/// The literals (quote to quote) of `body` and the bytes between them.
+fn literals(body: &str) -> (Vec<(usize, usize)>, Vec<String>) {
+    let mut lits = Vec::new();
+    crate::json::walk(body, |t| {
+        if let crate::json::Token::Key { open, close } | crate::json::Token::Str { open, close } = t
+        {
+            lits.push((open, close + 1));
+        }
+        Ok(())
+    })
+    .unwrap();
+    let mut gaps = Vec::new();
+    let mut at = 0;
+    for &(a, b) in &lits {
+        gaps.push(body[at..a].to_owned());
+        at = b;
+    }
+    gaps.push(body[at..].to_owned());
+    (lits, gaps)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn redaction_leaves_nothing_behind_and_touches_only_findings(body in message()) {
+        let all = detectors();
+        let p = policy(&all, Action::Redact);
+        let v = scan_request(&all, &p, &body, Shape::JsonRpc);
+        let out = match v.redact(&body) {
+            Ok(out) => out,
+            Err(GuardError::DuplicateKey { .. }) => return Ok(()),
+            Err(e) => return Err(TestCaseError::fail(e.to_string())),
+        };
+        let parsed: serde_json::Value = serde_json::from_str(&out).unwrap();
+        prop_assert_eq!(&parsed["id"], &serde_json::json!(12345678901234567890u64));
+        prop_assert!(crate::json::duplicate_keys(&out, 1).unwrap().is_empty());
+        let again = scan_request(&all, &p, &out, Shape::JsonRpc);
+        prop_assert!(again.findings.is_empty(), "left behind: {:?} in {}", again.findings, out);
+        let (lits, gaps) = literals(&body);
+        let (out_lits, out_gaps) = literals(&out);
+        prop_assert_eq!(gaps, out_gaps);
+        prop_assert_eq!(lits.len(), out_lits.len());
+        // A literal changes only where a marker went in (the first round's findings, or what
+        // a rescan round exposed); bytes between literals never change.
+        for (&(a, b), &(x, y)) in lits.iter().zip(&out_lits) {
+            if body[a..b] != out[x..y] {
+                prop_assert!(out[x..y].contains("[REDACTED:"), "{} became {}", &body[a..b], &out[x..y]);
+            }
+        }
+        prop_assert!(v.action() != Some(Action::Redact) || out != body);
+    }
+}
