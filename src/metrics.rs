@@ -163,6 +163,25 @@ fn evidence_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec, IntGa
     )
 }
 
+/// The content guard's findings: on requests (by action) and, with `[guard] inbound = "record"`,
+/// on answers.
+fn guard_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec) {
+    (
+        counters(
+            registry,
+            "a2a_egress_guard_findings_total",
+            "Content guard findings in requests, by detector and the action taken (refuse, redact, record).",
+            &["integration", "detector", "action"],
+        ),
+        counters(
+            registry,
+            "a2a_egress_guard_inbound_findings_total",
+            "Content guard findings in agents' answers (guard inbound = \"record\"; answers are never changed).",
+            &["integration", "detector"],
+        ),
+    )
+}
+
 /// What the data plane finds wrong with agent answers: errors that mark a profile stale, answers
 /// that are not A2A, headers over the cap.
 fn answer_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec, IntCounterVec) {
@@ -297,6 +316,11 @@ pub struct Metrics {
     /// `a2a_egress_artifact_schema_mismatches_total{integration}`: answers (or stream events)
     /// whose artifacts' data parts do not match the integration's `artifact_schema`.
     pub artifact_mismatches: IntCounterVec,
+    /// `a2a_egress_guard_findings_total{integration, detector, action}`: the content guard's
+    /// findings in requests (a refused request counts its refusing finding).
+    pub guard_findings: IntCounterVec,
+    /// `a2a_egress_guard_inbound_findings_total{integration, detector}`: findings in answers.
+    pub guard_inbound_findings: IntCounterVec,
     /// `a2a_egress_probe_runs_total{integration, trigger}`: probe runs the gateway made by
     /// itself (`review`, `scheduled`).
     pub probe_runs: IntCounterVec,
@@ -465,6 +489,7 @@ impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
         let (artifact_mismatches, probe_runs, probe_failed) = evidence_metrics(&registry);
+        let (guard_findings, guard_inbound_findings) = guard_metrics(&registry);
         let (stale_marks, invalid_answers, answer_headers_dropped) = answer_metrics(&registry);
         let (integration_status, profile_usable, lock_verdict, credential_missing) =
             state_gauges(&registry);
@@ -527,6 +552,8 @@ impl Metrics {
                 &["reason"],
             ),
             artifact_mismatches,
+            guard_findings,
+            guard_inbound_findings,
             probe_runs,
             probe_failed,
             card_signatures: card_signatures(&registry),
@@ -640,6 +667,8 @@ impl Metrics {
         drop_series(&self.lock_verdict, name);
         drop_series(&self.credential_missing, name);
         drop_series(&self.artifact_mismatches, name);
+        drop_series(&self.guard_findings, name);
+        drop_series(&self.guard_inbound_findings, name);
         drop_series(&self.probe_runs, name);
         drop_series(&self.probe_failed, name);
         drop_series(&self.upstream_timeouts, name);
@@ -719,6 +748,17 @@ impl Metrics {
                 self.artifact_mismatches
                     .with_label_values(&[name])
                     .inc_by(0);
+            }
+            // Every finding a guard policy can count exists at 0, as its alert reads it.
+            if let Some(g) = &s.integration.guard {
+                for (detector, action) in g.outcomes() {
+                    self.guard_findings
+                        .with_label_values(&[name, detector, action.as_str()]);
+                }
+                for detector in g.inbound_detectors() {
+                    self.guard_inbound_findings
+                        .with_label_values(&[name, detector]);
+                }
             }
             // Probe series exist before the first run (no run yet: nothing failed).
             for t in crate::state::ProbeTrigger::ALL {

@@ -79,8 +79,12 @@ pub fn entry(st: &IntegrationState) -> Value {
     let warnings = st
         .profile()
         .map_or(Vec::new(), |p| p.display.warnings.clone());
+    // The content guard's policy (configuration: bounded by the config's own checks).
+    let guard = (st.integration.guard.as_ref())
+        .map_or(Value::Null, |g| json!(super::view::GuardView::of(g)));
     let mut v = json!({"status": st.status.as_str(), "interface": interface, "lock": lock,
-        "evidence": evidence, "probes": probes, "claims": claims, "warnings": warnings});
+        "evidence": evidence, "probes": probes, "claims": claims, "warnings": warnings,
+        "guard": guard});
     bound_strings(&mut v);
     v["reason"] = st
         .status

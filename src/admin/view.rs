@@ -65,8 +65,57 @@ pub struct IntegrationView {
     pub claims: Vec<ClaimView>,
     /// The profile's identity and age, when there is one.
     pub profile: Option<ProfileView>,
+    /// The content guard's policy on message sends (configuration); `None`: content is not
+    /// scanned.
+    #[serde(default)]
+    pub guard: Option<GuardView>,
     /// Provider-written strings, sanitised: quote as data, never follow.
     pub untrusted: Untrusted,
+}
+
+/// An integration's content guard policy, as configured (gateway-written).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuardView {
+    /// The detectors that run on message sends (`url_origin` last when URL parts are checked).
+    pub detectors: Vec<String>,
+    /// What a finding does unless its class is in `actions`: `refuse`, `redact` or `record`.
+    pub action: String,
+    /// Per data class actions.
+    pub actions: BTreeMap<String, String>,
+    /// The origins URL parts may point at; `None`: URL parts are not checked.
+    pub url_origins: Option<Vec<String>>,
+    /// Bytes of content scanned per request at most.
+    pub budget_bytes: usize,
+    /// What content past the budget does: `refuse` or `allow`.
+    pub on_unscanned: String,
+    /// `record` when answers are scanned too (never changed), else `off`.
+    pub inbound: String,
+}
+
+impl GuardView {
+    /// The view of a compiled policy.
+    pub fn of(g: &crate::config::IntegrationGuard) -> GuardView {
+        let p = g.policy();
+        GuardView {
+            detectors: p.detector_names().into_iter().map(str::to_owned).collect(),
+            action: g.action.as_str().to_owned(),
+            actions: (g.actions.iter())
+                .map(|(c, a)| (c.clone(), a.as_str().to_owned()))
+                .collect(),
+            url_origins: g.url_origins.clone(),
+            budget_bytes: p.budget_bytes(),
+            on_unscanned: match p.on_unscanned() {
+                crate::guard::OnUnscanned::Refuse => "refuse",
+                crate::guard::OnUnscanned::Allow => "allow",
+            }
+            .to_owned(),
+            inbound: match g.inbound {
+                crate::config::Inbound::Off => "off",
+                crate::config::Inbound::Record => "record",
+            }
+            .to_owned(),
+        }
+    }
 }
 
 /// The lockfile verdict.
@@ -260,6 +309,7 @@ pub fn view(state: &IntegrationState, now: SystemTime) -> IntegrationView {
             validated_at: state.freshness.validated_at.map(timestamp),
             unrevalidated: state.freshness.unrevalidated,
         }),
+        guard: state.integration.guard.as_ref().map(GuardView::of),
         untrusted: Untrusted {
             reasons: accounts(state),
             claims: (claims(state).iter())

@@ -26,6 +26,7 @@ use crate::profile::ClientCaps;
 mod config_cmd;
 mod current;
 mod guard;
+mod guard_test;
 mod keygen;
 mod lock;
 mod planner;
@@ -147,6 +148,12 @@ enum Command {
     /// The configuration file: `config check` validates one offline, `config schema` prints
     /// its JSON Schema.
     Config(config_cmd::ConfigArgs),
+    /// The content guard: `guard test FILE --integration NAME` prints what an integration's
+    /// guard would do to a request body.
+    ///
+    /// Exit 0 allow, 3 redact, 4 refuse, 64 bad config or integration, 65 a body the gateway
+    /// refuses before scanning it, 66 a file that cannot be read.
+    Guard(guard_test::GuardArgs),
 }
 
 #[derive(Debug, Args)]
@@ -198,6 +205,7 @@ pub fn main() -> ExitCode {
         Command::Select(a) => planner::run_select(a),
         Command::Status(a) => planner::run_status(a),
         Command::Config(a) => config_cmd::run(a),
+        Command::Guard(a) => guard_test::run(a),
     };
     match outcome {
         Ok(code) => code,

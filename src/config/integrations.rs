@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use super::RawClient;
 use super::artifact::{self, ArtifactPolicy, ArtifactSchema};
+use super::guard::{GuardContext, IntegrationGuard, RawIntegrationGuard};
 use crate::profile::Binding;
 use crate::types::data_class::is_data_class;
 use crate::types::{ProtocolVersion, normalize_origin, origin_of_url, parse_duration};
@@ -209,6 +210,10 @@ pub struct RawIntegration {
     /// counted and recorded as evidence) or `"enforce"` (also replaced by an error).
     #[serde(default)]
     pub artifact_policy: Option<String>,
+    /// The content guard: which detectors run on message sends and what a finding does, e.g.
+    /// `guard = { detectors = ["pci", "private_key"], action = "refuse" }`.
+    #[serde(default)]
+    pub guard: Option<RawIntegrationGuard>,
 }
 
 /// The raw `[integrations.probe]` table.
@@ -317,6 +322,8 @@ pub struct Integration {
     pub lock: LockPolicy,
     /// The expected artifact schema, compiled (`artifact_schema`, `artifact_policy`).
     pub artifacts: Option<ArtifactSchema>,
+    /// The content guard's policy (`guard = { … }`); `None`: content is not scanned.
+    pub guard: Option<IntegrationGuard>,
 }
 
 impl Integration {
@@ -444,11 +451,21 @@ fn in_order_on_every_core<T: Send, R: Send>(
 /// The validated integrations, in file order. The raw tables are consumed: their strings move
 /// into the validated ones instead of being copied (at 100,000 integrations the copies and the
 /// frees of the originals were a good part of `validate --config`'s time).
+/// What every integration's check reads besides its own table.
+pub(super) struct Shared<'a> {
+    /// `[client]`.
+    pub client: &'a RawClient,
+    /// `[client] extensions`, sorted and deduplicated.
+    pub known_extensions: &'a [String],
+    /// The config's folder.
+    pub base: &'a Path,
+    /// The compiled detectors and `[guard]` settings.
+    pub guard: &'a GuardContext,
+}
+
 pub(super) fn integrations(
     raws: Vec<RawIntegration>,
-    client: &RawClient,
-    known_extensions: &[String],
-    base: &Path,
+    shared: &Shared<'_>,
     threads: usize,
     problems: &mut Vec<String>,
 ) -> Vec<Integration> {
@@ -456,9 +473,10 @@ pub(super) fn integrations(
     let check = |first: usize, raws: Vec<RawIntegration>, duplicate: &[bool]| {
         let mut found = Vec::new();
         let mut check = Check {
-            client,
-            known_extensions,
-            base,
+            client: shared.client,
+            known_extensions: shared.known_extensions,
+            base: shared.base,
+            guard: shared.guard,
             problems: &mut found,
         };
         let out: Vec<Integration> = (first..)
@@ -532,6 +550,7 @@ struct Check<'a> {
     /// `[client] extensions`, sorted and deduplicated (looked up by binary search).
     known_extensions: &'a [String],
     base: &'a Path,
+    guard: &'a GuardContext,
     problems: &'a mut Vec<String>,
 }
 
@@ -582,6 +601,9 @@ impl Check<'_> {
         let forward_headers = forward_headers(&r.forward_headers, at, self.problems);
         let lock = lock_policy(&r, at, self.problems);
         let artifacts = self.artifacts(at, &r);
+        let guard = r.guard.as_ref().and_then(|g| {
+            super::guard::integration_guard(self.guard, g, &at.to_string(), self.problems)
+        });
         let mut skills = r.skills;
         skills.dedup();
         let mut data_classes = r.data_classes;
@@ -608,6 +630,7 @@ impl Check<'_> {
             forward_headers,
             lock,
             artifacts,
+            guard,
         }
     }
 

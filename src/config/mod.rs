@@ -23,6 +23,7 @@ mod artifact;
 mod client;
 mod document;
 mod effective_card;
+mod guard;
 mod integrations;
 mod listen;
 mod log;
@@ -34,6 +35,10 @@ mod telemetry;
 pub use artifact::{ArtifactPolicy, ArtifactSchema, MAX_SCHEMA_BYTES, Mismatch, SchemaError};
 pub use client::{RawClient, RawTrustedKeys};
 pub use effective_card::{CardSigning, RawEffectiveCard, RawPublicKey, SignMode};
+pub use guard::{
+    DEFAULT_GUARD_BUDGET_BYTES, GuardContext, Inbound, IntegrationGuard, RawDetector, RawGuard,
+    RawIntegrationGuard,
+};
 pub use integrations::{
     Credential, DEFAULT_MAX_BODY_BYTES, Integration, LockPolicy, OnBreaking, Policy, ProbeSettings,
     RawCredential, RawIntegration, RawPolicy, RawProbe, SecretSource, StreamingMode,
@@ -138,6 +143,12 @@ pub struct RawConfig {
     pub runtime: RawRuntime,
     /// `[telemetry]`: OpenTelemetry traces (off when absent).
     pub telemetry: Option<RawTelemetry>,
+    /// `[[detectors]]`: custom content detectors for the integrations' guard policies.
+    #[serde(default)]
+    pub detectors: Vec<RawDetector>,
+    /// `[guard]`: the content guard's scan budget and inbound recording.
+    #[serde(default)]
+    pub guard: RawGuard,
 }
 
 /// The JSON Schema of the config file (`a2a-egress config schema`, committed as
@@ -190,6 +201,9 @@ pub struct Config {
     /// OpenTelemetry traces (`[telemetry]` with the `OTEL_*` variables), read at start; `None`:
     /// off.
     pub telemetry: Option<Telemetry>,
+    /// The content guard's detectors and shared settings (`[[detectors]]`, `[guard]`); each
+    /// integration's policy is compiled against them.
+    pub guard: GuardContext,
 }
 
 /// Every CPU this process may use: the parallelism of a config read outside a running gateway
@@ -300,11 +314,15 @@ impl Config {
             notes.as_deref_mut(),
         );
         let policy = integrations::policy(&raw.policy, &mut problems);
+        let guard = guard::context(&raw.detectors, &raw.guard, base, &mut problems);
         let integrations = integrations::integrations(
             raw.integrations,
-            &c,
-            &caps.extensions,
-            base,
+            &integrations::Shared {
+                client: &c,
+                known_extensions: &caps.extensions,
+                base,
+                guard: &guard,
+            },
             threads,
             &mut problems,
         );
@@ -332,6 +350,7 @@ impl Config {
             log,
             runtime,
             telemetry,
+            guard,
             listen,
             admin,
             limits,

@@ -250,9 +250,9 @@ fn custom_entry(spec: DetectorSpec, table: &[Entry]) -> Result<Entry, GuardError
 }
 
 /// The pseudo-detector of a budget overrun.
-pub(super) const UNSCANNED: &str = "unscanned";
+pub const UNSCANNED: &str = "unscanned";
 /// The pseudo-detector of URL parts outside the allowed origins.
-pub(super) const URL_ORIGIN: &str = "url_origin";
+pub const URL_ORIGIN: &str = "url_origin";
 /// Its data class.
 pub(super) const URL_CLASS: &str = "url";
 

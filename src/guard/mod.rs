@@ -17,7 +17,7 @@ mod scan;
 mod text;
 mod validate;
 
-pub use detectors::{BUILTIN_NAMES, Detectors};
+pub use detectors::{BUILTIN_NAMES, Detectors, UNSCANNED, URL_ORIGIN};
 pub use finding::Finding;
 pub use policy::Policy;
 pub use scan::{Verdict, scan_answer, scan_request};

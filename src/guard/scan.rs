@@ -179,7 +179,7 @@ fn collect(
                 open: s.open,
                 close: s.close,
                 // A key's finding names the object holding it: the key itself may be the secret.
-                path: json::render_path(if s.key {
+                path: finding_path(if s.key {
                     s.path
                         .get(..s.path.len().saturating_sub(1))
                         .unwrap_or_default()
@@ -190,6 +190,34 @@ fn collect(
         }
     });
     sites
+}
+
+/// A finding's JSON path as callers and logs see it: keys below a `data` or `metadata` member are
+/// `*` (indices kept), because those keys are the caller's (or agent's) content and may be the
+/// very secret found elsewhere under them (`data["4111…"].note`); the protocol's own members
+/// above them are named.
+fn finding_path(path: &[Seg<'_>]) -> String {
+    let mut s = String::new();
+    let mut content = false;
+    for seg in path {
+        match seg {
+            Seg::Key(_) if content => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push('*');
+            }
+            Seg::Key(k) => {
+                json::push_key(&mut s, k);
+                content = k == "data" || k == "metadata";
+            }
+            Seg::Index(n) => {
+                use std::fmt::Write as _;
+                let _ = write!(s, "[{n}]");
+            }
+        }
+    }
+    if s.is_empty() { "$".into() } else { s }
 }
 
 /// The role of a string of a SendMessage request at `rel` (below the request object).

@@ -137,14 +137,11 @@ fn keys_and_nested_values_of_data_parts() {
         found,
         vec![
             ("pci".into(), "params.message.parts[0].data".into()),
-            (
-                "ssn".into(),
-                format!(r#"params.message.parts[0].data["{CARD}"].deep[1]"#)
-            ),
+            ("ssn".into(), "params.message.parts[0].data.*.*[1]".into()),
         ]
     );
-    // The path of a key's finding never holds the key.
-    assert!(!found[0].1.contains(CARD));
+    // No path holds a key of the caller's content: the card number above the SSN is one.
+    assert!(found.iter().all(|(_, p)| !p.contains(CARD)), "{found:?}");
 }
 
 #[test]
@@ -190,9 +187,9 @@ fn file_names_and_metadata_are_scanned_ids_are_not() {
         got,
         vec![
             ("email", "message.parts[0].filename"),
-            ("aws_key", "message.parts[0].metadata.k"),
-            ("phone", "message.metadata.who"),
-            ("iban", "metadata.iban"),
+            ("aws_key", "message.parts[0].metadata.*"),
+            ("phone", "message.metadata.*"),
+            ("iban", "metadata.*"),
         ]
     );
 }

@@ -40,6 +40,9 @@ pub struct AccessLine<'a> {
     pub reason: &'a str,
     /// Why a stream was answered through `SendMessage` (`""` when it was not).
     pub downgrade: &'a str,
+    /// The content guard's detectors that found something in the request, comma-separated
+    /// (config names; `""` when none).
+    pub guard: &'a str,
     /// The status written to the caller (0: none).
     pub status: u16,
     /// The upstream's status (0: nothing went upstream).
@@ -163,6 +166,7 @@ impl AccessLine<'_> {
             outcome = self.outcome,
             reason = self.reason,
             downgrade = self.downgrade,
+            guard = self.guard,
             status = self.status,
             upstream_status = self.upstream_status,
             total_us = self.total_us,
@@ -203,6 +207,7 @@ fn render(out: &mut Vec<u8>, format: LogFormat, l: &AccessLine<'_>) {
         l.outcome,
         l.reason,
         l.downgrade,
+        l.guard,
     ];
     let nums = [
         u64::from(l.status),
@@ -231,7 +236,7 @@ fn render(out: &mut Vec<u8>, format: LogFormat, l: &AccessLine<'_>) {
 /// copy of them.
 struct Keys {
     head: &'static [u8],
-    strs: [&'static [u8]; 6],
+    strs: [&'static [u8]; 7],
     nums: [&'static [u8]; 5],
     tail: &'static [u8],
 }
@@ -245,6 +250,7 @@ const TEXT_KEYS: Keys = Keys {
         b" outcome=",
         b" reason=",
         b" downgrade=",
+        b" guard=",
     ],
     nums: [
         b" status=",
@@ -265,6 +271,7 @@ const JSON_KEYS: Keys = Keys {
         b",\"outcome\":",
         b",\"reason\":",
         b",\"downgrade\":",
+        b",\"guard\":",
     ],
     nums: [
         b",\"status\":",
@@ -336,6 +343,7 @@ mod tests {
             outcome: "denied",
             reason: "POLICY_DENIED",
             downgrade: "",
+            guard: "pci,jwt",
             status: 200,
             upstream_status: 0,
             total_us: 18_446_744_073_709_551_615,

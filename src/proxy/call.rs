@@ -163,6 +163,9 @@ pub struct Ctx {
     pub downgrade: Option<DowngradeCause>,
     /// The cap that refuses this request, if one was reached before it started.
     pub overloaded: Option<Cap>,
+    /// The guard's detectors that found something in the request, comma-separated (empty:
+    /// none; allocated only when one did).
+    pub guard: String,
     /// The call's spans, when tracing is on (started once the request's headers are read).
     pub spans: Option<CallSpans>,
     pub(super) _inflight: Inflight,
@@ -239,6 +242,20 @@ impl Gateway {
             .policy_denials
             .with_label_values(&[ctx.label(), reason])
             .inc();
+        if let Deny::DataDetected { detector, path } = &deny {
+            self.metrics
+                .guard_findings
+                .with_label_values(&[ctx.label(), detector, "refuse"])
+                .inc();
+            tracing::info!(
+                integration = ctx.label(),
+                detector = detector.as_str(),
+                path = path.as_str(),
+                action = "refuse",
+                "content guard refused the request"
+            );
+            ctx.guard.clone_from(detector);
+        }
         let r = deny.render(&ctx.shape, ctx.integration_name());
         if deny.closes_connection() {
             // The rest of the body is never read: the connection cannot be reused.

@@ -18,6 +18,7 @@
 //! later cuts the answer; both are counted in `a2a_egress_upstream_timeouts_total`.
 
 mod exchange;
+mod inbound;
 mod reply;
 mod screen;
 mod vet;

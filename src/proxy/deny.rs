@@ -75,6 +75,15 @@ pub enum Deny {
         /// The first refused class (lowercased token, or `invalid`).
         class: String,
     },
+    /// The integration's guard found content that may not leave (a detector whose action is
+    /// refuse, a URL part outside the allowed origins, a request longer than the scan budget
+    /// under `on_unscanned = "refuse"`, or a redaction that could not be made safely).
+    DataDetected {
+        /// The detector (`url_origin`, `unscanned` for those two cases).
+        detector: String,
+        /// JSON path of the part it was found in (gateway-written; never the matched text).
+        path: String,
+    },
     /// The caller's tenant differs from the integration's.
     TenantMismatch,
     /// The caller asked for an A2A version the effective card does not offer (-32009).
@@ -185,6 +194,7 @@ impl Deny {
             Deny::ContentTypeNotSupported { .. } => "CONTENT_TYPE_NOT_SUPPORTED",
             Deny::InvalidDataClass => "INVALID_DATA_CLASS",
             Deny::PolicyDenied { .. } => "POLICY_DENIED",
+            Deny::DataDetected { .. } => "DATA_DETECTED",
             Deny::TenantMismatch => "TENANT_MISMATCH",
             Deny::VersionNotSupported { .. } => "VERSION_NOT_SUPPORTED",
             Deny::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
@@ -237,6 +247,7 @@ impl Deny {
             Deny::ContentTypeNotSupported { .. } => s(400, "INVALID_ARGUMENT", -32005, 200),
             Deny::InvalidDataClass => s(400, "INVALID_ARGUMENT", -32600, 200),
             Deny::PolicyDenied { .. } => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
+            Deny::DataDetected { .. } => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
             Deny::TenantMismatch => s(403, "PERMISSION_DENIED", GATEWAY_REFUSAL, 200),
             Deny::VersionNotSupported { .. } => s(400, "FAILED_PRECONDITION", -32009, 200),
             // An unreachable agent is a 502 in both shapes, so HTTP-level tooling sees it too.
@@ -314,6 +325,11 @@ impl Deny {
             Deny::PolicyDenied { class } => {
                 format!("data class {class} may not be sent to this integration")
             }
+            Deny::DataDetected { detector, path } => format!(
+                "content found by detector {detector} at {} may not be sent to this \
+                 integration; the call was not sent",
+                short(path)
+            ),
             Deny::TenantMismatch => "the request's tenant differs from the integration's".into(),
             Deny::VersionNotSupported { offered } => {
                 format!("A2A-Version not supported; this agent is offered at {offered}")
@@ -385,6 +401,10 @@ impl Deny {
             meta.insert("integration".into(), Value::String(i.to_owned()));
         }
         if let Deny::DuplicateKey { path } = self {
+            meta.insert("path".into(), Value::String(short(path)));
+        }
+        if let Deny::DataDetected { detector, path } = self {
+            meta.insert("detector".into(), Value::String(detector.clone()));
             meta.insert("path".into(), Value::String(short(path)));
         }
         if let Deny::ArtifactSchemaMismatch { part, keyword } = self {
@@ -507,6 +527,10 @@ mod tests {
             Deny::InvalidDataClass,
             Deny::PolicyDenied {
                 class: "secret".into(),
+            },
+            Deny::DataDetected {
+                detector: "pci".into(),
+                path: "params.message.parts[0].text".into(),
             },
             Deny::TenantMismatch,
             Deny::VersionNotSupported {

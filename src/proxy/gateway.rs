@@ -46,6 +46,9 @@ impl Gateway {
         body: &Bytes,
     ) -> Result<bool> {
         ctx.method = plan.method;
+        if !plan.findings.is_empty() {
+            self.count_findings(ctx, &plan.findings);
+        }
         if let Some(spans) = &mut ctx.spans {
             spans.planned(&plan.version);
         }
@@ -74,6 +77,32 @@ impl Gateway {
         let outcome = super::client::call(self, session, ctx, call).await?;
         ctx.outcome = Some(outcome);
         Ok(true)
+    }
+
+    /// Counts and logs what the guard found in a request that leaves (recorded or redacted),
+    /// and names the detectors on the access line. Never the matched text.
+    fn count_findings(&self, ctx: &mut Ctx, findings: &[crate::guard::Finding]) {
+        for f in findings {
+            let action = f.action.as_str();
+            self.metrics
+                .guard_findings
+                .with_label_values(&[ctx.label(), &f.detector, action])
+                .inc();
+            tracing::info!(
+                integration = ctx.label(),
+                detector = f.detector.as_str(),
+                class = f.class.as_str(),
+                path = f.path.as_str(),
+                action,
+                "content guard finding"
+            );
+            if !ctx.guard.split(',').any(|d| d == f.detector) {
+                if !ctx.guard.is_empty() {
+                    ctx.guard.push(',');
+                }
+                ctx.guard.push_str(&f.detector);
+            }
+        }
     }
 
     /// Reads the request body, refusing before reading past `limit`.
@@ -279,7 +308,13 @@ impl Gateway {
             Err(d) => return self.deny(session, ctx, d).await,
         };
         let head = RequestHead::of(session.req_header());
-        let facts = head.facts(&r, rpc.as_ref(), rest.as_ref(), &self.default_data_class);
+        let facts = head.facts(
+            &r,
+            rpc.as_ref(),
+            rest.as_ref(),
+            &self.default_data_class,
+            &body,
+        );
         // A breaking change that falls back sends new delegations to the fallback integration:
         // its state (profile, upstream) serves the request from here on.
         let state = match policy::lock_route(&snapshot, &state, policy::method_of(&facts)) {
@@ -379,6 +414,7 @@ impl RequestHead {
         rpc: Option<&'a RpcRequest>,
         rest_body: Option<&'a RequestFacts>,
         default_data_class: &'a str,
+        body: &'a [u8],
     ) -> Facts<'a> {
         Facts {
             route,
@@ -389,6 +425,7 @@ impl RequestHead {
             rpc,
             rest_body,
             default_data_class,
+            body,
         }
     }
 }
@@ -415,6 +452,7 @@ impl ProxyHttp for Gateway {
             upstream_done: None,
             downgrade: None,
             overloaded: slot.is_none().then_some(Cap::Inflight),
+            guard: String::new(),
             spans: None,
             _inflight: Inflight(self.metrics.inflight.clone()),
             _slot: slot,
@@ -587,6 +625,7 @@ fn access_line(session: &Session, ctx: &Ctx, outcome: &Outcome) {
         outcome: outcome.as_str(),
         reason,
         downgrade: ctx.downgrade.map_or("", |c| c.as_str()),
+        guard: &ctx.guard,
         status,
         upstream_status: ctx.upstream_status,
         total_us: micros(ctx.started.elapsed()),

@@ -3,7 +3,9 @@
 //!
 //! Every check runs before anything leaves the gateway. The order is fixed so the same request
 //! always gets the same refusal: status → binding → blocked (a blocked integration serves only
-//! its running tasks) → data class → version → method → tenant → media types → streaming.
+//! its running tasks) → data class → version → method → tenant → media types → streaming →
+//! content (the integration's guard, on message sends: refused, redacted or recorded, and the
+//! data classes it finds checked like declared ones).
 
 use std::sync::Arc;
 
@@ -12,7 +14,8 @@ use bytes::Bytes;
 use super::body::{RequestFacts, RpcRequest};
 use super::deny::{Deny, sanitize_echo};
 use super::route::{Method, Route, media_type_accepted};
-use crate::config::StreamingMode;
+use crate::config::{IntegrationGuard, StreamingMode};
+use crate::guard::{self, Action};
 use crate::profile::{Binding, Profile};
 use crate::state::{IntegrationState, Snapshot, Status, satisfies};
 use crate::translate::{self, Dialect, Op, TranslateError};
@@ -82,6 +85,8 @@ pub struct Facts<'a> {
     pub rest_body: Option<&'a RequestFacts>,
     /// `[policy] default_data_class`.
     pub default_data_class: &'a str,
+    /// The request body as the caller sent it (the guard scans it).
+    pub body: &'a [u8],
 }
 
 /// What to send upstream.
@@ -107,6 +112,9 @@ pub struct Plan {
     /// What the agent speaks: a 0.3 agent's requests and answers are translated
     /// ([`crate::translate`]); `rewritten_body` then holds the 0.3 request.
     pub dialect: Dialect,
+    /// What the integration's guard found in a message that leaves (recorded or redacted
+    /// findings; a refusing one is a [`Deny::DataDetected`] instead).
+    pub findings: Vec<guard::Finding>,
 }
 
 /// The data classes a request declares: every `A2A-Egress-Data-Class` line counts, and each line
@@ -303,6 +311,24 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     let stream = stream_plan(state, profile, method)?;
     let (upstream_path, send_path, mut rewritten_body) =
         paths(&upstream.base_path, f, rest_path, tenant.as_deref())?;
+    let mut findings = Vec::new();
+    if let Some(g) = integration
+        .guard
+        .as_ref()
+        .filter(|_| method.sends_message())
+    {
+        // What leaves is scanned: the body with the tenant spliced in when it was.
+        let body = rewritten_body.as_deref().unwrap_or(f.body);
+        let shape = match f.route {
+            Route::Rest { .. } => guard::Shape::Rest,
+            _ => guard::Shape::JsonRpc,
+        };
+        let screened = screen_content(g, shape, body, &integration.data_classes)?;
+        if let Some(r) = screened.redacted {
+            rewritten_body = Some(Bytes::from(r));
+        }
+        findings = screened.findings;
+    }
     if dialect.translates() {
         rewritten_body = Some(to_03(f, method, rewritten_body.as_ref())?);
     }
@@ -316,6 +342,65 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         rewritten_body,
         version: iface.version.clone(),
         dialect,
+        findings,
+    })
+}
+
+/// What the guard let leave: its findings (recorded or redacted) and the redacted body, if any.
+#[derive(Debug)]
+pub struct Screened {
+    /// Recorded and redacted findings, in scan order.
+    pub findings: Vec<guard::Finding>,
+    /// The body with every redacted match replaced; `None`: forwarded unchanged.
+    pub redacted: Option<String>,
+}
+
+/// Runs an integration's guard on a message send's `body` (JSON-RPC or HTTP+JSON, 1.0): refuses
+/// with [`Deny::DataDetected`] (detector and JSON path, never the matched text) when a finding
+/// refuses or a redaction cannot be made, with [`Deny::PolicyDenied`] when a recorded finding's
+/// data class is not one the integration allows (the request's classes are the declared ones plus
+/// the detected ones), else returns what leaves (pure).
+pub fn screen_content(
+    g: &IntegrationGuard,
+    shape: guard::Shape,
+    body: &[u8],
+    allowed: &[String],
+) -> Result<Screened, Deny> {
+    let text = std::str::from_utf8(body).map_err(|_| Deny::ParseError)?;
+    let verdict = guard::scan_request(g.all(), g.policy(), text, shape);
+    if let Some(refused) = verdict.refusal() {
+        return Err(Deny::DataDetected {
+            detector: refused.detector.clone(),
+            path: refused.path.clone(),
+        });
+    }
+    if let Some(class) = verdict
+        .classes_leaving()
+        .into_iter()
+        .find(|c| !allowed.iter().any(|a| a == c))
+    {
+        return Err(Deny::PolicyDenied {
+            class: sanitize_echo(class),
+        });
+    }
+    let redacted = match verdict.action() {
+        Some(Action::Redact) => Some(verdict.redact(text).map_err(|_| {
+            // The first redaction names the refusal: it could not be made safely.
+            let f = verdict
+                .findings
+                .iter()
+                .find(|f| f.action == Action::Redact)
+                .expect("a Redact verdict has a Redact finding");
+            Deny::DataDetected {
+                detector: f.detector.clone(),
+                path: f.path.clone(),
+            }
+        })?),
+        _ => None,
+    };
+    Ok(Screened {
+        findings: verdict.findings,
+        redacted,
     })
 }
 
@@ -549,6 +634,7 @@ mod tests {
             rpc,
             rest_body: None,
             default_data_class: "internal",
+            body: rpc.map_or(&[][..], |r| &r.body()[..]),
         }
     }
 

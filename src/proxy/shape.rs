@@ -140,6 +140,7 @@ mod tests {
                 protocol: Protocol::V1_0,
                 binding: Binding::JsonRpc,
             },
+            findings: Vec::new(),
         }
     }
 

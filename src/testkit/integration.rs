@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use crate::config::{ArtifactSchema, Credential, Integration, LockPolicy, StreamingMode};
+use crate::config::{
+    ArtifactSchema, Credential, Integration, IntegrationGuard, LockPolicy, StreamingMode,
+};
 use crate::profile::Binding;
 
 use super::profile::strings;
@@ -31,6 +33,7 @@ impl Integration {
             forward_headers: Vec::new(),
             lock: LockPolicy::default(),
             artifacts: None,
+            guard: None,
         })
     }
 }
@@ -148,6 +151,12 @@ impl IntegrationBuilder {
     /// The compiled artifact schema.
     pub fn artifacts(mut self, artifacts: Option<ArtifactSchema>) -> Self {
         self.0.artifacts = artifacts;
+        self
+    }
+
+    /// The content guard's policy.
+    pub fn guard(mut self, guard: Option<IntegrationGuard>) -> Self {
+        self.0.guard = guard;
         self
     }
 }

@@ -709,6 +709,25 @@ mod props {
         ]
     }
 
+    /// Whether a generated message has a part whose metadata sits beside non-object data (its
+    /// names are written anew on the way back from 0.3).
+    fn rewraps(m: &Raw) -> bool {
+        fn member<'r>(o: &'r [(String, Raw)], k: &str) -> Option<&'r Raw> {
+            o.iter().find(|(n, _)| n == k).map(|(_, v)| v)
+        }
+        let Raw::Obj(msg) = m else { return false };
+        let Some(Raw::Arr(parts)) = member(msg, "parts") else {
+            return false;
+        };
+        parts.iter().any(|p| match p {
+            Raw::Obj(p) => {
+                member(p, "metadata").is_some()
+                    && member(p, "data").is_some_and(|d| !matches!(d, Raw::Obj(_)))
+            }
+            _ => false,
+        })
+    }
+
     /// `text` as a JSON value, when serde_json can hold it (it refuses `1e400`).
     fn value(text: &str) -> Option<Value> {
         serde_json::from_str(text).ok()
@@ -727,13 +746,9 @@ mod props {
             // Same members, same order, same bytes of every leaf: compact text comes back as it
             // was, but for the metadata names beside wrapped (non-object) data, which are
             // written anew on the way back (same names, maybe escaped differently).
-            let rewrapped = value(&text).is_some_and(|v| {
-                v["parts"].as_array().is_some_and(|ps| {
-                    ps.iter().any(|p| {
-                        p.get("metadata").is_some() && p.get("data").is_some_and(|d| !d.is_object())
-                    })
-                })
-            });
+            // Read from the generated message, not a parse of its text: serde_json refuses a
+            // text holding `1e400`, which would hide a rewrapped part.
+            let rewrapped = rewraps(&m);
             if st == Style::Compact && !rewrapped {
                 prop_assert_eq!(&back, &text);
             }

@@ -252,11 +252,13 @@ fn pass(
             Some(t) => t,
             None => {
                 schema(screen, &data)?;
+                events.record_inbound(&data);
                 return Ok((event, false));
             }
         }
     };
     schema(screen, &translated.json)?;
+    events.record_inbound(&translated.json);
     let mut out = BytesMut::new();
     if translated.error {
         out.extend_from_slice(b"event: error\n");

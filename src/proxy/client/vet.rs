@@ -110,6 +110,11 @@ pub(super) fn vet<'c>(
             let ids = answer::check_whole(at.plan.binding, id, status, &a.body, spans.is_some())
                 .map_err(|w| invalid(gw, at, w, status))?;
             record(spans, &ids);
+            if let Some(g) = super::inbound::guard_of(at.state.integration.guard.as_ref())
+                && (200..300).contains(&status)
+            {
+                super::inbound::record(gw, at.name(), g, at.plan.binding, &a.body);
+            }
             extensions_as_10(at, &mut a.head)?;
             keep_allowed(gw, at, &mut a.head)?;
             Ok(Sent::Whole(a))
@@ -242,6 +247,8 @@ pub(super) struct Events<'a> {
     op: Option<Op>,
     /// The first task and context ids an event named, kept only when the call has spans.
     ids: Option<std::sync::OnceLock<(Option<String>, Option<String>)>>,
+    /// The guard that records findings in events (`[guard] inbound = "record"`).
+    inbound: Option<&'a crate::config::IntegrationGuard>,
 }
 
 impl<'a> Events<'a> {
@@ -262,6 +269,7 @@ impl<'a> Events<'a> {
             id: request_id(shape),
             status,
             op: translated_op(at),
+            inbound: super::inbound::guard_of(at.state.integration.guard.as_ref()),
         }
     }
 
@@ -293,6 +301,14 @@ impl<'a> Events<'a> {
             Invalid::Untranslatable,
             self.status,
         ))
+    }
+
+    /// Records what the inbound guard finds in event data as the caller gets it (1.0), when
+    /// `[guard] inbound = "record"`.
+    pub(super) fn record_inbound(&self, data: &[u8]) {
+        if let Some(g) = self.inbound {
+            super::inbound::record(self.gw, self.name, g, self.binding, data);
+        }
     }
 
     /// The integration's name.

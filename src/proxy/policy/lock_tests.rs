@@ -86,6 +86,7 @@ fn facts<'a>(r: &'a RpcRequest) -> Facts<'a> {
         rpc: Some(r),
         rest_body: None,
         default_data_class: "internal",
+        body: &r.body()[..],
     }
 }
 
