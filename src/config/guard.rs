@@ -72,7 +72,8 @@ pub struct RawGuard {
 pub struct RawIntegrationGuard {
     /// Detectors that run on this integration's message sends: built-ins by name (`pci`,
     /// `iban`, `ssn`, `email`, `phone`, `aws_key`, `gcp_key`, `github_token`, `slack_token`,
-    /// `stripe_key`, `private_key`, `jwt`, `high_entropy`) and `[[detectors]]` names.
+    /// `stripe_key`, `azure_key`, `bearer_token`, `private_key`, `jwt`, `high_entropy`) and
+    /// `[[detectors]]` names.
     pub detectors: Vec<String>,
     /// What a finding does: `"refuse"`, `"redact"` or `"record"`.
     pub action: String,

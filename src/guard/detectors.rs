@@ -22,6 +22,8 @@ pub const BUILTIN_NAMES: &[&str] = &[
     "github_token",
     "slack_token",
     "stripe_key",
+    "azure_key",
+    "bearer_token",
     "private_key",
     "jwt",
     "high_entropy",
@@ -62,6 +64,17 @@ fn builtin(name: &str) -> Option<(&'static str, &'static str)> {
         "stripe_key" => (
             "secret",
             r"(?-u:\b)(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,247}(?-u:\b)",
+        ),
+        // A storage account key or a shared access key as connection strings carry them (the
+        // key is 32 or 64 bytes, base64), and a SAS token's signature.
+        "azure_key" => (
+            "secret",
+            r"(?i:AccountKey|SharedAccessKey)=[A-Za-z0-9+/]{43,86}={0,2}|(?-u:\b)sig=[A-Za-z0-9%+/]{40,100}(?:%3D|=){0,2}",
+        ),
+        // An `Authorization: Bearer` credential pasted into text (RFC 6750's token68).
+        "bearer_token" => (
+            "secret",
+            r"(?-u:\b)[Bb]earer[ \t]+[A-Za-z0-9._~+/-]{20,4096}=*",
         ),
         // The BEGIN line is enough to know; the block (base64 body, END line) is redacted with it.
         "private_key" => (

@@ -195,6 +195,34 @@ fn file_names_and_metadata_are_scanned_ids_are_not() {
 }
 
 #[test]
+fn azure_keys_and_bearer_tokens_are_secrets() {
+    let account = format!(
+        "DefaultEndpointsProtocol=https;AccountName=a;AccountKey={}==",
+        "Zm9v".repeat(21) + "Zm"
+    );
+    let sas = "https://a.blob.core.windows.net/c?sv=2024-01-01&sig=Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6%3D";
+    let bearer = "use Bearer eyJ0eXAiOiJKV1QifQ-not-a-jwt-but-a-token_123";
+    for (t, want) in [
+        (account.as_str(), "azure_key"),
+        (sas, "azure_key"),
+        (bearer, "bearer_token"),
+    ] {
+        let found = detected(&send(&[&text(t)]));
+        assert!(found.iter().any(|(d, _)| d == want), "{t}: {found:?}");
+    }
+    // The word alone, or a short value, is not a credential.
+    for t in ["the bearer of this letter", "Bearer abc", "sig=short"] {
+        let found = detected(&send(&[&text(t)]));
+        assert!(
+            !found
+                .iter()
+                .any(|(d, _)| d == "bearer_token" || d == "azure_key"),
+            "{t}: {found:?}"
+        );
+    }
+}
+
+#[test]
 fn validators_reject_what_only_looks_right() {
     for t in [
         "4111111111111112",

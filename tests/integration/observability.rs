@@ -27,17 +27,19 @@ const DOWN: &str = "\n[[integrations]]\nname = \"down\"\ncard = \"http://127.0.0
 const NAMES: [&str; 3] = ["echo", "nostream", "down"];
 
 /// A gateway in front of the reference agent with a normal integration, one with streaming
-/// off (its streams are downgraded) and an artifact schema that admits anything, and one whose
-/// card never loads.
+/// off (its streams are downgraded), an artifact schema that admits anything and a content guard
+/// that records card numbers both ways, and one whose card never loads.
 async fn gateway(agent: &RefAgent) -> InProcess {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("any.json"), "{}").unwrap();
     let config = config_head(&[])
+        + "[guard]\ninbound = \"record\"\n"
         + &integration("echo", &agent.card_url, "")
         + &integration(
             "nostream",
             &agent.card_url,
-            "streaming = \"off\"\nartifact_schema = \"any.json\"",
+            "streaming = \"off\"\nartifact_schema = \"any.json\"\n\
+             guard = { detectors = [\"pci\"], action = \"record\" }",
         )
         + DOWN;
     InProcess::start_in(dir, &config).await

@@ -81,6 +81,7 @@ fn facts<'a>(rpc: Option<&'a RpcRequest>) -> Facts<'a> {
         rpc,
         rest_body: None,
         default_data_class: "internal",
+        body: rpc.map_or(&[][..], |r| &r.body()[..]),
     }
 }
 
@@ -394,6 +395,7 @@ proptest! {
             rpc: None,
             rest_body: Some(&facts),
             default_data_class: "internal",
+            body: body.as_bytes(),
         };
         if let Ok(plan) = policy::decide(&st, &f) {
             prop_assert_eq!(plan.tenant.as_deref(), Some(PINNED));
