@@ -329,6 +329,16 @@ fn known_values() -> BTreeMap<&'static str, BTreeSet<String>> {
             "upstream_failed",
         ]),
     );
+    // The content guard: its detectors are the built-ins (the test config declares no custom
+    // one) and the two pseudo-detectors; its actions the three of `guard::Action`.
+    m.insert(
+        "detector",
+        (a2a_egress::guard::BUILTIN_NAMES.iter())
+            .chain(&[a2a_egress::guard::UNSCANNED, a2a_egress::guard::URL_ORIGIN])
+            .map(|s| s.to_string())
+            .collect(),
+    );
+    m.insert("action", set(&["refuse", "redact", "record"]));
     // Deny reasons (proxy::deny) and the admin listener's.
     m.insert(
         "reason",
@@ -351,6 +361,7 @@ fn known_values() -> BTreeMap<&'static str, BTreeSet<String>> {
             "CONTENT_TYPE_NOT_SUPPORTED",
             "INVALID_DATA_CLASS",
             "POLICY_DENIED",
+            "DATA_DETECTED",
             "TENANT_MISMATCH",
             "VERSION_NOT_SUPPORTED",
             "UPSTREAM_UNAVAILABLE",
