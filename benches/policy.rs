@@ -154,6 +154,7 @@ fn per_request(snapshot: &Snapshot, headers: &HeaderMap, body: &Bytes) -> (usize
         rpc: Some(&rpc),
         rest_body: None,
         default_data_class: "internal",
+        body,
     };
     let state = policy::lock_route(snapshot, state, policy::method_of(&facts)).expect("route");
     let plan = policy::decide(&state, &facts).expect("allowed");

@@ -322,14 +322,7 @@ impl Deny {
             Deny::InvalidDataClass => {
                 "A2A-Egress-Data-Class must be visible ASCII (comma-separated class names)".into()
             }
-            Deny::PolicyDenied { class } => {
-                format!("data class {class} may not be sent to this integration")
-            }
-            Deny::DataDetected { detector, path } => format!(
-                "content found by detector {detector} at {} may not be sent to this \
-                 integration; the call was not sent",
-                short(path)
-            ),
+            Deny::PolicyDenied { .. } | Deny::DataDetected { .. } => self.boundary_message(),
             Deny::TenantMismatch => "the request's tenant differs from the integration's".into(),
             Deny::VersionNotSupported { offered } => {
                 format!("A2A-Version not supported; this agent is offered at {offered}")
@@ -359,6 +352,22 @@ impl Deny {
                 "the agent's answer (HTTP {status}) is not an A2A answer: {why}; it was not passed on"
             ),
             Deny::NotInAgentVersion(_) | Deny::Untranslatable { .. } => self.translation_message(),
+        }
+    }
+
+    /// The message of a request refused for the data it holds: a data class (declared or
+    /// detected) the integration does not allow, or content its guard refuses.
+    fn boundary_message(&self) -> String {
+        match self {
+            Deny::PolicyDenied { class } => {
+                format!("data class {class} may not be sent to this integration")
+            }
+            Deny::DataDetected { detector, path } => format!(
+                "content found by detector {detector} at {} may not be sent to this \
+                 integration; the call was not sent",
+                short(path)
+            ),
+            other => other.reason().to_owned(),
         }
     }
 

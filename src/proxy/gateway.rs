@@ -303,18 +303,12 @@ impl Gateway {
         if let Err(d) = policy::check_admission(&state) {
             return self.deny(session, ctx, d).await;
         }
-        let BodyFacts { rpc, rest } = match parsed {
+        let parsed = match parsed {
             Ok(facts) => facts,
             Err(d) => return self.deny(session, ctx, d).await,
         };
         let head = RequestHead::of(session.req_header());
-        let facts = head.facts(
-            &r,
-            rpc.as_ref(),
-            rest.as_ref(),
-            &self.default_data_class,
-            &body,
-        );
+        let facts = head.facts(&r, &parsed, &self.default_data_class, &body);
         // A breaking change that falls back sends new delegations to the fallback integration:
         // its state (profile, upstream) serves the request from here on.
         let state = match policy::lock_route(&snapshot, &state, policy::method_of(&facts)) {
@@ -411,8 +405,7 @@ impl RequestHead {
     fn facts<'a>(
         &'a self,
         route: &'a Route,
-        rpc: Option<&'a RpcRequest>,
-        rest_body: Option<&'a RequestFacts>,
+        parsed: &'a BodyFacts,
         default_data_class: &'a str,
         body: &'a [u8],
     ) -> Facts<'a> {
@@ -422,8 +415,8 @@ impl RequestHead {
             query: self.query.as_deref(),
             data_class: &self.data_class,
             a2a_version: self.a2a_version.as_ref().and_then(|v| v.to_str().ok()),
-            rpc,
-            rest_body,
+            rpc: parsed.rpc.as_ref(),
+            rest_body: parsed.rest.as_ref(),
             default_data_class,
             body,
         }
