@@ -114,7 +114,13 @@ struct Entry {
 pub struct Detectors {
     /// Shared: a verdict that may redact keeps a handle for its rescans.
     table: std::sync::Arc<Vec<Entry>>,
+    /// The matchers compiled so far, by selection: integrations that run the same detectors
+    /// (the usual case: a platform's one policy) share one, so a config of a thousand guarded
+    /// integrations compiles it once, not a thousand times.
+    matchers: std::sync::Arc<std::sync::Mutex<MatcherCache>>,
 }
+
+type MatcherCache = std::collections::HashMap<Vec<usize>, std::sync::Arc<Matcher>>;
 
 impl Detectors {
     /// The built-ins plus `custom`: fails on a regex that does not compile, a name taken (by a
@@ -136,6 +142,7 @@ impl Detectors {
         }
         Ok(Detectors {
             table: std::sync::Arc::new(table),
+            matchers: std::sync::Arc::default(),
         })
     }
 
@@ -159,6 +166,17 @@ impl Detectors {
 
     pub(super) fn class_at(&self, i: usize) -> &str {
         self.table.get(i).map_or("", |e| e.class.as_str())
+    }
+
+    /// [`Detectors::matcher_for`], compiled once per selection of this table (the lock is not
+    /// held while compiling: two threads may both compile one, and one result is kept).
+    pub(super) fn shared_matcher(&self, selected: &[usize]) -> std::sync::Arc<Matcher> {
+        let cache = || self.matchers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = cache().get(selected) {
+            return m.clone();
+        }
+        let m = std::sync::Arc::new(self.matcher_for(selected));
+        cache().entry(selected.to_vec()).or_insert(m).clone()
     }
 
     /// The matcher of the detectors at `selected` (table indexes, ascending).

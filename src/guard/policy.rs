@@ -71,7 +71,7 @@ impl Policy {
         }
         Ok(Policy {
             names,
-            matcher: Arc::new(all.matcher_for(&selected)),
+            matcher: all.shared_matcher(&selected),
             action,
             actions: actions.clone(),
             url_origins,

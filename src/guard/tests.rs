@@ -418,6 +418,29 @@ fn answers_are_scanned_record_only() {
 }
 
 #[test]
+fn policies_running_the_same_detectors_share_one_matcher() {
+    let all = detectors();
+    let names = |n: &[&str]| n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let p = |n: &[&str], a| {
+        Policy::new(
+            &all,
+            &names(n),
+            a,
+            &BTreeMap::new(),
+            None,
+            1024,
+            OnUnscanned::Refuse,
+        )
+        .unwrap()
+    };
+    let a = p(&["pci", "jwt"], Action::Refuse);
+    let b = p(&["jwt", "pci"], Action::Redact);
+    let c = p(&["pci"], Action::Refuse);
+    assert!(std::sync::Arc::ptr_eq(&a.matcher, &b.matcher));
+    assert!(!std::sync::Arc::ptr_eq(&a.matcher, &c.matcher));
+}
+
+#[test]
 fn detectors_and_policies_are_shared_across_threads() {
     fn shared<T: Send + Sync + Clone>() {}
     shared::<Detectors>();
