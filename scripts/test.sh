@@ -3,7 +3,9 @@
 #
 # On a fresh Debian machine with rustup and python3 it installs what is missing, then runs the
 # same gates CI runs:
-#   1. cmake (pingora's zlib-ng build needs it), via apt-get when absent;
+#   1. cmake (pingora's zlib-ng build needs it), nftables (`nft`: the deploy boundary's test runs
+#      the shipped rules in a network namespace, as root) and systemd (`systemd-analyze`: it
+#      verifies the boundary's unit and drop-in), each via apt-get when absent;
 #   2. .venv with the pinned official Python a2a-sdk peer (tests/peers/requirements.txt), rebuilt
 #      when the requirements change (a stamp file records their hash), .venv03 the same way with
 #      the pinned 0.3 Python peer (tests/peers/v03/requirements.txt), and the pinned official JS
@@ -15,6 +17,8 @@
 #      each over the whole workspace (the gateway `a2a-egress` and the reference agent `agent/`);
 #   6. `a2a-egress check` of the sample config's lockfile against a freshly started reference agent.
 # Integration tests find the peers' interpreters through A2A_EGRESS_PYTHON and A2A_EGRESS_PYTHON_V03.
+# Run it as root: the deploy boundary's test (tests/integration/deploy_boundary.rs) creates
+# network namespaces and nftables tables, and fails, saying so, without root.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -37,6 +41,17 @@ if ! command -v cmake >/dev/null 2>&1; then
     apt_install cmake
 else
     say "cmake present ($(cmake --version | head -n1))"
+fi
+# nft and systemd-analyze are often in sbin, which a non-root PATH may lack: look there too.
+if ! PATH="$PATH:/usr/sbin:/sbin" command -v nft >/dev/null 2>&1; then
+    apt_install nftables
+else
+    say "nft present ($(PATH="$PATH:/usr/sbin:/sbin" nft --version))"
+fi
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+    apt_install systemd
+else
+    say "systemd-analyze present ($(systemd-analyze --version | head -n1))"
 fi
 
 # --- Python test peers (official a2a-sdk 1.3.0, and 0.3.26 for the 0.3 peer), one venv each ------

@@ -1,13 +1,16 @@
 //! `deploy/` checked against the gateway it deploys: every file parses (YAML, JSON, the
-//! Dockerfile, the systemd unit; a file of a kind this module does not know fails the test, so
-//! nothing in `deploy/` goes unchecked); the Dockerfile's, the Kubernetes container's and the
-//! systemd unit's command lines parse with the real CLI definition; the Kubernetes ConfigMap's
+//! Dockerfiles, the systemd units and drop-ins, the boundary's shell script with its shell's
+//! `-n` and its allowlists with the script itself; a file of a kind this module does not know
+//! fails the test, so nothing in `deploy/` goes unchecked); the Dockerfile's, the Kubernetes
+//! container's and the systemd unit's command lines parse with the real CLI definition; the
+//! Kubernetes ConfigMap's
 //! `gateway.toml` is a valid config whose admin port the probes use; and the Prometheus alert
 //! rules, the Grafana dashboard and the runbook name only metrics that a live gateway's
 //! `/metrics` exports (the scrape comes from [`crate::observability::exported_families`]).
 //! The submodules check what a first deployment trips over: the image's build and the README's
 //! `docker run` ([`image`]), the pod's shutdown, memory and scrape ([`pod`]), and each alert's
-//! runbook ([`runbook`]).
+//! runbook ([`runbook`]), and the boundary that keeps the orchestrator from skipping the
+//! gateway ([`boundary`]; `deploy_boundary` runs its rules in a network namespace).
 //!
 //! Docker itself is not needed: the image is not built here.
 
@@ -18,6 +21,7 @@ use serde_json::Value;
 
 use crate::common::repo_root;
 
+pub(crate) mod boundary;
 mod image;
 mod pod;
 mod runbook;
@@ -138,6 +142,16 @@ fn every_file_in_deploy_parses() {
                     .unwrap_or_else(|e| panic!("{}: invalid JSON: {e}", f.display()));
             }
             Some("service") => assert!(!unit_entries(f, &text).is_empty(), "{name}"),
+            // A systemd drop-in (`<unit>.service.d/*.conf`): the same syntax as a unit.
+            Some("conf")
+                if f.parent()
+                    .is_some_and(|d| d.to_string_lossy().ends_with(".d")) =>
+            {
+                assert!(!unit_entries(f, &text).is_empty(), "{name}")
+            }
+            Some("sh") => boundary::assert_shell_parses(f, &text),
+            // An allowlist of the boundary: the script itself reads it.
+            Some("allow") => assert!(boundary::allow_entries(f) > 0, "{name}: no entry"),
             // The runbook: its sections are checked against the alerts in `runbook`.
             Some("md") => assert!(text.lines().any(|l| l.starts_with("## ")), "{name}"),
             None if name == "Dockerfile" => {
@@ -628,7 +642,15 @@ async fn alert_rules_and_dashboard_name_only_metrics_a_live_gateway_exports() {
 #[test]
 fn kubernetes_example_fences_the_admin_listener_with_a_network_policy() {
     let docs = kube_docs();
-    let policy = of_kind(&docs, "NetworkPolicy");
+    let policy = docs
+        .iter()
+        .find(|d| {
+            d["kind"] == "NetworkPolicy"
+                && d["spec"]["policyTypes"]
+                    .as_array()
+                    .is_some_and(|t| t.contains(&"Ingress".into()))
+        })
+        .expect("an ingress NetworkPolicy");
     let pod_labels = &of_kind(&docs, "Deployment")["spec"]["template"]["metadata"]["labels"];
     let selected = policy["spec"]["podSelector"]["matchLabels"]
         .as_object()

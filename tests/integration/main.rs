@@ -28,6 +28,7 @@ mod control_gateway;
 mod control_lkg;
 mod control_reload;
 mod control_scheduler;
+mod deploy_boundary;
 mod deploy_kit;
 mod faults;
 mod fuzz_corpus;

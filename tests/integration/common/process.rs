@@ -184,6 +184,39 @@ impl ChildGuard {
     }
 }
 
+/// Runs `cmd` to completion with its stdout and stderr captured, for at most `limit` (scaled
+/// like every test deadline); kills it and panics naming `what` when it runs longer. For short
+/// commands (`ip`, `nft`, a shell script) whose output is small: both pipes are drained by
+/// threads, so a chatty child cannot block on a full pipe either.
+pub fn run_within(what: &str, cmd: &mut Command, limit: Duration) -> std::process::Output {
+    use std::io::Read;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: cannot spawn {cmd:?}: {e}"));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = pipe.read_to_end(&mut out);
+            out
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let Some(status) = wait_exit(&mut child, limit) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{what}: {cmd:?} still running after {limit:?}");
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    }
+}
+
 /// Waits up to `limit` (scaled like every test deadline, see [`super::eventually`]) for `child`
 /// to exit, blocking the thread; `None` if it is still running.
 pub fn wait_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
