@@ -334,7 +334,7 @@ impl Config {
         let log = log::log(&raw.log, &mut problems);
         let runtime = runtime::runtime(&raw.runtime, &mut problems);
         let env = |k: &str| std::env::var(k).ok();
-        let telemetry = telemetry::telemetry(raw.telemetry.as_ref(), &env, &mut problems);
+        let telemetry = telemetry::telemetry(raw.telemetry.as_ref(), &env, base, &mut problems);
         if !problems.is_empty() {
             // A problem may quote a value of any length: each is one bounded, printable line.
             let problems = problems.iter().map(|p| one_line(p)).collect();

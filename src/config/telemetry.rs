@@ -60,6 +60,10 @@ pub struct RawTelemetry {
     pub sampling: Option<f64>,
     /// `service.name` of the gateway's spans.
     pub service_name: Option<String>,
+    /// PEM file of root certificates trusted for an `https://` collector, besides the
+    /// platform's (relative to the config's folder; `OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE` or
+    /// `OTEL_EXPORTER_OTLP_CERTIFICATE` when not set here).
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// The validated, resolved `[telemetry]` table (present only when tracing is on).
@@ -75,6 +79,8 @@ pub struct Telemetry {
     pub service_name: String,
     /// The longest one export may take.
     pub timeout: Duration,
+    /// Extra roots for an `https://` collector (read when the exporter starts).
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 /// Checks `[telemetry]` (`None`: the table is absent) against the environment `env` (a lookup
@@ -82,6 +88,7 @@ pub struct Telemetry {
 pub fn telemetry(
     raw: Option<&RawTelemetry>,
     env: &dyn Fn(&str) -> Option<String>,
+    base: &std::path::Path,
     problems: &mut Vec<String>,
 ) -> Option<Telemetry> {
     let raw = raw?;
@@ -112,13 +119,44 @@ pub fn telemetry(
         ));
     }
     let timeout = timeout(&var, problems);
+    let ca_file = ca_file(raw, &var, base, &endpoint, problems);
     (problems.len() == before).then_some(Telemetry {
         endpoint,
         protocol,
         sampling,
         service_name,
         timeout,
+        ca_file,
     })
+}
+
+/// The collector's extra roots: the file's `ca_file` (relative to `base`), else
+/// `OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE`, else `OTEL_EXPORTER_OTLP_CERTIFICATE` (as given).
+/// Refused beside a plain `http://` endpoint, where it would mean nothing.
+fn ca_file(
+    raw: &RawTelemetry,
+    var: &dyn Fn(&str) -> Option<String>,
+    base: &std::path::Path,
+    endpoint: &str,
+    problems: &mut Vec<String>,
+) -> Option<std::path::PathBuf> {
+    let (path, from) = match &raw.ca_file {
+        Some(f) => (base.join(f), "telemetry.ca_file"),
+        None => {
+            let names = [
+                "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+                "OTEL_EXPORTER_OTLP_CERTIFICATE",
+            ];
+            let (name, v) = names.iter().find_map(|n| var(n).map(|v| (*n, v)))?;
+            (std::path::PathBuf::from(v.trim()), name)
+        }
+    };
+    if !endpoint.starts_with("https://") {
+        problems.push(format!(
+            "{from}: set, but the collector endpoint {endpoint:?} is not https://"
+        ));
+    }
+    Some(path)
 }
 
 /// The protocol: the file's, else `OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`, else
@@ -229,7 +267,15 @@ mod tests {
             .collect();
         let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         let mut problems = Vec::new();
-        (telemetry(raw.as_ref(), &lookup, &mut problems), problems)
+        (
+            telemetry(
+                raw.as_ref(),
+                &lookup,
+                std::path::Path::new("/etc/a2a-egress"),
+                &mut problems,
+            ),
+            problems,
+        )
     }
 
     #[test]
@@ -250,6 +296,28 @@ mod tests {
         assert_eq!(t.timeout, DEFAULT_EXPORT_TIMEOUT);
         let (t, _) = resolve(Some("protocol = \"http\""), &[]);
         assert_eq!(t.unwrap().endpoint, "http://localhost:4318/v1/traces");
+    }
+
+    #[test]
+    fn a_collector_ca_comes_from_the_file_or_the_certificate_variables_and_needs_https() {
+        let https = "otlp_endpoint = \"https://otel.example:4317\"\n";
+        let (t, p) = resolve(Some(&format!("{https}ca_file = \"otel-ca.pem\"")), &[]);
+        assert!(p.is_empty(), "{p:?}");
+        let want = std::path::Path::new("/etc/a2a-egress/otel-ca.pem");
+        assert_eq!(t.unwrap().ca_file.as_deref(), Some(want));
+        let env = [
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", "/generic.pem"),
+            ("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE", "/traces.pem"),
+        ];
+        let (t, _) = resolve(Some(https), &env);
+        let got = t.unwrap().ca_file;
+        assert_eq!(got.as_deref(), Some(std::path::Path::new("/traces.pem")));
+        let (t, _) = resolve(Some(https), &env[..1]);
+        let got = t.unwrap().ca_file;
+        assert_eq!(got.as_deref(), Some(std::path::Path::new("/generic.pem")));
+        let (t, p) = resolve(Some("ca_file = \"ca.pem\""), &[]);
+        assert!(t.is_none());
+        assert!(p[0].starts_with("telemetry.ca_file: set, but"), "{p:?}");
     }
 
     #[test]

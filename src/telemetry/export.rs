@@ -10,7 +10,9 @@
 use std::time::Duration;
 
 use opentelemetry::InstrumentationScope;
-use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
+use opentelemetry_otlp::{
+    Protocol, WithExportConfig as _, WithHttpConfig as _, WithTonicConfig as _,
+};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{Sampler, SdkTracer, SdkTracerProvider, SpanExporter as _};
 
@@ -113,19 +115,40 @@ impl Drop for Telemetry {
     }
 }
 
-/// The OTLP exporter `settings` describe.
+/// The OTLP exporter `settings` describe. An `https://` collector is verified against the
+/// roots an agent is (`state::trust`: the platform's, plus `ca_file`), over rustls on ring, on
+/// both protocols.
 fn exporter(settings: &Settings) -> Result<opentelemetry_otlp::SpanExporter, String> {
+    let roots =
+        crate::state::trust::trust_roots(settings.ca_file.as_deref()).map_err(|e| e.to_string())?;
     let built = match settings.protocol {
-        OtlpProtocol::Grpc => opentelemetry_otlp::SpanExporter::builder()
-            .with_tonic()
-            .with_endpoint(settings.endpoint.clone())
-            .with_protocol(Protocol::Grpc)
-            .with_timeout(settings.timeout)
-            .build(),
+        OtlpProtocol::Grpc => {
+            let b = opentelemetry_otlp::SpanExporter::builder()
+                .with_tonic()
+                .with_endpoint(settings.endpoint.clone())
+                .with_protocol(Protocol::Grpc)
+                .with_timeout(settings.timeout);
+            let b = if settings.endpoint.starts_with("https://") {
+                let tls = opentelemetry_otlp::tonic_types::transport::ClientTlsConfig::new()
+                    .trust_anchors(roots.store().roots);
+                b.with_tls_config(tls)
+            } else {
+                b
+            };
+            b.build()
+        }
         OtlpProtocol::Http => {
+            let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?
+            .with_root_certificates(roots.store())
+            .with_no_client_auth();
             // The gateway's own client settings: no proxy from the environment (the collector is
             // the operator's, and HTTPS_PROXY is for the agents), rustls on ring.
             let client = reqwest::Client::builder()
+                .tls_backend_preconfigured(tls)
                 .no_proxy()
                 .timeout(settings.timeout)
                 .build()

@@ -29,6 +29,7 @@ use prost::Message as _;
 use serde_json::json;
 
 use crate::common::gateway::{GatewayProc, config_head, integration, send_request};
+use crate::common::tls::TestPki;
 use crate::common::{RefAgent, SdkAgent};
 
 /// The caller's trace context of the tests.
@@ -92,18 +93,34 @@ impl TraceService for Grpc {
 
 /// An OTLP/gRPC receiver on a loopback port: `(http://addr, what it collects)`.
 async fn grpc_receiver() -> (String, Collected) {
+    grpc_receiver_on(None).await
+}
+
+/// [`grpc_receiver`], over TLS with `pki`'s server certificate when given (`https://addr`).
+async fn grpc_receiver_on(pki: Option<&TestPki>) -> (String, Collected) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let got = Collected::default();
     let service = TraceServiceServer::new(Grpc(got.clone()));
+    let mut server = tonic::transport::Server::builder();
+    if let Some(pki) = pki {
+        let identity = tonic::transport::Identity::from_pem(
+            std::fs::read(&pki.cert_path).unwrap(),
+            std::fs::read(&pki.key_path).unwrap(),
+        );
+        server = server
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))
+            .expect("the receiver's TLS settings");
+    }
     tokio::spawn(async move {
-        tonic::transport::Server::builder()
+        server
             .add_service(service)
             .serve_with_incoming(incoming(listener))
             .await
             .expect("OTLP/gRPC receiver");
     });
-    (format!("http://{addr}"), got)
+    let scheme = if pki.is_some() { "https" } else { "http" };
+    (format!("{scheme}://{addr}"), got)
 }
 
 /// The connections `listener` accepts, as the stream tonic serves.
@@ -120,6 +137,54 @@ fn incoming(
 async fn http_receiver() -> (String, Collected) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let (app, got) = http_app();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), got)
+}
+
+/// [`http_receiver`] over TLS with `pki`'s server certificate (`https://addr`).
+async fn https_receiver(pki: &TestPki) -> (String, Collected) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (app, got) = http_app();
+    let tls = TlsIncoming {
+        tcp: listener,
+        tls: tokio_rustls::TlsAcceptor::from(pki.server_config()),
+    };
+    tokio::spawn(async move { axum::serve(tls, app).await.unwrap() });
+    (format!("https://{addr}"), got)
+}
+
+/// Accepted connections after their TLS handshake (a failed handshake is skipped).
+struct TlsIncoming {
+    tcp: tokio::net::TcpListener,
+    tls: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsIncoming {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((tcp, from)) = self.tcp.accept().await else {
+                continue;
+            };
+            if let Ok(Ok(tls)) =
+                tokio::time::timeout(Duration::from_secs(5), self.tls.accept(tcp)).await
+            {
+                return (tls, from);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.tcp.local_addr()
+    }
+}
+
+/// The OTLP/HTTP receiver's routes and what they collect.
+fn http_app() -> (axum::Router, Collected) {
     let got = Collected::default();
     let sink = got.clone();
     let app = axum::Router::new().route(
@@ -136,8 +201,7 @@ async fn http_receiver() -> (String, Collected) {
             }
         }),
     );
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}"), got)
+    (app, got)
 }
 
 fn string(v: &Any) -> Option<&str> {
@@ -363,6 +427,59 @@ async fn spans_are_exported_over_otlp_http_too() {
         str_attr(&clients[0], "a2a.method.name"),
         "send_streaming_message"
     );
+}
+
+#[tokio::test]
+async fn an_https_collector_is_reached_over_both_protocols_when_its_ca_is_trusted() {
+    let pki = TestPki::new(&["127.0.0.1"]);
+    let agent = RefAgent::sample();
+    for protocol in ["grpc", "http"] {
+        let (endpoint, got) = match protocol {
+            "grpc" => grpc_receiver_on(Some(&pki)).await,
+            _ => https_receiver(&pki).await,
+        };
+        let config = config_head(&[])
+            + &telemetry(&endpoint, protocol)
+            + &format!("ca_file = {:?}\n", pki.ca_path.to_str().unwrap())
+            + &integration("echo", &agent.card_url, "");
+        let gw = GatewayProc::start(&config, &[FAST_BATCHES]).await;
+        let (s, _, body) = gw
+            .rpc_raw("echo", &send_request("1", "SendMessage", "hi"), &[])
+            .await;
+        assert_eq!(s, 200, "{body}");
+        let all = wait_spans(&got, 2).await;
+        assert!(
+            all.iter().any(|g| kind(&g.span) == SpanKind::Server),
+            "{protocol}: {all:#?}"
+        );
+    }
+
+    // Without the CA the collector's certificate is not trusted: nothing arrives, every span
+    // is counted as failed to export, and calls go on.
+    let (endpoint, got) = https_receiver(&pki).await;
+    let config = config_head(&[])
+        + &telemetry(&endpoint, "http")
+        + &integration("echo", &agent.card_url, "");
+    let gw = GatewayProc::start(&config, &[FAST_BATCHES]).await;
+    let (s, _, body) = gw
+        .rpc_raw("echo", &send_request("2", "SendMessage", "hi"), &[])
+        .await;
+    assert_eq!(s, 200, "{body}");
+    let mut failed: f64;
+    crate::assert_eventually!(
+        {
+            let m = gw.metrics().await;
+            failed = crate::common::gateway::metric(
+                &m,
+                "a2a_egress_telemetry_spans_dropped_total",
+                &[("reason", "export_failed")],
+            );
+            failed >= 2.0
+        },
+        within = Duration::from_secs(30),
+        "spans counted as failed: {failed}"
+    );
+    assert!(got.spans().is_empty(), "an untrusted collector got spans");
 }
 
 /// The task and context ids one JSON-RPC `result` names: a message send's task or message, a

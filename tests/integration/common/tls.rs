@@ -118,23 +118,8 @@ pub struct TlsListener {
 impl TlsListener {
     /// Binds `127.0.0.1:0` and serves `leaf` (chain and key PEM files).
     pub async fn start(leaf: &Leaf) -> TlsListener {
-        use rustls::pki_types::pem::PemObject;
-        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-
-        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&leaf.cert_path)
-            .expect("chain PEM")
-            .collect::<Result<_, _>>()
-            .expect("chain certificates");
-        let key = PrivateKeyDer::from_pem_file(&leaf.key_path).expect("key PEM");
-        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .expect("server certificate");
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let acceptor =
+            tokio_rustls::TlsAcceptor::from(server_config(&leaf.cert_path, &leaf.key_path));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("binding the TLS listener");
@@ -154,6 +139,37 @@ impl TlsListener {
             accepted,
             task,
         }
+    }
+}
+
+/// A rustls server configuration presenting the chain and key PEM files (ring).
+fn server_config(
+    cert_path: &std::path::Path,
+    key_path: &std::path::Path,
+) -> Arc<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert_path)
+        .expect("chain PEM")
+        .collect::<Result<_, _>>()
+        .expect("chain certificates");
+    let key = PrivateKeyDer::from_pem_file(key_path).expect("key PEM");
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .expect("server certificate");
+    Arc::new(config)
+}
+
+impl TestPki {
+    /// A rustls server configuration presenting this PKI's server certificate.
+    pub fn server_config(&self) -> Arc<rustls::ServerConfig> {
+        server_config(&self.cert_path, &self.key_path)
     }
 }
 
