@@ -102,7 +102,7 @@ impl GuardView {
             actions: (g.actions.iter())
                 .map(|(c, a)| (c.clone(), a.as_str().to_owned()))
                 .collect(),
-            url_origins: g.url_origins.clone(),
+            url_origins: (p.url_origins()).map(|o| o.into_iter().map(str::to_owned).collect()),
             budget_bytes: p.budget_bytes(),
             on_unscanned: match p.on_unscanned() {
                 crate::guard::OnUnscanned::Refuse => "refuse",

@@ -134,8 +134,6 @@ pub struct IntegrationGuard {
     pub action: Action,
     /// Per data class actions.
     pub actions: BTreeMap<String, Action>,
-    /// Allowed origins of URL parts (normalised); `None`: not checked.
-    pub url_origins: Option<Vec<String>>,
     /// Whether answers are scanned (record only).
     pub inbound: Inbound,
     policy: Arc<guard::Policy>,
@@ -160,24 +158,14 @@ impl IntegrationGuard {
             &names,
             action,
             &actions,
-            url_origins.clone(),
+            url_origins,
             ctx.budget_bytes,
             ctx.on_unscanned,
         )?;
-        let url_origins = url_origins.map(|list| {
-            let mut n: Vec<String> = list
-                .iter()
-                .filter_map(|o| crate::types::origin::normalize_origin(o))
-                .collect();
-            n.sort();
-            n.dedup();
-            n
-        });
         Ok(IntegrationGuard {
             detectors: names,
             action,
             actions,
-            url_origins,
             inbound: ctx.inbound,
             policy: Arc::new(policy),
             all: ctx.all.clone(),
@@ -233,7 +221,7 @@ impl PartialEq for IntegrationGuard {
         self.detectors == other.detectors
             && self.action == other.action
             && self.actions == other.actions
-            && self.url_origins == other.url_origins
+            && self.policy.url_origins() == other.policy.url_origins()
             && self.inbound == other.inbound
             && self.fingerprint == other.fingerprint
             && self.policy.budget_bytes() == other.policy.budget_bytes()
@@ -248,7 +236,7 @@ impl Hash for IntegrationGuard {
         self.detectors.hash(state);
         self.action.hash(state);
         self.actions.hash(state);
-        self.url_origins.hash(state);
+        self.policy.url_origins().hash(state);
         self.inbound.hash(state);
         self.fingerprint.hash(state);
         self.policy.budget_bytes().hash(state);

@@ -94,6 +94,11 @@ impl Policy {
         self.actions.get(class).copied().unwrap_or(self.action)
     }
 
+    /// The allowed origins of URL parts, normalised and sorted; `None`: URL parts are not checked.
+    pub fn url_origins(&self) -> Option<Vec<&str>> {
+        (self.url_origins.as_ref()).map(|o| o.iter().map(String::as_str).collect())
+    }
+
     /// The scan budget, in bytes of string content per request.
     pub fn budget_bytes(&self) -> usize {
         self.budget_bytes
