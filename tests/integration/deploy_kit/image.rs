@@ -1,4 +1,5 @@
-//! The container image as built and run from the repository: bases pinned by digest, OCI labels
+//! The container image as built and run from the repository: bases pinned by digest (and every
+//! other image the kit pulls: the boundary image's base, the pod's helper containers), OCI labels
 //! that agree with `Cargo.toml`, a builder that uses `rust-toolchain.toml`'s toolchain without
 //! downloading components, a build context that keeps secrets, `node_modules` and build output
 //! out, and the README's `docker run` command checked against the Dockerfile, the CLI and the
@@ -7,7 +8,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{assert_cli_accepts, deploy_dir, docker_instructions, exec_form, read};
+use super::{
+    assert_cli_accepts, deploy_dir, docker_instructions, exec_form, kube_docs, of_kind,
+    pod_containers, read,
+};
 use crate::common::repo_root;
 
 type Instructions = Vec<(String, String)>;
@@ -69,14 +73,7 @@ fn every_base_image_is_pinned_by_digest_and_the_labels_say_what_the_image_is() {
     let stages = stages();
     for stage in &stages {
         let image = from_image(stage);
-        let digest = image
-            .split_once("@sha256:")
-            .map(|(_, d)| d)
-            .unwrap_or_else(|| panic!("FROM {image}: not pinned by @sha256: digest"));
-        assert!(
-            digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()),
-            "FROM {image}: not a sha256 digest"
-        );
+        assert!(pinned(image), "FROM {image}: not pinned by a sha256 digest");
     }
     let runtime = stages.last().unwrap();
     let labels = pairs(runtime, "LABEL");
@@ -99,6 +96,65 @@ fn every_base_image_is_pinned_by_digest_and_the_labels_say_what_the_image_is() {
     assert_eq!(label("base.name"), name);
     assert_eq!(label("base.digest"), digest);
     assert!(!label("revision").is_empty());
+}
+
+/// Whether `image` is pinned by a sha256 digest (`name[:tag]@sha256:<64 hex>`).
+fn pinned(image: &str) -> bool {
+    image
+        .split_once("@sha256:")
+        .is_some_and(|(_, d)| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+#[test]
+fn every_image_the_kit_pulls_from_elsewhere_is_pinned_by_digest() {
+    // The boundary image's base: it runs as root with NET_ADMIN in the orchestrator's pod.
+    let boundary = docker_instructions(&read(&deploy_dir().join("boundary/Dockerfile")));
+    let froms: Vec<&str> = boundary
+        .iter()
+        .filter(|(op, _)| op == "FROM")
+        .map(|(_, args)| {
+            args.split_whitespace()
+                .find(|w| !w.starts_with("--"))
+                .unwrap()
+        })
+        .collect();
+    assert!(!froms.is_empty(), "deploy/boundary/Dockerfile has a FROM");
+    for image in froms {
+        assert!(
+            pinned(image),
+            "deploy/boundary/Dockerfile: FROM {image} is not pinned by digest"
+        );
+    }
+    // The pod's containers: the two images this repository builds are tagged by its version
+    // (they are built, not pulled), and the orchestrator is the reader's own; anything else is
+    // pulled from a public registry and must be pinned.
+    let docs = kube_docs();
+    let pod = &of_kind(&docs, "Deployment")["spec"]["template"]["spec"];
+    let version = package()["version"].as_str().unwrap().to_owned();
+    let mut pulled = 0;
+    for c in pod_containers(pod) {
+        let image = c["image"]
+            .as_str()
+            .expect("every container names its image");
+        let built_here = [
+            format!("a2a-egress:{version}"),
+            format!("a2a-egress-boundary:{version}"),
+        ]
+        .contains(&image.to_owned());
+        if built_here || image.starts_with("registry.example.com/") {
+            continue;
+        }
+        pulled += 1;
+        assert!(
+            pinned(image),
+            "sidecar.yaml: container {} runs {image}, not pinned by digest",
+            c["name"]
+        );
+    }
+    assert!(
+        pulled > 0,
+        "the pod pulls at least its token-copy helper from a registry"
+    );
 }
 
 #[test]
