@@ -438,7 +438,9 @@ fn every_task_state() {
         assert_eq!(answer(Op::GetTask, t)["status"]["state"], v10);
         let raw = serde_json::value::RawValue::from_string(format!("\"{v10}\"")).unwrap();
         assert_eq!(
-            objects::state_to03(&raw, "s").unwrap().to_json(),
+            objects::state_to03(objects::Wire::Rpc, &raw, "s")
+                .unwrap()
+                .to_json(),
             format!("\"{v03}\"")
         );
     }
@@ -588,8 +590,13 @@ fn dialects() {
             .unwrap()
             .translates()
     );
-    assert_eq!(Dialect::of(&iface(Binding::HttpJson, "0.3")), None);
+    assert!(
+        Dialect::of(&iface(Binding::HttpJson, "0.3"))
+            .unwrap()
+            .translates()
+    );
     assert_eq!(Dialect::of(&iface(Binding::Grpc, "1.0")), None);
+    assert_eq!(Dialect::of(&iface(Binding::Grpc, "0.3")), None);
     for op in Op::ALL {
         assert_eq!(Op::from_v10(op.as_str()), Some(op));
     }
@@ -600,7 +607,7 @@ mod props {
     use serde_json::value::RawValue;
 
     use super::super::objects::{
-        message_to03, message_to10, task_push_config_to03, task_push_config_to10,
+        Wire, message_to03, message_to10, task_push_config_to03, task_push_config_to10,
     };
     use super::*;
     use crate::testkit::hostile::{
@@ -740,9 +747,9 @@ mod props {
         fn message_round_trip(m in message(), st in style()) {
             let text = m.render(st);
             let raw = RawValue::from_string(text.clone()).unwrap();
-            let v03 = message_to03(&raw, "m").unwrap().to_json();
+            let v03 = message_to03(Wire::Rpc, &raw, "m").unwrap().to_json();
             let raw03 = RawValue::from_string(v03).unwrap();
-            let back = message_to10(&raw03, "m").unwrap().to_json();
+            let back = message_to10(Wire::Rpc, &raw03, "m").unwrap().to_json();
             // Same members, same order, same bytes of every leaf: compact text comes back as it
             // was, but for the metadata names beside wrapped (non-object) data, which are
             // written anew on the way back (same names, maybe escaped differently).
@@ -772,7 +779,7 @@ mod props {
             c["authentication"] = auth;
             let raw = RawValue::from_string(c.to_string()).unwrap();
             let v03 = task_push_config_to03(&raw, "c").unwrap().to_json();
-            let back = task_push_config_to10(&RawValue::from_string(v03).unwrap(), "c").unwrap().to_json();
+            let back = task_push_config_to10(Wire::Rpc, &RawValue::from_string(v03).unwrap(), "c").unwrap().to_json();
             prop_assert_eq!(serde_json::from_str::<Value>(&back).unwrap(), c);
         }
 
@@ -804,7 +811,7 @@ mod props {
             // metadata or data is copied with the rest of that value (the request parser refuses
             // it before). Either way the translator never keeps one of the two values silently.
             let raw = RawValue::from_string(text).unwrap();
-            match message_to03(&raw, "m") {
+            match message_to03(Wire::Rpc, &raw, "m") {
                 // Copied inside metadata or data: the duplicate is still there, both values.
                 Ok(out) => {
                     let out = out.to_json();
