@@ -728,6 +728,50 @@ mod tests {
         );
     }
 
+    /// A 0.3 HTTP+JSON agent: the caller's 1.0 route, method and body leave as 0.3's (its `/v1`
+    /// route, `GET` for a subscription, the proto's body), and what 0.3 lacks is refused here.
+    #[test]
+    fn a_0_3_http_json_agent_gets_its_route_method_and_body() {
+        let mut p = profile(Binding::HttpJson, true, None);
+        p.interface.as_mut().unwrap().version = "0.3".into();
+        let s = state(integration(StreamingMode::Preferred), p);
+        let route = |path: &str| Route::Rest {
+            name: "echo".into(),
+            tenant: None,
+            path: path.into(),
+        };
+        let send = route("/message:send");
+        let body = text_msg().to_string();
+        let rest = crate::proxy::body::parse_rest_body(body.as_bytes(), true).unwrap();
+        let mut f = facts(&send, None);
+        f.rest_body = Some(&rest);
+        f.body = body.as_bytes();
+        let plan = decide(&s, &f).unwrap();
+        assert_eq!(plan.upstream_path, "/rest/v1/message:send");
+        assert_eq!(plan.send_path, "/rest/v1/message:send");
+        assert_eq!(plan.upstream_method, Some("POST"));
+        let sent: Value = serde_json::from_slice(&plan.rewritten_body.unwrap()).unwrap();
+        assert_eq!(
+            sent,
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "content": [{"text": "hi"}]},
+                "configuration": {"blocking": true}})
+        );
+        let sub = route("/tasks/a%20b:subscribe");
+        let plan = decide(&s, &facts(&sub, None)).unwrap();
+        assert_eq!(
+            (plan.upstream_method, plan.upstream_path.as_str()),
+            (Some("GET"), "/rest/v1/tasks/a%20b:subscribe")
+        );
+        assert_eq!(plan.rewritten_body.as_deref(), Some(&b""[..]));
+        let list = route("/tasks");
+        let mut f = facts(&list, None);
+        f.http_method = "GET";
+        assert_eq!(
+            decide(&s, &f).unwrap_err(),
+            Deny::NotInAgentVersion(Method::ListTasks)
+        );
+    }
+
     #[test]
     fn plain_send_is_forwarded_unchanged() {
         let s = state(

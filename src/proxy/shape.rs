@@ -268,6 +268,40 @@ mod tests {
         );
     }
 
+    /// A 0.3 HTTP+JSON agent gets the translator's body as `application/json` (JS 0.3.14 reads
+    /// no other type), whatever type the 1.0 caller sent, and a bodiless call says no type.
+    #[test]
+    fn a_0_3_http_json_agent_gets_json_as_application_json() {
+        let mut h = HeaderMap::new();
+        h.append(
+            "content-type",
+            HeaderValue::from_static("application/a2a+json"),
+        );
+        let mut p = plan();
+        p.binding = Binding::HttpJson;
+        p.dialect = Dialect {
+            protocol: Protocol::V0_3,
+            binding: Binding::HttpJson,
+        };
+        let up = Upstream::for_tests("https://a.example/a2a");
+        let trace = Trace::of(&h);
+        for (len, want) in [(3, vec!["application/json"]), (0, vec![])] {
+            let out = upstream_headers(&h, &state(&[]), &up, &p, len, &trace);
+            let types: Vec<&str> = out
+                .iter()
+                .filter(|(k, _)| k == "content-type")
+                .map(|(_, v)| v.to_str().unwrap())
+                .collect();
+            assert_eq!(types, want, "{out:?}");
+        }
+        // A 1.0 agent gets the caller's type, as before.
+        let out = upstream_headers(&h, &state(&[]), &up, &plan(), 3, &trace);
+        assert!(
+            out.iter()
+                .any(|(k, v)| k == "content-type" && v == "application/a2a+json")
+        );
+    }
+
     #[test]
     fn a_passed_through_caller_credential_is_marked_sensitive() {
         let mut h = HeaderMap::new();

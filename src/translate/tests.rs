@@ -764,6 +764,44 @@ mod props {
             }
         }
 
+        /// The same on the HTTP+JSON binding's spelling (`content`, the proto's file and data
+        /// parts, `ROLE_*`): one conversion, two spellings, the same identity.
+        #[test]
+        fn message_round_trip_over_http_json(m in message(), st in style()) {
+            let text = m.render(st);
+            let raw = RawValue::from_string(text.clone()).unwrap();
+            let v03 = message_to03(Wire::Rest, &raw, "m").unwrap().to_json();
+            let raw03 = RawValue::from_string(v03).unwrap();
+            let back = message_to10(Wire::Rest, &raw03, "m").unwrap().to_json();
+            if st == Style::Compact && !rewraps(&m) {
+                prop_assert_eq!(&back, &text);
+            }
+            if let (Some(a), Some(b)) = (value(&text), value(&back)) {
+                prop_assert_eq!(a, b);
+            }
+        }
+
+        /// Hostile bodies never panic the HTTP+JSON translator either, and a valid message
+        /// under any metadata translates.
+        #[test]
+        fn hostile_http_json_requests_and_answers(
+            m in message(), n in huge_number(), op in prop::sample::select(Op::ALL.to_vec()),
+        ) {
+            let body = format!(
+                r#"{{"message":{},"metadata":{{"n":{n}}}}}"#,
+                m.render(Style::Compact)
+            );
+            let out = rest_request_to03(Op::SendMessage, "/message:send", None, body.as_bytes());
+            prop_assert!(out.is_ok(), "{:?}: {}", out.err(), body);
+            let sent = String::from_utf8(out.map(|r| r.body).unwrap_or_default()).unwrap();
+            prop_assert!(sent.contains(&format!(r#""n":{n}"#)), "{}", sent);
+            let _ = rest_request_to03(op, "/tasks/x", Some("historyLength=1"), body.as_bytes());
+            for status in [200, 201, 400, 404, 500] {
+                let _ = rest_answer_to10(op, status, body.as_bytes());
+            }
+            let _ = rest_event_to10(op, body.as_bytes());
+        }
+
         /// The same for a push config (the flat 1.0 shape through 0.3's nested one).
         #[test]
         fn push_config_round_trip(

@@ -392,3 +392,155 @@ async fn a_03_http_json_agent_that_does_not_stream_is_answered_through_message_s
         assert_eq!(n, 1.0, "{m}");
     }
 }
+
+/// What no SDK agent shows on its own, from a raw 0.3 HTTP+JSON agent
+/// (`RawAgent::start_at(true, "0.3", ..)`): the request leaves in 0.3 (its `/v1` route, the
+/// subscription as `GET`, an `application/json` body with `content` and `blocking`, no
+/// `A2A-Version`); a multi-line event ends the stream at its `final: true`; a stream refused
+/// with JS 0.3.14's `400 {"code": -32004}` (on an agent whose card claims streaming) is
+/// retried once as `message:send` and answered as one event; the agent's `X-A2A-Extensions`
+/// reaches the caller as `A2A-Extensions` (and its 0.3 version header does not); an answer that does not translate is
+/// InvalidAgentResponseError, counted as `untranslatable`.
+#[tokio::test]
+async fn raw_03_http_json_requests_leave_in_0_3_and_a_refused_stream_is_retried_as_send() {
+    use crate::common::raw_agent::{RawAgent, RawRequest, http, sse};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<RawRequest>::new()));
+    let log = seen.clone();
+    let json = ("content-type", "application/json");
+    let agent = RawAgent::start_at(true, "0.3", move |req| {
+        log.lock().unwrap().push(req.clone());
+        let line = req.line.split(' ').take(2).collect::<Vec<_>>().join(" ");
+        match line.as_str() {
+            "GET /rest/v1/tasks/t:subscribe" => {
+                let fin = "data: {\ndata:   \"statusUpdate\": {\"taskId\": \"t\", \"contextId\": \"c\",\ndata:     \"status\": {\"state\": \"TASK_STATE_CANCELLED\"}, \"final\": true}\ndata: }\n\n";
+                let after = "data: {\"statusUpdate\":{\"taskId\":\"t\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}\n\n";
+                sse(&[], &format!("{fin}{after}"))
+            }
+            "POST /rest/v1/message:stream" => http(
+                400,
+                &[json],
+                br#"{"code":-32004,"message":"Unsupported operation: Agent does not support streaming"}"#,
+            ),
+            "POST /rest/v1/message:send" => http(
+                201,
+                &[json],
+                br#"{"task":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_COMPLETED"}}}"#,
+            ),
+            // The extensions it activated, under 0.3's header name.
+            "GET /rest/v1/tasks/ok" => http(
+                200,
+                &[json, ("x-a2a-extensions", "urn:a"), ("a2a-version", "0.3")],
+                br#"{"id":"ok","status":{"state":"TASK_STATE_WORKING"}}"#,
+            ),
+            // A task state 0.3 does not have.
+            _ => http(
+                200,
+                &[json],
+                br#"{"id":"t","status":{"state":"TASK_STATE_PAUSED"}}"#,
+            ),
+        }
+    })
+    .await;
+    let config = config_head(&[]).replace("versions = [\"1.0\"]", "versions = [\"0.3\"]")
+        + "[refresh]\nmin = \"1h\"\n"
+        + &integration("raw", &agent.card_url, "");
+    let gw = InProcess::start(&config).await;
+    let url = gw.agent_url("raw");
+    let text = crate::common::http()
+        .post(format!("{url}/tasks/t:subscribe"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let events = sse_events(&text);
+    assert_eq!(events.len(), 1, "nothing after final: {text}");
+    assert_eq!(
+        events[0],
+        json!({"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_CANCELED"}}}),
+        "{text}"
+    );
+    let msg = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}});
+    let r = crate::common::http()
+        .post(format!("{url}/message:stream"))
+        .header("content-type", "application/a2a+json")
+        .body(msg.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    let events = sse_events(&text);
+    assert_eq!(events.len(), 1, "{text}");
+    assert_eq!(
+        events[0]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{text}"
+    );
+    let m = gw.metrics().await;
+    let n = crate::common::gateway::metric(
+        &m,
+        "a2a_egress_downgrades_total",
+        &[("integration", "raw"), ("cause", "refused")],
+    );
+    assert_eq!(n, 1.0, "{m}");
+    let r = crate::common::http()
+        .get(format!("{url}/tasks/ok"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["a2a-extensions"], "urn:a", "{:?}", r.headers());
+    assert!(r.headers().get("x-a2a-extensions").is_none());
+    assert!(r.headers().get("a2a-version").is_none_or(|v| v != "0.3"));
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v,
+        json!({"id": "ok", "status": {"state": "TASK_STATE_WORKING"}})
+    );
+    let r = crate::common::http()
+        .get(format!("{url}/tasks/t"))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["error"]["details"][0]["reason"], "INVALID_AGENT_RESPONSE",
+        "{status} {v}"
+    );
+    let m = gw.metrics().await;
+    let n = crate::common::gateway::metric(
+        &m,
+        "a2a_egress_invalid_agent_answers_total",
+        &[("integration", "raw"), ("reason", "untranslatable")],
+    );
+    assert_eq!(n, 1.0, "{m}");
+    let seen = seen.lock().unwrap();
+    let lines: Vec<&str> = seen.iter().map(|r| r.line.as_str()).collect();
+    assert_eq!(
+        lines,
+        [
+            "GET /rest/v1/tasks/t:subscribe HTTP/1.1",
+            "POST /rest/v1/message:stream HTTP/1.1",
+            "POST /rest/v1/message:send HTTP/1.1",
+            "GET /rest/v1/tasks/ok HTTP/1.1",
+            "GET /rest/v1/tasks/t HTTP/1.1",
+        ]
+    );
+    for r in seen.iter() {
+        assert_eq!(r.header("a2a-version"), None, "{}", r.headers);
+    }
+    let sent: Value = serde_json::from_slice(&seen[1].body).unwrap();
+    assert_eq!(
+        sent,
+        json!({"message": {"messageId": "m", "role": "ROLE_USER", "content": [{"text": "x"}]},
+               "configuration": {"blocking": true}})
+    );
+    assert_eq!(
+        seen[1].body, seen[2].body,
+        "the retry sends the same 0.3 body"
+    );
+    assert_eq!(seen[1].header("content-type"), Some("application/json"));
+    assert!(seen[0].body.is_empty() && seen[0].header("content-type").is_none());
+}
