@@ -544,3 +544,36 @@ async fn raw_03_http_json_requests_leave_in_0_3_and_a_refused_stream_is_retried_
     assert_eq!(seen[1].header("content-type"), Some("application/json"));
     assert!(seen[0].body.is_empty() && seen[0].header("content-type").is_none());
 }
+
+/// Python 0.3.26 on HTTP+JSON refuses a stream its card claims with a bare `500` text page
+/// ("Internal Server Error", README of `tests/fixtures/wire/v03`, fact 1), not an A2A error:
+/// nothing says the stream was refused, so nothing is downgraded or retried, and the caller gets
+/// InvalidAgentResponseError (a server error's page marks nothing stale). Only a card that says
+/// `streaming: false` (the card decides first) or an A2A -32004 (JS) downgrades.
+#[tokio::test]
+async fn a_python_03_http_json_refusal_is_no_a2a_answer_and_is_not_downgraded() {
+    let agent = SdkAgent::start_v03(&["--transport", "rest", "--refuse-streams"]);
+    let gw = gateway(&agent, "").await;
+    let msg = json!({"message": {"messageId": "s2", "role": "ROLE_USER", "parts": [{"text": "task refused"}]}});
+    let r = crate::common::http()
+        .post(format!("{}/message:stream", gw.agent_url("rest")))
+        .header("content-type", "application/json")
+        .body(msg.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(status, 500, "{v}");
+    assert_eq!(
+        v["error"]["details"][0]["reason"], "INVALID_AGENT_RESPONSE",
+        "{v}"
+    );
+    let m = gw.metrics().await;
+    let n = crate::common::gateway::metric(
+        &m,
+        "a2a_egress_downgrades_total",
+        &[("integration", "rest"), ("cause", "refused")],
+    );
+    assert_eq!(n, 0.0, "{m}");
+}
