@@ -128,14 +128,16 @@ fn http_of(code: i64) -> Option<(u16, &'static str)> {
 /// The 0.3 error an HTTP+JSON answer of `status` names when it carries no code: Python a2a-sdk
 /// 0.3.26 sends `{"message"}` with the status of its `A2AErrorToHttpStatus` table, read back
 /// here (`op` tells its two 404s apart); a body the web framework wrote (FastAPI's `{"detail"}`:
-/// no A2A handler ran) says only that the route is not there, or its parameters are wrong.
+/// no A2A handler ran) says only that the route is not there (MethodNotFound, as a JSON-RPC
+/// agent without the method answers: no stale mark, since a new card would not add the route),
+/// or its parameters are wrong.
 fn code_of_status(op: Op, status: u16, framework: bool) -> i64 {
     let push = matches!(
         op,
         Op::CreatePushConfig | Op::GetPushConfig | Op::ListPushConfigs | Op::DeletePushConfig
     );
     match (framework, status) {
-        (true, 404 | 405) => -32004,
+        (true, 404 | 405) => -32601,
         (_, 422) => -32602,
         (true, _) => -32603,
         (false, 400) => -32600,

@@ -54,12 +54,17 @@ fn segments(path: &str) -> Vec<&str> {
     path.trim_start_matches('/').split('/').collect()
 }
 
-/// A path segment as a JSON string of its decoded text (a task id in a 0.3 resource name).
-fn decoded(segment: &str, field: &str) -> Result<String, TranslateError> {
-    let text = percent_encoding::percent_decode_str(segment)
+/// A path segment's decoded text (a task id in a 0.3 resource name).
+fn decoded(segment: &str) -> Result<String, TranslateError> {
+    percent_encoding::percent_decode_str(segment)
         .decode_utf8()
-        .map_err(|_| TranslateError::untranslatable(field, "is not UTF-8 once decoded"))?;
-    serde_json::to_string(&text).map_err(|_| TranslateError::untranslatable(field, "is not text"))
+        .map(|t| t.into_owned())
+        .map_err(|_| TranslateError::untranslatable("path", "is not UTF-8 once decoded"))
+}
+
+/// `text` as a JSON string.
+fn quoted(text: &str) -> Result<String, TranslateError> {
+    serde_json::to_string(text).map_err(|_| TranslateError::untranslatable("path", "is not text"))
 }
 
 /// The task segment (and for a push config, the config segment) of the 1.0 route of `op`.
@@ -190,14 +195,11 @@ pub fn rest_request_to03(
 /// The 0.3 resource name `tasks/{task}` (or `tasks/{task}/pushNotificationConfigs/{config}`)
 /// of path segments, as a JSON string.
 fn resource(task: &str, config: Option<&str>) -> Result<String, TranslateError> {
-    let t = percent_encoding::percent_decode_str(task)
-        .decode_utf8()
-        .map_err(|_| TranslateError::untranslatable("path", "is not UTF-8 once decoded"))?;
-    let name = match config {
+    let t = decoded(task)?;
+    quoted(&match config {
         Some(c) => format!("tasks/{t}/pushNotificationConfigs/{c}"),
         None => format!("tasks/{t}"),
-    };
-    serde_json::to_string(&name).map_err(|_| TranslateError::untranslatable("path", "is not text"))
+    })
 }
 
 /// A 1.0 `SendMessageRequest` body → the 0.3 proto's: the message, the configuration (always
@@ -236,15 +238,13 @@ fn create_push_body(task: &str, body: &[u8]) -> Result<String, TranslateError> {
     let raw: &RawValue = serde_json::from_str(text_body)
         .map_err(|_| TranslateError::untranslatable(f, "is not a JSON object"))?;
     let c = Obj::parse(raw, f)?;
-    let path_task = decoded(task, "path")?;
-    if let Some(t) = c.get("taskId") {
-        let said = text(t, "body.taskId")?;
-        if serde_json::to_string(&said).ok().as_deref() != Some(path_task.as_str()) {
-            return Err(TranslateError::untranslatable(
-                "body.taskId",
-                "is not the task of the path",
-            ));
-        }
+    if let Some(t) = c.get("taskId")
+        && text(t, "body.taskId")? != decoded(task)?
+    {
+        return Err(TranslateError::untranslatable(
+            "body.taskId",
+            "is not the task of the path",
+        ));
     }
     let id = c.get("id").map(|v| string(v, "body.id")).transpose()?;
     let name = match c.get("id") {

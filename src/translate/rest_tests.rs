@@ -1,7 +1,7 @@
 //! Golden translations of the 0.3 HTTP+JSON binding against what both 0.3 SDKs put on the wire
 //! (`tests/fixtures/wire/v03/*-rest-*.json`, recorded from Python a2a-sdk 0.3.26 and JS
-//! @a2a-js/sdk 0.3.14): every request shape the gateway sends, and every answer, event and error
-//! it reads, both directions.
+//! @a2a-js/sdk 0.3.14, read from disk): every request shape the gateway sends, and every answer,
+//! event and error it reads, both directions.
 
 use serde_json::{Value, json};
 
@@ -358,9 +358,9 @@ const RECORDED_ERRORS: [RecordedError; 5] = [
         "python",
         Op::DeletePushConfig,
         "push-delete",
-        400,
-        "FAILED_PRECONDITION",
-        "UNSUPPORTED_OPERATION",
+        404,
+        "NOT_FOUND",
+        "METHOD_NOT_FOUND",
         "Method Not Allowed",
     ),
     (

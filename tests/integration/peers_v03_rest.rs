@@ -297,9 +297,9 @@ async fn push_configs(gw: &InProcess, python: bool) {
             listed["error"]["details"][0]["reason"], "INTERNAL_ERROR",
             "{listed}"
         );
-        assert_eq!(del_status, 400, "{deleted}");
+        assert_eq!(del_status, 404, "{deleted}");
         assert_eq!(
-            deleted["error"]["details"][0]["reason"], "UNSUPPORTED_OPERATION",
+            deleted["error"]["details"][0]["reason"], "METHOD_NOT_FOUND",
             "{deleted}"
         );
     } else {
