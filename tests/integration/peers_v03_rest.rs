@@ -333,27 +333,33 @@ async fn push_configs_cross_both_ways_over_http_json() {
 
 /// A 0.3 HTTP+JSON card with `supportsAuthenticatedExtendedCard`: with a credential, the control
 /// plane reads `GET /v1/card` (0.3's route, no `A2A-Version`), converts the 0.3 card and
-/// compiles it for that credential: its extra skill is in the profile.
+/// compiles it for that credential: its extra skill is in the profile, for both SDKs' agents.
 #[tokio::test]
 async fn the_extended_card_of_a_03_http_json_agent_is_read_from_v1_card() {
-    let agent = SdkAgent::start_v03(&["--transport", "rest", "--extended"]);
-    let gw = gateway(
-        &agent,
-        "credential = { type = \"bearer\", file = \"partner.token\" }",
-    )
-    .await;
-    let r = crate::common::http()
-        .get(gw.admin_url("/v1/integrations/rest"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    let v: Value = r.json().await.unwrap();
-    assert_eq!(v["usable"], true, "{v}");
-    assert!(
-        v.to_string().contains("\"secret\""),
-        "the extended card's skill: {v}"
-    );
+    let credential = "credential = { type = \"bearer\", file = \"partner.token\" }";
+    for agent in [
+        SdkAgent::start_v03(&["--transport", "rest", "--extended"]),
+        SdkAgent::start_js03(&["--transport", "rest", "--secret-skill"]),
+    ] {
+        let view = |gw: InProcess| async move {
+            let r = crate::common::http()
+                .get(gw.admin_url("/v1/integrations/rest"))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap();
+            r.json::<Value>().await.unwrap()
+        };
+        let v = view(gateway(&agent, credential).await).await;
+        assert_eq!(v["usable"], true, "{v}");
+        assert!(
+            v.to_string().contains("\"secret\""),
+            "the extended card's skill: {v}"
+        );
+        // Without a credential the public card is all there is.
+        let v = view(gateway(&agent, "").await).await;
+        assert!(!v.to_string().contains("\"secret\""), "{v}");
+    }
 }
 
 /// A 0.3 HTTP+JSON agent whose card says it does not stream is never sent `message:stream`: the
