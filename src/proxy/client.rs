@@ -642,7 +642,9 @@ impl<'a> Job<'a> {
             method: method.as_str(),
             protocol_version: &at.plan.version,
             downgraded: out.downgraded,
-            http_method: self.session.req_header().method.as_str(),
+            // The method that leaves (a 0.3 HTTP+JSON subscription is a GET whatever came).
+            http_method: (at.plan.upstream_method)
+                .unwrap_or_else(|| self.session.req_header().method.as_str()),
             authority,
         };
         self.ctx.trace.parent = spans.attempt(t, &attempt);
