@@ -1,5 +1,5 @@
 //! The extended Agent Card (`GetExtendedAgentCard`, A2A specification §3.1.11; a 0.3 agent's
-//! `agent/getAuthenticatedExtendedCard`, offered when its card says
+//! `agent/getAuthenticatedExtendedCard` or `GET /v1/card`, offered when its card says
 //! `supportsAuthenticatedExtendedCard`): fetched with an integration's credential over the chosen
 //! interface, cached per credential identity (I/O).
 //!
@@ -136,31 +136,13 @@ pub async fn fetch_extended(
                 follow_redirects: false,
             }
         }
-        Binding::HttpJson => {
-            let mut url = url::Url::parse(&iface.url).map_err(|e| {
-                ExtendedError::Fetch(FetchError::InvalidUrl {
-                    url: iface.url.clone(),
-                    reason: e.to_string(),
-                })
-            })?;
-            {
-                let mut segs = url.path_segments_mut().map_err(|_| {
-                    ExtendedError::Malformed("interface URL cannot take a path".into())
-                })?;
-                segs.pop_if_empty();
-                if let Some(t) = tenant {
-                    segs.push(t);
-                }
-                segs.push("extendedAgentCard");
-            }
-            Outgoing {
-                method: reqwest::Method::GET,
-                url: url.to_string(),
-                headers,
-                body: None,
-                follow_redirects: false,
-            }
-        }
+        Binding::HttpJson => Outgoing {
+            method: reqwest::Method::GET,
+            url: rest_url(iface, tenant, v03)?,
+            headers,
+            body: None,
+            follow_redirects: false,
+        },
         // Never reached: a gRPC profile is unusable until gRPC is built (`profile::compile`).
         Binding::Grpc => return Err(ExtendedError::Malformed("gRPC is not built yet".into())),
     };
@@ -172,8 +154,46 @@ pub async fn fetch_extended(
     }
     match binding {
         Binding::JsonRpc => parse_jsonrpc(status, &resp.body),
+        // A 0.3 agent's error is one of the 0.3 SDKs' shapes: read as the 1.0 error it means
+        // (Python 0.3.26's 404 `{"message"}` is -32007, not configured).
+        Binding::HttpJson if v03 && status != 200 => {
+            match translate::rest_answer_to10(Op::GetExtendedAgentCard, status, &resp.body) {
+                Ok(Some(t)) => parse_rest(t.status, Bytes::from(t.json)),
+                _ => parse_rest(status, resp.body),
+            }
+        }
         Binding::HttpJson | Binding::Grpc => parse_rest(status, resp.body),
     }
+}
+
+/// The HTTP+JSON URL of the extended card below the interface's: 1.0's `/extendedAgentCard`
+/// (after the tenant), or 0.3's `/v1/card` (no tenant), named by the translator that names every
+/// 0.3 route.
+fn rest_url(iface: &Interface, tenant: Option<&str>, v03: bool) -> Result<String, ExtendedError> {
+    let mut url = url::Url::parse(&iface.url).map_err(|e| {
+        ExtendedError::Fetch(FetchError::InvalidUrl {
+            url: iface.url.clone(),
+            reason: e.to_string(),
+        })
+    })?;
+    let route = if v03 {
+        translate::rest_request_to03(Op::GetExtendedAgentCard, "/extendedAgentCard", None, b"")
+            .map_err(|e| ExtendedError::Malformed(e.to_string()))?
+            .path
+    } else {
+        "/extendedAgentCard".to_owned()
+    };
+    {
+        let mut segs = url
+            .path_segments_mut()
+            .map_err(|_| ExtendedError::Malformed("interface URL cannot take a path".into()))?;
+        segs.pop_if_empty();
+        if let Some(t) = tenant.filter(|_| !v03) {
+            segs.push(t);
+        }
+        segs.extend(route.trim_start_matches('/').split('/'));
+    }
+    Ok(url.to_string())
 }
 
 /// The JSON-RPC request for the extended card: 1.0's `GetExtendedAgentCard` with the tenant, or

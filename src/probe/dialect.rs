@@ -1,12 +1,14 @@
 //! Probes in the dialect of the integration's chosen interface (pure, no I/O): which checks have
-//! a meaning in the agent's protocol version, a probe's 1.0 JSON-RPC body as the 0.3 agent's,
+//! a meaning in the agent's protocol version, a probe's 1.0 JSON-RPC body or HTTP+JSON request
+//! as the 0.3 agent's,
 //! and a 0.3 agent's answer and stream events back to 1.0, so the judgement reads the same 1.0
 //! answer for every agent. The translation is [`crate::translate`]'s, the one the data plane
 //! uses: nothing here rewrites a member itself.
 
 use bytes::Bytes;
 
-use super::{Check, Response, sse_data};
+use super::{Check, Request, Response, sse_data};
+use crate::profile::Binding;
 use crate::translate::{self, Dialect, Op, TranslateError};
 
 /// Why `check` asks nothing of an agent speaking `dialect`; `None` when it does.
@@ -39,6 +41,43 @@ pub(super) fn request_body(dialect: Dialect, op: Op, body: Bytes) -> Result<Byte
     translate::request_to03(op, &body).map(Bytes::from)
 }
 
+/// The HTTP+JSON probe `r` of `op` (its 1.0 route `path` below the interface URL `base`) as the
+/// agent's: unchanged for a 1.0 agent; for a 0.3 one, the 0.3 method, `/v1/…` route and body
+/// [`translate::rest_request_to03`] makes of it, as the data plane sends it.
+pub(super) fn rest_request(
+    dialect: Dialect,
+    op: Op,
+    base: &str,
+    path: &str,
+    r: Request,
+) -> Result<Request, TranslateError> {
+    if !dialect.translates() {
+        return Ok(r);
+    }
+    let body = r.body.as_deref().unwrap_or_default();
+    let t = translate::rest_request_to03(op, &format!("/{path}"), None, body)?;
+    let unsendable = || TranslateError::untranslatable("url", "cannot take the 0.3 route");
+    let mut url = url::Url::parse(base).map_err(|_| unsendable())?;
+    url.path_segments_mut()
+        .map_err(|_| unsendable())?
+        .pop_if_empty()
+        .extend(t.path.trim_start_matches('/').split('/'));
+    let mut headers = r.headers;
+    headers.remove(http::header::CONTENT_TYPE);
+    if !t.body.is_empty() {
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+    }
+    Ok(Request {
+        method: http::Method::from_bytes(t.method.as_bytes()).map_err(|_| unsendable())?,
+        url: url.to_string(),
+        headers,
+        body: (!t.body.is_empty()).then(|| Bytes::from(t.body)),
+    })
+}
+
 /// The agent's answer to a probe of `op` as a 1.0 agent's: unchanged for a 1.0 agent; for a 0.3
 /// one, a JSON-RPC answer translated with `answer_to10`, an event stream event by event with
 /// `event_to10` (up to the event 0.3 marks `final`), and anything that is not a JSON-RPC answer
@@ -51,10 +90,15 @@ pub(super) fn answer_to10(
     if !dialect.translates() {
         return Ok(resp);
     }
+    let rest = dialect.binding == Binding::HttpJson;
     if super::is_event_stream(resp.content_type.as_deref()) {
         let mut body = String::new();
         for data in sse_data(&resp.body) {
-            let t = translate::event_to10(op, data.as_bytes())?;
+            let t = if rest {
+                translate::rest_event_to10(op, data.as_bytes())?
+            } else {
+                translate::event_to10(op, data.as_bytes())?
+            };
             body.push_str("data: ");
             body.push_str(&String::from_utf8_lossy(&t.json));
             body.push_str("\n\n");
@@ -66,6 +110,18 @@ pub(super) fn answer_to10(
             body: Bytes::from(body),
             ..resp
         });
+    }
+    if rest {
+        return Ok(
+            match translate::rest_answer_to10(op, resp.status, &resp.body)? {
+                Some(t) => Response {
+                    status: t.status,
+                    content_type: Some("application/json".to_owned()),
+                    body: Bytes::from(t.json),
+                },
+                None => resp,
+            },
+        );
     }
     if !is_rpc_answer(&resp.body) {
         return Ok(resp);

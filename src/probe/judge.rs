@@ -112,9 +112,10 @@ pub fn request(check: &Check, target: &Target, n: usize) -> Result<Request, NotP
         ),
     };
     if !is_jsonrpc(iface.binding) {
-        return rest(target, headers, &path, op != Op::GetTask, params).ok_or(
+        let r = rest(target, headers, &path, op != Op::GetTask, params).ok_or(
             NotProbed::Unsendable("the interface URL cannot take a path"),
-        );
+        )?;
+        return Ok(dialect::rest_request(dialect, op, &iface.url, &path, r)?);
     }
     let mut r = jsonrpc(iface.url.clone(), headers, op.as_str(), params, target, n);
     if let Some(body) = r.body.take() {

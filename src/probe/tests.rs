@@ -324,6 +324,57 @@ fn a_0_3_probe_is_the_translated_request_with_0_3s_headers() {
     );
 }
 
+/// The probes of a 0.3 HTTP+JSON integration go out as 0.3's requests (the data plane's
+/// translation): its `/v1` routes, the proto's body, no `A2A-Version`; its answers and events
+/// are judged in their 1.0 form.
+#[test]
+fn a_0_3_http_json_probe_is_the_translated_request_and_its_answer_is_read_as_1_0() {
+    let (target, _) = plan(&state_at(PROBE, Binding::HttpJson, true, "0.3")).unwrap();
+    let r = request(&Check::Interface, &target, 0).unwrap();
+    assert_eq!(r.method, http::Method::GET);
+    assert_eq!(
+        r.url,
+        "https://a.example/a2a/v1/tasks/a2a-egress-probe-no-such-task"
+    );
+    assert!(r.headers.get("a2a-version").is_none(), "{:?}", r.headers);
+    assert!(r.body.is_none());
+    let r = request(&Check::Streaming, &target, 3).unwrap();
+    assert_eq!(r.url, "https://a.example/a2a/v1/message:stream");
+    assert_eq!(r.headers["content-type"], "application/json");
+    assert_eq!(
+        body(&r),
+        json!({"message": {"messageId": "a2a-egress-probe-3", "role": "ROLE_USER",
+            "content": [{"text": "echo ping"}], "metadata": {"skillId": "echo"}},
+            "configuration": {"blocking": true}})
+    );
+    // JS 0.3.14's 404 for an unknown task, and a stream of 0.3 events, read as 1.0's.
+    let missing = Response {
+        status: 404,
+        content_type: Some("application/json".into()),
+        body: Bytes::from_static(br#"{"code":-32001,"message":"Task not found"}"#),
+    };
+    let t = dialect::answer_to10(target.dialect, crate::translate::Op::GetTask, missing).unwrap();
+    let v: Value = serde_json::from_slice(&t.body).unwrap();
+    assert_eq!(v["error"]["details"][0]["reason"], "TASK_NOT_FOUND", "{v}");
+    let events = Response {
+        status: 200,
+        content_type: Some("text/event-stream".into()),
+        body: Bytes::from_static(
+            b"data: {\"statusUpdate\":{\"taskId\":\"t\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\"},\"final\":true}}\n\ndata: {\"x\":1}\n\n",
+        ),
+    };
+    let t = dialect::answer_to10(
+        target.dialect,
+        crate::translate::Op::SendStreamingMessage,
+        events,
+    )
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(t.body.to_vec()).unwrap(),
+        "data: {\"statusUpdate\":{\"taskId\":\"t\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\"}}}\n\n"
+    );
+}
+
 #[test]
 fn a_check_0_3_gives_no_meaning_is_not_probed_and_says_why() {
     let (target, _) = plan_03();

@@ -9,8 +9,8 @@
 //!   recorded in [`Profile::interfaces`] with why it was not chosen;
 //! - **translation**: a chosen interface the gateway cannot call → unusable
 //!   ([`Unusable::TranslationNotBuilt`]), so no untranslated call leaves: 1.0 over JSON-RPC and
-//!   HTTP+JSON go as they come, 0.3 over JSON-RPC is translated by the data plane ([`Interface::callable`]); 0.3 over
-//!   HTTP+JSON and gRPC are not built;
+//!   HTTP+JSON go as they come, 0.3 over either is translated by the data plane
+//!   ([`Interface::callable`]); gRPC is not built;
 //! - **required extensions**: a `required` extension whose URI the client does not know → unusable
 //!   ([`Unusable::RequiredExtensions`], naming every such URI, sorted). When both rules fail, the
 //!   interface reason is reported (it is checked first);
@@ -42,8 +42,7 @@ use crate::card::{SignatureStatus, ValidatedCard};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientCaps {
     /// Supported bindings; the client speaks each of them at every version in `versions`
-    /// (`Grpc`, and version `0.3` over HTTP+JSON, may be chosen but are not callable yet: see
-    /// [`Interface::callable`]).
+    /// (`Grpc` may be chosen but is not callable yet: see [`Interface::callable`]).
     pub bindings: Vec<Binding>,
     /// Supported `Major.Minor` versions.
     pub versions: Vec<String>,
@@ -439,10 +438,10 @@ mod tests {
         assert!(p.skills.contains_key("echo"));
     }
 
-    /// What the gateway can call: 0.3 over JSON-RPC (translated) is usable; 0.3 over HTTP+JSON
-    /// and gRPC are chosen but unusable until their translation exists.
+    /// What the gateway can call: 0.3 over JSON-RPC and HTTP+JSON (translated) is usable; gRPC
+    /// is chosen but unusable until the gRPC client exists.
     #[test]
-    fn a_chosen_0_3_jsonrpc_interface_is_usable_and_the_others_wait() {
+    fn a_chosen_0_3_interface_is_usable_and_grpc_waits() {
         let caps = ClientCaps {
             bindings: vec![Binding::JsonRpc, Binding::HttpJson, Binding::Grpc],
             versions: vec!["1.0".into(), "0.3".into()],
@@ -458,7 +457,8 @@ mod tests {
         assert!(with("JSONRPC", "0.3").is_usable());
         assert!(with("JSONRPC", "1.0").is_usable());
         assert!(with("HTTP+JSON", "1.0").is_usable());
-        for (b, v) in [("HTTP+JSON", "0.3"), ("GRPC", "1.0"), ("GRPC", "0.3")] {
+        assert!(with("HTTP+JSON", "0.3").is_usable());
+        for (b, v) in [("GRPC", "1.0"), ("GRPC", "0.3")] {
             assert_eq!(
                 with(b, v).unusable().cloned(),
                 Some(Unusable::TranslationNotBuilt {

@@ -110,13 +110,13 @@ impl Interface {
     }
 
     /// Whether the gateway can send calls to this interface: 1.0 over JSON-RPC or HTTP+JSON as
-    /// they come, 0.3 over JSON-RPC translated. The one place of the rule: the compiler makes a
-    /// chosen interface that is not callable unusable, and the data plane's translator reads its
-    /// dialect only from callable ones.
+    /// they come, 0.3 over JSON-RPC or HTTP+JSON translated. The one place of the rule: the
+    /// compiler makes a chosen interface that is not callable unusable, and the data plane's
+    /// translator reads its dialect only from callable ones.
     pub fn callable(&self) -> bool {
         matches!(
             (self.version.as_str(), self.binding),
-            ("1.0", Binding::JsonRpc | Binding::HttpJson) | ("0.3", Binding::JsonRpc)
+            ("1.0" | "0.3", Binding::JsonRpc | Binding::HttpJson)
         )
     }
 }
@@ -146,9 +146,9 @@ pub enum Unusable {
         /// The (binding, version) pairs the card offered, in card order.
         offered: Vec<(String, String)>,
     },
-    /// The chosen interface speaks a protocol version or binding that the gateway records but
-    /// cannot call yet: 0.3 and gRPC need translation (issue 20, item 2 onwards), so no call may
-    /// leave for it. Remove this variant when translation exists.
+    /// The chosen interface speaks a binding that the gateway records but cannot call yet: gRPC
+    /// (issue 20, item 3), at either version, so no call may leave for it. Remove this variant
+    /// when the gRPC client exists.
     TranslationNotBuilt {
         /// The chosen interface's binding (wire name).
         binding: String,
@@ -177,9 +177,8 @@ impl std::fmt::Display for Unusable {
             }
             Unusable::TranslationNotBuilt { binding, version } => write!(
                 f,
-                "the chosen interface is {binding} {version}: calls to it need {} translation, \
-                 which is not built yet",
-                if version == "1.0" { "gRPC" } else { "A2A 0.3" }
+                "the chosen interface is {binding} {version}: calls to it need a gRPC client, \
+                 which is not built yet (JSON-RPC and HTTP+JSON are callable at 1.0 and 0.3)"
             ),
             Unusable::RequiredExtensions { uris } => {
                 write!(f, "required extensions not supported: {}", uris.join(", "))

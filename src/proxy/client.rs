@@ -642,7 +642,9 @@ impl<'a> Job<'a> {
             method: method.as_str(),
             protocol_version: &at.plan.version,
             downgraded: out.downgraded,
-            http_method: self.session.req_header().method.as_str(),
+            // The method that leaves (a 0.3 HTTP+JSON subscription is a GET whatever came).
+            http_method: (at.plan.upstream_method)
+                .unwrap_or_else(|| self.session.req_header().method.as_str()),
             authority,
         };
         self.ctx.trace.parent = spans.attempt(t, &attempt);
@@ -738,15 +740,16 @@ async fn send<'g>(
     // which only reading it shows (another request's answer would otherwise pass), and it is
     // read within the same answer cap as any.
     let large = resp.content_length().is_some_and(|n| n > MAX_HELD_ERROR);
-    let rest = at.plan.binding == Binding::HttpJson;
+    // Never a 0.3 agent's: its bytes reach the caller only translated.
+    let rest = at.plan.binding == Binding::HttpJson && !at.plan.dialect.translates();
     if out.pass_large && rest && large && passes_unread(&resp.head().headers) {
         return Ok(Sent::Large(resp));
     }
     Ok(Sent::Whole(resp.read_all(MAX_ANSWER_BYTES, caller).await?))
 }
 
-/// The upstream request header of one request of an attempt: the caller's method, the planned
-/// path and the shaped headers ([`upstream_headers`]).
+/// The upstream request header of one request of an attempt: the caller's method (or the one
+/// the plan names for the agent), the planned path and the shaped headers ([`upstream_headers`]).
 ///
 /// Without a case map, and the shaped pairs go straight into the header map: every shaped name is
 /// already a lowercase `HeaderName`, which pingora's `append_header` would turn into a title-cased
@@ -766,12 +769,14 @@ fn request_header(
         out.body.len(),
         trace,
     );
-    let req = RequestHeader::build_no_case(
-        caller.method.clone(),
-        out.path.as_bytes(),
-        Some(shaped.len()),
-    )
-    .map_err(ClientError::Request)?;
+    let method = match at.plan.upstream_method {
+        Some(m) => http::Method::from_bytes(m.as_bytes())
+            .or_err(ErrorType::InvalidHTTPHeader, "the planned method")
+            .map_err(ClientError::Request)?,
+        None => caller.method.clone(),
+    };
+    let req = RequestHeader::build_no_case(method, out.path.as_bytes(), Some(shaped.len()))
+        .map_err(ClientError::Request)?;
     let mut parts = http::request::Parts::from(req);
     for (n, v) in shaped {
         parts

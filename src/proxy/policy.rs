@@ -104,6 +104,9 @@ pub struct Plan {
     pub upstream_path: String,
     /// The same for `SendMessage` (downgrades and the refused-stream retry).
     pub send_path: String,
+    /// The HTTP method of the call when it is not the caller's: a 0.3 HTTP+JSON agent reads a
+    /// subscription with `GET` (its proto's route), where a 1.0 caller may `POST`.
+    pub upstream_method: Option<&'static str>,
     /// The caller's JSON-RPC body with `params.tenant` spliced in, when the caller sent none;
     /// `None` means the original bytes are forwarded unchanged.
     pub rewritten_body: Option<Bytes>,
@@ -329,21 +332,37 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         }
         findings = screened.findings;
     }
-    if dialect.translates() {
-        rewritten_body = Some(to_03(f, method, rewritten_body.as_ref())?);
-    }
-    Ok(Plan {
+    let mut plan = Plan {
         method,
         binding: iface.binding,
         stream,
         tenant,
         upstream_path,
         send_path,
+        upstream_method: None,
         rewritten_body,
         version: iface.version.clone(),
         dialect,
         findings,
-    })
+    };
+    if dialect.translates() {
+        as_03(&mut plan, f, rest_path, &upstream.base_path)?;
+    }
+    Ok(plan)
+}
+
+/// Makes `plan` the call to a 0.3 agent: the translated body, and over HTTP+JSON 0.3's method
+/// and route. 0.3 HTTP+JSON has no tenant (a 0.3 integration has none): the agent's routes sit
+/// right below its URL (`base`), under 0.3's `/v1`.
+fn as_03(plan: &mut Plan, f: &Facts<'_>, rest_path: Option<&str>, base: &str) -> Result<(), Deny> {
+    let t = to_03(f, plan.method, rest_path, plan.rewritten_body.as_ref())?;
+    plan.rewritten_body = Some(t.body);
+    if let Some((m, path)) = t.rest {
+        plan.upstream_path = format!("{base}{path}");
+        plan.send_path = format!("{base}/v1/message:send");
+        plan.upstream_method = Some(m);
+    }
+    Ok(())
 }
 
 /// What the guard let leave: its findings (recorded or redacted) and the redacted body, if any.
@@ -404,19 +423,42 @@ pub fn screen_content(
     })
 }
 
+/// A request as the 0.3 agent's: its body, and over HTTP+JSON its HTTP method and path (below
+/// the interface URL, with the query).
+struct To03 {
+    body: Bytes,
+    rest: Option<(&'static str, String)>,
+}
+
 /// The request as the 0.3 agent's: translated from the body that would have gone to a 1.0
-/// agent, or refused (an operation 0.3 lacks, a field it cannot say) before anything leaves.
-fn to_03(f: &Facts<'_>, method: Method, body: Option<&Bytes>) -> Result<Bytes, Deny> {
-    let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
+/// agent (the guard's redaction included), or refused (an operation 0.3 lacks, a field it
+/// cannot say) before anything leaves. `rest_path` is the HTTP+JSON route, when the call is one.
+fn to_03(
+    f: &Facts<'_>,
+    method: Method,
+    rest_path: Option<&str>,
+    body: Option<&Bytes>,
+) -> Result<To03, Deny> {
     let op = Op::from_v10(method.as_str()).ok_or(Deny::MethodNotFound)?;
-    let body = body.unwrap_or(rpc.body());
-    match translate::request_to03(op, body) {
-        Ok(b) => Ok(Bytes::from(b)),
-        Err(TranslateError::NotInVersion { .. }) => Err(Deny::NotInAgentVersion(method)),
-        Err(TranslateError::Untranslatable { field, why }) => {
-            Err(Deny::Untranslatable { field, why })
-        }
+    let refused = |e| match e {
+        TranslateError::NotInVersion { .. } => Deny::NotInAgentVersion(method),
+        TranslateError::Untranslatable { field, why } => Deny::Untranslatable { field, why },
+    };
+    if let Some(path) = rest_path {
+        let body = body.map_or(f.body, |b| &b[..]);
+        let r = translate::rest_request_to03(op, path, f.query, body).map_err(refused)?;
+        return Ok(To03 {
+            body: Bytes::from(r.body),
+            rest: Some((r.method, r.path)),
+        });
     }
+    let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
+    let body = body.unwrap_or(rpc.body());
+    let b = translate::request_to03(op, body).map_err(refused)?;
+    Ok(To03 {
+        body: Bytes::from(b),
+        rest: None,
+    })
 }
 
 /// The operation, the tenant the caller named and (HTTP+JSON) the path below the interface, for
@@ -683,6 +725,50 @@ mod tests {
             d.message().contains("params.message.role"),
             "{}",
             d.message()
+        );
+    }
+
+    /// A 0.3 HTTP+JSON agent: the caller's 1.0 route, method and body leave as 0.3's (its `/v1`
+    /// route, `GET` for a subscription, the proto's body), and what 0.3 lacks is refused here.
+    #[test]
+    fn a_0_3_http_json_agent_gets_its_route_method_and_body() {
+        let mut p = profile(Binding::HttpJson, true, None);
+        p.interface.as_mut().unwrap().version = "0.3".into();
+        let s = state(integration(StreamingMode::Preferred), p);
+        let route = |path: &str| Route::Rest {
+            name: "echo".into(),
+            tenant: None,
+            path: path.into(),
+        };
+        let send = route("/message:send");
+        let body = text_msg().to_string();
+        let rest = crate::proxy::body::parse_rest_body(body.as_bytes(), true).unwrap();
+        let mut f = facts(&send, None);
+        f.rest_body = Some(&rest);
+        f.body = body.as_bytes();
+        let plan = decide(&s, &f).unwrap();
+        assert_eq!(plan.upstream_path, "/rest/v1/message:send");
+        assert_eq!(plan.send_path, "/rest/v1/message:send");
+        assert_eq!(plan.upstream_method, Some("POST"));
+        let sent: Value = serde_json::from_slice(&plan.rewritten_body.unwrap()).unwrap();
+        assert_eq!(
+            sent,
+            json!({"message": {"messageId": "m", "role": "ROLE_USER", "content": [{"text": "hi"}]},
+                "configuration": {"blocking": true}})
+        );
+        let sub = route("/tasks/a%20b:subscribe");
+        let plan = decide(&s, &facts(&sub, None)).unwrap();
+        assert_eq!(
+            (plan.upstream_method, plan.upstream_path.as_str()),
+            (Some("GET"), "/rest/v1/tasks/a%20b:subscribe")
+        );
+        assert_eq!(plan.rewritten_body.as_deref(), Some(&b""[..]));
+        let list = route("/tasks");
+        let mut f = facts(&list, None);
+        f.http_method = "GET";
+        assert_eq!(
+            decide(&s, &f).unwrap_err(),
+            Deny::NotInAgentVersion(Method::ListTasks)
         );
     }
 

@@ -12,6 +12,7 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use super::headers::{Side, crosses};
 use super::policy::Plan;
 use super::trace::Trace;
+use crate::profile::Binding;
 use crate::state::IntegrationState;
 use crate::state::Upstream;
 
@@ -34,13 +35,27 @@ pub fn upstream_headers(
 ) -> Vec<(HeaderName, HeaderValue)> {
     let mut out: Vec<(HeaderName, HeaderValue)> = Vec::with_capacity(caller.len().min(16) + 9);
     let extra = &state.integration.forward_headers;
+    // A 0.3 HTTP+JSON request is the translator's body, not the caller's: it is JSON, and says
+    // so as 0.3 servers read it (JS 0.3.14's `express.json()` parses only `application/json`,
+    // where a 1.0 caller may send `application/a2a+json`); a bodiless one (GET, DELETE) says
+    // nothing.
+    let own_type = plan.dialect.translates() && plan.binding == Binding::HttpJson;
     for (n, v) in caller {
+        if own_type && *n == header::CONTENT_TYPE {
+            continue;
+        }
         // The trace headers are written from the request's checked trace context below, even
         // when `forward_headers` lists them, so a malformed one never leaves and none doubles;
         // reserved names are refused in `forward_headers` and checked again there.
         if crosses(Side::Caller, n, extra) {
             out.push((n.clone(), v.clone()));
         }
+    }
+    if own_type && body_len > 0 {
+        out.push((
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        ));
     }
     if upstream.pass_through_auth {
         for v in caller.get_all(header::AUTHORIZATION) {
@@ -134,6 +149,7 @@ mod tests {
             tenant: None,
             upstream_path: "/a2a".into(),
             send_path: "/a2a".into(),
+            upstream_method: None,
             rewritten_body: None,
             version: "1.0".into(),
             dialect: Dialect {
@@ -249,6 +265,40 @@ mod tests {
         assert_eq!(
             get("x-a2a-extensions"),
             [&HeaderValue::from_static("urn:b")]
+        );
+    }
+
+    /// A 0.3 HTTP+JSON agent gets the translator's body as `application/json` (JS 0.3.14 reads
+    /// no other type), whatever type the 1.0 caller sent, and a bodiless call says no type.
+    #[test]
+    fn a_0_3_http_json_agent_gets_json_as_application_json() {
+        let mut h = HeaderMap::new();
+        h.append(
+            "content-type",
+            HeaderValue::from_static("application/a2a+json"),
+        );
+        let mut p = plan();
+        p.binding = Binding::HttpJson;
+        p.dialect = Dialect {
+            protocol: Protocol::V0_3,
+            binding: Binding::HttpJson,
+        };
+        let up = Upstream::for_tests("https://a.example/a2a");
+        let trace = Trace::of(&h);
+        for (len, want) in [(3, vec!["application/json"]), (0, vec![])] {
+            let out = upstream_headers(&h, &state(&[]), &up, &p, len, &trace);
+            let types: Vec<&str> = out
+                .iter()
+                .filter(|(k, _)| k == "content-type")
+                .map(|(_, v)| v.to_str().unwrap())
+                .collect();
+            assert_eq!(types, want, "{out:?}");
+        }
+        // A 1.0 agent gets the caller's type, as before.
+        let out = upstream_headers(&h, &state(&[]), &up, &plan(), 3, &trace);
+        assert!(
+            out.iter()
+                .any(|(k, v)| k == "content-type" && v == "application/a2a+json")
         );
     }
 

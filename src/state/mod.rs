@@ -794,14 +794,14 @@ mod tests {
             check_contract(&v, &profile("https://a.example/a2a")),
             Err(ContractError::VersionPinned { .. })
         ));
-        // A 0.3 interface the gateway cannot call yet (HTTP+JSON 0.3): a pinned tenant cannot be
+        // A 0.3 interface the gateway cannot call yet (gRPC 0.3): a pinned tenant cannot be
         // sent; a 1.0 pin says why, before the profile's own "not built yet".
         let v03 = Profile::builder()
             .url("https://a.example/a2a")
-            .binding(Binding::HttpJson)
+            .binding(Binding::Grpc)
             .version("0.3")
             .unusable(crate::profile::Unusable::TranslationNotBuilt {
-                binding: "HTTP+JSON".into(),
+                binding: "GRPC".into(),
                 version: "0.3".into(),
             })
             .skill("echo")

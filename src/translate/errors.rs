@@ -1,4 +1,5 @@
-//! 0.3 JSON-RPC errors as 1.0 errors (pure, no I/O).
+//! 0.3 errors as 1.0 errors, on either binding (pure, no I/O): a JSON-RPC error object, or an
+//! HTTP+JSON error answer as the 1.0 `google.rpc.Status`.
 //!
 //! 0.3 and 1.0 share the codes -32001..-32007 (0.3's -32007 is
 //! `AuthenticatedExtendedCardNotConfiguredError`, 1.0's `ExtendedAgentCardNotConfiguredError`) and
@@ -72,6 +73,26 @@ fn details(reason: &str, metadata: Option<String>) -> Out<'static> {
     Out::Owned(s)
 }
 
+/// The 1.0 code and ErrorInfo of a 0.3 error `code` answering `op` with message `said` (the
+/// rules of the module doc, the same on both bindings).
+fn mapped(op: Op, code: i64, said: &str) -> (i64, Option<Out<'static>>) {
+    // A refused resubscription is no reason to resend anything: only a refused stream is.
+    let streams = op == Op::SendStreamingMessage;
+    match code {
+        -32603 if streams && says_streaming_unsupported(said) => {
+            (-32004, reason(-32004).map(|r| details(r, None)))
+        }
+        -32008 | -32009 => (
+            -32603,
+            Some(details(
+                "INTERNAL_ERROR",
+                Some(format!(r#"{{"agentCode":"{code}"}}"#)),
+            )),
+        ),
+        c => (c, reason(c).map(|r| details(r, None))),
+    }
+}
+
 /// A 0.3 error object answering `op` → the 1.0 error object.
 pub(super) fn error_to10<'a>(op: Op, raw: &'a RawValue) -> Result<Out<'a>, TranslateError> {
     let f = "error";
@@ -84,24 +105,93 @@ pub(super) fn error_to10<'a>(op: Op, raw: &'a RawValue) -> Result<Out<'a>, Trans
         .get("message")
         .ok_or_else(|| TranslateError::untranslatable("error.message", "is required"))?;
     let said = text(message, "error.message")?;
-    // A refused resubscription is no reason to resend anything: only a refused stream is.
-    let streams = op == Op::SendStreamingMessage;
-    let (code, data) = match code {
-        -32603 if streams && says_streaming_unsupported(&said) => {
-            (-32004, reason(-32004).map(|r| details(r, None)))
-        }
-        -32008 | -32009 => (
-            -32603,
-            Some(details(
-                "INTERNAL_ERROR",
-                Some(format!(r#"{{"agentCode":"{code}"}}"#)),
-            )),
-        ),
-        c => (c, reason(c).map(|r| details(r, None))),
-    };
+    let (code, data) = mapped(op, code, &said);
     Ok(Out::Obj(vec![
         ("code", Some(Out::Owned(code.to_string()))),
         ("message", Some(Out::Raw(message))),
         ("data", data),
     ]))
+}
+
+/// The HTTP status and `google.rpc.Status` code name of a 1.0 error over HTTP+JSON (A2A
+/// specification's error table, FACTS §7); `None` for a code 1.0 does not define.
+fn http_of(code: i64) -> Option<(u16, &'static str)> {
+    Some(match code {
+        -32001 | -32601 => (404, "NOT_FOUND"),
+        -32002 | -32003 | -32004 | -32007 => (400, "FAILED_PRECONDITION"),
+        -32005 | -32700 | -32600 | -32602 => (400, "INVALID_ARGUMENT"),
+        -32006 | -32603 => (500, "INTERNAL"),
+        _ => return None,
+    })
+}
+
+/// The 0.3 error an HTTP+JSON answer of `status` names when it carries no code: Python a2a-sdk
+/// 0.3.26 sends `{"message"}` with the status of its `A2AErrorToHttpStatus` table, read back
+/// here (`op` tells its two 404s apart); a body the web framework wrote (FastAPI's `{"detail"}`:
+/// no A2A handler ran) says only that the route is not there (MethodNotFound, as a JSON-RPC
+/// agent without the method answers: no stale mark, since a new card would not add the route),
+/// or its parameters are wrong.
+fn code_of_status(op: Op, status: u16, framework: bool) -> i64 {
+    let push = matches!(
+        op,
+        Op::CreatePushConfig | Op::GetPushConfig | Op::ListPushConfigs | Op::DeletePushConfig
+    );
+    match (framework, status) {
+        (true, 404 | 405) => -32601,
+        (_, 422) => -32602,
+        (true, _) => -32603,
+        (false, 400) => -32600,
+        (false, 404) if op == Op::GetExtendedAgentCard => -32007,
+        (false, 404) => -32001,
+        (false, 409) => -32002,
+        (false, 415) => -32005,
+        (false, 501) if push => -32003,
+        (false, 501) => -32004,
+        (false, 502) => -32006,
+        (false, _) => -32603,
+    }
+}
+
+/// A 0.3 HTTP+JSON error answer of `status` to `op` → the 1.0 one: its HTTP status and a
+/// `google.rpc.Status` body with the ErrorInfo (FACTS §6). The 0.3 SDKs write no Status: JS
+/// 0.3.14 sends `{"code", "message"}` with the JSON-RPC code, Python 0.3.26 `{"message"}` alone
+/// (README of `tests/fixtures/wire/v03`, fact 9), FastAPI `{"detail"}` for a route it lacks.
+/// `None` for a body that is none of these (an HTML page, a proxy's text): it passes as it came,
+/// as from a 1.0 agent, and is judged as such.
+pub(super) fn rest_error_to10(op: Op, status: u16, body: &[u8]) -> Option<(u16, String)> {
+    let e = Obj::parse_str(std::str::from_utf8(body).ok()?, "body").ok()?;
+    let said = e.get("message").and_then(text_of);
+    let detail = e.get("detail").and_then(text_of);
+    let code = match e.get("code") {
+        Some(c) => c.get().parse::<i64>().ok()?,
+        None if said.is_some() => code_of_status(op, status, false),
+        None if e.has_key("detail") => code_of_status(op, status, true),
+        None => return None,
+    };
+    let message = said.or(detail);
+    let (code, info) = mapped(op, code, message.as_ref().map_or("", |(_, t)| t.as_str()));
+    let (http, name) = http_of(code).unwrap_or((status, "UNKNOWN"));
+    let error = Out::Obj(vec![
+        ("code", Some(Out::Owned(http.to_string()))),
+        ("status", Some(Out::Lit(quoted_status(name)))),
+        ("message", message.map(|(raw, _)| Out::Raw(raw))),
+        ("details", info),
+    ]);
+    Some((http, Out::Obj(vec![("error", Some(error))]).to_json()))
+}
+
+/// A JSON string's raw text and its value.
+fn text_of(raw: &RawValue) -> Option<(&RawValue, String)> {
+    text(raw, "").ok().map(|t| (raw, t))
+}
+
+/// A `google.rpc.Code` name as JSON text.
+fn quoted_status(name: &str) -> &'static str {
+    match name {
+        "NOT_FOUND" => "\"NOT_FOUND\"",
+        "FAILED_PRECONDITION" => "\"FAILED_PRECONDITION\"",
+        "INVALID_ARGUMENT" => "\"INVALID_ARGUMENT\"",
+        "INTERNAL" => "\"INTERNAL\"",
+        _ => "\"UNKNOWN\"",
+    }
 }

@@ -1,6 +1,8 @@
-//! Translation between the A2A 1.0 JSON-RPC the orchestrator speaks to the gateway and the A2A
-//! 0.3 JSON-RPC an agent speaks (pure, no I/O): requests toward the agent, answers, stream events
-//! and errors back (issue 20 item 2; FACTS §11 is the table of differences).
+//! Translation between the A2A 1.0 the orchestrator speaks to the gateway and the A2A 0.3 an
+//! agent speaks, on the binding the two share (pure, no I/O): requests toward the agent, answers,
+//! stream events and errors back (issue 20 item 2; FACTS §11 is the table of differences).
+//! JSON-RPC in `rpc`, HTTP+JSON (the 0.3 gRPC transcoding) in `rest`, both through the one set of
+//! object conversions in `objects`.
 //!
 //! The rules every function here keeps:
 //! - **Only what both versions say crosses.** Each object is rebuilt from the members its
@@ -13,13 +15,16 @@
 //!   are copied as the exact JSON text that came (see `raw`): no float rounding, no re-escaping.
 //! - **A duplicate key anywhere the translator reads is refused**, as the request parser does.
 //!
-//! The HTTP+JSON 0.3 binding and gRPC are not translated here (their profiles stay unusable).
+//! gRPC is not translated here (its profiles stay unusable).
 
 mod errors;
 mod objects;
 mod raw;
+mod rest;
 mod rpc;
 
+#[cfg(test)]
+mod rest_tests;
 #[cfg(test)]
 mod tests;
 
@@ -30,6 +35,7 @@ use http::{HeaderName, HeaderValue};
 use crate::profile::{Binding, Interface};
 
 pub use errors::says_streaming_unsupported;
+pub use rest::{RestAnswer, RestRequest, rest_answer_to10, rest_event_to10, rest_request_to03};
 pub use rpc::{Translated, answer_to10, event_to10, method_03, request_to03};
 
 /// The A2A protocol version a call goes out in: the bounded `protocol` label of upstream metrics.
@@ -65,8 +71,8 @@ pub struct Dialect {
 
 impl Dialect {
     /// The dialect of a chosen interface, when the gateway can call it: 1.0 over JSON-RPC or
-    /// HTTP+JSON as it comes, 0.3 over JSON-RPC translated; `None` for every other pair (0.3
-    /// HTTP+JSON, gRPC), which the compiler leaves unusable.
+    /// HTTP+JSON as it comes, 0.3 over either translated; `None` for gRPC, which the compiler
+    /// leaves unusable.
     pub fn of(iface: &Interface) -> Option<Dialect> {
         // Which interfaces can be called at all is the profile's rule; this only names the dialect.
         if !iface.callable() {

@@ -5,6 +5,12 @@
 //! version has no place for is left out, never passed on half-translated (an unknown 0.3 member
 //! reaching a 1.0 SDK client would be read as something else, or refused). Direction names say
 //! where the object goes: `*_to03` toward a 0.3 agent, `*_to10` toward the 1.0 caller.
+//!
+//! A 0.3 agent spells the same objects two ways ([`Wire`]): its JSON-RPC binding writes the 0.3
+//! JSON schema's objects, its HTTP+JSON binding the ProtoJSON of the 0.3 gRPC transcoding. Each
+//! conversion is written once and asks the wire only where the two spellings part (a role, a
+//! state, a part, a discriminator, a member name), so a fix to one object is a fix on both
+//! bindings (`tests/fixtures/wire/v03/` holds both SDKs' recordings of either).
 
 use serde_json::value::RawValue;
 
@@ -13,96 +19,192 @@ use super::raw::{Obj, Out, boolean, each, integer, object, opt, req, string, str
 
 type R<'a> = Result<Option<Out<'a>>, TranslateError>;
 
-/// 1.0 `Role` (name or ProtoJSON number) → 0.3 role.
-fn role_to03<'a>(raw: &RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
-    match raw.get() {
-        "\"ROLE_USER\"" | "1" => Ok(Out::Lit("\"user\"")),
-        "\"ROLE_AGENT\"" | "2" => Ok(Out::Lit("\"agent\"")),
-        _ => Err(TranslateError::untranslatable(
+/// How a 0.3 agent spells its objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wire {
+    /// The JSON-RPC binding: `kind` discriminators, `user`/`completed`, parts under `parts`,
+    /// files as `{bytes|uri, mimeType, name}`.
+    Rpc,
+    /// The HTTP+JSON binding (the 0.3 proto's ProtoJSON): no `kind`, `ROLE_*`/`TASK_STATE_*`
+    /// (with the proto's `TASK_STATE_CANCELLED`), a message's parts under `content`, files as
+    /// `{fileWithBytes|fileWithUri, mimeType, name}`, data as `{data: {...}}`, results and
+    /// events wrapped (`{task}`, `{message}`, `{statusUpdate}`, `{artifactUpdate}`).
+    Rest,
+}
+
+/// 1.0 `Role` (name or ProtoJSON number) → 0.3 role (the proto's own name on HTTP+JSON).
+fn role_to03<'a>(w: Wire, raw: &RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let user = match raw.get() {
+        "\"ROLE_USER\"" | "1" => true,
+        "\"ROLE_AGENT\"" | "2" => false,
+        _ => {
+            return Err(TranslateError::untranslatable(
+                field,
+                "is not ROLE_USER or ROLE_AGENT",
+            ));
+        }
+    };
+    Ok(Out::Lit(match (w, user) {
+        (Wire::Rpc, true) => "\"user\"",
+        (Wire::Rpc, false) => "\"agent\"",
+        (Wire::Rest, true) => "\"ROLE_USER\"",
+        (Wire::Rest, false) => "\"ROLE_AGENT\"",
+    }))
+}
+
+/// 0.3 role → 1.0 `Role`.
+fn role_to10<'a>(w: Wire, raw: &RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    match (w, raw.get()) {
+        (Wire::Rpc, _) => match text(raw, field)?.as_str() {
+            "user" => Ok(Out::Lit("\"ROLE_USER\"")),
+            "agent" => Ok(Out::Lit("\"ROLE_AGENT\"")),
+            _ => Err(TranslateError::untranslatable(
+                field,
+                "is not user or agent",
+            )),
+        },
+        // ProtoJSON: the enum's name, or its number.
+        (Wire::Rest, "\"ROLE_USER\"" | "1") => Ok(Out::Lit("\"ROLE_USER\"")),
+        (Wire::Rest, "\"ROLE_AGENT\"" | "2") => Ok(Out::Lit("\"ROLE_AGENT\"")),
+        (Wire::Rest, _) => Err(TranslateError::untranslatable(
             field,
             "is not ROLE_USER or ROLE_AGENT",
         )),
     }
 }
 
-/// 0.3 role → 1.0 `Role`.
-fn role_to10<'a>(raw: &RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
-    match text(raw, field)?.as_str() {
-        "user" => Ok(Out::Lit("\"ROLE_USER\"")),
-        "agent" => Ok(Out::Lit("\"ROLE_AGENT\"")),
-        _ => Err(TranslateError::untranslatable(
-            field,
-            "is not user or agent",
-        )),
-    }
-}
-
-/// The task states of both versions, in 1.0's numbering (ProtoJSON may send the number).
-const STATES: [(&str, &str); 9] = [
-    ("\"TASK_STATE_UNSPECIFIED\"", "\"unknown\""),
-    ("\"TASK_STATE_SUBMITTED\"", "\"submitted\""),
-    ("\"TASK_STATE_WORKING\"", "\"working\""),
-    ("\"TASK_STATE_COMPLETED\"", "\"completed\""),
-    ("\"TASK_STATE_FAILED\"", "\"failed\""),
-    ("\"TASK_STATE_CANCELED\"", "\"canceled\""),
-    ("\"TASK_STATE_INPUT_REQUIRED\"", "\"input-required\""),
-    ("\"TASK_STATE_REJECTED\"", "\"rejected\""),
-    ("\"TASK_STATE_AUTH_REQUIRED\"", "\"auth-required\""),
+/// The task states of both versions, in 1.0's (and the 0.3 proto's) numbering, ProtoJSON may
+/// send the number: 1.0's name, the 0.3 JSON-RPC name, the 0.3 proto's name (HTTP+JSON), which
+/// spells one state `TASK_STATE_CANCELLED` where 1.0 writes `TASK_STATE_CANCELED`.
+const STATES: [(&str, &str, &str); 9] = [
+    (
+        "\"TASK_STATE_UNSPECIFIED\"",
+        "\"unknown\"",
+        "\"TASK_STATE_UNSPECIFIED\"",
+    ),
+    (
+        "\"TASK_STATE_SUBMITTED\"",
+        "\"submitted\"",
+        "\"TASK_STATE_SUBMITTED\"",
+    ),
+    (
+        "\"TASK_STATE_WORKING\"",
+        "\"working\"",
+        "\"TASK_STATE_WORKING\"",
+    ),
+    (
+        "\"TASK_STATE_COMPLETED\"",
+        "\"completed\"",
+        "\"TASK_STATE_COMPLETED\"",
+    ),
+    (
+        "\"TASK_STATE_FAILED\"",
+        "\"failed\"",
+        "\"TASK_STATE_FAILED\"",
+    ),
+    (
+        "\"TASK_STATE_CANCELED\"",
+        "\"canceled\"",
+        "\"TASK_STATE_CANCELLED\"",
+    ),
+    (
+        "\"TASK_STATE_INPUT_REQUIRED\"",
+        "\"input-required\"",
+        "\"TASK_STATE_INPUT_REQUIRED\"",
+    ),
+    (
+        "\"TASK_STATE_REJECTED\"",
+        "\"rejected\"",
+        "\"TASK_STATE_REJECTED\"",
+    ),
+    (
+        "\"TASK_STATE_AUTH_REQUIRED\"",
+        "\"auth-required\"",
+        "\"TASK_STATE_AUTH_REQUIRED\"",
+    ),
 ];
 
 /// 0.3 `TaskState` → 1.0 (`unknown` is `TASK_STATE_UNSPECIFIED`).
-pub(super) fn state_to10<'a>(raw: &RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
-    let name = format!("\"{}\"", text(raw, field)?);
-    STATES
-        .iter()
-        .find(|(_, v03)| *v03 == name)
-        .map(|(v10, _)| Out::Lit(v10))
+pub(super) fn state_to10<'a>(
+    w: Wire,
+    raw: &RawValue,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
+    let found = match w {
+        Wire::Rpc => {
+            let name = format!("\"{}\"", text(raw, field)?);
+            STATES.iter().find(|(_, v03, _)| *v03 == name)
+        }
+        Wire::Rest => {
+            let t = raw.get();
+            STATES
+                .iter()
+                .enumerate()
+                .find(|(i, (_, _, rest))| *rest == t || i.to_string() == t)
+                .map(|(_, s)| s)
+        }
+    };
+    found
+        .map(|(v10, _, _)| Out::Lit(v10))
         .ok_or_else(|| TranslateError::untranslatable(field, "is not an A2A 0.3 task state"))
 }
 
 /// 1.0 `TaskState` (name or number) → 0.3.
 #[cfg(test)]
-pub(super) fn state_to03(raw: &RawValue, field: &str) -> Result<Out<'static>, TranslateError> {
+pub(super) fn state_to03(
+    w: Wire,
+    raw: &RawValue,
+    field: &str,
+) -> Result<Out<'static>, TranslateError> {
     let t = raw.get();
     STATES
         .iter()
         .enumerate()
-        .find(|(i, (v10, _))| *v10 == t || i.to_string() == t)
-        .map(|(_, (_, v03))| Out::Lit(v03))
+        .find(|(i, (v10, _, _))| *v10 == t || i.to_string() == t)
+        .map(|(_, (_, rpc, rest))| Out::Lit(if w == Wire::Rpc { rpc } else { rest }))
         .ok_or_else(|| TranslateError::untranslatable(field, "is not an A2A 1.0 task state"))
 }
 
 /// 1.0 `Part` (one of `text`/`raw`/`url`/`data`) → 0.3 `TextPart`/`FilePart`/`DataPart`.
 /// `mediaType` and `filename` have a place only on a file; 0.3 data must be an object.
-pub(super) fn part_to03<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+pub(super) fn part_to03<'a>(
+    w: Wire,
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
     let p = Obj::parse(raw, field)?;
     let meta = opt(&p, "metadata", field, object)?;
     let which: Vec<&str> = ["text", "raw", "url", "data"]
         .into_iter()
         .filter(|k| p.has(k))
         .collect();
+    // The discriminator the JSON-RPC binding writes; the proto's oneof needs none.
+    let kind = |k: &'static str| (w == Wire::Rpc).then_some(Out::Lit(k));
     match which.as_slice() {
         ["text"] => Ok(Out::Obj(vec![
-            ("kind", Some(Out::Lit("\"text\""))),
+            ("kind", kind("\"text\"")),
             ("text", opt(&p, "text", field, string)?),
             ("metadata", meta),
         ])),
         [k @ ("raw" | "url")] => {
+            let content = match (w, *k) {
+                (Wire::Rpc, "raw") => "bytes",
+                (Wire::Rpc, _) => "uri",
+                (Wire::Rest, "raw") => "fileWithBytes",
+                (Wire::Rest, _) => "fileWithUri",
+            };
             let file = Out::Obj(vec![
-                (
-                    if *k == "raw" { "bytes" } else { "uri" },
-                    opt(&p, k, field, string)?,
-                ),
+                (content, opt(&p, k, field, string)?),
                 ("mimeType", opt(&p, "mediaType", field, string)?),
                 ("name", opt(&p, "filename", field, string)?),
             ]);
             Ok(Out::Obj(vec![
-                ("kind", Some(Out::Lit("\"file\""))),
+                ("kind", kind("\"file\"")),
                 ("file", Some(file)),
                 ("metadata", meta),
             ]))
         }
-        ["data"] => data_part_to03(&p, field, meta),
+        ["data"] => data_part_to03(w, &p, field, meta),
         [] => Err(TranslateError::untranslatable(
             field,
             "has none of text, raw, url, data",
@@ -118,10 +220,27 @@ pub(super) fn part_to03<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, T
 /// SDKs' convention: Python a2a-sdk 1.3's `compat.v0_3.conversions`).
 const DATA_PART_COMPAT: &str = "data_part_compat";
 
+/// A 0.3 `DataPart` with object data `data`: `{kind: "data", data}` on JSON-RPC, the proto's
+/// `{data: {data}}` (a `DataPart` message holding a `Struct`) on HTTP+JSON.
+fn data_part<'a>(w: Wire, data: Out<'a>, metadata: Option<Out<'a>>) -> Out<'a> {
+    match w {
+        Wire::Rpc => Out::Obj(vec![
+            ("kind", Some(Out::Lit("\"data\""))),
+            ("data", Some(data)),
+            ("metadata", metadata),
+        ]),
+        Wire::Rest => Out::Obj(vec![
+            ("data", Some(Out::Obj(vec![("data", Some(data))]))),
+            ("metadata", metadata),
+        ]),
+    }
+}
+
 /// A 1.0 data part → 0.3 `DataPart`. 0.3 data is an object; any other JSON value (a 1.0 data part
 /// holds any) goes as `{"value": X}` with `metadata.data_part_compat: true`, as the SDKs send it,
 /// and [`data_part_to10`] unwraps it on the way back.
 fn data_part_to03<'a>(
+    w: Wire,
     p: &Obj<'a>,
     field: &str,
     meta: Option<Out<'a>>,
@@ -147,11 +266,7 @@ fn data_part_to03<'a>(
         None => None,
     };
     if let Ok(obj) = object(data, &df) {
-        return Ok(Out::Obj(vec![
-            ("kind", Some(Out::Lit("\"data\""))),
-            ("data", Some(obj)),
-            ("metadata", meta),
-        ]));
+        return Ok(data_part(w, obj, meta));
     }
     // The marker goes first, the caller's metadata after it byte for byte.
     let marker = format!("\"{DATA_PART_COMPAT}\":true");
@@ -162,14 +277,8 @@ fn data_part_to03<'a>(
         }
         _ => format!("{{{marker}}}"),
     };
-    Ok(Out::Obj(vec![
-        ("kind", Some(Out::Lit("\"data\""))),
-        (
-            "data",
-            Some(Out::Obj(vec![("value", Some(Out::Raw(data)))])),
-        ),
-        ("metadata", Some(Out::Owned(metadata))),
-    ]))
+    let wrapped = Out::Obj(vec![("value", Some(Out::Raw(data)))]);
+    Ok(data_part(w, wrapped, Some(Out::Owned(metadata))))
 }
 
 /// Whether a JSON value is true as Python reads it (the SDKs' `if data_part_compat:`): not
@@ -185,14 +294,19 @@ fn truthy(raw: &RawValue) -> bool {
     }
 }
 
-/// A 0.3 `DataPart` → the 1.0 part's `data` and `metadata`: with `metadata.data_part_compat`
-/// true (as Python reads it) and data `{"value": X, …}` (the SDKs' wrapping of a non-object
-/// value), `X` and the
-/// metadata without the marker (its other members' values as they came; their names written
-/// anew, so an escaped name may come back escaped differently).
-fn data_part_to10<'a>(p: &Obj<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
+/// A 0.3 `DataPart` (its object data `data`, at `df`, and the part `p` for its metadata) → the
+/// 1.0 part's `data` and `metadata`: with `metadata.data_part_compat` true (as Python reads it)
+/// and data `{"value": X, …}` (the SDKs' wrapping of a non-object value), `X` and the metadata
+/// without the marker (its other members' values as they came; their names written anew, so an
+/// escaped name may come back escaped differently).
+fn data_part_to10<'a>(
+    p: &Obj<'a>,
+    data: &'a RawValue,
+    df: &str,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
     let meta = opt(p, "metadata", field, object)?;
-    let data = req(p, "data", field, object)?;
+    let obj = object(data, df)?;
     let wrapped = match p.get("metadata") {
         Some(m) => {
             let members = Obj::parse(m, &format!("{field}.metadata"))?;
@@ -202,13 +316,12 @@ fn data_part_to10<'a>(p: &Obj<'a>, field: &str) -> Result<Out<'a>, TranslateErro
         None => None,
     };
     let Some(members) = wrapped else {
-        return Ok(Out::Obj(vec![("data", data), ("metadata", meta)]));
+        return Ok(Out::Obj(vec![("data", Some(obj)), ("metadata", meta)]));
     };
     // As the SDKs read it: `data["value"]`, other members of `data` ignored.
-    let df = format!("{field}.data");
-    let inner = p.get("data").map(|d| Obj::parse(d, &df)).transpose()?;
-    let value = inner.as_ref().and_then(|o| o.raw("value")).ok_or_else(|| {
-        TranslateError::untranslatable(&df, "has no value member, which data_part_compat says")
+    let inner = Obj::parse(data, df)?;
+    let value = inner.raw("value").ok_or_else(|| {
+        TranslateError::untranslatable(df, "has no value member, which data_part_compat says")
     })?;
     let rest: Vec<_> = members
         .entries()
@@ -220,28 +333,78 @@ fn data_part_to10<'a>(p: &Obj<'a>, field: &str) -> Result<Out<'a>, TranslateErro
     ]))
 }
 
-/// 0.3 part (by `kind`) → 1.0 `Part`.
-pub(super) fn part_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+/// What a 0.3 part is: JSON-RPC says so in `kind`; on HTTP+JSON the one member of the proto's
+/// oneof that is present does.
+fn part_kind(w: Wire, p: &Obj<'_>, field: &str) -> Result<String, TranslateError> {
+    let kf = format!("{field}.kind");
+    match w {
+        Wire::Rpc => {
+            let kind = p
+                .get("kind")
+                .ok_or_else(|| TranslateError::untranslatable(&kf, "is required"))?;
+            text(kind, &kf)
+        }
+        Wire::Rest => {
+            let which: Vec<&str> = ["text", "file", "data"]
+                .into_iter()
+                .filter(|k| p.has(k))
+                .collect();
+            match which.as_slice() {
+                [one] => Ok((*one).to_owned()),
+                _ => Err(TranslateError::untranslatable(
+                    field,
+                    "has not exactly one of text, file, data",
+                )),
+            }
+        }
+    }
+}
+
+/// 0.3 part → 1.0 `Part`.
+pub(super) fn part_to10<'a>(
+    w: Wire,
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
     let p = Obj::parse(raw, field)?;
-    let kind = p
-        .get("kind")
-        .ok_or_else(|| TranslateError::untranslatable(&format!("{field}.kind"), "is required"))?;
+    let kind = part_kind(w, &p, field)?;
     let meta = opt(&p, "metadata", field, object)?;
-    match text(kind, &format!("{field}.kind"))?.as_str() {
+    match kind.as_str() {
         "text" => Ok(Out::Obj(vec![
             ("text", req(&p, "text", field, string)?),
             ("metadata", meta),
         ])),
-        "data" => data_part_to10(&p, field),
+        "data" => {
+            let df = format!("{field}.data");
+            let data = p
+                .get("data")
+                .ok_or_else(|| TranslateError::untranslatable(&df, "is required"))?;
+            match w {
+                Wire::Rpc => data_part_to10(&p, data, &df, field),
+                // The proto's `DataPart` message around the `Struct`.
+                Wire::Rest => {
+                    let holder = Obj::parse(data, &df)?;
+                    let inner = format!("{df}.data");
+                    let data = holder
+                        .get("data")
+                        .ok_or_else(|| TranslateError::untranslatable(&inner, "is required"))?;
+                    data_part_to10(&p, data, &inner, field)
+                }
+            }
+        }
         "file" => {
             let ff = format!("{field}.file");
             let file = p
                 .get("file")
                 .ok_or_else(|| TranslateError::untranslatable(&ff, "is required"))?;
             let f = Obj::parse(file, &ff)?;
-            let (key, content) = match (f.has("bytes"), f.has("uri")) {
-                (true, false) => ("raw", opt(&f, "bytes", &ff, string)?),
-                (false, true) => ("url", opt(&f, "uri", &ff, string)?),
+            let (bytes, uri) = match w {
+                Wire::Rpc => ("bytes", "uri"),
+                Wire::Rest => ("fileWithBytes", "fileWithUri"),
+            };
+            let (key, content) = match (f.has(bytes), f.has(uri)) {
+                (true, false) => ("raw", opt(&f, bytes, &ff, string)?),
+                (false, true) => ("url", opt(&f, uri, &ff, string)?),
                 _ => {
                     return Err(TranslateError::untranslatable(
                         &ff,
@@ -263,89 +426,140 @@ pub(super) fn part_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, T
     }
 }
 
-/// 1.0 `Message` → 0.3 `Message` (`kind: "message"`).
-pub(super) fn message_to03<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+/// The member holding a message's parts: `parts`, or the 0.3 proto's `content`.
+fn parts_member(w: Wire) -> &'static str {
+    match w {
+        Wire::Rpc => "parts",
+        Wire::Rest => "content",
+    }
+}
+
+/// Each part of the 0.3 parts list `key` of `o`, as 1.0 parts. Required on JSON-RPC; on
+/// HTTP+JSON an absent list is the proto3 empty one (ProtoJSON leaves empty repeated fields out).
+fn parts_to10<'a>(w: Wire, o: &Obj<'a>, key: &str, field: &str) -> R<'a> {
+    let f = |v, f: &str| each(v, f, |v, f| part_to10(w, v, f));
+    match (w, o.get(key)) {
+        (Wire::Rest, None) => Ok(Some(Out::Lit("[]"))),
+        _ => req(o, key, field, f),
+    }
+}
+
+/// 1.0 `Message` → 0.3 `Message` (`kind: "message"` on JSON-RPC). The 0.3 proto has no
+/// `referenceTaskIds`: over HTTP+JSON they have no place and are left out.
+pub(super) fn message_to03<'a>(
+    w: Wire,
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
     let m = Obj::parse(raw, field)?;
+    let rpc = w == Wire::Rpc;
     Ok(Out::Obj(vec![
-        ("kind", Some(Out::Lit("\"message\""))),
+        ("kind", rpc.then_some(Out::Lit("\"message\""))),
         ("messageId", req(&m, "messageId", field, string)?),
         ("contextId", opt(&m, "contextId", field, string)?),
         ("taskId", opt(&m, "taskId", field, string)?),
-        ("role", req(&m, "role", field, role_to03)?),
+        ("role", req(&m, "role", field, |v, f| role_to03(w, v, f))?),
         (
-            "parts",
-            req(&m, "parts", field, |v, f| each(v, f, part_to03))?,
+            parts_member(w),
+            req(&m, "parts", field, |v, f| {
+                each(v, f, |v, f| part_to03(w, v, f))
+            })?,
         ),
         ("metadata", opt(&m, "metadata", field, object)?),
         ("extensions", opt(&m, "extensions", field, strings)?),
         (
             "referenceTaskIds",
-            opt(&m, "referenceTaskIds", field, strings)?,
+            if rpc {
+                opt(&m, "referenceTaskIds", field, strings)?
+            } else {
+                None
+            },
         ),
     ]))
 }
 
 /// 0.3 `Message` → 1.0 `Message`.
-pub(super) fn message_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+pub(super) fn message_to10<'a>(
+    w: Wire,
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
     let m = Obj::parse(raw, field)?;
     Ok(Out::Obj(vec![
         ("messageId", req(&m, "messageId", field, string)?),
         ("contextId", opt(&m, "contextId", field, string)?),
         ("taskId", opt(&m, "taskId", field, string)?),
-        ("role", req(&m, "role", field, role_to10)?),
-        (
-            "parts",
-            req(&m, "parts", field, |v, f| each(v, f, part_to10))?,
-        ),
+        ("role", req(&m, "role", field, |v, f| role_to10(w, v, f))?),
+        ("parts", parts_to10(w, &m, parts_member(w), field)?),
         ("metadata", opt(&m, "metadata", field, object)?),
         ("extensions", opt(&m, "extensions", field, strings)?),
+        // Not a member of the 0.3 proto's message: an HTTP+JSON agent's is not read.
         (
             "referenceTaskIds",
-            opt(&m, "referenceTaskIds", field, strings)?,
+            match w {
+                Wire::Rpc => opt(&m, "referenceTaskIds", field, strings)?,
+                Wire::Rest => None,
+            },
         ),
     ]))
 }
 
 /// 0.3 `TaskStatus` → 1.0.
-fn status_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+fn status_to10<'a>(w: Wire, raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
     let s = Obj::parse(raw, field)?;
     Ok(Out::Obj(vec![
-        ("state", req(&s, "state", field, state_to10)?),
-        ("message", opt(&s, "message", field, message_to10)?),
+        (
+            "state",
+            req(&s, "state", field, |v, f| state_to10(w, v, f))?,
+        ),
+        (
+            "message",
+            opt(&s, "message", field, |v, f| message_to10(w, v, f))?,
+        ),
         ("timestamp", opt(&s, "timestamp", field, string)?),
     ]))
 }
 
 /// 0.3 `Artifact` → 1.0 (the same members; its parts translated).
-fn artifact_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+fn artifact_to10<'a>(w: Wire, raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
     let a = Obj::parse(raw, field)?;
     Ok(Out::Obj(vec![
         ("artifactId", req(&a, "artifactId", field, string)?),
         ("name", opt(&a, "name", field, string)?),
         ("description", opt(&a, "description", field, string)?),
-        (
-            "parts",
-            req(&a, "parts", field, |v, f| each(v, f, part_to10))?,
-        ),
+        // An artifact's parts stay `parts` on both bindings (the proto names only a message's
+        // `content`).
+        ("parts", parts_to10(w, &a, "parts", field)?),
         ("metadata", opt(&a, "metadata", field, object)?),
         ("extensions", opt(&a, "extensions", field, strings)?),
     ]))
 }
 
 /// 0.3 `Task` → 1.0 `Task`.
-pub(super) fn task_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+pub(super) fn task_to10<'a>(
+    w: Wire,
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
     let t = Obj::parse(raw, field)?;
     Ok(Out::Obj(vec![
         ("id", req(&t, "id", field, string)?),
         ("contextId", opt(&t, "contextId", field, string)?),
-        ("status", req(&t, "status", field, status_to10)?),
+        (
+            "status",
+            req(&t, "status", field, |v, f| status_to10(w, v, f))?,
+        ),
         (
             "artifacts",
-            opt(&t, "artifacts", field, |v, f| each(v, f, artifact_to10))?,
+            opt(&t, "artifacts", field, |v, f| {
+                each(v, f, |v, f| artifact_to10(w, v, f))
+            })?,
         ),
         (
             "history",
-            opt(&t, "history", field, |v, f| each(v, f, message_to10))?,
+            opt(&t, "history", field, |v, f| {
+                each(v, f, |v, f| message_to10(w, v, f))
+            })?,
         ),
         ("metadata", opt(&t, "metadata", field, object)?),
     ]))
@@ -353,18 +567,29 @@ pub(super) fn task_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, T
 
 /// 0.3 `TaskStatusUpdateEvent` → 1.0 (without `final`, which the caller reads from the stream's
 /// end; see [`super::rpc`]).
-fn status_update_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+fn status_update_to10<'a>(
+    w: Wire,
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
     let e = Obj::parse(raw, field)?;
     Ok(Out::Obj(vec![
         ("taskId", req(&e, "taskId", field, string)?),
         ("contextId", req(&e, "contextId", field, string)?),
-        ("status", req(&e, "status", field, status_to10)?),
+        (
+            "status",
+            req(&e, "status", field, |v, f| status_to10(w, v, f))?,
+        ),
         ("metadata", opt(&e, "metadata", field, object)?),
     ]))
 }
 
 /// 0.3 `TaskArtifactUpdateEvent` → 1.0.
-fn artifact_update_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+fn artifact_update_to10<'a>(
+    w: Wire,
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
     let e = Obj::parse(raw, field)?;
     let flag = |k: &str| -> R<'a> {
         opt(&e, k, field, |v, f| {
@@ -374,7 +599,10 @@ fn artifact_update_to10<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, T
     Ok(Out::Obj(vec![
         ("taskId", req(&e, "taskId", field, string)?),
         ("contextId", req(&e, "contextId", field, string)?),
-        ("artifact", req(&e, "artifact", field, artifact_to10)?),
+        (
+            "artifact",
+            req(&e, "artifact", field, |v, f| artifact_to10(w, v, f))?,
+        ),
         ("append", flag("append")?),
         ("lastChunk", flag("lastChunk")?),
         ("metadata", opt(&e, "metadata", field, object)?),
@@ -409,31 +637,64 @@ pub(super) fn kind_of(raw: &RawValue, field: &str) -> Result<Kind, TranslateErro
     }
 }
 
-/// A 0.3 result object (`kind` says which) → the 1.0 `StreamResponse`/`SendMessageResponse`
-/// wrapper, and whether it is a status update with `final: true`.
+/// The wrapped object of a 0.3 HTTP+JSON result or event (`{task}`, `{message}`,
+/// `{statusUpdate}`, `{artifactUpdate}`: the proto's oneof), its kind and its path.
+fn unwrap_rest<'a>(
+    raw: &'a RawValue,
+    field: &str,
+) -> Result<(Kind, &'a RawValue, String), TranslateError> {
+    let o = Obj::parse(raw, field)?;
+    let found: Vec<(Kind, &str)> = [
+        (Kind::Task, "task"),
+        (Kind::Message, "message"),
+        (Kind::StatusUpdate, "statusUpdate"),
+        (Kind::ArtifactUpdate, "artifactUpdate"),
+    ]
+    .into_iter()
+    .filter(|(_, k)| o.has(k))
+    .collect();
+    match found.as_slice() {
+        [(kind, key)] => Ok((*kind, o.get(key).unwrap_or(raw), format!("{field}.{key}"))),
+        _ => Err(TranslateError::untranslatable(
+            field,
+            "has not exactly one of task, message, statusUpdate, artifactUpdate",
+        )),
+    }
+}
+
+/// A 0.3 result object (JSON-RPC: `kind` says which; HTTP+JSON: its wrapper does) → the 1.0
+/// `StreamResponse`/`SendMessageResponse` wrapper, and whether it is a status update with
+/// `final: true`.
 pub(super) fn wrapped_to10<'a>(
+    w: Wire,
     raw: &'a RawValue,
     field: &str,
     allow_events: bool,
 ) -> Result<(Out<'a>, bool), TranslateError> {
-    let kind = kind_of(raw, field)?;
+    let (kind, raw, path) = match w {
+        Wire::Rpc => (kind_of(raw, field)?, raw, field.to_owned()),
+        Wire::Rest => unwrap_rest(raw, field)?,
+    };
+    let field = path.as_str();
     let (key, inner, fin) = match kind {
-        Kind::Task => ("task", task_to10(raw, field)?, false),
+        Kind::Task => ("task", task_to10(w, raw, field)?, false),
         // In a stream a message is the whole answer (no task follows it, and 0.3 marks it with
         // no `final`): it ends the stream, so the caller's stream and the agent's connection are
         // not held open waiting for the agent to close.
-        Kind::Message => ("message", message_to10(raw, field)?, allow_events),
+        Kind::Message => ("message", message_to10(w, raw, field)?, allow_events),
         Kind::StatusUpdate if allow_events => {
             let o = Obj::parse(raw, field)?;
             let fin = match o.get("final") {
                 Some(v) => boolean(v, &format!("{field}.final"))?,
                 None => false,
             };
-            ("statusUpdate", status_update_to10(raw, field)?, fin)
+            ("statusUpdate", status_update_to10(w, raw, field)?, fin)
         }
-        Kind::ArtifactUpdate if allow_events => {
-            ("artifactUpdate", artifact_update_to10(raw, field)?, false)
-        }
+        Kind::ArtifactUpdate if allow_events => (
+            "artifactUpdate",
+            artifact_update_to10(w, raw, field)?,
+            false,
+        ),
         Kind::StatusUpdate | Kind::ArtifactUpdate => {
             return Err(TranslateError::untranslatable(
                 &format!("{field}.kind"),
@@ -493,7 +754,8 @@ pub(super) fn push_config_to03<'a>(
     ]))
 }
 
-/// A 1.0 `TaskPushNotificationConfig` (flat) → 0.3 `{taskId, pushNotificationConfig}`.
+/// A 1.0 `TaskPushNotificationConfig` (flat) → 0.3 `{taskId, pushNotificationConfig}` (the
+/// JSON-RPC params; the HTTP+JSON request names the task in its path and body: see `rest`).
 pub(super) fn task_push_config_to03<'a>(
     raw: &'a RawValue,
     field: &str,
@@ -508,8 +770,27 @@ pub(super) fn task_push_config_to03<'a>(
     ]))
 }
 
-/// A 0.3 `TaskPushNotificationConfig` (nested) → the flat 1.0 one.
+/// The task id in a 0.3 proto resource name `tasks/{task}/pushNotificationConfigs/{id}`, as a
+/// JSON string (the name's bytes between the separators, escaped as they came).
+fn task_of_name<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+    let name = text(raw, field)?;
+    let task = name
+        .strip_prefix("tasks/")
+        .and_then(|r| r.split_once("/pushNotificationConfigs/"))
+        .map(|(t, _)| t)
+        .filter(|t| !t.is_empty() && !t.contains('/'))
+        .ok_or_else(|| {
+            TranslateError::untranslatable(field, "is not tasks/{id}/pushNotificationConfigs/{id}")
+        })?;
+    serde_json::to_string(task)
+        .map(Out::Owned)
+        .map_err(|_| TranslateError::untranslatable(field, "is not a string"))
+}
+
+/// A 0.3 `TaskPushNotificationConfig` (nested; JSON-RPC names its task in `taskId`, the proto
+/// in its resource `name`) → the flat 1.0 one.
 pub(super) fn task_push_config_to10<'a>(
+    w: Wire,
     raw: &'a RawValue,
     field: &str,
 ) -> Result<Out<'a>, TranslateError> {
@@ -523,9 +804,13 @@ pub(super) fn task_push_config_to10<'a>(
         Some(a) => auth_to10(a, &format!("{pf}.authentication"))?,
         None => None,
     };
+    let task = match w {
+        Wire::Rpc => req(&c, "taskId", field, string)?,
+        Wire::Rest => req(&c, "name", field, task_of_name)?,
+    };
     Ok(Out::Obj(vec![
         ("id", opt(&p, "id", &pf, string)?),
-        ("taskId", req(&c, "taskId", field, string)?),
+        ("taskId", task),
         ("url", req(&p, "url", &pf, string)?),
         ("token", opt(&p, "token", &pf, string)?),
         ("authentication", auth),
@@ -533,15 +818,26 @@ pub(super) fn task_push_config_to10<'a>(
 }
 
 /// 1.0 `SendMessageConfiguration` → 0.3 `MessageSendConfiguration`: `returnImmediately` is the
-/// inverse of `blocking`; left out, both versions block.
+/// inverse of `blocking`. On JSON-RPC a left-out one is left out (both SDKs then block, as 1.0
+/// does); on HTTP+JSON `blocking` is always written, because Python a2a-sdk 0.3.26 reads an
+/// absent proto3 bool as `false` and would answer at once (README of `tests/fixtures/wire/v03`,
+/// fact 8). The proto names the push config `pushNotification`.
 pub(super) fn send_config_to03<'a>(
+    w: Wire,
     raw: &'a RawValue,
     field: &str,
 ) -> Result<Out<'a>, TranslateError> {
     let c = Obj::parse(raw, field)?;
-    let blocking = opt(&c, "returnImmediately", field, |v, f| {
+    let mut blocking = opt(&c, "returnImmediately", field, |v, f| {
         boolean(v, f).map(|ri| Out::Lit(if ri { "false" } else { "true" }))
     })?;
+    if w == Wire::Rest && blocking.is_none() {
+        blocking = Some(Out::Lit("true"));
+    }
+    let push = match w {
+        Wire::Rpc => "pushNotificationConfig",
+        Wire::Rest => "pushNotification",
+    };
     Ok(Out::Obj(vec![
         (
             "acceptedOutputModes",
@@ -550,7 +846,7 @@ pub(super) fn send_config_to03<'a>(
         ("blocking", blocking),
         ("historyLength", opt(&c, "historyLength", field, integer)?),
         (
-            "pushNotificationConfig",
+            push,
             opt(&c, "taskPushNotificationConfig", field, push_config_to03)?,
         ),
     ]))

@@ -6,7 +6,7 @@
 use serde_json::value::RawValue;
 
 use super::objects::{
-    message_to03, send_config_to03, task_push_config_to03, task_push_config_to10, task_to10,
+    Wire, message_to03, send_config_to03, task_push_config_to03, task_push_config_to10, task_to10,
     wrapped_to10,
 };
 use super::raw::{Obj, Out, each, integer, object, opt, req, string};
@@ -87,10 +87,15 @@ fn params_to03<'a>(op: Op, raw: &'a RawValue) -> Result<Out<'a>, TranslateError>
     let p = Obj::parse(raw, f)?;
     Ok(match op {
         Op::SendMessage | Op::SendStreamingMessage => Out::Obj(vec![
-            ("message", req(&p, "message", f, message_to03)?),
+            (
+                "message",
+                req(&p, "message", f, |v, f| message_to03(Wire::Rpc, v, f))?,
+            ),
             (
                 "configuration",
-                opt(&p, "configuration", f, send_config_to03)?,
+                opt(&p, "configuration", f, |v, f| {
+                    send_config_to03(Wire::Rpc, v, f)
+                })?,
             ),
             ("metadata", opt(&p, "metadata", f, object)?),
         ]),
@@ -194,11 +199,11 @@ fn result_to10<'a>(
     let f = "result";
     Ok(match op {
         Op::SendMessage | Op::SendStreamingMessage | Op::SubscribeToTask => {
-            wrapped_to10(raw, f, event)?
+            wrapped_to10(Wire::Rpc, raw, f, event)?
         }
         // A task, and nothing else: `kind` (required in 0.3) must say so, as in a wrapped answer.
         Op::GetTask | Op::CancelTask => match super::objects::kind_of(raw, f)? {
-            super::objects::Kind::Task => (task_to10(raw, f)?, false),
+            super::objects::Kind::Task => (task_to10(Wire::Rpc, raw, f)?, false),
             _ => {
                 return Err(TranslateError::untranslatable(
                     &format!("{f}.kind"),
@@ -206,11 +211,13 @@ fn result_to10<'a>(
                 ));
             }
         },
-        Op::CreatePushConfig | Op::GetPushConfig => (task_push_config_to10(raw, f)?, false),
+        Op::CreatePushConfig | Op::GetPushConfig => {
+            (task_push_config_to10(Wire::Rpc, raw, f)?, false)
+        }
         Op::ListPushConfigs => (
             Out::Obj(vec![(
                 "configs",
-                Some(each(raw, f, task_push_config_to10)?),
+                Some(each(raw, f, |v, f| task_push_config_to10(Wire::Rpc, v, f))?),
             )]),
             false,
         ),

@@ -438,7 +438,9 @@ fn every_task_state() {
         assert_eq!(answer(Op::GetTask, t)["status"]["state"], v10);
         let raw = serde_json::value::RawValue::from_string(format!("\"{v10}\"")).unwrap();
         assert_eq!(
-            objects::state_to03(&raw, "s").unwrap().to_json(),
+            objects::state_to03(objects::Wire::Rpc, &raw, "s")
+                .unwrap()
+                .to_json(),
             format!("\"{v03}\"")
         );
     }
@@ -588,8 +590,13 @@ fn dialects() {
             .unwrap()
             .translates()
     );
-    assert_eq!(Dialect::of(&iface(Binding::HttpJson, "0.3")), None);
+    assert!(
+        Dialect::of(&iface(Binding::HttpJson, "0.3"))
+            .unwrap()
+            .translates()
+    );
     assert_eq!(Dialect::of(&iface(Binding::Grpc, "1.0")), None);
+    assert_eq!(Dialect::of(&iface(Binding::Grpc, "0.3")), None);
     for op in Op::ALL {
         assert_eq!(Op::from_v10(op.as_str()), Some(op));
     }
@@ -600,7 +607,7 @@ mod props {
     use serde_json::value::RawValue;
 
     use super::super::objects::{
-        message_to03, message_to10, task_push_config_to03, task_push_config_to10,
+        Wire, message_to03, message_to10, task_push_config_to03, task_push_config_to10,
     };
     use super::*;
     use crate::testkit::hostile::{
@@ -740,9 +747,9 @@ mod props {
         fn message_round_trip(m in message(), st in style()) {
             let text = m.render(st);
             let raw = RawValue::from_string(text.clone()).unwrap();
-            let v03 = message_to03(&raw, "m").unwrap().to_json();
+            let v03 = message_to03(Wire::Rpc, &raw, "m").unwrap().to_json();
             let raw03 = RawValue::from_string(v03).unwrap();
-            let back = message_to10(&raw03, "m").unwrap().to_json();
+            let back = message_to10(Wire::Rpc, &raw03, "m").unwrap().to_json();
             // Same members, same order, same bytes of every leaf: compact text comes back as it
             // was, but for the metadata names beside wrapped (non-object) data, which are
             // written anew on the way back (same names, maybe escaped differently).
@@ -755,6 +762,44 @@ mod props {
             if let (Some(a), Some(b)) = (value(&text), value(&back)) {
                 prop_assert_eq!(a, b);
             }
+        }
+
+        /// The same on the HTTP+JSON binding's spelling (`content`, the proto's file and data
+        /// parts, `ROLE_*`): one conversion, two spellings, the same identity.
+        #[test]
+        fn message_round_trip_over_http_json(m in message(), st in style()) {
+            let text = m.render(st);
+            let raw = RawValue::from_string(text.clone()).unwrap();
+            let v03 = message_to03(Wire::Rest, &raw, "m").unwrap().to_json();
+            let raw03 = RawValue::from_string(v03).unwrap();
+            let back = message_to10(Wire::Rest, &raw03, "m").unwrap().to_json();
+            if st == Style::Compact && !rewraps(&m) {
+                prop_assert_eq!(&back, &text);
+            }
+            if let (Some(a), Some(b)) = (value(&text), value(&back)) {
+                prop_assert_eq!(a, b);
+            }
+        }
+
+        /// Hostile bodies never panic the HTTP+JSON translator either, and a valid message
+        /// under any metadata translates.
+        #[test]
+        fn hostile_http_json_requests_and_answers(
+            m in message(), n in huge_number(), op in prop::sample::select(Op::ALL.to_vec()),
+        ) {
+            let body = format!(
+                r#"{{"message":{},"metadata":{{"n":{n}}}}}"#,
+                m.render(Style::Compact)
+            );
+            let out = rest_request_to03(Op::SendMessage, "/message:send", None, body.as_bytes());
+            prop_assert!(out.is_ok(), "{:?}: {}", out.err(), body);
+            let sent = String::from_utf8(out.map(|r| r.body).unwrap_or_default()).unwrap();
+            prop_assert!(sent.contains(&format!(r#""n":{n}"#)), "{}", sent);
+            let _ = rest_request_to03(op, "/tasks/x", Some("historyLength=1"), body.as_bytes());
+            for status in [200, 201, 400, 404, 500] {
+                let _ = rest_answer_to10(op, status, body.as_bytes());
+            }
+            let _ = rest_event_to10(op, body.as_bytes());
         }
 
         /// The same for a push config (the flat 1.0 shape through 0.3's nested one).
@@ -772,7 +817,7 @@ mod props {
             c["authentication"] = auth;
             let raw = RawValue::from_string(c.to_string()).unwrap();
             let v03 = task_push_config_to03(&raw, "c").unwrap().to_json();
-            let back = task_push_config_to10(&RawValue::from_string(v03).unwrap(), "c").unwrap().to_json();
+            let back = task_push_config_to10(Wire::Rpc, &RawValue::from_string(v03).unwrap(), "c").unwrap().to_json();
             prop_assert_eq!(serde_json::from_str::<Value>(&back).unwrap(), c);
         }
 
@@ -804,7 +849,7 @@ mod props {
             // metadata or data is copied with the rest of that value (the request parser refuses
             // it before). Either way the translator never keeps one of the two values silently.
             let raw = RawValue::from_string(text).unwrap();
-            match message_to03(&raw, "m") {
+            match message_to03(Wire::Rpc, &raw, "m") {
                 // Copied inside metadata or data: the duplicate is still there, both values.
                 Ok(out) => {
                     let out = out.to_json();

@@ -168,7 +168,7 @@ fn caps_with_03() -> ClientCaps {
 }
 
 #[test]
-fn every_03_fixture_compiles_recording_version_and_binding_but_is_not_callable_yet() {
+fn every_03_fixture_compiles_recording_version_and_binding_and_is_callable_but_on_grpc() {
     let files = fixtures("cards/valid/v03");
     assert!(
         files.len() >= 3,
@@ -193,20 +193,21 @@ fn every_03_fixture_compiles_recording_version_and_binding_but_is_not_callable_y
                 f.display()
             );
         }
-        // With 0.3 allowed: chosen in the card's order; usable on JSON-RPC (translated), and
-        // unusable on the other bindings until their translation exists.
+        // With 0.3 allowed: chosen in the card's order; usable on JSON-RPC and HTTP+JSON
+        // (translated), and unusable on gRPC until the gRPC client exists.
         let p = profile::compile(&v, &caps_with_03());
         let iface = p.interface.as_ref().expect("an interface is chosen");
         assert_eq!(iface.version, "0.3");
         assert_eq!(p.interfaces[0].binding, iface.binding.as_str());
         assert!(p.interfaces[0].chosen);
-        if iface.binding == profile::Binding::JsonRpc && p.required_extensions.is_empty() {
+        let grpc = iface.binding == profile::Binding::Grpc;
+        if !grpc && p.required_extensions.is_empty() {
             assert!(p.is_usable(), "{}: {:?}", f.display(), p.reason());
-        } else if iface.binding != profile::Binding::JsonRpc {
+        } else if grpc {
             assert!(
                 p.reason()
                     .unwrap()
-                    .contains("translation, which is not built yet"),
+                    .contains("need a gRPC client, which is not built yet"),
                 "{}: {:?}",
                 f.display(),
                 p.reason()

@@ -57,6 +57,7 @@ mod observability;
 mod peers_js03;
 mod peers_smoke;
 mod peers_v03;
+mod peers_v03_rest;
 mod planner;
 mod probe_agent;
 mod probe_gateway;

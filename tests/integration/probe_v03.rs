@@ -1,5 +1,6 @@
 //! `a2a-egress probe` and `lock` against a real A2A 0.3 agent (the official Python `a2a-sdk`
-//! 0.3.26, `tests/peers/sdk_agent_v03.py`, JSON-RPC): each probe goes out as the translated 0.3
+//! 0.3.26, `tests/peers/sdk_agent_v03.py`, JSON-RPC; and both official 0.3 SDKs' agents on
+//! HTTP+JSON): each probe goes out as the translated 0.3
 //! call and its answer is judged as its 1.0 translation, so a claim the agent serves passes, one
 //! it refuses fails with the reason, and the claims 0.3 cannot answer (`version`) are reported
 //! as not probed, never as failed (issue 20, item 4; process and loopback I/O).
@@ -191,4 +192,33 @@ async fn the_gateways_scheduled_run_shows_a_0_3_agents_refused_stream_in_readyz(
         ),
         1.0
     );
+}
+
+/// The same probes of a 0.3 agent on HTTP+JSON (both official 0.3 SDKs), sent as the data plane
+/// sends its calls (0.3's `/v1` routes and body) and judged as their 1.0 translation: Python's
+/// bare `404 {"message"}` for the unknown task is read as TaskNotFoundError too.
+#[tokio::test]
+async fn a_0_3_http_json_agent_passes_the_same_probes() {
+    for agent in [
+        SdkAgent::start_v03(&["--transport", "rest"]),
+        SdkAgent::start_js03(&["--transport", "rest"]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), &agent);
+        let out = a2a_egress(&["probe", "v03"], &cfg);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 4, "{stdout}");
+        assert_eq!(
+            lines[0], "interface: ok (answered with error TASK_NOT_FOUND)",
+            "{stdout}"
+        );
+        assert_eq!(format!("{}\n", lines[1]), VERSION_NOT_PROBED, "{stdout}");
+        assert!(lines[2].starts_with("streaming: ok (streamed "), "{stdout}");
+        assert_eq!(
+            lines[3], "input:text/plain: ok (a text/plain part was accepted)",
+            "{stdout}"
+        );
+    }
 }

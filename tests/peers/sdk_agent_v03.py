@@ -160,7 +160,8 @@ def main(argv):
     jsonrpc_routes = jsonrpc.routes(rpc_url=JSONRPC_PATH)
     routes += jsonrpc_routes
     if args.transport == 'rest' or args.both:
-        rest = A2ARESTFastAPIApplication(agent_card=card, http_handler=handler).build()
+        rest = A2ARESTFastAPIApplication(agent_card=card, http_handler=handler,
+                                         extended_agent_card=extended, card_modifier=claim).build()
         routes.append(Mount(REST_PATH, app=rest))
     app = Starlette(routes=routes)
     print(json.dumps({'event': 'listening', 'addr': f'127.0.0.1:{port}',

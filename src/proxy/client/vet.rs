@@ -79,7 +79,7 @@ pub(super) fn vet<'c>(
 ) -> Result<Sent<'c>, ClientError> {
     match sent {
         Sent::Whole(mut a) => {
-            let status = a.status();
+            let mut status = a.status();
             let enc = answer::encoding(&a.head.headers).map_err(|w| invalid(gw, at, w, status))?;
             a.body = match answer::decode(enc, a.body, MAX_ANSWER_BYTES) {
                 Ok(Decoded::Body(b)) => b,
@@ -95,17 +95,14 @@ pub(super) fn vet<'c>(
             // is what is held to being A2A (its id is the agent's, copied): a 0.3 answer may lack
             // what 1.0 requires (Python 0.3.26 leaves a null `result` out). One that does not
             // translate is judged as it came, so it is refused for what is wrong with it.
-            if let Some(op) = translated_op(at)
-                && answer::carries_rpc(status, &a.body)
-            {
-                match translate::answer_to10(op, &a.body) {
-                    Ok(t) => a.body = Bytes::from(t.json),
-                    Err(e) => {
-                        answer::check_whole(at.plan.binding, id, status, &a.body, false)
-                            .map_err(|w| invalid(gw, at, w, status))?;
-                        return Err(untranslatable(gw, at.name(), &e, status));
-                    }
+            if let Some(op) = translated_op(at) {
+                let translated = translate_whole(op, at.plan.binding, &mut a);
+                if let Err(e) = translated {
+                    answer::check_whole(at.plan.binding, id, status, &a.body, false)
+                        .map_err(|w| invalid(gw, at, w, status))?;
+                    return Err(untranslatable(gw, at.name(), &e, status));
                 }
+                status = a.status();
             }
             let ids = answer::check_whole(at.plan.binding, id, status, &a.body, spans.is_some())
                 .map_err(|w| invalid(gw, at, w, status))?;
@@ -141,6 +138,34 @@ pub(super) fn vet<'c>(
             Ok(Sent::Large(r))
         }
     }
+}
+
+/// A 0.3 agent's whole answer `a` to `op`, translated in place: a JSON-RPC response's body; over
+/// HTTP+JSON the status too (200 for JS 0.3.14's 201/202/204, the 1.0 error table's for an
+/// error) and the type of the JSON the caller now gets. What is no A2A answer of the agent's (an
+/// HTTP-level page) is left as it came, for [`answer::check_whole`] to judge as from any agent.
+fn translate_whole(
+    op: Op,
+    binding: crate::profile::Binding,
+    a: &mut super::exchange::Answer,
+) -> Result<(), TranslateError> {
+    let status = a.status();
+    if binding != crate::profile::Binding::HttpJson {
+        if answer::carries_rpc(status, &a.body) {
+            a.body = Bytes::from(translate::answer_to10(op, &a.body)?.json);
+        }
+        return Ok(());
+    }
+    let Some(t) = translate::rest_answer_to10(op, status, &a.body)? else {
+        return Ok(());
+    };
+    let bad = |_| TranslateError::untranslatable("status", "is not an HTTP status");
+    a.head.set_status(t.status).map_err(bad)?;
+    a.head
+        .insert_header(http::header::CONTENT_TYPE, "application/json")
+        .map_err(bad)?;
+    a.body = Bytes::from(t.json);
+    Ok(())
 }
 
 /// A 0.3 agent echoes the extensions it activated as `X-A2A-Extensions` (0.3's name): the
@@ -245,6 +270,8 @@ pub(super) struct Events<'a> {
     status: u16,
     /// The stream's operation, when its events come from a 0.3 agent and are translated.
     op: Option<Op>,
+    /// The events are HTTP+JSON `StreamResponse`s (else JSON-RPC responses).
+    rest: bool,
     /// The first task and context ids an event named, kept only when the call has spans.
     ids: Option<std::sync::OnceLock<(Option<String>, Option<String>)>>,
     /// The guard that records findings in events (`[guard] inbound = "record"`).
@@ -269,6 +296,7 @@ impl<'a> Events<'a> {
             id: request_id(shape),
             status,
             op: translated_op(at),
+            rest: at.plan.binding == crate::profile::Binding::HttpJson,
             inbound: super::inbound::guard_of(at.state.integration.guard.as_ref()),
         }
     }
@@ -277,7 +305,12 @@ impl<'a> Events<'a> {
     /// 1.0 form of a 0.3 agent's event, or the refusal of one that does not translate.
     pub(super) fn translate(&self, data: &[u8]) -> Result<Option<Translated>, Deny> {
         let Some(op) = self.op else { return Ok(None) };
-        match translate::event_to10(op, data) {
+        let translated = if self.rest {
+            translate::rest_event_to10(op, data)
+        } else {
+            translate::event_to10(op, data)
+        };
+        match translated {
             Ok(t) => Ok(Some(t)),
             Err(e) => {
                 tracing::warn!(integration = self.name, error = %e, "an A2A 0.3 stream event does not translate");

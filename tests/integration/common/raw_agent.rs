@@ -19,11 +19,22 @@ const MAX_REQUEST: usize = 1024 * 1024;
 pub struct RawRequest {
     /// `POST /rpc`, `POST /rest/message:send`, ….
     pub line: String,
+    /// The header lines after the request line, as sent (`name: value`, CRLF-separated).
+    pub headers: String,
     /// The body.
     pub body: Vec<u8>,
 }
 
 impl RawRequest {
+    /// The value of header `name` (case aside), when it was sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .split("\r\n")
+            .filter_map(|l| l.split_once(':'))
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
+    }
+
     /// The JSON-RPC request's `id` (`null` when there is none).
     pub fn id(&self) -> Value {
         serde_json::from_slice::<Value>(&self.body)
@@ -147,6 +158,7 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<RawRequest> {
     }
     Some(RawRequest {
         line: head.lines().next().unwrap_or("").to_owned(),
+        headers: head.lines().skip(1).collect::<Vec<_>>().join("\r\n"),
         body: buf[head_end..head_end + len].to_vec(),
     })
 }

@@ -11,11 +11,13 @@
 // `additionalInterfaces` listing both, `protocolVersion` "0.3.0").
 //
 // Usage: node agent.mjs [--transport jsonrpc|rest] [--no-streaming] [--no-protocol-version]
-//                       [--exit-on-stdin-eof]
+//                       [--secret-skill] [--exit-on-stdin-eof]
 //   --transport            the card's main interface (`url`/`preferredTransport`); default jsonrpc
 //   --no-streaming         `capabilities.streaming: false` (the SDK then refuses message/stream)
 //   --no-protocol-version  the card leaves `protocolVersion` out (as cards written before the
 //                          field, or by hand, do; the SDK serves and answers it all the same)
+//   --secret-skill         the authenticated extended card adds a skill `secret` (the public
+//                          card never shows it), so a test sees which card was compiled
 //
 // What the agent does with a message's text:
 //   "message ..."  answers with one agent Message (no task);
@@ -149,6 +151,19 @@ const server = app.listen(0, '127.0.0.1', () => {
   const base = `http://127.0.0.1:${port}`;
   const card = buildCard(base);
   const extended = { ...card, name: `${card.name} (extended)` };
+  if (flag('--secret-skill')) {
+    extended.skills = [
+      ...card.skills,
+      {
+        id: 'secret',
+        name: 'Secret',
+        description: 'only on the extended card',
+        tags: ['extended'],
+        inputModes: ['text/plain'],
+        outputModes: ['text/plain'],
+      },
+    ];
+  }
   const handler = new DefaultRequestHandler(
     card,
     store,
