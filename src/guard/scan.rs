@@ -99,11 +99,21 @@ enum Role {
 
 /// One string literal to scan.
 #[derive(Debug)]
-struct Site {
+struct Site<'b> {
     role: Role,
     open: usize,
     close: usize,
-    path: String,
+    /// The segments of its finding path (for a key, the object holding it), borrowed from the
+    /// body; formatted by [`Site::path`] only when a finding needs it: nearly every literal
+    /// holds none, and formatting each one's path cost more than matching it.
+    segs: Vec<Seg<'b>>,
+}
+
+impl Site<'_> {
+    /// The finding path as callers and logs see it ([`finding_path`]).
+    fn path(&self) -> String {
+        finding_path(&self.segs)
+    }
 }
 
 /// Scans an A2A 1.0 SendMessage/SendStreamingMessage request: `body` is JSON already validated by
@@ -117,7 +127,7 @@ pub fn scan_request(all: &Detectors, policy: &Policy, body: &str, shape: Shape) 
     };
     let sites = collect(body, prefix, classify_request);
     let mut scan = Scan::new(all, policy, body, false);
-    let texts: Vec<&Site> = sites.iter().filter(|s| s.role == Role::Text).collect();
+    let texts: Vec<&Site<'_>> = sites.iter().filter(|s| s.role == Role::Text).collect();
     scan.literals(&texts);
     for site in &sites {
         match site.role {
@@ -156,11 +166,11 @@ pub fn scan_answer(all: &Detectors, policy: &Policy, body: &str, shape: Shape) -
 }
 
 /// The sites of `body` under `prefix` that `classify` gives a role (path relative to the prefix).
-fn collect(
-    body: &str,
+fn collect<'b>(
+    body: &'b str,
     prefix: &[&str],
     classify: impl Fn(&[Seg<'_>], bool) -> Option<Role>,
-) -> Vec<Site> {
+) -> Vec<Site<'b>> {
     let mut sites = Vec::new();
     // The body was validated by the caller; on anything else nothing is collected past the fault.
     let _ = json::visit_strings(body, |s| {
@@ -179,13 +189,14 @@ fn collect(
                 open: s.open,
                 close: s.close,
                 // A key's finding names the object holding it: the key itself may be the secret.
-                path: finding_path(if s.key {
+                segs: if s.key {
                     s.path
                         .get(..s.path.len().saturating_sub(1))
                         .unwrap_or_default()
                 } else {
                     s.path
-                }),
+                }
+                .to_vec(),
             });
         }
     });
@@ -250,7 +261,7 @@ fn classify_request(rel: &[Seg<'_>], key: bool) -> Option<Role> {
 }
 
 /// A literal's unescaped value.
-fn literal<'b>(body: &'b str, site: &Site) -> Cow<'b, str> {
+fn literal<'b>(body: &'b str, site: &Site<'_>) -> Cow<'b, str> {
     json::unescape(body, site.open, site.close).unwrap_or_default()
 }
 
@@ -282,6 +293,8 @@ struct Scan<'a> {
     answer: bool,
     verdict: Verdict,
     hits: Vec<Hit>,
+    /// [`Scan::literals`]' normalised text, kept between calls for its buffers.
+    norm: Norm,
 }
 
 impl<'a> Scan<'a> {
@@ -295,6 +308,7 @@ impl<'a> Scan<'a> {
             answer,
             verdict: Verdict::default(),
             hits: Vec::new(),
+            norm: Norm::default(),
         }
     }
 
@@ -307,10 +321,13 @@ impl<'a> Scan<'a> {
     }
 
     /// Scans the concatenation of `sites` (one literal, or a message's text parts).
-    fn literals(&mut self, sites: &[&Site]) {
-        let mut norm = Norm::default();
+    fn literals(&mut self, sites: &[&Site<'_>]) {
+        // The buffers of the last call, reused: most literals are short, and growing three fresh
+        // vectors for each was a good part of the scan's cost.
+        let mut norm = std::mem::take(&mut self.norm);
+        norm.clear();
         // (first normalised byte, site) of each piece.
-        let mut pieces: Vec<(usize, &Site)> = Vec::with_capacity(sites.len());
+        let mut pieces: Vec<(usize, &Site<'_>)> = Vec::with_capacity(sites.len());
         for site in sites {
             let len = site.close - site.open - 1;
             pieces.push((norm.text.len(), site));
@@ -319,6 +336,7 @@ impl<'a> Scan<'a> {
             self.verdict.unscanned_bytes += len - read;
         }
         if norm.text.is_empty() {
+            self.norm = norm;
             return;
         }
         let located = |a: usize, b: usize| -> (String, Vec<Span>) {
@@ -331,12 +349,13 @@ impl<'a> Scan<'a> {
                     && let Some((s, e)) = norm.source(x, y)
                 {
                     spans.push(Span::Body { start: s, end: e });
-                    path.get_or_insert_with(|| site.path.clone());
+                    path.get_or_insert_with(|| site.path());
                 }
             }
             (path.unwrap_or_else(|| "$".into()), spans)
         };
         self.matched(&norm.text, &located);
+        self.norm = norm;
     }
 
     /// Runs the matcher over `text`; `located` turns a normalised span into (path, source spans).
@@ -403,7 +422,7 @@ impl<'a> Scan<'a> {
     /// A file part's inline bytes: decoded and scanned when textual (or, without a media type,
     /// when they decode to text). Bytes that are not text are not content to scan: they neither
     /// spend the budget nor count as unscanned.
-    fn raw(&mut self, site: &Site, media: Option<Cow<'_, str>>) {
+    fn raw(&mut self, site: &Site<'_>, media: Option<Cow<'_, str>>) {
         let len = site.close - site.open - 1;
         let value = literal(self.body, site);
         let decoded = validate::decode_base64(&value).map(|(bytes, _)| bytes);
@@ -425,7 +444,7 @@ impl<'a> Scan<'a> {
         norm.push_plain(text, 0, used.saturating_mul(text.len()) / len.max(1));
         self.left -= used;
         self.verdict.unscanned_bytes += len - used;
-        let (open, close, path) = (site.open, site.close, site.path.clone());
+        let (open, close) = (site.open, site.close);
         let located = |a: usize, b: usize| {
             let spans = norm
                 .source(a, b)
@@ -437,13 +456,13 @@ impl<'a> Scan<'a> {
                 })
                 .into_iter()
                 .collect();
-            (path.clone(), spans)
+            (site.path(), spans)
         };
         self.matched(&norm.text, &located);
     }
 
     /// A URL part: its origin must be allowed (when the policy checks URLs).
-    fn url(&mut self, site: &Site) {
+    fn url(&mut self, site: &Site<'_>) {
         let Some(allowed) = &self.policy.url_origins else {
             return;
         };
@@ -453,7 +472,7 @@ impl<'a> Scan<'a> {
             self.verdict.findings.push(Finding {
                 detector: URL_ORIGIN.into(),
                 class: URL_CLASS.into(),
-                path: site.path.clone(),
+                path: site.path(),
                 action: if self.answer {
                     Action::Record
                 } else {

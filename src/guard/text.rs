@@ -25,6 +25,13 @@ pub(super) struct Norm {
 }
 
 impl Norm {
+    /// Empties it, keeping its buffers.
+    pub(super) fn clear(&mut self) {
+        self.text.clear();
+        self.from.clear();
+        self.to.clear();
+    }
+
     /// Appends `c`, read from source bytes `start..end`, normalised.
     fn push_char(&mut self, c: char, start: usize, end: usize) {
         if c.is_ascii() {
