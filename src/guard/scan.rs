@@ -99,20 +99,29 @@ enum Role {
 
 /// One string literal to scan.
 #[derive(Debug)]
-struct Site<'b> {
+struct Site {
     role: Role,
     open: usize,
     close: usize,
-    /// The segments of its finding path (for a key, the object holding it), borrowed from the
-    /// body; formatted by [`Site::path`] only when a finding needs it: nearly every literal
-    /// holds none, and formatting each one's path cost more than matching it.
+    /// Where the segments of its finding path (for a key, the object holding it) are in
+    /// [`Sites::segs`]; formatted by [`Sites::path`] only when a finding needs it: nearly every
+    /// literal holds none, and formatting (or even allocating) each one's path cost more than
+    /// matching it.
+    segs: std::ops::Range<usize>,
+}
+
+/// The literals of a body to scan, and their paths' segments (borrowed from the body), one
+/// vector for all.
+#[derive(Debug, Default)]
+struct Sites<'b> {
+    list: Vec<Site>,
     segs: Vec<Seg<'b>>,
 }
 
-impl Site<'_> {
-    /// The finding path as callers and logs see it ([`finding_path`]).
-    fn path(&self) -> String {
-        finding_path(&self.segs)
+impl Sites<'_> {
+    /// The finding path of `site` as callers and logs see it ([`finding_path`]).
+    fn path(&self, site: &Site) -> String {
+        finding_path(self.segs.get(site.segs.clone()).unwrap_or_default())
     }
 }
 
@@ -126,15 +135,15 @@ pub fn scan_request(all: &Detectors, policy: &Policy, body: &str, shape: Shape) 
         Shape::Rest => &[],
     };
     let sites = collect(body, prefix, classify_request);
-    let mut scan = Scan::new(all, policy, body, false);
-    let texts: Vec<&Site<'_>> = sites.iter().filter(|s| s.role == Role::Text).collect();
+    let mut scan = Scan::new(all, policy, body, &sites, false);
+    let texts: Vec<&Site> = sites.list.iter().filter(|s| s.role == Role::Text).collect();
     scan.literals(&texts);
-    for site in &sites {
+    for site in &sites.list {
         match site.role {
             Role::Text | Role::MediaType(_) => {}
             Role::Plain => scan.literals(&[site]),
             Role::Raw(part) => {
-                let media = sites.iter().find(|s| s.role == Role::MediaType(part));
+                let media = sites.list.iter().find(|s| s.role == Role::MediaType(part));
                 scan.raw(site, media.map(|m| literal(body, m)));
             }
             Role::Url => scan.url(site),
@@ -158,8 +167,8 @@ pub fn scan_answer(all: &Detectors, policy: &Policy, body: &str, shape: Shape) -
     let sites = collect(body, prefix, |rel, key| {
         (!rel.is_empty() || !key).then_some(Role::Plain)
     });
-    let mut scan = Scan::new(all, policy, body, true);
-    for site in &sites {
+    let mut scan = Scan::new(all, policy, body, &sites, true);
+    for site in &sites.list {
         scan.literals(&[site]);
     }
     scan.verdict.findings
@@ -170,8 +179,8 @@ fn collect<'b>(
     body: &'b str,
     prefix: &[&str],
     classify: impl Fn(&[Seg<'_>], bool) -> Option<Role>,
-) -> Vec<Site<'b>> {
-    let mut sites = Vec::new();
+) -> Sites<'b> {
+    let mut sites = Sites::default();
     // The body was validated by the caller; on anything else nothing is collected past the fault.
     let _ = json::visit_strings(body, |s| {
         let under = s.path.len() >= prefix.len()
@@ -184,19 +193,21 @@ fn collect<'b>(
         }
         let rel = s.path.get(prefix.len()..).unwrap_or_default();
         if let Some(role) = classify(rel, s.key) {
-            sites.push(Site {
+            // A key's finding names the object holding it: the key itself may be the secret.
+            let path = if s.key {
+                s.path
+                    .get(..s.path.len().saturating_sub(1))
+                    .unwrap_or_default()
+            } else {
+                s.path
+            };
+            let first = sites.segs.len();
+            sites.segs.extend_from_slice(path);
+            sites.list.push(Site {
                 role,
                 open: s.open,
                 close: s.close,
-                // A key's finding names the object holding it: the key itself may be the secret.
-                segs: if s.key {
-                    s.path
-                        .get(..s.path.len().saturating_sub(1))
-                        .unwrap_or_default()
-                } else {
-                    s.path
-                }
-                .to_vec(),
+                segs: first..sites.segs.len(),
             });
         }
     });
@@ -261,7 +272,7 @@ fn classify_request(rel: &[Seg<'_>], key: bool) -> Option<Role> {
 }
 
 /// A literal's unescaped value.
-fn literal<'b>(body: &'b str, site: &Site<'_>) -> Cow<'b, str> {
+fn literal<'b>(body: &'b str, site: &Site) -> Cow<'b, str> {
     json::unescape(body, site.open, site.close).unwrap_or_default()
 }
 
@@ -289,6 +300,7 @@ struct Scan<'a> {
     policy: &'a Policy,
     matcher: &'a Matcher,
     body: &'a str,
+    sites: &'a Sites<'a>,
     left: usize,
     answer: bool,
     verdict: Verdict,
@@ -298,12 +310,19 @@ struct Scan<'a> {
 }
 
 impl<'a> Scan<'a> {
-    fn new(all: &'a Detectors, policy: &'a Policy, body: &'a str, answer: bool) -> Self {
+    fn new(
+        all: &'a Detectors,
+        policy: &'a Policy,
+        body: &'a str,
+        sites: &'a Sites<'a>,
+        answer: bool,
+    ) -> Self {
         Scan {
             all,
             policy,
             matcher: &policy.matcher,
             body,
+            sites,
             left: policy.budget_bytes,
             answer,
             verdict: Verdict::default(),
@@ -321,13 +340,15 @@ impl<'a> Scan<'a> {
     }
 
     /// Scans the concatenation of `sites` (one literal, or a message's text parts).
-    fn literals(&mut self, sites: &[&Site<'_>]) {
+    fn literals(&mut self, sites: &[&Site]) {
         // The buffers of the last call, reused: most literals are short, and growing three fresh
         // vectors for each was a good part of the scan's cost.
         let mut norm = std::mem::take(&mut self.norm);
         norm.clear();
         // (first normalised byte, site) of each piece.
-        let mut pieces: Vec<(usize, &Site<'_>)> = Vec::with_capacity(sites.len());
+        let mut pieces: Vec<(usize, &Site)> = Vec::with_capacity(sites.len());
+        let total: usize = sites.iter().map(|s| s.close - s.open - 1).sum();
+        norm.reserve(total.min(self.left));
         for site in sites {
             let len = site.close - site.open - 1;
             pieces.push((norm.text.len(), site));
@@ -349,7 +370,7 @@ impl<'a> Scan<'a> {
                     && let Some((s, e)) = norm.source(x, y)
                 {
                     spans.push(Span::Body { start: s, end: e });
-                    path.get_or_insert_with(|| site.path());
+                    path.get_or_insert_with(|| self.sites.path(site));
                 }
             }
             (path.unwrap_or_else(|| "$".into()), spans)
@@ -422,7 +443,7 @@ impl<'a> Scan<'a> {
     /// A file part's inline bytes: decoded and scanned when textual (or, without a media type,
     /// when they decode to text). Bytes that are not text are not content to scan: they neither
     /// spend the budget nor count as unscanned.
-    fn raw(&mut self, site: &Site<'_>, media: Option<Cow<'_, str>>) {
+    fn raw(&mut self, site: &Site, media: Option<Cow<'_, str>>) {
         let len = site.close - site.open - 1;
         let value = literal(self.body, site);
         let decoded = validate::decode_base64(&value).map(|(bytes, _)| bytes);
@@ -456,13 +477,13 @@ impl<'a> Scan<'a> {
                 })
                 .into_iter()
                 .collect();
-            (site.path(), spans)
+            (self.sites.path(site), spans)
         };
         self.matched(&norm.text, &located);
     }
 
     /// A URL part: its origin must be allowed (when the policy checks URLs).
-    fn url(&mut self, site: &Site<'_>) {
+    fn url(&mut self, site: &Site) {
         let Some(allowed) = &self.policy.url_origins else {
             return;
         };
@@ -472,7 +493,7 @@ impl<'a> Scan<'a> {
             self.verdict.findings.push(Finding {
                 detector: URL_ORIGIN.into(),
                 class: URL_CLASS.into(),
-                path: site.path(),
+                path: self.sites.path(site),
                 action: if self.answer {
                     Action::Record
                 } else {
