@@ -315,7 +315,9 @@ REPLY = ('{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"r-1","role":
          '"parts":[{"text":"ok"}]}}}')
 
 
-def card_json(origin):
+def card_json(origin, modes=("text/plain",)):
+    """The fixed upstream's card; `modes` are the echo skill's input modes (the guard rows send a
+    data part too, so their card takes `application/json` as well)."""
     return json.dumps({
         "name": "Bench Agent", "description": "Fixed-reply upstream of the benchmark.",
         "version": "1.0.0",
@@ -324,7 +326,7 @@ def card_json(origin):
         "capabilities": {"streaming": False},
         "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
         "skills": [{"id": "echo", "name": "Echo", "description": "echo", "tags": ["echo"],
-                    "inputModes": ["text/plain"], "outputModes": ["text/plain"]}],
+                    "inputModes": list(modes), "outputModes": ["text/plain"]}],
     })
 
 
@@ -332,6 +334,9 @@ def nginx_upstream_conf(out, port):
     card = os.path.join(out, "card.json")
     with open(card, "w") as f:
         f.write(card_json(f"http://127.0.0.1:{port}"))
+    guard_card = os.path.join(out, "card-guard.json")
+    with open(guard_card, "w") as f:
+        f.write(card_json(f"http://127.0.0.1:{port}", ("text/plain", "application/json")))
     return f"""
 worker_processes 1;
 daemon off;
@@ -352,6 +357,7 @@ http {{
   server {{
     listen 127.0.0.1:{port} reuseport;
     location = /.well-known/agent-card.json {{ default_type application/json; alias {card}; }}
+    location = {GUARD_CARD_PATH} {{ default_type application/json; alias {guard_card}; }}
     location = /nginx_status {{ stub_status; }}
     location / {{ default_type application/json; return 200 '{REPLY}'; }}
   }}
@@ -405,11 +411,12 @@ http {{
 GATEWAY_INTEGRATIONS = 10
 
 
-def gateway_conf(out, name, fixed, agent, n_scale=None, total=GATEWAY_INTEGRATIONS):
-    """The gateway's config: `fixed` (the nginx upstream, tenant injected), `ref` (the reference
-    agent) and `refoff` (the same agent, streaming off: streams are downgraded), then idle
-    integrations `pad0`… on the nginx upstream up to `total`; or, with `n_scale`, integrations
-    `s0`… only."""
+def gateway_conf(out, name, fixed, agent, n_scale=None, total=GATEWAY_INTEGRATIONS,
+                 fixed_card="/.well-known/agent-card.json", fixed_extra=""):
+    """The gateway's config: `fixed` (the nginx upstream, tenant injected; its card at
+    `fixed_card`, `fixed_extra` added to its table), `ref` (the reference agent) and `refoff` (the
+    same agent, streaming off: streams are downgraded), then idle integrations `pad0`… on the
+    nginx upstream up to `total`; or, with `n_scale`, integrations `s0`… only."""
     head = f"""[client]
 allow_plain_http = true
 [listen]
@@ -422,7 +429,7 @@ max_inflight = 4096
     fo = f"http://127.0.0.1:{fixed}"
     ints = []
     if n_scale is None:
-        ints.append(("fixed", fo, 'tenant = "acme"\nskills = ["echo"]\n'))
+        ints.append(("fixed", fo, 'tenant = "acme"\nskills = ["echo"]\n' + fixed_extra))
         ao = f"http://{agent}"
         ints.append(("ref", ao, 'skills = ["echo", "stream-report"]\n'))
         ints.append(("refoff", ao, 'skills = ["echo", "stream-report"]\nstreaming = "off"\n'))
@@ -433,10 +440,11 @@ max_inflight = 4096
             ints.append((f"s{i}", fo, 'tenant = "acme"\nskills = ["echo"]\n'))
     body = head
     for n, origin, extra in ints:
+        card = fixed_card if n == "fixed" else "/.well-known/agent-card.json"
         body += f"""
 [[integrations]]
 name = "{n}"
-card = "{origin}/.well-known/agent-card.json"
+card = "{origin}{card}"
 origins = ["{origin}"]
 data_classes = ["internal"]
 credential = {{ type = "none" }}
@@ -456,6 +464,67 @@ def message_body(size, method="SendMessage", text=None):
 
 
 HEADERS = {"content-type": "application/json", "a2a-version": "1.0"}
+
+# The content guard rows (issue 22): the fixed integration with every built-in detector on
+# (`a2a_egress::guard::BUILTIN_NAMES`), action "record", beside the same integration without a
+# guard. The body holds no finding (checked: the gateway's findings counter stays at 0), so the
+# rows measure the scan itself, not a redaction or a refusal.
+GUARD_DETECTORS = ["pci", "iban", "ssn", "email", "phone", "aws_key", "gcp_key", "github_token",
+                   "slack_token", "stripe_key", "azure_key", "bearer_token", "private_key", "jwt",
+                   "high_entropy"]
+GUARD_TABLE = ("guard = { detectors = [" + ", ".join(f'"{d}"' for d in GUARD_DETECTORS)
+               + '], action = "record" }\n')
+# The card the guard rows' integration reads: its skill takes data parts (`application/json`).
+GUARD_CARD_PATH = "/guard/agent-card.json"
+GUARD_SIZES = (("1 KB", "1k", 1024), ("64 KB", "64k", 64 * 1024))
+
+# Prose a planner might send: words, ids, amounts, dates, a UUID, a path, quoted titles, a
+# few non-ASCII characters (sent as JSON escapes, as most serialisers write them); none is a
+# finding, but the UUID and the path are token runs the scan must judge.
+GUARD_PROSE = [
+    "Please summarise the quarterly report for account 7731-A and compare it with the forecast "
+    "in ticket 550e8400-e29b-41d4-a716-446655440000. ",
+    "Revenue grew 12.5% to 1,204,330 EUR in the third quarter; the M\u00fcnchen and Z\u00fcrich "
+    "offices closed 38 of 41 orders before 30 September. ",
+    "See section 3.2 \"Outlook\" of reports/2026/q3/summary-final.pdf and table 7 for the "
+    "regional split (north 41%, south 33%, west 26%). ",
+    "The owner is the ops team at the Berlin office (room 4.12); escalate anything above "
+    "250,000 \u20ac to the finance lead by Friday. ",
+    "Flag every line item whose margin fell below 8 points, and list the five largest "
+    "customers by order count with their change since last year. ",
+]
+
+
+def guard_rows_data(n):
+    """`n` rows of the data part: a small sales table, strings and numbers."""
+    regions = ("north", "south", "west", "east")
+    return [{"region": regions[i % 4], "sku": f"SKU-{1000 + i}", "orders": 37 + i % 50,
+             "revenue": round(1204.5 + 17.25 * i, 2), "margin": round(0.08 + (i % 7) / 100, 2),
+             "note": "on plan" if i % 3 else "behind plan, see comment"} for i in range(n)]
+
+
+def guard_body(size):
+    """A JSON-RPC SendMessage of `size` bytes: a text part of prose and a data part (a table, about
+    a fifth of the body), no finding."""
+    rows = max(2, size // 5 // 130)
+    msg = {"messageId": "m-1", "role": "ROLE_USER", "parts": [
+        {"text": ""},
+        {"data": {"report": "q3-sales", "currency": "EUR", "rows": guard_rows_data(rows)},
+         "mediaType": "application/json"}]}
+    base = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg}}
+    fill = size - len(json.dumps(base, separators=(",", ":")))
+    text, i = "", 0
+    # Whole sentences while they fit (escapes counted as sent), then plain words to the byte.
+    while True:
+        s = GUARD_PROSE[i % len(GUARD_PROSE)]
+        if len(json.dumps(text + s)) - 2 > fill:
+            break
+        text, i = text + s, i + 1
+    text += ("lorem ipsum " * (size // 12 + 1))[: fill - (len(json.dumps(text)) - 2)]
+    msg["parts"][0]["text"] = text
+    body = json.dumps(base, separators=(",", ":"))
+    assert len(body) == size, (len(body), size)
+    return body
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1130,6 +1199,8 @@ def write_results(path, ctx):
         for name, n in ins.items():
             w(f"| {name} | {fmt(n)} | {ratio(n, base)} |")
         w("")
+    if ctx.get("guard"):
+        write_guard(w, ctx["guard"], ctx)
     w("## Scale: integrations configured (all on the fixed-reply nginx; requests to the last one)")
     w("")
     w("| integrations | start-up to ready s | idle RSS MB | reload (+1 integration) s | "
@@ -1165,11 +1236,56 @@ def write_results(path, ctx):
                 w(f"| {t.key} | {kind} | {fmt(r.get('rps'))} | {r['requests']} | {r['errors']} | "
                   f"{r['cpu_us']:.1f} | {fmt(r.get('p50'))} | {fmt(r.get('p99'))} | "
                   f"{fmt(r.get('p999'))} | {r['up_conns']} | {r['up_requests']} |")
+    for key, runs in ((ctx.get("guard") or {}).get("runs") or {}).items():
+        for r in runs:
+            w(f"| {key} | sat | {fmt(r.get('rps'))} | {r['requests']} | {r['errors']} | "
+              f"{r['cpu_us']:.1f} | – | – | – | {r['up_conns']} | {r['up_requests']} |")
     w("")
     w("Threads: " + ", ".join(f"{k} {v}" for k, v in ctx["threads"].items()) + ".")
     w("")
     with open(path, "w") as f:
         f.write("\n".join(L))
+
+
+def write_guard(w, g, ctx):
+    """The content guard section: CPU (and instructions) per request, guard off and on, per size;
+    the matcher's criterion figures in MB/s."""
+    S, ins = g["S"], g.get("instructions") or {}
+    w("## Content guard: every built-in detector on vs off (SendMessage, text and data parts, no finding)")
+    w("")
+    w("The same binary and config but for the `fixed` integration's `guard = { detectors = [every "
+      "built-in], action = \"record\" }` (its card takes `application/json`, for the data part); "
+      "the body is prose with ids, amounts, a UUID, a path and a few non-ASCII characters (as JSON "
+      "escapes) plus a data part of a sales table, about a fifth of the body, and holds no finding: "
+      f"the guard-on gateway counted {g['findings']:.0f} findings. Share: on minus off, the "
+      "scan's own cost; linear in body size when the 64 KB share is at most 64× the 1 KB share. "
+      f"Saturation as above ({ctx['rounds']} interleaved rounds of {ctx['seconds']} s, median); "
+      "instructions: callgrind, every thread, access log on.")
+    w("")
+    w("| body | guard off CPU µs/req | guard on CPU µs/req | on / off | share µs | "
+      "guard off instr./req | guard on instr./req | on / off | share instr. | errors |")
+    w("|---|---|---|---|---|---|---|---|---|---|")
+    for label, key, _ in GUARD_SIZES:
+        off, on = S.get(f"guardoff-{key}") or {}, S.get(f"guardon-{key}") or {}
+        c0, c1 = off.get("cpu_us"), on.get("cpu_us")
+        i0, i1 = ins.get(f"guardoff-{key}"), ins.get(f"guardon-{key}")
+        w(f"| {label} | {fmt(c0, 1)} | {fmt(c1, 1)} | {ratio(c1, c0)} | "
+          f"{fmt(c1 - c0 if c0 and c1 else None, 1)} | {fmt(i0)} | {fmt(i1)} | {ratio(i1, i0)} | "
+          f"{fmt(i1 - i0 if i0 and i1 else None)} | "
+          f"{off.get('errors', 0) + on.get('errors', 0)} |")
+    w("")
+    mrows = guard_matcher_rows(dict(ctx.get("criterion") or []), ctx.get("criterion_bytes") or {})
+    if mrows:
+        w("`benches/guard.rs` (criterion, mean): the matcher alone over the text, a plain "
+          "`memchr` pass over the same bytes, and the whole request scan (walk, normalisation, "
+          "matching, verdict) of a SendMessage of that size.")
+        w("")
+        w("| size | matcher MB/s | memchr MB/s | scan_request MB/s |")
+        w("|---|---|---|---|")
+        for label, mbs in mrows:
+            w(f"| {label} | {fmt(mbs.get('matcher'))} | {fmt(mbs.get('memchr'))} | "
+              f"{fmt(mbs.get('scan_request'))} |")
+        w("")
 
 
 def targets_table(S, ctx):
@@ -1184,6 +1300,8 @@ def targets_table(S, ctx):
             r2 = nl["cpu_us"] / bare["cpu_us"]
             rows.append(("… with the access log off", "≤ 1.10×", f"{r2:.2f}×", r2 <= 1.10))
     rows += telemetry_rows(S, ctx)
+    if ctx.get("guard"):
+        rows += guard_rows(ctx["guard"])
     ins = ctx.get("instructions") or {}
     if ins.get("bare pingora") and ins.get("a2a-egress, access log on"):
         r = ins["a2a-egress, access log on"] / ins["bare pingora"]
@@ -1305,6 +1423,190 @@ def telemetry_only(args):
           f"({nbytes / 1e6:.1f} MB)")
 
 
+def guard_gateways(procs, out, bin_path, fixed, agent):
+    """The guard rows' two gateways (access log on, the same binary and config but for the
+    `guard` line): `fixed` without a guard, and with every built-in detector on."""
+    gws = []
+    for on in (False, True):
+        name = f"gateway-guard{'on' if on else 'off'}"
+        cfg = gateway_conf(out, name, fixed, agent, fixed_card=GUARD_CARD_PATH,
+                           fixed_extra=GUARD_TABLE if on else "")
+        gws.append(start_gateway(procs, name, bin_path, cfg, log=True))
+    return gws
+
+
+def guard_targets(gws, fixed):
+    """Per body size, the guard-off and the guard-on gateway's `fixed` integration."""
+    up, T = Accepts(fixed), []
+    for label, key, size in GUARD_SIZES:
+        body = guard_body(size)
+        for on, (p, line) in ((False, gws[0]), (True, gws[1])):
+            T.append(Target(f"guard{'on' if on else 'off'}-{key}",
+                            f"a2a-egress, {label}, guard " + ("on (every built-in, record)" if on else "off"),
+                            f"http://{line['proxy']}/agents/fixed", body, p, up, f"guard{key}"))
+    return T
+
+
+def guard_findings(gw):
+    """Findings the gateway counted (`a2a_egress_guard_findings_total`, every series summed)."""
+    _, body = http_get(f"http://{gw[1]['admin']}/metrics")
+    return sum(float(ln.rsplit(None, 1)[1]) for ln in body.decode(errors="replace").splitlines()
+               if ln.startswith("a2a_egress_guard_findings_total"))
+
+
+def guard_load(procs, out, bin_path, fixed, agent, rounds, seconds):
+    """The guard rows' saturation: both gateways, both body sizes, in interleaved rounds. Answers
+    the summaries by target key, the targets' labels and the findings the guard-on gateway
+    counted (0: the bodies hold none)."""
+    gws = guard_gateways(procs, out, bin_path, fixed, agent)
+    T = guard_targets(gws, fixed)
+    print(f"==> content guard on vs off: {rounds} interleaved rounds of {seconds} s", flush=True)
+    for r in range(rounds):
+        for t in T:
+            t.sat.append(saturate(t, out, seconds))
+            print(f"    round {r + 1} {t.key}: {t.sat[-1]['rps']:,.0f} req/s, "
+                  f"{t.sat[-1]['cpu_us']:.1f} µs/req", flush=True)
+    for t in T:
+        t.rss_peak = status_kb(t.proc, "VmHWM")
+    found = guard_findings(gws[1])
+    for p, _ in gws:
+        procs.stop(p)
+    return {"S": {t.key: summary(t) for t in T}, "labels": {t.key: t.label for t in T},
+            "runs": {t.key: t.sat for t in T}, "findings": found}
+
+
+def guard_instructions(procs, out, bin_path, fixed, n):
+    """Instructions per request (callgrind, every thread) of the guard rows: the gateway (access
+    log on) without a guard and with every built-in, for each body size; a 64 KB call costs tens
+    of times a 1 KB one under callgrind, so it is counted over a quarter as many calls."""
+    rows = {}
+    for on in (False, True):
+        cfg = with_log(gateway_conf(out, f"gateway-cgg-{on}", fixed, "127.0.0.1:9", total=3,
+                                    fixed_card=GUARD_CARD_PATH,
+                                    fixed_extra=GUARD_TABLE if on else ""), bin_path, True)
+        for _, key, size in GUARD_SIZES:
+            def gw(vg, cfg=cfg, on=on, key=key):
+                p, line = procs.start(f"cgg-gw-{key}-{on}", ["env"] + vg + [bin_path, "serve", "--config", cfg],
+                                      CPU_PROXY, env=gateway_env(True, bin_path), first_line=True)
+                wait_ready(line["admin"], timeout=300,
+                           want=lambda d: d.get("integrations", {}).get("fixed", {}).get("status")
+                           == "usable")
+                return p, line
+            calls = n if size <= 1024 else max(n // 4, 50)
+            rows[f"guard{'on' if on else 'off'}-{key}"] = instructions_per_request(
+                procs, out, f"guard-{'on' if on else 'off'}-{key}", gw,
+                lambda line: f"http://{line['proxy']}/agents/fixed", guard_body(size), calls)
+    return rows
+
+
+def guard_share(kind, unit, nd, s1, s64):
+    """The linearity row: the guard's 64 KB share (on minus off) against 64× its 1 KB share."""
+    goal = f"content guard's 64 KB scanning share vs 64× its 1 KB share ({kind})"
+    if s1 is None or s64 is None:
+        return []
+    if s1 <= 0:
+        return [(goal, "≤ 64×", f"64 KB share {s64:,.{nd}f} {unit}; the 1 KB share "
+                 f"({s1:,.{nd}f} {unit}) is not above the noise", None)]
+    return [(goal, "≤ 64×", f"{s64:,.{nd}f} vs 64 × {s1:,.{nd}f} = {64 * s1:,.{nd}f} {unit} "
+             f"({s64 / s1:.1f}×)", s64 <= 64 * s1)]
+
+
+def guard_rows(g):
+    """Issue 22: CPU (and, when counted, instructions) per request with every built-in detector
+    on as a ratio to the guard off, at 1 KB (target ≤ +20%) and 64 KB, and the linearity row."""
+    rows = []
+    for kind, unit, fig, nd in (("CPU/req", "µs", "cpu", 1), ("instructions/req", "instr.", "ins", 0)):
+        val = (lambda k: (g["S"].get(k) or {}).get("cpu_us")) if fig == "cpu" else \
+            (lambda k: (g.get("instructions") or {}).get(k))
+        shares = {}
+        for label, key, _ in GUARD_SIZES:
+            on, off = val(f"guardon-{key}"), val(f"guardoff-{key}")
+            if not (on and off):
+                continue
+            shares[key] = on - off
+            r = on / off
+            rows.append((f"{kind} with the content guard on (every built-in) vs off ({label})",
+                         "≤ 1.20×" if key == "1k" else "(shown)",
+                         f"{r:.2f}× ({on:,.{nd}f} vs {off:,.{nd}f} {unit})",
+                         r <= 1.20 if key == "1k" else None))
+        rows += guard_share(kind, unit, nd + 1 if nd else 0, shares.get("1k"), shares.get("64k"))
+    return rows
+
+
+def criterion_bytes(target_dir):
+    """Bytes per iteration of the criterion benches that declare a byte throughput."""
+    base, got = os.path.join(target_dir, "criterion"), {}
+    for dirpath, _, files in os.walk(base):
+        if "benchmark.json" in files and dirpath.endswith(os.sep + "new"):
+            try:
+                tp = json.load(open(os.path.join(dirpath, "benchmark.json"))).get("throughput") or {}
+            except (OSError, ValueError):
+                continue
+            if "Bytes" in tp:
+                got[os.path.relpath(os.path.dirname(dirpath), base)] = tp["Bytes"]
+    return got
+
+
+def guard_matcher_rows(crit, nbytes):
+    """`benches/guard.rs` in MB/s: the matcher alone, a plain memchr pass over the same bytes, and
+    the whole request scan, per size."""
+    rows = []
+    for label, key, _ in GUARD_SIZES:
+        mbs = {}
+        for what in ("matcher", "memchr", "scan_request"):
+            name = f"guard/{what}/{key}"
+            if crit.get(name) and nbytes.get(name):
+                mbs[what] = nbytes[name] / crit[name]
+        if mbs:
+            rows.append((label, mbs))
+    return rows
+
+
+def print_guard(g):
+    S = g["S"]
+    for _, key, _ in GUARD_SIZES:
+        for k in (f"guardoff-{key}", f"guardon-{key}"):
+            if k in S:
+                print(f"{g['labels'][k]:48} {fmt(S[k]['rps']):>8} req/s  {fmt(S[k]['cpu_us'], 1):>6} µs/req  "
+                      f"errors {S[k]['errors']}")
+    for goal, want, got, ok in guard_rows(g):
+        print(f"{goal}: {got} (target {want}: {'met' if ok else 'not met' if ok is not None else '–'})")
+    print(f"guard findings counted by the guard-on gateway: {g['findings']:.0f}")
+
+
+def guard_only(args):
+    """`--guard-only`: the fixed upstream, the gateway with and without the content guard at 1 KB
+    and 64 KB, saturated in interleaved rounds; prints CPU per request and the ratios."""
+    os.makedirs(args.out, exist_ok=True)
+    procs = Procs(args.out)
+    try:
+        fixed, agent = start_upstreams(procs, args.out, args.root, args.agent_bin)
+        g = guard_load(procs, args.out, args.bin, fixed, agent, args.rounds, args.seconds)
+    finally:
+        procs.stop_all()
+    print_guard(g)
+
+
+def print_guard_instructions(args):
+    """`--instructions-only --guard-only`: the guard rows in instructions per request."""
+    os.makedirs(args.out, exist_ok=True)
+    procs = Procs(args.out)
+    n = 500 if args.quick else 1000
+    try:
+        fixed, _agent = start_upstreams(procs, args.out, args.root, args.agent_bin)
+        rows = guard_instructions(procs, args.out, args.bin, fixed, n)
+    finally:
+        procs.stop_all()
+    for label, key, size in GUARD_SIZES:
+        for on in (False, True):
+            v = rows.get(f"guard{'on' if on else 'off'}-{key}")
+            calls = n if size <= 1024 else max(n // 4, 50)
+            print(f"a2a-egress, access log on, {label:5}, guard {'on ' if on else 'off'} "
+                  + (f"{v:>12,.0f} instructions/request ({calls} calls)" if v else "-"))
+    for goal, want, got, ok in guard_rows({"S": {}, "instructions": rows}):
+        print(f"{goal}: {got} (target {want}: {'met' if ok else 'not met' if ok is not None else '–'})")
+
+
 def constrained_only(args):
     """`--constrained-only`: the upstreams, the nginx proxy and the constrained section alone."""
     os.makedirs(args.out, exist_ok=True)
@@ -1368,12 +1670,17 @@ def main():
                     help="only count instructions per request (callgrind) and print them")
     ap.add_argument("--telemetry-only", action="store_true",
                     help="only the traces row: CPU per request with every call traced vs off, printed")
+    ap.add_argument("--guard-only", action="store_true",
+                    help="only the content guard rows: CPU per request with every built-in "
+                         "detector on vs off at 1 KB and 64 KB, printed")
     ap.add_argument("--constrained-only", action="store_true",
                     help="only the constrained-sidecar section (benches/constrained.py), written "
                          "alone to --results")
     args = ap.parse_args()
     if args.instructions_only and args.telemetry_only:
         return print_telemetry_instructions(args)
+    if args.instructions_only and args.guard_only:
+        return print_guard_instructions(args)
     if args.instructions_only:
         return print_instructions(args)
     args.rounds, args.seconds = (1, 3) if args.quick else (3, 6)
@@ -1383,6 +1690,8 @@ def main():
         return constrained_only(args)
     if args.telemetry_only:
         return telemetry_only(args)
+    if args.guard_only:
+        return guard_only(args)
     scale_sizes = (1, 100) if args.quick else (1, 100, 1000)
     os.makedirs(args.out, exist_ok=True)
     started = time.time()
@@ -1444,12 +1753,17 @@ def main():
         ctx["sse"] = run_sse(st, body, hdrs, 3 if args.quick else 10)
         ctx["threads"] = {"a2a-egress": threads(gw[0]), "bare pingora": threads(P["bare-fixed"]),
                           "nginx proxy": threads(P["nginx-proxy"])}
+        # Issue 22's rows: a gateway pair of their own (their card takes data parts), stopped after.
+        ctx["guard"] = guard_load(procs, args.out, args.bin, fixed, agent, args.rounds,
+                                  args.seconds)
         ctx["instructions"] = {}
         if shutil.which("valgrind") and shutil.which("callgrind_control"):
             print("==> instructions per request (callgrind)", flush=True)
             alt = (args.alt_label, args.alt_bin) if args.alt_bin else None
             ctx["instructions"] = instructions(procs, args.out, args.bin, args.bare, fixed,
                                                500 if args.quick else 1000, alt)
+            ctx["guard"]["instructions"] = guard_instructions(procs, args.out, args.bin, fixed,
+                                                              500 if args.quick else 1000)
         print(f"==> scale: {scale_sizes} integrations", flush=True)
         ctx["scale"] = scale(procs, args.out, args.bin, fixed, args.seconds, scale_sizes)
         ctx["constrained"] = constrained.run(procs, args.out, args, fixed, agent, nx[0],
@@ -1457,6 +1771,7 @@ def main():
     finally:
         procs.stop_all()
     ctx["criterion"] = criterion_rows(args.target_dir)
+    ctx["criterion_bytes"] = criterion_bytes(args.target_dir)
     ctx["load_end"] = loadavg()
     ctx["took"] = time.time() - started
     write_results(args.results, ctx)

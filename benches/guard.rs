@@ -1,15 +1,18 @@
 //! Criterion bench of the content guard (pure, no I/O):
 //!
-//! - `matcher/{1k,64k}`: the policy's matcher alone (one multi-pattern regex pass, validators,
-//!   base64 runs) over realistic text, in bytes per second, beside `memchr/{1k,64k}`, a plain
-//!   `memchr` pass over the same bytes (the floor of any scan);
-//! - `scan_request/{1k,64k}`: the whole request scan of a JSON-RPC SendMessage of that size
+//! - `guard/matcher/{1k,64k}`: the policy's matcher alone (one multi-pattern regex pass,
+//!   validators, base64 runs) over realistic text, in bytes per second, beside
+//!   `guard/memchr/{1k,64k}`, a plain `memchr` pass over the same bytes (the floor of any scan);
+//! - `guard/scan_request/{1k,64k}`: the whole request scan of a JSON-RPC SendMessage of that size
 //!   with every built-in detector on (walk, normalisation, matching, verdict).
+//!
+//! One group named `guard`, so benches/bench.py finds the figures as `guard/<what>/<size>` beside
+//! the other benches' and turns them into MB/s (each declares its bytes).
 use std::collections::BTreeMap;
 use std::hint::black_box;
 
 use a2a_egress::guard::{self, Action, Detectors, OnUnscanned, Policy, Shape};
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 /// Prose with ids, numbers, a UUID, an e-mail-like handle and JSON-ish punctuation, none a finding.
 const PROSE: &str = "Please summarise the quarterly report for account 7731-A and compare it with \
@@ -48,27 +51,27 @@ fn bench(c: &mut Criterion) {
         OnUnscanned::Refuse,
     )
     .expect("policy");
+    let mut g = c.benchmark_group("guard");
     for (label, len) in [("1k", 1024), ("64k", 64 * 1024)] {
         let text = text_of(len);
         let body = send(len);
-        let mut g = c.benchmark_group(label);
         g.throughput(Throughput::Bytes(len as u64));
-        g.bench_function("matcher", |b| {
+        g.bench_function(BenchmarkId::new("matcher", label), |b| {
             b.iter(|| guard::bench_matcher(&policy, black_box(&text)))
         });
-        g.bench_function("memchr", |b| {
+        g.bench_function(BenchmarkId::new("memchr", label), |b| {
             b.iter(|| memchr::memchr_iter(b'@', black_box(text.as_bytes())).count())
         });
         g.throughput(Throughput::Bytes(body.len() as u64));
-        g.bench_function("scan_request", |b| {
+        g.bench_function(BenchmarkId::new("scan_request", label), |b| {
             b.iter(|| {
                 guard::scan_request(&all, &policy, black_box(&body), Shape::JsonRpc)
                     .findings
                     .len()
             })
         });
-        g.finish();
     }
+    g.finish();
 }
 
 criterion_group!(benches, bench);

@@ -12,6 +12,13 @@
 #   bash scripts/bench.sh --instructions --telemetry  # the traces row in instructions per request
 #                                         # (callgrind, every thread: the span queue's and the
 #                                         # exporter's too), traced vs untraced; printed
+#   bash scripts/bench.sh --guard         # only the content guard rows: CPU per request with every
+#                                         # built-in detector on (action record, bodies without a
+#                                         # finding) vs off, 1 KB and 64 KB SendMessage, as ratios,
+#                                         # and the 64 KB scanning share vs 64x the 1 KB one;
+#                                         # printed; no RESULTS.md
+#   bash scripts/bench.sh --instructions --guard  # the guard rows in instructions per request
+#                                         # (callgrind, every thread), guard on vs off; printed
 #   bash scripts/bench.sh --constrained   # only the constrained-sidecar section (one CPU, half a
 #                                         # CPU in a cgroup quota, two CPUs; periodic jobs), about
 #                                         # 10 minutes, written to $CARGO_TARGET_DIR/bench-constrained/
@@ -23,7 +30,7 @@
 # `cargo install --locked`, cmake (pingora's build); then it
 # builds the release binaries (a2a-egress on mimalloc, the same on the system allocator, and
 # benches/bare_pingora.rs), runs the criterion
-# micro-benchmarks briefly, and runs benches/bench.py: every proxy under test pinned to CPU 0,
+# micro-benchmarks briefly (compile, policy, guard), and runs benches/bench.py: every proxy under test pinned to CPU 0,
 # load generators and upstreams to CPU 1, every load run bounded in time. It writes
 # benches/RESULTS.md (ratios, raw figures, machine, versions, date, load average) and keeps the
 # raw logs under $CARGO_TARGET_DIR/bench (default target/bench). Needs 2 CPUs at least.
@@ -34,13 +41,15 @@ QUICK=""
 ONLY_INSTRUCTIONS=""
 ONLY_CONSTRAINED=""
 ONLY_TELEMETRY=""
+ONLY_GUARD=""
 for a in "$@"; do
     case "$a" in
         --quick) QUICK="--quick" ;;
         --instructions) ONLY_INSTRUCTIONS=1 ;;
         --constrained) ONLY_CONSTRAINED=1 ;;
         --telemetry) ONLY_TELEMETRY=1 ;;
-        *) echo "usage: scripts/bench.sh [--quick] [--instructions | --constrained | --telemetry | --instructions --telemetry]" >&2; exit 64 ;;
+        --guard) ONLY_GUARD=1 ;;
+        *) echo "usage: scripts/bench.sh [--quick] [--instructions | --constrained | --telemetry | --instructions --telemetry | --guard | --instructions --guard]" >&2; exit 64 ;;
     esac
 done
 
@@ -89,6 +98,16 @@ if [ -n "$ONLY_INSTRUCTIONS" ] && [ -n "$ONLY_TELEMETRY" ]; then
         --results /dev/null --target-dir "$TARGET"
 fi
 
+if [ -n "$ONLY_INSTRUCTIONS" ] && [ -n "$ONLY_GUARD" ]; then
+    OUT="$TARGET/bench-guard-instructions"
+    rm -rf "$OUT"
+    mkdir -p "$OUT"
+    say "instructions per request, content guard on vs off (callgrind; raw logs in $OUT)"
+    exec python3 benches/bench.py $QUICK --instructions-only --guard-only --bin "$TARGET/release/a2a-egress" \
+        --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
+        --results /dev/null --target-dir "$TARGET"
+fi
+
 if [ -n "$ONLY_INSTRUCTIONS" ]; then
     OUT="$TARGET/bench-instructions"
     rm -rf "$OUT"
@@ -109,6 +128,16 @@ if [ -n "$ONLY_TELEMETRY" ]; then
         --results /dev/null --target-dir "$TARGET"
 fi
 
+if [ -n "$ONLY_GUARD" ]; then
+    OUT="$TARGET/bench-guard"
+    rm -rf "$OUT"
+    mkdir -p "$OUT"
+    say "content guard on vs off, CPU per request (raw logs in $OUT)"
+    exec python3 benches/bench.py $QUICK --guard-only --bin "$TARGET/release/a2a-egress" \
+        --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
+        --results /dev/null --target-dir "$TARGET"
+fi
+
 if [ -n "$ONLY_CONSTRAINED" ]; then
     OUT="$TARGET/bench-constrained"
     rm -rf "$OUT"
@@ -120,10 +149,10 @@ if [ -n "$ONLY_CONSTRAINED" ]; then
 fi
 
 # Criterion micro-benchmarks, briefly (their figures go into RESULTS.md).
-say "criterion micro-benchmarks (compile, policy)"
+say "criterion micro-benchmarks (compile, policy, guard)"
 rm -rf "$TARGET/criterion"
 if [ -n "$QUICK" ]; then CRIT=(--warm-up-time 0.5 --measurement-time 1); else CRIT=(--warm-up-time 1 --measurement-time 3); fi
-cargo bench --locked --quiet --bench compile --bench policy -- "${CRIT[@]}" >"$TARGET/criterion-run.log" 2>&1 \
+cargo bench --locked --quiet --bench compile --bench policy --bench guard -- "${CRIT[@]}" >"$TARGET/criterion-run.log" 2>&1 \
     || { tail -n 30 "$TARGET/criterion-run.log" >&2; exit 1; }
 
 # The same gateway on the system allocator (benches/system_alloc.rs: the binary's allocator

@@ -210,7 +210,11 @@ impl Detectors {
         }
         // Every pattern compiled alone in `compile` (custom) or is a constant (built-in).
         let regex = Regex::builder()
-            .configure(Regex::config().nfa_size_limit(Some(NFA_LIMIT * patterns.len())))
+            .configure(
+                Regex::config()
+                    .nfa_size_limit(Some(NFA_LIMIT * patterns.len()))
+                    .hybrid_cache_capacity(HYBRID_CACHE),
+            )
             .build_many(&patterns)
             .ok();
         let words = (!words.is_empty())
@@ -379,34 +383,123 @@ impl Matcher {
     }
 }
 
-/// Whether `b` can be part of a base64 or base64url run.
-fn token_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-')
-}
+/// Room for the lazy DFA's states of one matcher, per thread that searches with it (regex's
+/// default is 2 MiB). The built-in set is many patterns with long counted repetitions, and with
+/// the default the cache filled and was rebuilt over and over (a few thousand instructions of
+/// determinisation per request); it is an upper bound, filled only as states are met.
+const HYBRID_CACHE: usize = 8 << 20;
+
+/// The bytes that can be part of a base64 or base64url run, as a table: [`token_runs`] reads
+/// every byte of the text, and one load per byte is cheaper than the range tests.
+const TOKEN_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'_' | b'-');
+        b += 1;
+    }
+    t
+};
 
 /// Pushes every run of base64/base64url characters (plus up to two `=`) at least
 /// [`validate::BASE64_MIN`] long: the scan decodes one that holds text, else asks `high_entropy`.
 /// A byte pass of its own rather than a regex pattern, so a run never hides a detector's match
 /// inside it.
+///
+/// Only runs of at least [`TOKEN_MIN`] token bytes can qualify (two `=` at most make up the rest),
+/// and every such run covers one of the positions `TOKEN_MIN - 1`, `2 × TOKEN_MIN - 1`, …: so only
+/// those bytes are looked at first, and a run is measured only around one that is a token byte.
+/// Prose has short words; this reads a fraction of its bytes instead of each one.
 fn token_runs(text: &str, out: &mut Vec<Hit>) {
     let b = text.as_bytes();
-    let mut i = 0;
+    let token = |i: usize| b.get(i).is_some_and(|&c| TOKEN_BYTE[usize::from(c)]);
+    // Bytes before `done` belong to a run already measured (and its padding).
+    let mut done = 0;
+    let mut i = TOKEN_MIN - 1;
     while i < b.len() {
-        if !b.get(i).copied().is_some_and(token_byte) {
-            i += 1;
+        if !token(i) {
+            i += TOKEN_MIN;
             continue;
         }
-        let start = i;
-        while b.get(i).copied().is_some_and(token_byte) {
-            i += 1;
+        let mut start = i;
+        while start > done && token(start - 1) {
+            start -= 1;
+        }
+        let mut end = i + 1;
+        while token(end) {
+            end += 1;
         }
         let mut pad = 0;
-        while pad < 2 && b.get(i) == Some(&b'=') {
-            i += 1;
+        while pad < 2 && b.get(end) == Some(&b'=') {
+            end += 1;
             pad += 1;
         }
-        if i - start >= validate::BASE64_MIN {
-            out.push(Hit::Token { start, end: i });
+        if end - start >= validate::BASE64_MIN {
+            out.push(Hit::Token { start, end });
+        }
+        done = end;
+        i = end + TOKEN_MIN - 1;
+    }
+}
+
+/// The fewest token bytes a run of [`validate::BASE64_MIN`] can have (the rest is `=` padding).
+const TOKEN_MIN: usize = validate::BASE64_MIN - 2;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The plain definition: every maximal run, with its padding, looked at byte by byte.
+    fn token_runs_plain(text: &str) -> Vec<Hit> {
+        let b = text.as_bytes();
+        let token = |i: usize| b.get(i).is_some_and(|&c| TOKEN_BYTE[usize::from(c)]);
+        let (mut i, mut out) = (0, Vec::new());
+        while i < b.len() {
+            if !token(i) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while token(i) {
+                i += 1;
+            }
+            let mut pad = 0;
+            while pad < 2 && b.get(i) == Some(&b'=') {
+                i += 1;
+                pad += 1;
+            }
+            if i - start >= validate::BASE64_MIN {
+                out.push(Hit::Token { start, end: i });
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// Sampling finds exactly the runs the byte-by-byte definition finds, wherever they
+        /// start and however long they are (around the minimum above all).
+        #[test]
+        fn sampled_token_runs_are_the_plain_ones(
+            pieces in proptest::collection::vec(
+                (
+                    // Lengths around the minimum most of all: where sampling could miss a run.
+                    prop_oneof![1 => 0usize..40, 3 => (TOKEN_MIN - 2)..(validate::BASE64_MIN + 3)],
+                    prop_oneof![Just(' '), Just('='), Just('.'), Just('\u{e9}')],
+                    0usize..3,
+                ),
+                0..12,
+            ),
+        ) {
+            let mut text = String::new();
+            for (run, sep, n) in pieces {
+                text.extend((0..run).map(|k| if k % 7 == 3 { '_' } else { 'a' }));
+                text.extend(std::iter::repeat_n(sep, n + 1));
+            }
+            let mut got = Vec::new();
+            token_runs(&text, &mut got);
+            prop_assert_eq!(got, token_runs_plain(&text));
         }
     }
 }

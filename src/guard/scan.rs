@@ -103,7 +103,26 @@ struct Site {
     role: Role,
     open: usize,
     close: usize,
-    path: String,
+    /// Where the segments of its finding path (for a key, the object holding it) are in
+    /// [`Sites::segs`]; formatted by [`Sites::path`] only when a finding needs it: nearly every
+    /// literal holds none, and formatting (or even allocating) each one's path cost more than
+    /// matching it.
+    segs: std::ops::Range<usize>,
+}
+
+/// The literals of a body to scan, and their paths' segments (borrowed from the body), one
+/// vector for all.
+#[derive(Debug, Default)]
+struct Sites<'b> {
+    list: Vec<Site>,
+    segs: Vec<Seg<'b>>,
+}
+
+impl Sites<'_> {
+    /// The finding path of `site` as callers and logs see it ([`finding_path`]).
+    fn path(&self, site: &Site) -> String {
+        finding_path(self.segs.get(site.segs.clone()).unwrap_or_default())
+    }
 }
 
 /// Scans an A2A 1.0 SendMessage/SendStreamingMessage request: `body` is JSON already validated by
@@ -116,15 +135,15 @@ pub fn scan_request(all: &Detectors, policy: &Policy, body: &str, shape: Shape) 
         Shape::Rest => &[],
     };
     let sites = collect(body, prefix, classify_request);
-    let mut scan = Scan::new(all, policy, body, false);
-    let texts: Vec<&Site> = sites.iter().filter(|s| s.role == Role::Text).collect();
+    let mut scan = Scan::new(all, policy, body, &sites, false);
+    let texts: Vec<&Site> = sites.list.iter().filter(|s| s.role == Role::Text).collect();
     scan.literals(&texts);
-    for site in &sites {
+    for site in &sites.list {
         match site.role {
             Role::Text | Role::MediaType(_) => {}
             Role::Plain => scan.literals(&[site]),
             Role::Raw(part) => {
-                let media = sites.iter().find(|s| s.role == Role::MediaType(part));
+                let media = sites.list.iter().find(|s| s.role == Role::MediaType(part));
                 scan.raw(site, media.map(|m| literal(body, m)));
             }
             Role::Url => scan.url(site),
@@ -148,20 +167,20 @@ pub fn scan_answer(all: &Detectors, policy: &Policy, body: &str, shape: Shape) -
     let sites = collect(body, prefix, |rel, key| {
         (!rel.is_empty() || !key).then_some(Role::Plain)
     });
-    let mut scan = Scan::new(all, policy, body, true);
-    for site in &sites {
+    let mut scan = Scan::new(all, policy, body, &sites, true);
+    for site in &sites.list {
         scan.literals(&[site]);
     }
     scan.verdict.findings
 }
 
 /// The sites of `body` under `prefix` that `classify` gives a role (path relative to the prefix).
-fn collect(
-    body: &str,
+fn collect<'b>(
+    body: &'b str,
     prefix: &[&str],
     classify: impl Fn(&[Seg<'_>], bool) -> Option<Role>,
-) -> Vec<Site> {
-    let mut sites = Vec::new();
+) -> Sites<'b> {
+    let mut sites = Sites::default();
     // The body was validated by the caller; on anything else nothing is collected past the fault.
     let _ = json::visit_strings(body, |s| {
         let under = s.path.len() >= prefix.len()
@@ -174,18 +193,21 @@ fn collect(
         }
         let rel = s.path.get(prefix.len()..).unwrap_or_default();
         if let Some(role) = classify(rel, s.key) {
-            sites.push(Site {
+            // A key's finding names the object holding it: the key itself may be the secret.
+            let path = if s.key {
+                s.path
+                    .get(..s.path.len().saturating_sub(1))
+                    .unwrap_or_default()
+            } else {
+                s.path
+            };
+            let first = sites.segs.len();
+            sites.segs.extend_from_slice(path);
+            sites.list.push(Site {
                 role,
                 open: s.open,
                 close: s.close,
-                // A key's finding names the object holding it: the key itself may be the secret.
-                path: finding_path(if s.key {
-                    s.path
-                        .get(..s.path.len().saturating_sub(1))
-                        .unwrap_or_default()
-                } else {
-                    s.path
-                }),
+                segs: first..sites.segs.len(),
             });
         }
     });
@@ -278,23 +300,34 @@ struct Scan<'a> {
     policy: &'a Policy,
     matcher: &'a Matcher,
     body: &'a str,
+    sites: &'a Sites<'a>,
     left: usize,
     answer: bool,
     verdict: Verdict,
     hits: Vec<Hit>,
+    /// [`Scan::literals`]' normalised text, kept between calls for its buffers.
+    norm: Norm,
 }
 
 impl<'a> Scan<'a> {
-    fn new(all: &'a Detectors, policy: &'a Policy, body: &'a str, answer: bool) -> Self {
+    fn new(
+        all: &'a Detectors,
+        policy: &'a Policy,
+        body: &'a str,
+        sites: &'a Sites<'a>,
+        answer: bool,
+    ) -> Self {
         Scan {
             all,
             policy,
             matcher: &policy.matcher,
             body,
+            sites,
             left: policy.budget_bytes,
             answer,
             verdict: Verdict::default(),
             hits: Vec::new(),
+            norm: Norm::default(),
         }
     }
 
@@ -308,9 +341,14 @@ impl<'a> Scan<'a> {
 
     /// Scans the concatenation of `sites` (one literal, or a message's text parts).
     fn literals(&mut self, sites: &[&Site]) {
-        let mut norm = Norm::default();
+        // The buffers of the last call, reused: most literals are short, and growing three fresh
+        // vectors for each was a good part of the scan's cost.
+        let mut norm = std::mem::take(&mut self.norm);
+        norm.clear();
         // (first normalised byte, site) of each piece.
         let mut pieces: Vec<(usize, &Site)> = Vec::with_capacity(sites.len());
+        let total: usize = sites.iter().map(|s| s.close - s.open - 1).sum();
+        norm.reserve(total.min(self.left));
         for site in sites {
             let len = site.close - site.open - 1;
             pieces.push((norm.text.len(), site));
@@ -319,6 +357,7 @@ impl<'a> Scan<'a> {
             self.verdict.unscanned_bytes += len - read;
         }
         if norm.text.is_empty() {
+            self.norm = norm;
             return;
         }
         let located = |a: usize, b: usize| -> (String, Vec<Span>) {
@@ -331,12 +370,13 @@ impl<'a> Scan<'a> {
                     && let Some((s, e)) = norm.source(x, y)
                 {
                     spans.push(Span::Body { start: s, end: e });
-                    path.get_or_insert_with(|| site.path.clone());
+                    path.get_or_insert_with(|| self.sites.path(site));
                 }
             }
             (path.unwrap_or_else(|| "$".into()), spans)
         };
         self.matched(&norm.text, &located);
+        self.norm = norm;
     }
 
     /// Runs the matcher over `text`; `located` turns a normalised span into (path, source spans).
@@ -425,7 +465,7 @@ impl<'a> Scan<'a> {
         norm.push_plain(text, 0, used.saturating_mul(text.len()) / len.max(1));
         self.left -= used;
         self.verdict.unscanned_bytes += len - used;
-        let (open, close, path) = (site.open, site.close, site.path.clone());
+        let (open, close) = (site.open, site.close);
         let located = |a: usize, b: usize| {
             let spans = norm
                 .source(a, b)
@@ -437,7 +477,7 @@ impl<'a> Scan<'a> {
                 })
                 .into_iter()
                 .collect();
-            (path.clone(), spans)
+            (self.sites.path(site), spans)
         };
         self.matched(&norm.text, &located);
     }
@@ -453,7 +493,7 @@ impl<'a> Scan<'a> {
             self.verdict.findings.push(Finding {
                 detector: URL_ORIGIN.into(),
                 class: URL_CLASS.into(),
-                path: site.path.clone(),
+                path: self.sites.path(site),
                 action: if self.answer {
                     Action::Record
                 } else {

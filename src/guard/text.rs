@@ -14,23 +14,84 @@ use unicode_normalization::UnicodeNormalization as _;
 const DEFAULT_IGNORABLE: CodePointSetDataBorrowed<'static> =
     CodePointSetData::new::<DefaultIgnorableCodePoint>();
 
-/// Text to match, with `from[i]..to[i]` the source span of byte `i` (offsets into whatever the
-/// pieces were read from: the body, or a decoded part). `u32` halves the map (eight bytes per
-/// byte of text instead of sixteen): bodies are far below 4 GiB, and offsets past it saturate.
+/// Text to match, with a map from its bytes back to the source (offsets into whatever the pieces
+/// were read from: the body, or a decoded part). The map is kept as runs, not per byte: nearly all
+/// text is plain ASCII copied as it is, one run for a whole literal, and a per-byte map (two
+/// offsets for every byte) cost more to build than the matching it served.
 #[derive(Debug, Default, Clone)]
 pub(super) struct Norm {
     pub(super) text: String,
-    pub(super) from: Vec<u32>,
-    pub(super) to: Vec<u32>,
+    runs: Vec<Run>,
+}
+
+/// Normalised bytes `at..at + len` and where they came from: byte for byte from `src..` when
+/// `same` (an ASCII run copied as it is), else all of them from the one source unit
+/// `src..src_end` (an escape, or a character NFKC expanded).
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    at: u32,
+    len: u32,
+    src: u32,
+    src_end: u32,
+    same: bool,
+}
+
+impl Run {
+    /// The source span of normalised byte `i` (inside the run).
+    fn source_of(&self, i: usize) -> (usize, usize) {
+        let (src, end) = (self.src as usize, self.src_end as usize);
+        if self.same {
+            let at = src + (i - self.at as usize);
+            (at, at + 1)
+        } else {
+            (src, end)
+        }
+    }
 }
 
 impl Norm {
+    /// Empties it, keeping its buffers.
+    pub(super) fn clear(&mut self) {
+        self.text.clear();
+        self.runs.clear();
+    }
+
+    /// Room for about `n` more bytes of text.
+    pub(super) fn reserve(&mut self, n: usize) {
+        self.text.reserve(n);
+    }
+
+    /// Records that the last `added` bytes of text came from source `start..end`: byte for byte
+    /// when `same`, merged into the last run when it goes on where that one stopped.
+    fn mapped(&mut self, added: usize, start: usize, end: usize, same: bool) {
+        if added == 0 {
+            return;
+        }
+        let at = off(self.text.len() - added);
+        if same
+            && let Some(last) = self.runs.last_mut()
+            && last.same
+            && last.at.saturating_add(last.len) == at
+            && last.src_end == off(start)
+        {
+            last.len = last.len.saturating_add(off(added));
+            last.src_end = off(end);
+            return;
+        }
+        self.runs.push(Run {
+            at,
+            len: off(added),
+            src: off(start),
+            src_end: off(end),
+            same,
+        });
+    }
+
     /// Appends `c`, read from source bytes `start..end`, normalised.
     fn push_char(&mut self, c: char, start: usize, end: usize) {
         if c.is_ascii() {
             self.text.push(c);
-            self.from.push(off(start));
-            self.to.push(off(end));
+            self.mapped(1, start, end, end - start == 1);
             return;
         }
         if DEFAULT_IGNORABLE.contains(c) {
@@ -38,9 +99,7 @@ impl Norm {
         }
         let before = self.text.len();
         self.text.extend(std::iter::once(c).nfkc());
-        let added = self.text.len() - before;
-        self.from.extend(std::iter::repeat_n(off(start), added));
-        self.to.extend(std::iter::repeat_n(off(end), added));
+        self.mapped(self.text.len() - before, start, end, false);
     }
 
     /// Appends the JSON string literal of `body` whose quotes are at `open` and `close`,
@@ -58,16 +117,25 @@ impl Norm {
         let mut i = first;
         while i < close {
             // Plain ASCII (nearly all text) is copied in one go: NFKC leaves it as it is.
-            let run = b
+            let rest = b
                 .get(i..close.min(first.saturating_add(limit)))
-                .unwrap_or_default()
-                .iter()
-                .take_while(|&&c| c.is_ascii() && c != b'\\')
-                .count();
+                .unwrap_or_default();
+            // Up to the next backslash, then up to the first non-ASCII byte before it (both read
+            // many bytes at a time: memchr, and `is_ascii` on words).
+            let plain = rest
+                .get(..memchr::memchr(b'\\', rest).unwrap_or(rest.len()))
+                .unwrap_or_default();
+            let run = if plain.is_ascii() {
+                plain.len()
+            } else {
+                plain
+                    .iter()
+                    .position(|c| !c.is_ascii())
+                    .unwrap_or(plain.len())
+            };
             if run > 0 {
                 self.text.push_str(body.get(i..i + run).unwrap_or_default());
-                self.from.extend(off(i)..off(i + run));
-                self.to.extend(off(i + 1)..off(i + run + 1));
+                self.mapped(run, i, i + run, true);
                 i += run;
                 continue;
             }
@@ -103,10 +171,18 @@ impl Norm {
         read
     }
 
+    /// The run holding normalised byte `i`.
+    fn run_of(&self, i: usize) -> Option<&Run> {
+        let n = self.runs.partition_point(|r| r.at as usize <= i);
+        let run = self.runs.get(n.checked_sub(1)?)?;
+        (i < run.at as usize + run.len as usize).then_some(run)
+    }
+
     /// The source span of normalised bytes `start..end` (`start < end`).
     pub(super) fn source(&self, start: usize, end: usize) -> Option<(usize, usize)> {
-        let from = usize::try_from(*self.from.get(start)?).ok()?;
-        let to = usize::try_from(*self.to.get(end.checked_sub(1)?)?).ok()?;
+        let last = end.checked_sub(1)?;
+        let from = self.run_of(start)?.source_of(start).0;
+        let to = self.run_of(last)?.source_of(last).1;
         Some((from, to))
     }
 }
@@ -170,7 +246,8 @@ mod tests {
         assert_eq!(n.source(2, 3), Some((8, 11)));
         // The emoji's four bytes map to the twelve of its surrogate pair.
         assert_eq!(n.source(3, 7), Some((14, 26)));
-        assert_eq!(n.from.len(), n.text.len());
+        assert_eq!(n.source(0, n.text.len()), Some((1, 28)));
+        assert_eq!(n.source(n.text.len(), n.text.len() + 1), None);
     }
 
     #[test]
