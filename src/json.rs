@@ -1,6 +1,7 @@
 //! Strict reading of JSON text, shared by the card validator, the data plane and the content guard:
 //! one walk over the text's structure and string literals, duplicate object keys and the JSON path
-//! of each, and path rendering that is safe to echo (pure, no I/O).
+//! of each, path rendering that is safe to echo, and the memory a `serde_json::Value` of a
+//! document would take (pure, no I/O).
 //!
 //! Why a scan of our own next to serde_json: `serde_json::Value` silently keeps the last of two
 //! equal keys, and other readers keep the first, so `{"method":"GetExtendedAgentCard",
@@ -14,6 +15,9 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
+mod tree;
+pub use tree::{TREE_BUDGET, check_tree, tree_bound};
+
 /// Deepest nesting scanned (serde_json's own default limit, so both agree on what is too deep).
 pub const MAX_DEPTH: usize = 128;
 
@@ -26,6 +30,15 @@ pub enum ScanError {
     /// The text is not JSON (callers validate first; this only keeps the scan total).
     #[error("not well-formed JSON")]
     Malformed,
+    /// Its `serde_json::Value` would take more than [`TREE_BUDGET`] ([`check_tree`]).
+    #[error(
+        "the agent's answer would take {mib} MiB to read, over the {} MiB the gateway holds per answer",
+        TREE_BUDGET >> 20
+    )]
+    TooLarge {
+        /// The bound of [`tree_bound`], in MiB rounded up.
+        mib: usize,
+    },
 }
 
 /// Objects with more keys than this get a hash set of their own; smaller ones (nearly all) are
@@ -50,8 +63,8 @@ enum Frame<'a> {
 /// One structural event of the walk over JSON text (see [`walk`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Token {
-    /// `{` (`object`) or `[` opens a container.
-    Open { object: bool },
+    /// `{` (`object`) or `[` opens a container, at byte offset `at`.
+    Open { object: bool, at: usize },
     /// `}` or `]` closes the innermost container.
     Close,
     /// `,` inside an array: the next element begins.
@@ -83,7 +96,10 @@ pub fn walk(
                 }
                 objects.push(b == b'{');
                 expect_key = b == b'{';
-                on(Token::Open { object: b == b'{' })?;
+                on(Token::Open {
+                    object: b == b'{',
+                    at: i,
+                })?;
             }
             b'}' | b']' => {
                 objects.pop().ok_or(ScanError::Malformed)?;
@@ -148,7 +164,7 @@ pub fn visit_strings<'a>(
     let mut segs: Vec<Seg<'a>> = Vec::new();
     walk(text, |t| {
         match t {
-            Token::Open { object } => {
+            Token::Open { object, .. } => {
                 segs.push(if object {
                     Seg::Key(Cow::Borrowed(""))
                 } else {
@@ -213,7 +229,7 @@ pub fn duplicate_keys(text: &str, limit: usize) -> Result<Vec<String>, ScanError
     let mut found = Vec::new();
     walk(text, |t| {
         match t {
-            Token::Open { object } => stack.push(if object {
+            Token::Open { object, .. } => stack.push(if object {
                 Frame::Object {
                     start: keys.len(),
                     set: None,

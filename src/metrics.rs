@@ -69,7 +69,7 @@ pub const SPANS_DROPPED_REASONS: [&str; 2] = ["queue_full", "export_failed"];
 
 /// `reason` values of `a2a_egress_invalid_agent_answers_total`: what was wrong with an agent
 /// answer that was not A2A (the labels of `proxy::answer::Invalid`, which a test holds equal).
-pub const INVALID_ANSWER_REASONS: [&str; 8] = [
+pub const INVALID_ANSWER_REASONS: [&str; 9] = [
     "not_json",
     "truncated",
     "id_mismatch",
@@ -78,6 +78,7 @@ pub const INVALID_ANSWER_REASONS: [&str; 8] = [
     "encoding",
     "redirect",
     "untranslatable",
+    "too_large",
 ];
 
 /// Registers `metric` on `registry`. Every name and label is a constant of the code that

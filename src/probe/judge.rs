@@ -266,6 +266,30 @@ fn error_of(v: &Value) -> Option<Answer> {
     Some(Answer::Error { code, reason })
 }
 
+/// An answer whose trees (the body's, or all of a stream's events', which are held together)
+/// would take more than [`crate::json::TREE_BUDGET`]: no conclusion, as for any answer that
+/// cannot be read, and nothing is built. A probe's answer is capped only by the card policy's
+/// `max_card_bytes` (up to 16 MiB), the same size as a data-plane answer.
+fn too_large(resp: &Response) -> Option<Outcome> {
+    let result = if is_event_stream(resp.content_type.as_deref()) {
+        let sum = sse_data(&resp.body)
+            .iter()
+            .filter_map(|d| crate::json::tree_bound(d).ok())
+            .fold(0usize, usize::saturating_add);
+        if sum > crate::json::TREE_BUDGET {
+            Err(crate::json::ScanError::TooLarge {
+                mib: sum.div_ceil(1 << 20),
+            })
+        } else {
+            Ok(())
+        }
+    } else {
+        crate::json::check_tree(&resp.body)
+    };
+    let e = result.err()?;
+    Some(Outcome::Inconclusive(format!("no A2A answer: {e}")))
+}
+
 fn answer(resp: &Response) -> Answer {
     if is_event_stream(resp.content_type.as_deref()) {
         let events: Vec<Value> = sse_data(&resp.body)
@@ -301,6 +325,9 @@ fn answer(resp: &Response) -> Answer {
 /// stream events are translated to 1.0 first, as the data plane translates them for a caller,
 /// then judged as any 1.0 answer; one that does not translate is no A2A answer.
 pub fn judge_in(check: &Check, dialect: Dialect, resp: Response) -> Outcome {
+    if let Some(o) = too_large(&resp) {
+        return o;
+    }
     match dialect::answer_to10(dialect, op(check), resp) {
         Ok(r) => judge(check, &r),
         Err(e) => Outcome::Inconclusive(format!(
@@ -311,6 +338,9 @@ pub fn judge_in(check: &Check, dialect: Dialect, resp: Response) -> Outcome {
 
 /// Judges the 1.0 answer to `check`'s request.
 pub fn judge(check: &Check, resp: &Response) -> Outcome {
+    if let Some(o) = too_large(resp) {
+        return o;
+    }
     let a = answer(resp);
     if !a.is_protocol() {
         return Outcome::Inconclusive(format!("no A2A answer: {}", a.describe()));

@@ -546,3 +546,41 @@ async fn a_0_3_run_sends_only_what_0_3_can_answer_and_reports_the_rest() {
     assert_eq!(sent.len(), 1, "only the interface probe is sent: {sent:?}");
     assert_eq!(body(&sent[0])["method"], "tasks/get");
 }
+
+#[test]
+fn an_answer_whose_tree_is_over_the_budget_is_not_read_and_says_its_size() {
+    let (target, _) = plan_03();
+    // 2^20 + 1 zeros: a 2 MiB `result`, a `Vec<Value>` of 2^21 slots.
+    let zeros = format!("[{}0]", "0,".repeat(1 << 20));
+    let body = format!(r#"{{"jsonrpc":"2.0","id":"x","result":{zeros}}}"#);
+    let unary = Response {
+        status: 200,
+        content_type: Some("application/json".into()),
+        body: Bytes::from(body.clone()),
+    };
+    // Three events of 2^17 + 1 zeros: each is under the budget, together they are not.
+    let half = format!("[{}0]", "0,".repeat(1 << 17));
+    let event = format!(r#"data: {{"jsonrpc":"2.0","id":"x","result":{half}}}"#);
+    let stream = Response {
+        status: 200,
+        content_type: Some("text/event-stream".into()),
+        body: Bytes::from(format!("{event}\n\n{event}\n\n{event}\n\n")),
+    };
+    for (got, what) in [
+        (judge(&Check::Interface, &unary), "1.0 answer"),
+        (
+            judge_in(&Check::Interface, target.dialect, unary),
+            "0.3 answer",
+        ),
+        (judge(&Check::Streaming, &stream), "1.0 stream"),
+    ] {
+        let Outcome::Inconclusive(d) = &got else {
+            panic!("{what}: {got:?}")
+        };
+        assert!(
+            d.starts_with("no A2A answer: the agent's answer would take ")
+                && d.ends_with(" MiB to read, over the 64 MiB the gateway holds per answer"),
+            "{what}: {d}"
+        );
+    }
+}

@@ -80,11 +80,18 @@ pub enum Invalid {
     /// missing or of the wrong type, an unknown task state or part kind, a duplicate key).
     #[error("the A2A 0.3 answer does not translate into A2A 1.0")]
     Untranslatable,
+    /// An answer whose tree would take more than [`crate::json::TREE_BUDGET`] to read (the
+    /// translator measures it first).
+    #[error(
+        "the answer would take more memory to read than the {} MiB the gateway holds per answer",
+        crate::json::TREE_BUDGET >> 20
+    )]
+    TooLarge,
 }
 
 impl Invalid {
     /// Every kind (for pre-registering metric series).
-    pub const ALL: [Invalid; 8] = [
+    pub const ALL: [Invalid; 9] = [
         Invalid::NotJson,
         Invalid::Truncated,
         Invalid::IdMismatch,
@@ -93,6 +100,7 @@ impl Invalid {
         Invalid::Encoding,
         Invalid::Redirect,
         Invalid::Untranslatable,
+        Invalid::TooLarge,
     ];
 
     /// Bounded label (metric `reason`, ErrorInfo metadata).
@@ -106,6 +114,7 @@ impl Invalid {
             Invalid::Encoding => "encoding",
             Invalid::Redirect => "redirect",
             Invalid::Untranslatable => "untranslatable",
+            Invalid::TooLarge => "too_large",
         }
     }
 
@@ -114,7 +123,8 @@ impl Invalid {
     /// (moved, replaced by a web page, a different protocol), which a refresh can find out; a
     /// 5xx's page says the agent is failing, which a new card would not change.
     pub fn marks_stale(self, status: u16) -> bool {
-        status < 500
+        // A new card would not make an answer smaller.
+        status < 500 && self != Invalid::TooLarge
     }
 }
 

@@ -12,7 +12,11 @@
 //!
 //! An answer the gateway cannot read as JSON (malformed, nested deeper than serde_json reads,
 //! numbers out of range) or that repeats an object key (the gateway would check one value and the
-//! caller might read the other) cannot be shown to match, so it counts as a mismatch too.
+//! caller might read the other) cannot be shown to match, so it counts as a mismatch too. So does
+//! one whose tree would take more than [`crate::json::TREE_BUDGET`] (`[0,0,…]` costs about 36
+//! times its text): it is refused before the tree is built.
+
+use std::borrow::Cow;
 
 use serde_json::Value;
 
@@ -32,8 +36,8 @@ pub enum Violation {
         /// The first violation in the part's data.
         mismatch: Mismatch,
     },
-    /// The answer cannot be read as JSON, or repeats a key.
-    Unreadable(&'static str),
+    /// The answer cannot be read as JSON, repeats a key, or would take too much memory to read.
+    Unreadable(Cow<'static, str>),
 }
 
 impl Violation {
@@ -75,6 +79,9 @@ pub fn check_answer(schema: &ArtifactSchema, binding: Binding, ok: bool, body: &
     if !ok {
         return Checked::default();
     }
+    if let Err(e) = crate::json::check_tree(body) {
+        return unreadable(e.to_string());
+    }
     let value: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(_) => return unreadable("not JSON the gateway can read"),
@@ -95,10 +102,10 @@ pub fn check_answer(schema: &ArtifactSchema, binding: Binding, ok: bool, body: &
     check_result(schema, result)
 }
 
-fn unreadable(why: &'static str) -> Checked {
+fn unreadable(why: impl Into<Cow<'static, str>>) -> Checked {
     Checked {
         parts: 0,
-        violation: Some(Violation::Unreadable(why)),
+        violation: Some(Violation::Unreadable(why.into())),
     }
 }
 
@@ -303,6 +310,29 @@ mod tests {
                 String::from_utf8_lossy(&body[..body.len().min(60)])
             );
         }
+    }
+
+    #[test]
+    fn an_answer_whose_tree_is_over_the_budget_is_unreadable_naming_its_size() {
+        let s = schema();
+        // 2^20 + 1 zeros in a data part: a few MiB of text, a `Vec<Value>` of 2^21 slots.
+        let zeros = format!("[{}0]", "0,".repeat(1 << 20));
+        let body = format!(
+            r#"{{"task":{{"id":"t","artifacts":[{{"artifactId":"a","parts":[{{"data":{zeros}}}]}}]}}}}"#
+        );
+        let c = check_answer(&s, Binding::HttpJson, true, body.as_bytes());
+        let Some(Violation::Unreadable(why)) = &c.violation else {
+            panic!("{c:?}");
+        };
+        assert!(
+            why.starts_with("the agent's answer would take ")
+                && why.ends_with(" MiB to read, over the 64 MiB the gateway holds per answer"),
+            "{why}"
+        );
+        assert_eq!(
+            c.violation.as_ref().map(Violation::keyword),
+            Some("unreadable")
+        );
     }
 
     #[test]

@@ -348,6 +348,14 @@ impl Deny {
                 short(part),
                 sanitize_echo(keyword)
             ),
+            Deny::InvalidAgentResponse {
+                why: Invalid::TooLarge,
+                status,
+            } => format!(
+                "the agent's answer (HTTP {status}) would take more memory to read than the {} MiB \
+                 the gateway holds per answer; it was not passed on",
+                crate::json::TREE_BUDGET >> 20
+            ),
             Deny::InvalidAgentResponse { why, status } => format!(
                 "the agent's answer (HTTP {status}) is not an A2A answer: {why}; it was not passed on"
             ),

@@ -1,8 +1,10 @@
 //! Reading agent answers: A2A error detection for stale marks and the refused-stream retry, and
-//! SSE framing of a one-event downgrade (pure, no I/O).
+//! SSE framing of a one-event downgrade (pure, no I/O). The answer is read without a tree
+//! ([`read`]): these checks run on every answer that mentions `"error"` and on every downgrade.
+
+mod read;
 
 use bytes::Bytes;
-use serde_json::Value;
 
 use crate::profile::Binding;
 use crate::state::StaleCause;
@@ -29,14 +31,6 @@ impl AgentError {
     }
 }
 
-fn first_reason(details: Option<&Value>) -> Option<String> {
-    details?
-        .as_array()?
-        .iter()
-        .find_map(|d| d.get("reason").and_then(Value::as_str))
-        .map(str::to_owned)
-}
-
 /// Parses an agent's answer as an A2A error: a JSON-RPC `error` member (any HTTP status), or an
 /// HTTP+JSON `google.rpc.Status` body with a status of 400 or more.
 pub fn agent_error(binding: Binding, status: u16, body: &[u8]) -> Option<AgentError> {
@@ -44,23 +38,22 @@ pub fn agent_error(binding: Binding, status: u16, body: &[u8]) -> Option<AgentEr
     if !body.windows(7).any(|w| w == b"\"error\"") {
         return None;
     }
-    let v: Value = serde_json::from_slice(body).ok()?;
     match binding {
         Binding::JsonRpc => {
-            let e = v.get("error")?;
+            let e = read::read(body, "data")?.error?;
             Some(AgentError {
-                code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
-                reason: first_reason(e.get("data")),
+                code: e.code.unwrap_or(0),
+                reason: e.reason,
             })
         }
         Binding::HttpJson => {
             if status < 400 {
                 return None;
             }
-            let e = v.get("error")?;
+            let e = read::read(body, "details")?.error?;
             Some(AgentError {
                 code: 0,
-                reason: first_reason(e.get("details")),
+                reason: e.reason,
             })
         }
         // No call is sent over gRPC yet (`profile::compile`), so no such answer is parsed.
@@ -75,12 +68,13 @@ pub fn send_succeeded(binding: Binding, status: u16, body: &[u8]) -> bool {
     if !(200..300).contains(&status) {
         return false;
     }
-    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+    // Any JSON passes over HTTP+JSON, as it did when this was a `Value`; the `list` is not read.
+    let Some(a) = read::read(body, "data") else {
         return false;
     };
     match binding {
         Binding::HttpJson => true,
-        Binding::JsonRpc => v.get("result").is_some() && v.get("error").is_none(),
+        Binding::JsonRpc => a.object && a.result && a.error.is_none(),
         // No call is sent over gRPC yet (`profile::compile`).
         Binding::Grpc => false,
     }
@@ -138,7 +132,7 @@ pub fn as_method(body: &[u8], name: &str) -> Option<Bytes> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn jsonrpc_errors() {
@@ -169,6 +163,97 @@ mod tests {
         );
         assert_eq!(agent_error(Binding::HttpJson, 200, b.as_bytes()), None);
         assert!(!send_succeeded(Binding::HttpJson, 400, b.as_bytes()));
+    }
+
+    /// The readings of `agent_error` and `send_succeeded` as they were with a `Value` tree: the
+    /// oracle the tree-free pass is held to.
+    fn by_tree(binding: Binding, status: u16, body: &[u8]) -> (Option<AgentError>, bool) {
+        fn first_reason(details: Option<&Value>) -> Option<String> {
+            details?
+                .as_array()?
+                .iter()
+                .find_map(|d| d.get("reason").and_then(Value::as_str))
+                .map(str::to_owned)
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(body) else {
+            return (None, false);
+        };
+        let list = if binding == Binding::JsonRpc {
+            "data"
+        } else {
+            "details"
+        };
+        let error = v.get("error").map(|e| AgentError {
+            code: match binding {
+                Binding::JsonRpc => e.get("code").and_then(Value::as_i64).unwrap_or(0),
+                _ => 0,
+            },
+            reason: first_reason(e.get(list)),
+        });
+        let mentioned = body.windows(7).any(|w| w == b"\"error\"");
+        let error = error.filter(|_| mentioned && (binding == Binding::JsonRpc || status >= 400));
+        let ok = (200..300).contains(&status)
+            && match binding {
+                Binding::HttpJson => true,
+                _ => v.get("result").is_some() && v.get("error").is_none(),
+            };
+        (error, ok)
+    }
+
+    #[test]
+    fn the_pass_without_a_tree_reads_answers_as_the_tree_did() {
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let deep_result = format!(r#"{{"result":{deep},"error":1}}"#);
+        let deep_reason = format!(r#"{{"error":{{"data":[{{"reason":"A"}},{deep}]}}}}"#);
+        let cases: Vec<&[u8]> = vec![
+            // `null` is present; a top-level array is no object (derive would read it by position).
+            br#"{"result":null}"#,
+            br#"{"error":null}"#,
+            br#"[{"result":1},null]"#,
+            br#"["result","error"]"#,
+            br#"{"result":1,"error":null}"#,
+            // The last of a repeated key counts.
+            br#"{"error":{"code":1},"error":{"message":"m"}}"#,
+            br#"{"error":{"code":-32004,"code":"x"}}"#,
+            br#"{"error":{"code":"x","code":-32004,"data":[{"reason":"A","reason":7}]}}"#,
+            br#"{"error":{"data":[{"reason":"A"}],"data":{"reason":"B"}}}"#,
+            // Codes as `as_i64` reads them.
+            br#"{"error":{"code":9223372036854775807}}"#,
+            br#"{"error":{"code":9223372036854775808}}"#,
+            br#"{"error":{"code":-32004.0}}"#,
+            br#"{"error":{"code":-0}}"#,
+            br#"{"error":{"code":1e2}}"#,
+            // The first string reason of the objects in the list.
+            br#"{"error":{"code":-32009,"data":[1,[{"reason":"A"}],{"reason":null},{"reason":"B"},{"reason":"C"}]}}"#,
+            br#"{"error":{"details":[{"reason":"EXTENSION_SUPPORT_REQUIRED"}],"data":[{"reason":"VERSION_NOT_SUPPORTED"}]}}"#,
+            br#"{"error":"error"}"#,
+            br#"{"error":0,"\u0065rror":{"c\u006fde":-32004,"data":[{"re\u0061son":"UNSUPPORTED_\u004fPERATION"}]}}"#,
+            // What `Value` refuses is refused: numbers out of range, depth, trailing text, UTF-8.
+            br#"{"result":1,"x":1e400}"#,
+            br#"{"error":{"code":-32004},"x":[1e400]}"#,
+            deep_result.as_bytes(),
+            deep_reason.as_bytes(),
+            br#"{"error":{"code":-32004}} x"#,
+            b"{\"error\":{\"code\":-32004},\"s\":\"\xff\"}",
+            br#"{"error":{"code":-32004}"#,
+            b"  {\"result\":{}}  \n",
+        ];
+        for body in cases {
+            for binding in [Binding::JsonRpc, Binding::HttpJson] {
+                for status in [200, 400] {
+                    let got = (
+                        agent_error(binding, status, body),
+                        send_succeeded(binding, status, body),
+                    );
+                    assert_eq!(
+                        got,
+                        by_tree(binding, status, body),
+                        "{binding:?} {status} {}",
+                        String::from_utf8_lossy(&body[..body.len().min(80)])
+                    );
+                }
+            }
+        }
     }
 
     /// Splits an SSE stream the way the HTML standard's parser does (CR, LF and CRLF end a line;

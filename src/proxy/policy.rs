@@ -443,6 +443,11 @@ fn to_03(
     let refused = |e| match e {
         TranslateError::NotInVersion { .. } => Deny::NotInAgentVersion(method),
         TranslateError::Untranslatable { field, why } => Deny::Untranslatable { field, why },
+        // Only an agent's answer is measured, never a request.
+        TranslateError::TooLarge { .. } => Deny::Untranslatable {
+            field: "body".into(),
+            why: "is too large to read",
+        },
     };
     if let Some(path) = rest_path {
         let body = body.map_or(f.body, |b| &b[..]);

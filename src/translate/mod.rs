@@ -214,9 +214,25 @@ pub enum TranslateError {
         /// What is wrong with it.
         why: &'static str,
     },
+    /// The agent's answer would take more memory to read than the gateway holds for one
+    /// ([`crate::json::TREE_BUDGET`]): the translator's tree is never larger than a
+    /// `serde_json::Value` of the same text, which `tests/tree_memory.rs` checks.
+    #[error("{}", crate::json::ScanError::TooLarge { mib: *mib })]
+    TooLarge {
+        /// The bound of [`crate::json::tree_bound`], in MiB.
+        mib: usize,
+    },
 }
 
 impl TranslateError {
+    /// Refuses an agent's answer (or event) `body` whose tree would be over the budget.
+    pub(crate) fn check_size(body: &[u8]) -> Result<(), TranslateError> {
+        match crate::json::check_tree(body) {
+            Err(crate::json::ScanError::TooLarge { mib }) => Err(TranslateError::TooLarge { mib }),
+            _ => Ok(()),
+        }
+    }
+
     pub(crate) fn untranslatable(field: &str, why: &'static str) -> TranslateError {
         TranslateError::Untranslatable {
             field: field.to_owned(),

@@ -104,7 +104,9 @@ fn document(body: &[u8]) -> Result<(&str, &RawValue), BodyError> {
             Some(path) => Err(BodyError::DuplicateKey { path }),
             None => Ok((text, doc)),
         },
-        Err(ScanError::TooDeep | ScanError::Malformed) => Err(BodyError::Parse),
+        Err(ScanError::TooDeep | ScanError::Malformed | ScanError::TooLarge { .. }) => {
+            Err(BodyError::Parse)
+        }
     }
 }
 

@@ -127,7 +127,7 @@ impl<'a> Screen<'a> {
 pub(super) fn refusal(v: &Violation) -> Deny {
     let (part, keyword) = match v {
         Violation::Part { part, mismatch } => (part.clone(), mismatch.keyword.clone()),
-        Violation::Unreadable(why) => ((*why).to_owned(), v.keyword().to_owned()),
+        Violation::Unreadable(why) => (why.to_string(), v.keyword().to_owned()),
     };
     Deny::ArtifactSchemaMismatch { part, keyword }
 }
@@ -284,7 +284,7 @@ fn too_large(screen: Option<&Screen<'_>>, events: &Events<'_>) -> Option<Deny> {
         return Some(d);
     }
     let s = screen?;
-    let v = Violation::Unreadable("an event larger than the gateway checks");
+    let v = Violation::Unreadable("an event larger than the gateway checks".into());
     s.report(&v);
     s.enforcing().then(|| refusal(&v))
 }
@@ -325,7 +325,7 @@ pub(super) async fn pipe_large(
             if b.len() + chunk.len() > MAX_EVENT_BYTES {
                 held = None;
                 screen.report(&Violation::Unreadable(
-                    "an answer larger than the gateway checks",
+                    "an answer larger than the gateway checks".into(),
                 ));
             } else {
                 b.extend_from_slice(&chunk);

@@ -31,10 +31,18 @@ fn translated_op(at: Attempt<'_>) -> Option<Op> {
 /// answer that is not A2A ([`report`]).
 fn untranslatable(gw: &Gateway, name: &str, e: &TranslateError, status: u16) -> ClientError {
     tracing::warn!(integration = name, error = %e, "the A2A 0.3 answer does not translate");
-    report(gw, name, Invalid::Untranslatable, status);
-    ClientError::Invalid {
-        why: Invalid::Untranslatable,
-        status,
+    let why = invalid_of(e);
+    report(gw, name, why, status);
+    ClientError::Invalid { why, status }
+}
+
+/// The kind of invalid answer a translation error is counted as.
+fn invalid_of(e: &TranslateError) -> Invalid {
+    match e {
+        TranslateError::TooLarge { .. } => Invalid::TooLarge,
+        TranslateError::NotInVersion { .. } | TranslateError::Untranslatable { .. } => {
+            Invalid::Untranslatable
+        }
     }
 }
 
@@ -314,12 +322,7 @@ impl<'a> Events<'a> {
             Ok(t) => Ok(Some(t)),
             Err(e) => {
                 tracing::warn!(integration = self.name, error = %e, "an A2A 0.3 stream event does not translate");
-                Err(report(
-                    self.gw,
-                    self.name,
-                    Invalid::Untranslatable,
-                    self.status,
-                ))
+                Err(report(self.gw, self.name, invalid_of(&e), self.status))
             }
         }
     }
