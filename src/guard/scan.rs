@@ -1,6 +1,11 @@
 //! The scan of a request (and, record-only, of an answer): which string literals of the body are
 //! content (text, data, raw bytes, file names, URLs, metadata), their normalised text matched in
 //! one pass per unit within the policy's byte budget, and the verdict (pure).
+//!
+//! Memory: an answer (up to 16 MiB) is scanned as its literals are met, one at a time, so nothing
+//! is held per literal (`["","",…]` was ~90 bytes of sites per 3 bytes of text); a request's
+//! literals are collected (text parts are scanned before the rest) only while the budget can
+//! still reach them: past it only their length is counted, as unscanned.
 
 use std::borrow::Cow;
 
@@ -134,19 +139,21 @@ pub fn scan_request(all: &Detectors, policy: &Policy, body: &str, shape: Shape) 
         Shape::JsonRpc => &["params"],
         Shape::Rest => &[],
     };
-    let sites = collect(body, prefix, classify_request);
-    let mut scan = Scan::new(all, policy, body, &sites, false);
+    let (sites, past_budget) = collect(body, prefix, classify_request, policy.budget_bytes);
+    let path = |site: &Site| sites.path(site);
+    let mut scan = Scan::new(all, policy, body, false);
+    scan.verdict.unscanned_bytes = past_budget;
     let texts: Vec<&Site> = sites.list.iter().filter(|s| s.role == Role::Text).collect();
-    scan.literals(&texts);
+    scan.literals(&texts, &path);
     for site in &sites.list {
         match site.role {
             Role::Text | Role::MediaType(_) => {}
-            Role::Plain => scan.literals(&[site]),
+            Role::Plain => scan.literals(&[site], &path),
             Role::Raw(part) => {
                 let media = sites.list.iter().find(|s| s.role == Role::MediaType(part));
-                scan.raw(site, media.map(|m| literal(body, m)));
+                scan.raw(site, media.map(|m| literal(body, m)), &path);
             }
-            Role::Url => scan.url(site),
+            Role::Url => scan.url(site, &path),
         }
     }
     let mut verdict = scan.finish();
@@ -164,43 +171,89 @@ pub fn scan_answer(all: &Detectors, policy: &Policy, body: &str, shape: Shape) -
         Shape::JsonRpc => &["result"],
         Shape::Rest => &[],
     };
-    let sites = collect(body, prefix, |rel, key| {
-        (!rel.is_empty() || !key).then_some(Role::Plain)
+    let mut scan = Scan::new(all, policy, body, true);
+    // The body was validated by the caller; on anything else nothing is scanned past the fault.
+    let _ = json::visit_strings(body, |s| {
+        // Past the budget nothing is read (an answer's unscanned bytes are not reported).
+        if scan.left == 0 {
+            return;
+        }
+        let Some(rel) = below(s.path, prefix) else {
+            return;
+        };
+        if rel.is_empty() && s.key {
+            return;
+        }
+        let path = finding_segs(s);
+        let site = Site {
+            role: Role::Plain,
+            open: s.open,
+            close: s.close,
+            segs: 0..0,
+        };
+        scan.literals(&[&site], &|_| finding_path(path));
     });
-    let mut scan = Scan::new(all, policy, body, &sites, true);
-    for site in &sites.list {
-        scan.literals(&[site]);
-    }
     scan.verdict.findings
 }
 
-/// The sites of `body` under `prefix` that `classify` gives a role (path relative to the prefix).
+/// The path of a literal below `prefix`, if it is below it.
+fn below<'p, 'b>(path: &'p [Seg<'b>], prefix: &[&str]) -> Option<&'p [Seg<'b>]> {
+    let under = path.len() >= prefix.len()
+        && path
+            .iter()
+            .zip(prefix)
+            .all(|(seg, p)| matches!(seg, Seg::Key(k) if k == p));
+    under.then(|| path.get(prefix.len()..).unwrap_or_default())
+}
+
+/// The segments a literal's finding names: a key's, the object holding it (the key itself may
+/// be the secret).
+fn finding_segs<'p, 'b>(s: &json::StringSite<'p, 'b>) -> &'p [Seg<'b>] {
+    if s.key {
+        s.path
+            .get(..s.path.len().saturating_sub(1))
+            .unwrap_or_default()
+    } else {
+        s.path
+    }
+}
+
+/// The sites of `body` under `prefix` that `classify` gives a role (path relative to the prefix),
+/// and the bytes of the text and plain literals the scan's `budget` cannot reach, which are not
+/// collected: text parts are scanned first, so a text literal is past it once the texts before
+/// it fill it; any other once the texts and others before it do (each reads its length, or what
+/// is left).
 fn collect<'b>(
     body: &'b str,
     prefix: &[&str],
     classify: impl Fn(&[Seg<'_>], bool) -> Option<Role>,
-) -> Sites<'b> {
+    budget: usize,
+) -> (Sites<'b>, usize) {
     let mut sites = Sites::default();
+    let (mut texts, mut both, mut past) = (0usize, 0usize, 0usize);
     // The body was validated by the caller; on anything else nothing is collected past the fault.
     let _ = json::visit_strings(body, |s| {
-        let under = s.path.len() >= prefix.len()
-            && s.path
-                .iter()
-                .zip(prefix)
-                .all(|(seg, p)| matches!(seg, Seg::Key(k) if k == p));
-        if !under {
+        let Some(rel) = below(s.path, prefix) else {
             return;
-        }
-        let rel = s.path.get(prefix.len()..).unwrap_or_default();
+        };
         if let Some(role) = classify(rel, s.key) {
-            // A key's finding names the object holding it: the key itself may be the secret.
-            let path = if s.key {
-                s.path
-                    .get(..s.path.len().saturating_sub(1))
-                    .unwrap_or_default()
-            } else {
-                s.path
+            let len = s.close - s.open - 1;
+            let reached = match role {
+                Role::Text => texts < budget,
+                Role::Plain => both < budget,
+                Role::Raw(_) | Role::Url | Role::MediaType(_) => true,
             };
+            if !reached {
+                past += len;
+                return;
+            }
+            if role == Role::Text {
+                texts = texts.saturating_add(len);
+            }
+            if matches!(role, Role::Text | Role::Plain) {
+                both = both.saturating_add(len);
+            }
+            let path = finding_segs(s);
             let first = sites.segs.len();
             sites.segs.extend_from_slice(path);
             sites.list.push(Site {
@@ -211,7 +264,7 @@ fn collect<'b>(
             });
         }
     });
-    sites
+    (sites, past)
 }
 
 /// A finding's JSON path as callers and logs see it: keys below a `data` or `metadata` member are
@@ -300,7 +353,6 @@ struct Scan<'a> {
     policy: &'a Policy,
     matcher: &'a Matcher,
     body: &'a str,
-    sites: &'a Sites<'a>,
     left: usize,
     answer: bool,
     verdict: Verdict,
@@ -310,19 +362,12 @@ struct Scan<'a> {
 }
 
 impl<'a> Scan<'a> {
-    fn new(
-        all: &'a Detectors,
-        policy: &'a Policy,
-        body: &'a str,
-        sites: &'a Sites<'a>,
-        answer: bool,
-    ) -> Self {
+    fn new(all: &'a Detectors, policy: &'a Policy, body: &'a str, answer: bool) -> Self {
         Scan {
             all,
             policy,
             matcher: &policy.matcher,
             body,
-            sites,
             left: policy.budget_bytes,
             answer,
             verdict: Verdict::default(),
@@ -339,8 +384,9 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// Scans the concatenation of `sites` (one literal, or a message's text parts).
-    fn literals(&mut self, sites: &[&Site]) {
+    /// Scans the concatenation of `sites` (one literal, or a message's text parts); `path` gives
+    /// a site's finding path.
+    fn literals(&mut self, sites: &[&Site], path_of: &dyn Fn(&Site) -> String) {
         // The buffers of the last call, reused: most literals are short, and growing three fresh
         // vectors for each was a good part of the scan's cost.
         let mut norm = std::mem::take(&mut self.norm);
@@ -370,7 +416,7 @@ impl<'a> Scan<'a> {
                     && let Some((s, e)) = norm.source(x, y)
                 {
                     spans.push(Span::Body { start: s, end: e });
-                    path.get_or_insert_with(|| self.sites.path(site));
+                    path.get_or_insert_with(|| path_of(site));
                 }
             }
             (path.unwrap_or_else(|| "$".into()), spans)
@@ -443,7 +489,7 @@ impl<'a> Scan<'a> {
     /// A file part's inline bytes: decoded and scanned when textual (or, without a media type,
     /// when they decode to text). Bytes that are not text are not content to scan: they neither
     /// spend the budget nor count as unscanned.
-    fn raw(&mut self, site: &Site, media: Option<Cow<'_, str>>) {
+    fn raw(&mut self, site: &Site, media: Option<Cow<'_, str>>, path_of: &dyn Fn(&Site) -> String) {
         let len = site.close - site.open - 1;
         let value = literal(self.body, site);
         let decoded = validate::decode_base64(&value).map(|(bytes, _)| bytes);
@@ -477,13 +523,13 @@ impl<'a> Scan<'a> {
                 })
                 .into_iter()
                 .collect();
-            (self.sites.path(site), spans)
+            (path_of(site), spans)
         };
         self.matched(&norm.text, &located);
     }
 
     /// A URL part: its origin must be allowed (when the policy checks URLs).
-    fn url(&mut self, site: &Site) {
+    fn url(&mut self, site: &Site, path_of: &dyn Fn(&Site) -> String) {
         let Some(allowed) = &self.policy.url_origins else {
             return;
         };
@@ -493,7 +539,7 @@ impl<'a> Scan<'a> {
             self.verdict.findings.push(Finding {
                 detector: URL_ORIGIN.into(),
                 class: URL_CLASS.into(),
-                path: self.sites.path(site),
+                path: path_of(site),
                 action: if self.answer {
                     Action::Record
                 } else {
@@ -522,4 +568,32 @@ impl<'a> Scan<'a> {
 fn overlaps_detector(hits: &[Hit], start: usize, end: usize) -> bool {
     hits.iter()
         .any(|h| matches!(*h, Hit::Detector { start: s, end: e, .. } if s < end && start < e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_past_the_budget_are_counted_not_collected() {
+        let data: Vec<String> = (0..1000)
+            .map(|i| format!(r#"{{"data":"d{i:03}"}}"#))
+            .collect();
+        // A text part last in the document is still scanned first.
+        let body = format!(
+            r#"{{"params":{{"message":{{"parts":[{},{{"text":"0123456789"}},{{"url":"u"}}]}}}}}}"#,
+            data.join(",")
+        );
+        let (sites, past) = collect(&body, &["params"], classify_request, 30);
+        let roles: Vec<Role> = sites.list.iter().map(|s| s.role).collect();
+        // Data literals (4 bytes each) are collected while they and the texts before them are
+        // under the 30 bytes: 8 of them (0, 4, … 28); then the text and the URL.
+        assert_eq!(roles.len(), 10, "{roles:?}");
+        assert_eq!(roles.iter().filter(|r| **r == Role::Plain).count(), 8);
+        assert!(roles.contains(&Role::Text) && roles.contains(&Role::Url));
+        assert_eq!(past, 4 * (1000 - 8));
+        // Without a budget everything is collected.
+        let (all_sites, none) = collect(&body, &["params"], classify_request, usize::MAX);
+        assert_eq!((all_sites.list.len(), none), (1002, 0));
+    }
 }

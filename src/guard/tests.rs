@@ -594,3 +594,23 @@ proptest! {
         prop_assert!(v.action() != Some(Action::Redact) || out != body);
     }
 }
+
+#[test]
+fn an_answer_is_scanned_as_it_is_read_up_to_the_budget() {
+    let all = detectors();
+    let at = |budget| policy_with(&all, Action::Refuse, budget, OnUnscanned::Refuse);
+    let filler = vec![r#""""#; 10_000].join(",");
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"a":[{filler}],"b":"{CARD}","c":["x","{CARD}"]}}}}"#
+    );
+    let found = |budget| -> Vec<String> {
+        (scan_answer(&all, &at(budget), &body, Shape::JsonRpc).into_iter())
+            .map(|f| f.path)
+            .collect()
+    };
+    assert_eq!(found(1 << 20), vec!["result.b", "result.c[1]"]);
+    // Keys count: "a", "b" (2) and the first card (16) fill 18; "c" and "x" take 2 more.
+    assert_eq!(found(18), vec!["result.b"]);
+    assert_eq!(found(20 + CARD.len()), vec!["result.b", "result.c[1]"]);
+    assert!(found(10).is_empty());
+}
