@@ -13,10 +13,14 @@ const SCHEMA: &str =
     r#"{"type":"object","required":["price"],"properties":{"price":{"type":"number"}}}"#;
 
 async fn gateway(agent: &SdkAgent, policy: &str) -> InProcess {
+    gateway_of(&agent.card_url, policy).await
+}
+
+async fn gateway_of(card_url: &str, policy: &str) -> InProcess {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("quote.json"), SCHEMA).unwrap();
     let extra = format!("artifact_schema = \"quote.json\"\nartifact_policy = \"{policy}\"");
-    let config = config_head(&[]) + &integration("q", &agent.card_url, &extra);
+    let config = config_head(&[]) + &integration("q", card_url, &extra);
     InProcess::start_in(dir, &config).await
 }
 
@@ -233,6 +237,49 @@ async fn an_artifact_too_large_to_check_is_refused_when_enforced_and_counted_whe
         assert_eq!(body.len() > big, policy == "record", "{policy}");
         assert_eq!(mismatches(&gw).await, 1.0, "{policy}");
     }
+}
+
+/// An answer whose tree would take more than the 64 MiB the gateway holds for one
+/// (`json::TREE_BUDGET`): 2^20 + 1 zeros in a data part, 2 MiB of text, from a raw agent (no SDK
+/// is needed to send it). It is not parsed: enforced, the caller gets the mismatch error naming
+/// the size; the mismatch is counted.
+#[tokio::test]
+async fn an_answer_over_the_tree_budget_is_refused_naming_its_size() {
+    use crate::common::raw_agent::{RawAgent, http};
+    let zeros = format!("[{}0]", "0,".repeat(1 << 20));
+    let agent = RawAgent::start(false, move |req| {
+        let answer = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"task":{{"id":"t","contextId":"c","status":{{"state":"TASK_STATE_COMPLETED"}},"artifacts":[{{"artifactId":"a","parts":[{{"data":{{"price":{zeros}}}}}]}}]}}}}}}"#,
+            req.id()
+        );
+        http(200, &[("content-type", "application/json")], answer.as_bytes())
+    })
+    .await;
+    let gw = gateway_of(&agent.card_url, "enforce").await;
+    let (s, v) = gw
+        .rpc(
+            "q",
+            &crate::common::gateway::send_request("big", "SendMessage", "x"),
+            &[],
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["id"], "big");
+    assert_eq!(
+        v["error"]["data"][0]["reason"], "ARTIFACT_SCHEMA_MISMATCH",
+        "{v}"
+    );
+    assert_eq!(
+        v["error"]["data"][0]["metadata"]["keyword"], "unreadable",
+        "{v}"
+    );
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("the agent's answer would take ")
+            && message.contains(" MiB to read, over the 64 MiB the gateway holds per answer"),
+        "{v}"
+    );
+    assert_eq!(mismatches(&gw).await, 1.0);
 }
 
 #[tokio::test]

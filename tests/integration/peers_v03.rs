@@ -552,6 +552,64 @@ async fn raw_03_answers_final_ends_the_stream_and_untranslatable_is_refused() {
     assert_eq!(n, 1.0, "{m}");
 }
 
+/// A raw 0.3 agent whose answer would take more memory to read than the gateway holds for one
+/// (`json::TREE_BUDGET`, 64 MiB: 2^20 + 1 zeros in the task's metadata, 2 MiB of text): the
+/// translator refuses it before building anything; the caller gets InvalidAgentResponseError
+/// saying why, counted as `too_large`, and the integration is not marked stale (a new card would
+/// not make the answer smaller).
+#[tokio::test]
+async fn a_03_answer_over_the_tree_budget_is_refused_saying_why() {
+    use crate::common::raw_agent::{RawAgent, http};
+    let zeros = format!("[{}0]", "0,".repeat(1 << 20));
+    let agent = RawAgent::start_at(false, "0.3", move |req| {
+        let answer = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"kind":"task","id":"t","contextId":"c","status":{{"state":"completed"}},"metadata":{{"z":{zeros}}}}}}}"#,
+            req.id()
+        );
+        http(200, &[("content-type", "application/json")], answer.as_bytes())
+    })
+    .await;
+    let config = config_head(&[]).replace("versions = [\"1.0\"]", "versions = [\"0.3\"]")
+        + "[refresh]\nmin = \"1h\"\n"
+        + &integration("raw", &agent.card_url, "");
+    let gw = InProcess::start(&config).await;
+    let (_, v) = gw
+        .rpc("raw", &send_request("big", "SendMessage", "x"), &[])
+        .await;
+    assert_eq!(v["id"], "big", "{v}");
+    assert_eq!(v["error"]["code"], -32006, "{v}");
+    assert_eq!(
+        v["error"]["data"][0]["metadata"]["answer"], "too_large",
+        "{v}"
+    );
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(
+            "would take more memory to read than the 64 MiB the gateway holds per answer"
+        ),
+        "{v}"
+    );
+    let m = gw.metrics().await;
+    let count = |reason| {
+        crate::common::gateway::metric(
+            &m,
+            "a2a_egress_invalid_agent_answers_total",
+            &[("integration", "raw"), ("reason", reason)],
+        )
+    };
+    assert_eq!(
+        (count("too_large"), count("untranslatable")),
+        (1.0, 0.0),
+        "{m}"
+    );
+    let stale = crate::common::gateway::metric(
+        &m,
+        "a2a_egress_stale_marks_total",
+        &[("integration", "raw"), ("error", "INVALID_AGENT_RESPONSE")],
+    );
+    assert_eq!(stale, 0.0, "{m}");
+}
+
 /// The JS `@a2a-js/sdk` 0.3.14 agent (`tests/peers/js03`) through the gateway, driven by the
 /// 1.0 Python SDK client: a message, a streamed task, a read, a cancel, an unknown task.
 #[tokio::test]
