@@ -1,6 +1,6 @@
 //! The gateway's pod and unit against the gateway's own numbers: the stop grace against the
 //! drain deadlines of `src/server.rs`, the memory limit against the in-flight bytes the
-//! ConfigMap's `[limits]` allow, the PodMonitor against the Prometheus Operator's field set
+//! ConfigMap's `[limits]` allow and the parse trees its threads may hold, the PodMonitor against the Prometheus Operator's field set
 //! (unknown fields are refused, as a strict apply would) and against the pod it scrapes, and
 //! the systemd unit's stop timeout and restart policy.
 
@@ -62,6 +62,31 @@ fn bytes(quantity: &str) -> u64 {
     n * scale
 }
 
+/// The data plane's threads in the pod: `[runtime] worker_threads`, else what `serve` takes from
+/// the container's CPU limit (a CFS quota of that many CPUs per period), through the gateway's
+/// own rule (`types::cpus::threads_for`, without an affinity, which a pod does not narrow).
+fn data_plane_threads(config: &a2a_egress::config::Config, cpu_limit: &Value) -> usize {
+    if let Some(n) = config.runtime.worker_threads {
+        return n;
+    }
+    let limit = match cpu_limit {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        other => panic!("a CPU limit is due on the gateway's container: {other}"),
+    };
+    let millis: u64 = match limit.strip_suffix('m') {
+        Some(m) => m.parse().unwrap(),
+        None => (limit.parse::<f64>().unwrap() * 1000.0) as u64,
+    };
+    let period_us = 100_000;
+    let quota = a2a_egress::types::cpus::Quota {
+        quota_us: millis * period_us / 1000,
+        period_us,
+        file: "cpu.max".into(),
+    };
+    a2a_egress::types::cpus::threads_for(None, Some(&quota)).unwrap()
+}
+
 #[test]
 fn the_sidecars_memory_limit_holds_every_call_in_flight() {
     let docs = kube_docs();
@@ -88,11 +113,18 @@ fn the_sidecars_memory_limit_holds_every_call_in_flight() {
         .unwrap() as u64;
     let answer = a2a_egress::proxy::client::MAX_ANSWER_BYTES as u64;
     let in_flight = config.limits.max_inflight as u64 * (body + 2 * answer);
+    // The parse trees built from answers: each check that builds one runs without awaiting, so
+    // at most one per thread that runs them (the data plane's, plus the control plane's own
+    // when it has one) is alive, each within the budget.
+    let threads = data_plane_threads(&config, &resources["limits"]["cpu"]);
+    let apart = !config.runtime.work_stealing && threads > 1;
+    let trees = (threads + usize::from(apart)) as u64 * a2a_egress::json::TREE_BUDGET as u64;
     // The process at rest (threads, connection buffers, profiles) and a quarter of headroom.
-    let need = (64 << 20) + in_flight * 5 / 4;
+    let need = (64 << 20) + (in_flight + trees) * 5 / 4;
     assert!(
         limit >= need,
-        "memory limit {limit} < {need}: {} calls x ({body} + 2 x {answer}) bytes in flight",
+        "memory limit {limit} < {need}: {} calls x ({body} + 2 x {answer}) bytes in flight and \
+         {threads} thread(s) x a tree budget",
         config.limits.max_inflight
     );
     assert!(
