@@ -348,17 +348,7 @@ impl Deny {
                 short(part),
                 sanitize_echo(keyword)
             ),
-            Deny::InvalidAgentResponse {
-                why: Invalid::TooLarge,
-                status,
-            } => format!(
-                "the agent's answer (HTTP {status}) would take more memory to read than the {} MiB \
-                 the gateway holds per answer; it was not passed on",
-                crate::json::TREE_BUDGET >> 20
-            ),
-            Deny::InvalidAgentResponse { why, status } => format!(
-                "the agent's answer (HTTP {status}) is not an A2A answer: {why}; it was not passed on"
-            ),
+            Deny::InvalidAgentResponse { why, status } => invalid_answer(*why, *status),
             Deny::NotInAgentVersion(_) | Deny::Untranslatable { .. } => self.translation_message(),
         }
     }
@@ -498,6 +488,19 @@ impl From<BodyError> for Deny {
 }
 
 /// At most 200 chars of a gateway-rendered path (already printable: see [`crate::json::quote`]).
+/// The message of an agent's answer that was not passed on for being no A2A answer, or for
+/// being too large to read.
+fn invalid_answer(why: Invalid, status: u16) -> String {
+    if why == Invalid::TooLarge {
+        return format!(
+            "the agent's answer (HTTP {status}) would take more memory to read than the {} MiB the \
+             gateway holds per answer; it was not passed on",
+            crate::json::TREE_BUDGET >> 20
+        );
+    }
+    format!("the agent's answer (HTTP {status}) is not an A2A answer: {why}; it was not passed on")
+}
+
 fn short(path: &str) -> String {
     let mut s: String = path.chars().take(200).collect();
     if s.len() < path.len() {

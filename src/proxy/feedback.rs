@@ -1,6 +1,6 @@
 //! Reading agent answers: A2A error detection for stale marks and the refused-stream retry, and
 //! SSE framing of a one-event downgrade (pure, no I/O). The answer is read without a tree
-//! ([`read`]): these checks run on every answer that mentions `"error"` and on every downgrade.
+//! (`read`): these checks run on every answer that mentions `"error"` and on every downgrade.
 
 mod read;
 
