@@ -207,6 +207,28 @@ fn bench_request(c: &mut Criterion) {
         b.iter(|| translate::answer_to10(Op::SendMessage, black_box(&answer)))
     });
     g.finish();
+    // The bound computed before a tree of an answer is built (artifact schema, 0.3 translation,
+    // probes), beside the parse into a `Value` it guards, on 1 MiB answers: mostly text, and
+    // small objects with numbers (the shape whose tree costs most).
+    let mut g = c.benchmark_group("answer_tree");
+    let data = {
+        let item = r#"{"k":"abc","n":12345,"f":0.5}"#;
+        let items = vec![item; (1 << 20) / (item.len() + 1)].join(",");
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"result":{{"task":{{"id":"t","artifacts":[{{"artifactId":"a","parts":[{{"data":{{"items":[{items}]}}}}]}}]}}}}}}"#
+        )
+    };
+    let text = String::from_utf8(v03_answer(1 << 20)).unwrap();
+    for (label, answer) in [("text_1m", &text), ("data_1m", &data)] {
+        assert!(a2a_egress::json::check_tree(answer.as_bytes()).is_ok());
+        g.bench_function(format!("tree_bound_{label}"), |b| {
+            b.iter(|| a2a_egress::json::tree_bound(black_box(answer)))
+        });
+        g.bench_function(format!("parse_value_{label}"), |b| {
+            b.iter(|| serde_json::from_str::<serde_json::Value>(black_box(answer)))
+        });
+    }
+    g.finish();
 }
 
 /// A 0.3 `message/send` answer of about `size` bytes: a completed Task with one text artifact,
