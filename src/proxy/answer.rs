@@ -80,13 +80,16 @@ pub enum Invalid {
     /// missing or of the wrong type, an unknown task state or part kind, a duplicate key).
     #[error("the A2A 0.3 answer does not translate into A2A 1.0")]
     Untranslatable,
-    /// An answer whose tree would take more than [`crate::json::TREE_BUDGET`] to read (the
-    /// translator measures it first).
+    /// An answer whose tree would take `mib` MiB, more than [`crate::json::TREE_BUDGET`], to read
+    /// (the translator measures it first).
     #[error(
-        "the answer would take more memory to read than the {} MiB the gateway holds per answer",
+        "the answer would take {mib} MiB to read, over the {} MiB the gateway holds per answer",
         crate::json::TREE_BUDGET >> 20
     )]
-    TooLarge,
+    TooLarge {
+        /// The bound of [`crate::json::tree_bound`], in MiB.
+        mib: usize,
+    },
 }
 
 impl Invalid {
@@ -100,7 +103,8 @@ impl Invalid {
         Invalid::Encoding,
         Invalid::Redirect,
         Invalid::Untranslatable,
-        Invalid::TooLarge,
+        // The kind; its size is the answer's.
+        Invalid::TooLarge { mib: 0 },
     ];
 
     /// Bounded label (metric `reason`, ErrorInfo metadata).
@@ -114,7 +118,7 @@ impl Invalid {
             Invalid::Encoding => "encoding",
             Invalid::Redirect => "redirect",
             Invalid::Untranslatable => "untranslatable",
-            Invalid::TooLarge => "too_large",
+            Invalid::TooLarge { .. } => "too_large",
         }
     }
 
@@ -124,7 +128,7 @@ impl Invalid {
     /// 5xx's page says the agent is failing, which a new card would not change.
     pub fn marks_stale(self, status: u16) -> bool {
         // A new card would not make an answer smaller.
-        status < 500 && self != Invalid::TooLarge
+        status < 500 && !matches!(self, Invalid::TooLarge { .. })
     }
 }
 

@@ -491,9 +491,9 @@ impl From<BodyError> for Deny {
 /// The message of an agent's answer that was not passed on for being no A2A answer, or for
 /// being too large to read.
 fn invalid_answer(why: Invalid, status: u16) -> String {
-    if why == Invalid::TooLarge {
+    if let Invalid::TooLarge { mib } = why {
         return format!(
-            "the agent's answer (HTTP {status}) would take more memory to read than the {} MiB the \
+            "the agent's answer (HTTP {status}) would take {mib} MiB to read, over the {} MiB the \
              gateway holds per answer; it was not passed on",
             crate::json::TREE_BUDGET >> 20
         );

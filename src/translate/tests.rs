@@ -880,3 +880,32 @@ fn an_integer_is_a_json_integer_or_its_quoted_protojson_form_only() {
         assert!(e.contains("historyLength"), "{bad}: {e}");
     }
 }
+
+#[test]
+fn an_answer_whose_tree_is_over_the_budget_is_refused_on_both_bindings_naming_its_size() {
+    let zeros = format!("[{}0]", "0,".repeat(1 << 20));
+    let rpc = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"kind":"task","id":"t","contextId":"c","status":{{"state":"completed"}},"metadata":{{"z":{zeros}}}}}}}"#
+    );
+    let rest = format!(
+        r#"{{"id":"t","contextId":"c","status":{{"state":"TASK_STATE_COMPLETED"}},"metadata":{{"z":{zeros}}}}}"#
+    );
+    let got = [
+        super::answer_to10(Op::GetTask, rpc.as_bytes()).err(),
+        super::event_to10(Op::SubscribeToTask, rpc.as_bytes()).err(),
+        super::rest_answer_to10(Op::GetTask, 200, rest.as_bytes()).err(),
+        super::rest_event_to10(Op::SubscribeToTask, rest.as_bytes()).err(),
+    ];
+    for e in got {
+        let Some(e @ TranslateError::TooLarge { mib }) = e else {
+            panic!("{e:?}")
+        };
+        assert!(mib > 64, "{mib}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the agent's answer would take {mib} MiB to read, over the 64 MiB the gateway holds per answer"
+            )
+        );
+    }
+}

@@ -584,9 +584,10 @@ async fn a_03_answer_over_the_tree_budget_is_refused_saying_why() {
     );
     let message = v["error"]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains(
-            "would take more memory to read than the 64 MiB the gateway holds per answer"
-        ),
+        message.starts_with("the agent's answer (HTTP 200) would take ")
+            && message.ends_with(
+                " MiB to read, over the 64 MiB the gateway holds per answer; it was not passed on"
+            ),
         "{v}"
     );
     let m = gw.metrics().await;

@@ -39,7 +39,7 @@ fn untranslatable(gw: &Gateway, name: &str, e: &TranslateError, status: u16) -> 
 /// The kind of invalid answer a translation error is counted as.
 fn invalid_of(e: &TranslateError) -> Invalid {
     match e {
-        TranslateError::TooLarge { .. } => Invalid::TooLarge,
+        TranslateError::TooLarge { mib } => Invalid::TooLarge { mib: *mib },
         TranslateError::NotInVersion { .. } | TranslateError::Untranslatable { .. } => {
             Invalid::Untranslatable
         }
