@@ -48,8 +48,8 @@ const CTRL_GROUP: usize = 16;
 const ENTRY: usize = size_of::<(usize, String, Value)>();
 
 /// Refuses `body` when its `Value` tree could take more than [`TREE_BUDGET`]. Text that is not
-/// UTF-8 or JSON passes: the walk accepts everything serde_json does (same depth limit), so the
-/// parse that follows refuses it on its own, without building more than the bound.
+/// UTF-8 or JSON passes: the walk accepts everything serde_json does (it goes one level deeper),
+/// so the parse that follows refuses it on its own, without building more than the bound.
 pub fn check_tree(body: &[u8]) -> Result<(), ScanError> {
     let Ok(text) = std::str::from_utf8(body) else {
         return Ok(());
@@ -283,6 +283,12 @@ mod tests {
         let msg = check_tree(many.as_bytes()).unwrap_err().to_string();
         assert!(msg.contains("MiB to read, over the 64 MiB"), "{msg}");
         assert_eq!(check_tree(b"[0,0,0]"), Ok(()));
+        // The walk goes as deep as serde_json and one level more: whatever the parser builds
+        // was measured.
+        let nest = |d: usize| format!("{}0{}", "[".repeat(d), "]".repeat(d));
+        assert!(serde_json::from_str::<Value>(&nest(127)).is_ok());
+        assert!(serde_json::from_str::<Value>(&nest(128)).is_err());
+        assert!(tree_bound(&nest(128)).is_ok());
         assert_eq!(check_tree(b"\xff[[["), Ok(()));
         assert_eq!(check_tree(b"[[[}"), Ok(()));
     }
