@@ -12,8 +12,8 @@
 //! - an object of n > 0 members: an `IndexMap`, whose entries `Vec` follows the index table's
 //!   capacity (hashbrown buckets B, the smallest power of two from 4 that holds n at 7/8 load)
 //!   and whose table is `8·B` bytes of indices plus `B + 16` control bytes;
-//! - every non-empty key and string value: its bytes (the literal's raw length, which is at least
-//!   the unescaped length);
+//! - every non-empty key and string value: its bytes (the literal's raw length less what its
+//!   escapes save at least, which is never less than the unescaped length);
 //! - the growth of one block while its old block is still held (a `Vec` or table grows into a
 //!   new block, then frees the old one): at most the largest block once more;
 //! - the parser's scratch buffer, which holds the longest string that has an escape
@@ -95,16 +95,14 @@ impl Sum {
     }
 
     fn string(&mut self, bytes: &[u8], open: usize, close: usize) {
-        let len = close.saturating_sub(open + 1);
+        let raw = bytes.get(open + 1..close).unwrap_or_default();
+        let Some(first) = memchr::memchr(b'\\', raw) else {
+            self.kept = self.kept.saturating_add(raw.len());
+            return;
+        };
+        let len = unescaped_len(raw, first);
         self.kept = self.kept.saturating_add(len);
-        // Only a literal longer than the longest escaped one so far can raise the scratch.
-        if len > self.escaped
-            && bytes
-                .get(open + 1..close)
-                .is_some_and(|s| s.contains(&b'\\'))
-        {
-            self.escaped = len;
-        }
+        self.escaped = self.escaped.max(len);
     }
 
     fn close(&mut self, level: &Level) {
@@ -136,6 +134,28 @@ impl Sum {
             .saturating_add(scratch)
             .saturating_add(self.nested)
     }
+}
+
+/// At least the bytes of the literal `raw` (between its quotes, its first backslash at `first`)
+/// once unescaped: each `\\uXXXX` is at most 3 bytes of UTF-8 (a surrogate pair, 12 written, is
+/// 4), any other escape 1. The raw length alone would count escape-heavy text (Python's
+/// `ensure_ascii` writes every non-ASCII character as `\\u`) up to twice over.
+fn unescaped_len(raw: &[u8], first: usize) -> usize {
+    let mut len = raw.len();
+    let mut at = Some(first);
+    while let Some(i) = at {
+        let (written, read) = match raw.get(i + 1) {
+            Some(b'u') => (6, 3),
+            _ => (2, 1),
+        };
+        len = len.saturating_sub(written - read);
+        let next = i + written;
+        at = raw
+            .get(next..)
+            .and_then(|rest| memchr::memchr(b'\\', rest))
+            .map(|j| next + j);
+    }
+    len
 }
 
 /// hashbrown's bucket count after growing one insert at a time to `n` items.
@@ -261,8 +281,12 @@ mod tests {
 
     #[test]
     fn escapes_add_the_scratch_buffer_and_raw_value_text_is_counted() {
-        // 7 bytes, escaped: 7 kept, scratch 14 + 7.
-        assert_eq!(tree_bound(r#""\u0041b""#), Ok(7 + 21));
+        // 7 bytes written, at most 4 read (a `\u` escape is at most 3 bytes): 4 kept, scratch
+        // max(8, 2 x 4) + 4.
+        assert_eq!(tree_bound(r#""\u0041b""#), Ok(4 + 12));
+        // 17 bytes written: `\\` and `\n` save 1 each, each `\u` 3 (😀 is 4 bytes, x 1: 7 read).
+        assert_eq!(unescaped_len(br"\\\n\ud83d\ude00x", 0), 9);
+        assert_eq!(tree_bound(r#""\\\"""#), Ok(2 + 10));
         let inner = tree_bound("[0,0]").unwrap();
         let doc = r#"{"$serde_json::private::RawValue":"[0,0]"}"#;
         let plain = tree_bound(r#"{"$serde_json::private::RawVal_e":"[0,0]"}"#).unwrap();

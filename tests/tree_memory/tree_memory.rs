@@ -276,6 +276,11 @@ fn factors_of_the_costly_shapes() {
             format!("\"{}\"", "\\n".repeat(1 << 19)),
         ),
         ("1 MiB string of é", format!("\"{}\"", "é".repeat(1 << 19))),
+        // Python's `ensure_ascii` writing CJK text.
+        (
+            "1 MiB string of \\u4e2d",
+            format!("\"{}\"", "\\u4e2d".repeat((1 << 20) / 6)),
+        ),
     ] {
         let (peak, bound) = measured(&text);
         println!(
