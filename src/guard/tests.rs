@@ -252,6 +252,74 @@ fn validators_reject_what_only_looks_right() {
     assert!(detected(&send(&[&text("bluebirds")])).is_empty());
 }
 
+const JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl";
+
+#[test]
+fn a_rejected_jwt_candidate_hides_nothing_after_it_and_a_decoy_hides_no_jwt() {
+    // The header decodes to no JSON: not a JWT, and the key and card in its last segment are
+    // still found (in the combined regex the rejected candidate was skipped whole).
+    for (t, d) in [
+        ("eyJhYWFhYWFhYWE.eyJhYQ.AKIAIOSFODNN7EXAMPLE", "aws_key"),
+        (&format!("eyJhYWFhYWFhYWE.eyJhYQ.{CARD}") as &str, "pci"),
+    ] {
+        let got = detected(&send(&[&text(t)]));
+        assert!(got.iter().any(|f| f.0 == d), "{t}: {got:?}");
+        assert!(!got.iter().any(|f| f.0 == "jwt"), "{t}: {got:?}");
+    }
+    // A glued `eyJ…-` before a real token: the nearest header start is tried first.
+    let decoy = format!("eyJhYWFhYWFhYWEtYWFh-{JWT}");
+    let got = detected(&send(&[&text(&decoy)]));
+    assert!(got.iter().any(|f| f.0 == "jwt"), "{got:?}");
+    assert_eq!(
+        redacted_texts(&send(&[&text(&format!("x {JWT} y"))])),
+        vec!["x [REDACTED:jwt] y"]
+    );
+}
+
+#[test]
+fn long_non_ascii_text_and_unfinished_jwts_are_scanned_in_linear_time() {
+    // Each of these took time quadratic in the text (a megabyte: minutes): a backslash searched
+    // for again at every non-ASCII character, and a JWT candidate that never ends keeping every
+    // search of the combined regex alive to the end of the text.
+    let accents = format!("{}{CARD}", "é".repeat(1 << 19));
+    assert_eq!(detected(&send(&[&text(&accents)])).len(), 1);
+    let escaped = format!("{}\\u0034{}", "日本".repeat(1 << 17), &CARD[1..]);
+    let body = send(&[&format!(r#"{{"text":"{escaped}"}}"#)]);
+    assert_eq!(detected(&body).len(), 1, "{:?}", detected(&body));
+    let unfinished = "eyJ-AKIAIOSFODNN7EXAMPLE-".repeat(40_000);
+    let got = detected(&send(&[&text(&unfinished)]));
+    assert!(got.iter().all(|f| f.0 == "aws_key"), "{:?}", got.first());
+    assert!(!got.is_empty());
+}
+
+#[test]
+fn a_textual_raw_part_the_gateway_cannot_decode_is_unscanned_and_bad_utf8_hides_nothing() {
+    // Line breaks in the base64: lenient decoders read the key, the gateway's strict one does
+    // not, so the part counts as unscanned and `on_unscanned = refuse` refuses it.
+    let b64 = STANDARD.encode("key AKIAIOSFODNN7EXAMPLE");
+    let broken = format!("{}\\r\\n{}", &b64[..8], &b64[8..]);
+    let body = send(&[&format!(r#"{{"raw":"{broken}","mediaType":"text/plain"}}"#)]);
+    let v = scan(&body, Action::Record);
+    assert!(v.unscanned_bytes > 0);
+    assert_eq!(
+        v.refusal().map(|r| r.detector.clone()).as_deref(),
+        Some("unscanned")
+    );
+    // An invalid UTF-8 byte before the card: the text after it is scanned, and the redaction
+    // replaces exactly the card's bytes (the invalid byte is kept).
+    let mut bytes = b"hello \xff ".to_vec();
+    bytes.extend_from_slice(CARD.as_bytes());
+    bytes.extend_from_slice(b" end");
+    let raw = STANDARD.encode(&bytes);
+    let body = send(&[&format!(r#"{{"raw":"{raw}","media_type":"text/plain"}}"#)]);
+    let out = scan(&body, Action::Redact).redact(&body).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let got = STANDARD
+        .decode(v["params"]["message"]["parts"][0]["raw"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(got, b"hello \xff [REDACTED:pci] end");
+}
+
 #[test]
 fn a_rejected_or_harmless_candidate_hides_no_other_match() {
     // A token run (letters, dash, digits) around a card, an IBAN-shaped prefix failing mod-97.

@@ -82,12 +82,22 @@ impl Gateway {
     /// Counts and logs what the guard found in a request that leaves (recorded or redacted),
     /// and names the detectors on the access line. Never the matched text.
     fn count_findings(&self, ctx: &mut Ctx, findings: &[crate::guard::Finding]) {
-        for f in findings {
+        for (n, f) in findings.iter().enumerate() {
             let action = f.action.as_str();
             self.metrics
                 .guard_findings
                 .with_label_values(&[ctx.label(), &f.detector, action])
                 .inc();
+            if n == crate::guard::LOGGED_FINDINGS {
+                tracing::info!(
+                    integration = ctx.label(),
+                    more = findings.len() - n,
+                    "content guard findings not logged one by one (counted)"
+                );
+            }
+            if n >= crate::guard::LOGGED_FINDINGS {
+                continue;
+            }
             tracing::info!(
                 integration = ctx.label(),
                 detector = f.detector.as_str(),
