@@ -10,7 +10,7 @@ use super::text::Norm;
 use super::validate;
 use super::{Action, GuardError, OnUnscanned, Policy, Shape};
 use crate::json::{self, Seg};
-use crate::types::origin::origin_of_url;
+use crate::types::origin::origin_of_plain_url;
 
 /// The outcome of a scan.
 #[derive(Debug, Clone, Default)]
@@ -510,7 +510,7 @@ impl<'a> Scan<'a> {
             return;
         };
         let url = literal(self.body, site);
-        let origin = origin_of_url(&url);
+        let origin = origin_of_plain_url(&url);
         if !origin.is_some_and(|o| allowed.contains(&o)) {
             self.verdict.findings.push(Finding {
                 detector: URL_ORIGIN.into(),

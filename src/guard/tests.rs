@@ -429,6 +429,10 @@ fn url_parts_outside_the_allowed_origins_refuse() {
     let good = send(&[r#"{"url":"https://files.example:443/x"}"#]);
     assert_eq!(scan_request(&all, &p, &good, Shape::JsonRpc).action(), None);
     assert_eq!(p.detector_names(), vec!["url_origin"]);
+    // The WHATWG parser reads this as files.example, Python's urlsplit as internal.corp.
+    let split = send(&[r#"{"url":"https://files.example\\@internal.corp/x"}"#]);
+    let v = scan_request(&all, &p, &split, Shape::JsonRpc);
+    assert_eq!(v.refusal().map(|r| r.detector.as_str()), Some("url_origin"));
 }
 
 #[test]
