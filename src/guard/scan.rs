@@ -260,17 +260,29 @@ fn classify_request(rel: &[Seg<'_>], key: bool) -> Option<Role> {
     };
     // Everything below `anchor` segments (keys and values), and the anchor itself if a value.
     let tree = |anchor: usize| (rel.len() > anchor || !key).then_some(Role::Plain);
+    // The data plane reads a message and a part as serde's derive does (the official Rust SDK's
+    // types): an object, or an array by field position (`message: [parts]`, a part
+    // `[mediaType, text, data]`). Both forms are scanned: an agent on those types reads both.
+    let positional_parts = matches!(rel.get(1), Some(Seg::Index(0)));
     match (k(0), k(1)) {
         (Some("metadata"), _) => return tree(1),
         (Some("message"), Some("metadata")) => return tree(2),
         (Some("message"), Some("parts")) => {}
+        (Some("message"), None) if positional_parts => {}
         _ => return None,
     }
     let Some(Seg::Index(part)) = rel.get(2) else {
         return None;
     };
     let leaf = rel.len() == 4 && !key;
-    match k(3)? {
+    let field = match rel.get(3)? {
+        Seg::Key(k) => k.as_ref(),
+        Seg::Index(0) => "mediaType",
+        Seg::Index(1) => "text",
+        Seg::Index(2) => "data",
+        Seg::Index(_) => return None,
+    };
+    match field {
         "data" | "metadata" => tree(4),
         "text" if leaf => Some(Role::Text),
         "filename" if leaf => Some(Role::Plain),

@@ -321,6 +321,23 @@ fn a_textual_raw_part_the_gateway_cannot_decode_is_unscanned_and_bad_utf8_hides_
 }
 
 #[test]
+fn messages_and_parts_written_by_field_position_are_scanned() {
+    // The data plane (like serde's derive, so a Rust SDK agent) reads these; they must not
+    // carry a key past the guard.
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    for params in [
+        format!(r#"{{"message":[[["text/plain","key {key}"]]]}}"#),
+        format!(r#"{{"message":[[[null,null,{{"k":"{key}"}}]]]}}"#),
+        format!(r#"{{"message":{{"parts":[["text/plain","key {key}"]]}}}}"#),
+    ] {
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{params}}}"#);
+        let got = detected(&body);
+        assert!(got.iter().any(|f| f.0 == "aws_key"), "{params}: {got:?}");
+    }
+}
+
+#[test]
 fn a_rejected_or_harmless_candidate_hides_no_other_match() {
     // A token run (letters, dash, digits) around a card, an IBAN-shaped prefix failing mod-97.
     for t in [format!("bluebird-{CARD}"), format!("DE12 {CARD}")] {
