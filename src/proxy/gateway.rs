@@ -49,6 +49,12 @@ impl Gateway {
         if !plan.findings.is_empty() {
             self.count_findings(ctx, &plan.findings);
         }
+        if plan.unscanned_bytes > 0 {
+            self.metrics
+                .guard_unscanned_bytes
+                .with_label_values(&[ctx.label()])
+                .inc_by(plan.unscanned_bytes as u64);
+        }
         if let Some(spans) = &mut ctx.spans {
             spans.planned(&plan.version);
         }
