@@ -72,6 +72,20 @@ impl Verdict {
             }
             if again.action().is_none() || again.findings.iter().all(|f| f.action == Action::Record)
             {
+                // A recorded finding the redaction exposed (markers joining their surroundings)
+                // of a class the caller's scan did not have would leave unjudged by the
+                // integration's data classes: refuse it like an exposed refusal.
+                let known = self.classes_leaving();
+                if let Some(f) = again
+                    .findings
+                    .iter()
+                    .find(|f| !known.contains(&f.class.as_str()))
+                {
+                    return Err(GuardError::RedactionExposed {
+                        detector: f.detector.clone(),
+                        path: f.path.clone(),
+                    });
+                }
                 return Ok(out);
             }
             out = super::redact::redact(&again.findings, &out)?;

@@ -360,6 +360,42 @@ fn redaction_rescans_until_nothing_it_exposed_is_left() {
 }
 
 #[test]
+fn a_recorded_class_a_redaction_exposes_is_refused_not_left_unjudged() {
+    // `gcp_key` is 35 characters after `AIza` with no boundary after them, so `bluebird` glued
+    // to it is no word until the marker's `]` stands before it: a recorded finding of class
+    // `internal` the caller's scan never had, which the data classes would not judge.
+    let all = detectors();
+    let actions = BTreeMap::from([("internal".to_owned(), Action::Record)]);
+    let names = ["gcp_key".to_owned(), "codename".to_owned()];
+    let p = Policy::new(
+        &all,
+        &names,
+        Action::Redact,
+        &actions,
+        None,
+        1 << 20,
+        OnUnscanned::Refuse,
+    )
+    .unwrap();
+    let body = send(&[&text(&format!("key AIza{}bluebird end", "A".repeat(35)))]);
+    let v = scan_request(&all, &p, &body, Shape::JsonRpc);
+    assert_eq!(v.classes_leaving(), Vec::<&str>::new());
+    let err = v.redact(&body).unwrap_err();
+    assert!(
+        matches!(err, GuardError::RedactionExposed { ref detector, .. } if detector == "codename"),
+        "{err:?}"
+    );
+    // A recorded class the caller's scan already had is judged already: the redaction goes on.
+    let known = send(&[&text(&format!(
+        "bluebird key AIza{}bluebird end",
+        "A".repeat(35)
+    ))]);
+    let v = scan_request(&all, &p, &known, Shape::JsonRpc);
+    assert_eq!(v.classes_leaving(), vec!["internal"]);
+    assert!(v.redact(&known).is_ok());
+}
+
+#[test]
 fn high_entropy_finds_secrets_but_not_uuids_or_ids() {
     let all = detectors();
     let p = Policy::new(
