@@ -166,7 +166,7 @@ fn evidence_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec, IntGa
 
 /// The content guard's findings: on requests (by action) and, with `[guard] inbound = "record"`,
 /// on answers.
-fn guard_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec) {
+fn guard_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec, IntCounterVec) {
     (
         counters(
             registry,
@@ -179,6 +179,12 @@ fn guard_metrics(registry: &Registry) -> (IntCounterVec, IntCounterVec) {
             "a2a_egress_guard_inbound_findings_total",
             "Content guard findings in agents' answers (guard inbound = \"record\"; answers are never changed).",
             &["integration", "detector"],
+        ),
+        counters(
+            registry,
+            "a2a_egress_guard_unscanned_bytes_total",
+            "Bytes of request content the content guard did not scan (past its budget, or a textual file it could not decode) in requests it let leave (on_unscanned = \"allow\").",
+            &["integration"],
         ),
     )
 }
@@ -322,6 +328,8 @@ pub struct Metrics {
     pub guard_findings: IntCounterVec,
     /// `a2a_egress_guard_inbound_findings_total{integration, detector}`: findings in answers.
     pub guard_inbound_findings: IntCounterVec,
+    /// `a2a_egress_guard_unscanned_bytes_total{integration}`: content that left unscanned.
+    pub guard_unscanned_bytes: IntCounterVec,
     /// `a2a_egress_probe_runs_total{integration, trigger}`: probe runs the gateway made by
     /// itself (`review`, `scheduled`).
     pub probe_runs: IntCounterVec,
@@ -490,7 +498,8 @@ impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
         let (artifact_mismatches, probe_runs, probe_failed) = evidence_metrics(&registry);
-        let (guard_findings, guard_inbound_findings) = guard_metrics(&registry);
+        let (guard_findings, guard_inbound_findings, guard_unscanned_bytes) =
+            guard_metrics(&registry);
         let (stale_marks, invalid_answers, answer_headers_dropped) = answer_metrics(&registry);
         let (integration_status, profile_usable, lock_verdict, credential_missing) =
             state_gauges(&registry);
@@ -555,6 +564,7 @@ impl Metrics {
             artifact_mismatches,
             guard_findings,
             guard_inbound_findings,
+            guard_unscanned_bytes,
             probe_runs,
             probe_failed,
             card_signatures: card_signatures(&registry),
@@ -670,6 +680,7 @@ impl Metrics {
         drop_series(&self.artifact_mismatches, name);
         drop_series(&self.guard_findings, name);
         drop_series(&self.guard_inbound_findings, name);
+        drop_series(&self.guard_unscanned_bytes, name);
         drop_series(&self.probe_runs, name);
         drop_series(&self.probe_failed, name);
         drop_series(&self.upstream_timeouts, name);
@@ -760,6 +771,7 @@ impl Metrics {
                     self.guard_inbound_findings
                         .with_label_values(&[name, detector]);
                 }
+                self.guard_unscanned_bytes.with_label_values(&[name]);
             }
             // Probe series exist before the first run (no run yet: nothing failed).
             for t in crate::state::ProbeTrigger::ALL {

@@ -81,10 +81,10 @@ fn builtin(name: &str) -> Option<(&'static str, &'static str)> {
             "secret",
             r"-----BEGIN [A-Z0-9 ]{0,32}PRIVATE KEY( BLOCK)?-----[A-Za-z0-9+/=\s:,]*(?:-----END [A-Z0-9 ]{0,32}PRIVATE KEY( BLOCK)?-----)?",
         ),
-        "jwt" => (
-            "secret",
-            r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*",
-        ),
+        // Found by a byte pass of its own ([`jwts`]), not a pattern: its segments are unbounded,
+        // and in the combined regex a candidate kept the search alive to the end of the text
+        // (quadratic) and, rejected, hid every other detector's match inside it.
+        "jwt" => ("secret", ""),
         "high_entropy" => ("secret", ""),
         _ => return None,
     })
@@ -186,10 +186,12 @@ impl Detectors {
         let mut words: Vec<&str> = Vec::new();
         let mut word_owner: Vec<usize> = Vec::new();
         let mut high_entropy = false;
+        let mut jwt = None;
         for &i in selected {
             let Some(e) = self.table.get(i) else { continue };
             match &e.kind {
                 Kind::Builtin if e.name == "high_entropy" => high_entropy = true,
+                Kind::Builtin if e.name == "jwt" => jwt = Some(i),
                 Kind::Builtin => {
                     if let Some((_, p)) = builtin(&e.name) {
                         patterns.push(p);
@@ -235,6 +237,7 @@ impl Detectors {
             words,
             word_owner,
             high_entropy,
+            jwt,
         }
     }
 }
@@ -319,6 +322,8 @@ pub(super) struct Matcher {
     word_owner: Vec<usize>,
     /// The table index of `high_entropy` when the policy runs it.
     pub(super) high_entropy: Option<usize>,
+    /// The table index of `jwt` when the policy runs it.
+    jwt: Option<usize>,
 }
 
 impl Matcher {
@@ -326,7 +331,8 @@ impl Matcher {
     /// token runs. Linear: one regex pass, one Aho-Corasick pass, one byte pass for token runs. A
     /// candidate its validator rejects resumes the search one character after its start when the
     /// pattern is bounded (at most a few hundred bytes, so it hides no other detector's match and
-    /// the pass stays linear), after its end otherwise (a JWT's segments are unbounded).
+    /// the pass stays linear), after its end otherwise. JWTs are found by a pass of their own
+    /// ([`jwts`]): unbounded and validated, in the combined regex a rejected one hid what it held.
     pub(super) fn hits(&self, text: &str, out: &mut Vec<Hit>) {
         if let Some(regex) = &self.regex {
             let mut input = Input::new(text);
@@ -379,7 +385,70 @@ impl Matcher {
                 }
             }
         }
+        if let Some(index) = self.jwt {
+            jwts(text, index, out);
+        }
         token_runs(text, out);
+    }
+}
+
+/// Longest JWT header (its base64url) tried: real ones (`alg`, `typ`, `kid`, a `jku`) are tens
+/// to hundreds of bytes. Bounds the decoding each candidate costs.
+const JWT_HEADER_MAX: usize = 2048;
+
+/// Header starts tried per `.eyJ`, nearest first: a decoy `eyJ…-` glued before a real header
+/// is on the left, so the real one is tried first; the cap keeps the pass linear.
+const JWT_STARTS: usize = 4;
+
+/// Pushes every JWT of `text`: `header.payload.signature` where the header is base64url JSON
+/// naming an `alg` (`validate::Check::Jwt`) and begins with `eyJ` at a word boundary (at least
+/// 11 bytes), the payload begins with `eyJ` (at least 5), the signature may be empty. Driven by
+/// each `.eyJ`: the header run before it and the segments after it are read once (runs between
+/// dots do not overlap), at most [`JWT_STARTS`] header starts are decoded, each at most
+/// [`JWT_HEADER_MAX`] bytes: linear in the text.
+fn jwts(text: &str, index: usize, out: &mut Vec<Hit>) {
+    let b = text.as_bytes();
+    let seg = |i: usize| {
+        b.get(i)
+            .is_some_and(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'))
+    };
+    let word = |i: usize| {
+        b.get(i)
+            .is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'_')
+    };
+    let run_end = |mut i: usize| {
+        while seg(i) {
+            i += 1;
+        }
+        i
+    };
+    let mut from = 0;
+    while let Some(found) = memchr::memmem::find(b.get(from..).unwrap_or_default(), b".eyJ") {
+        let dot = from + found;
+        from = dot + 1;
+        let payload_end = run_end(dot + 1);
+        if payload_end - (dot + 1) < 5 || b.get(payload_end) != Some(&b'.') {
+            continue;
+        }
+        let end = run_end(payload_end + 1);
+        let floor = dot.saturating_sub(JWT_HEADER_MAX);
+        let mut starts = 0;
+        let mut p = dot;
+        while p > floor && seg(p - 1) && starts < JWT_STARTS {
+            p -= 1;
+            let starts_here = b.get(p..p + 3) == Some(b"eyJ") && (p == 0 || !word(p - 1));
+            if !starts_here || dot - p < 11 {
+                continue;
+            }
+            starts += 1;
+            let mut spans = Vec::new();
+            validate::Check::Jwt.spans(text, p, end, &mut spans);
+            if let Some(&(start, end)) = spans.first() {
+                out.push(Hit::Detector { index, start, end });
+                from = end;
+                break;
+            }
+        }
     }
 }
 

@@ -22,6 +22,11 @@ pub use finding::Finding;
 pub use policy::Policy;
 pub use scan::{Verdict, scan_answer, scan_request};
 
+/// Findings of one request or answer logged line by line; the rest are counted (metrics) and
+/// summed up in one more line, so a body of ten thousand small findings is not ten thousand
+/// log lines.
+pub const LOGGED_FINDINGS: usize = 8;
+
 /// The matcher of `policy` alone over `text` (normalised already), for benches: the number of
 /// validated hits.
 #[doc(hidden)]

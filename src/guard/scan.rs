@@ -15,7 +15,7 @@ use super::text::Norm;
 use super::validate;
 use super::{Action, GuardError, OnUnscanned, Policy, Shape};
 use crate::json::{self, Seg};
-use crate::types::origin::origin_of_url;
+use crate::types::origin::origin_of_plain_url;
 
 /// The outcome of a scan.
 #[derive(Debug, Clone, Default)]
@@ -77,6 +77,20 @@ impl Verdict {
             }
             if again.action().is_none() || again.findings.iter().all(|f| f.action == Action::Record)
             {
+                // A recorded finding the redaction exposed (markers joining their surroundings)
+                // of a class the caller's scan did not have would leave unjudged by the
+                // integration's data classes: refuse it like an exposed refusal.
+                let known = self.classes_leaving();
+                if let Some(f) = again
+                    .findings
+                    .iter()
+                    .find(|f| !known.contains(&f.class.as_str()))
+                {
+                    return Err(GuardError::RedactionExposed {
+                        detector: f.detector.clone(),
+                        path: f.path.clone(),
+                    });
+                }
                 return Ok(out);
             }
             out = super::redact::redact(&again.findings, &out)?;
@@ -145,13 +159,23 @@ pub fn scan_request(all: &Detectors, policy: &Policy, body: &str, shape: Shape) 
     scan.verdict.unscanned_bytes = past_budget;
     let texts: Vec<&Site> = sites.list.iter().filter(|s| s.role == Role::Text).collect();
     scan.literals(&texts, &path);
+    // Each part's media type, looked up once per `raw` (a search of every site for each was
+    // quadratic in the parts).
+    let media: std::collections::HashMap<usize, &Site> = sites
+        .list
+        .iter()
+        .filter_map(|s| match s.role {
+            Role::MediaType(part) => Some((part, s)),
+            _ => None,
+        })
+        .collect();
     for site in &sites.list {
         match site.role {
             Role::Text | Role::MediaType(_) => {}
             Role::Plain => scan.literals(&[site], &path),
             Role::Raw(part) => {
-                let media = sites.list.iter().find(|s| s.role == Role::MediaType(part));
-                scan.raw(site, media.map(|m| literal(body, m)), &path);
+                let media = media.get(&part).map(|m| literal(body, m));
+                scan.raw(site, media, &path);
             }
             Role::Url => scan.url(site, &path),
         }
@@ -303,23 +327,36 @@ fn classify_request(rel: &[Seg<'_>], key: bool) -> Option<Role> {
     };
     // Everything below `anchor` segments (keys and values), and the anchor itself if a value.
     let tree = |anchor: usize| (rel.len() > anchor || !key).then_some(Role::Plain);
+    // The data plane reads a message and a part as serde's derive does (the official Rust SDK's
+    // types): an object, or an array by field position (`message: [parts]`, a part
+    // `[mediaType, text, data]`). Both forms are scanned: an agent on those types reads both.
+    let positional_parts = matches!(rel.get(1), Some(Seg::Index(0)));
     match (k(0), k(1)) {
         (Some("metadata"), _) => return tree(1),
         (Some("message"), Some("metadata")) => return tree(2),
         (Some("message"), Some("parts")) => {}
+        (Some("message"), None) if positional_parts => {}
         _ => return None,
     }
     let Some(Seg::Index(part)) = rel.get(2) else {
         return None;
     };
     let leaf = rel.len() == 4 && !key;
-    match k(3)? {
+    let field = match rel.get(3)? {
+        Seg::Key(k) => k.as_ref(),
+        Seg::Index(0) => "mediaType",
+        Seg::Index(1) => "text",
+        Seg::Index(2) => "data",
+        Seg::Index(_) => return None,
+    };
+    match field {
         "data" | "metadata" => tree(4),
         "text" if leaf => Some(Role::Text),
         "filename" if leaf => Some(Role::Plain),
         "raw" if leaf => Some(Role::Raw(*part)),
         "url" if leaf => Some(Role::Url),
-        "mediaType" if leaf => Some(Role::MediaType(*part)),
+        // The proto3 JSON mapping accepts the field's own name too, and so do the SDKs' readers.
+        "mediaType" | "media_type" if leaf => Some(Role::MediaType(*part)),
         _ => None,
     }
 }
@@ -409,7 +446,11 @@ impl<'a> Scan<'a> {
         let located = |a: usize, b: usize| -> (String, Vec<Span>) {
             let mut spans = Vec::new();
             let mut path = None;
-            for (n, (start, site)) in pieces.iter().enumerate() {
+            // The pieces `a..b` touches, found by binary search: a walk over every piece for each
+            // hit was hits x parts.
+            let first = pieces.partition_point(|p| p.0 <= a).saturating_sub(1);
+            let touched = pieces.iter().enumerate().skip(first);
+            for (n, (start, site)) in touched.take_while(|(_, p)| p.0 < b.max(a + 1)) {
                 let end = pieces.get(n + 1).map_or(norm.text.len(), |p| p.0);
                 let (x, y) = (a.max(*start), b.min(end));
                 if x < y
@@ -431,6 +472,7 @@ impl<'a> Scan<'a> {
         let mut hits = std::mem::take(&mut self.hits);
         hits.clear();
         self.matcher.hits(text, &mut hits);
+        let mut detectors: Option<DetectorSpans> = None;
         for &hit in &hits {
             match hit {
                 Hit::Detector { index, start, end } => {
@@ -452,7 +494,9 @@ impl<'a> Scan<'a> {
                             self.push(index, path, spans);
                         }
                     } else if let Some(index) = self.matcher.high_entropy
-                        && !overlaps_detector(&hits, start, end)
+                        && !detectors
+                            .get_or_insert_with(|| DetectorSpans::of(&hits))
+                            .overlap(start, end)
                         && validate::high_entropy(run)
                     {
                         let (path, spans) = located(start, end);
@@ -488,27 +532,31 @@ impl<'a> Scan<'a> {
 
     /// A file part's inline bytes: decoded and scanned when textual (or, without a media type,
     /// when they decode to text). Bytes that are not text are not content to scan: they neither
-    /// spend the budget nor count as unscanned.
+    /// spend the budget nor count as unscanned. A textual part whose base64 the gateway cannot
+    /// decode (line breaks, stray characters: lenient readers such as Python's `b64decode` take
+    /// them) is unscanned, so `on_unscanned` decides; invalid UTF-8 inside is read as U+FFFD,
+    /// and the text after it is still scanned.
     fn raw(&mut self, site: &Site, media: Option<Cow<'_, str>>, path_of: &dyn Fn(&Site) -> String) {
         let len = site.close - site.open - 1;
         let value = literal(self.body, site);
         let decoded = validate::decode_base64(&value).map(|(bytes, _)| bytes);
+        let declared = media.as_deref().map(textual);
+        if decoded.is_none() && declared == Some(true) {
+            self.verdict.unscanned_bytes += len;
+            return;
+        }
         let text = decoded.as_deref().and_then(|bytes| {
-            let valid = match std::str::from_utf8(bytes) {
-                Ok(t) => t,
-                Err(e) => std::str::from_utf8(bytes.get(..e.valid_up_to())?).ok()?,
-            };
-            let wanted = match &media {
-                Some(m) => textual(m),
+            let wanted = match declared {
+                Some(textual) => textual,
                 None => validate::base64_text(value.as_ref()).is_some(),
             };
-            wanted.then_some(valid)
+            wanted.then_some(bytes)
         });
         let Some(text) = text else { return };
         let mut norm = Norm::default();
         // The budget counts the literal's (base64) bytes; the decoded text is read in proportion.
         let used = self.left.min(len);
-        norm.push_plain(text, 0, used.saturating_mul(text.len()) / len.max(1));
+        norm.push_bytes(text, used.saturating_mul(text.len()) / len.max(1));
         self.left -= used;
         self.verdict.unscanned_bytes += len - used;
         let (open, close) = (site.open, site.close);
@@ -534,7 +582,7 @@ impl<'a> Scan<'a> {
             return;
         };
         let url = literal(self.body, site);
-        let origin = origin_of_url(&url);
+        let origin = origin_of_plain_url(&url);
         if !origin.is_some_and(|o| allowed.contains(&o)) {
             self.verdict.findings.push(Finding {
                 detector: URL_ORIGIN.into(),
@@ -565,9 +613,34 @@ impl<'a> Scan<'a> {
 }
 
 /// Whether a detector's hit overlaps `start..end` (that run is then a finding already).
-fn overlaps_detector(hits: &[Hit], start: usize, end: usize) -> bool {
-    hits.iter()
-        .any(|h| matches!(*h, Hit::Detector { start: s, end: e, .. } if s < end && start < e))
+/// The detector hits' spans of one text, sorted by start, each with the furthest end of it and
+/// those before it: whether a token run overlaps one is a binary search (a walk over every hit
+/// for each run was runs x hits).
+struct DetectorSpans(Vec<(usize, usize)>);
+
+impl DetectorSpans {
+    fn of(hits: &[Hit]) -> Self {
+        let mut v: Vec<(usize, usize)> = hits
+            .iter()
+            .filter_map(|h| match *h {
+                Hit::Detector { start, end, .. } => Some((start, end)),
+                Hit::Token { .. } => None,
+            })
+            .collect();
+        v.sort_unstable();
+        let mut furthest = 0;
+        for span in &mut v {
+            furthest = furthest.max(span.1);
+            span.1 = furthest;
+        }
+        DetectorSpans(v)
+    }
+
+    /// Whether a detector hit overlaps `start..end`.
+    fn overlap(&self, start: usize, end: usize) -> bool {
+        let before = self.0.partition_point(|&(s, _)| s < end);
+        before > 0 && self.0.get(before - 1).is_some_and(|&(_, e)| e > start)
+    }
 }
 
 #[cfg(test)]

@@ -252,6 +252,91 @@ fn validators_reject_what_only_looks_right() {
     assert!(detected(&send(&[&text("bluebirds")])).is_empty());
 }
 
+const JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl";
+
+#[test]
+fn a_rejected_jwt_candidate_hides_nothing_after_it_and_a_decoy_hides_no_jwt() {
+    // The header decodes to no JSON: not a JWT, and the key and card in its last segment are
+    // still found (in the combined regex the rejected candidate was skipped whole).
+    for (t, d) in [
+        ("eyJhYWFhYWFhYWE.eyJhYQ.AKIAIOSFODNN7EXAMPLE", "aws_key"),
+        (&format!("eyJhYWFhYWFhYWE.eyJhYQ.{CARD}") as &str, "pci"),
+    ] {
+        let got = detected(&send(&[&text(t)]));
+        assert!(got.iter().any(|f| f.0 == d), "{t}: {got:?}");
+        assert!(!got.iter().any(|f| f.0 == "jwt"), "{t}: {got:?}");
+    }
+    // A glued `eyJ…-` before a real token: the nearest header start is tried first.
+    let decoy = format!("eyJhYWFhYWFhYWEtYWFh-{JWT}");
+    let got = detected(&send(&[&text(&decoy)]));
+    assert!(got.iter().any(|f| f.0 == "jwt"), "{got:?}");
+    assert_eq!(
+        redacted_texts(&send(&[&text(&format!("x {JWT} y"))])),
+        vec!["x [REDACTED:jwt] y"]
+    );
+}
+
+#[test]
+fn long_non_ascii_text_and_unfinished_jwts_are_scanned_in_linear_time() {
+    // Each of these took time quadratic in the text (a megabyte: minutes): a backslash searched
+    // for again at every non-ASCII character, and a JWT candidate that never ends keeping every
+    // search of the combined regex alive to the end of the text.
+    let accents = format!("{}{CARD}", "é".repeat(1 << 19));
+    assert_eq!(detected(&send(&[&text(&accents)])).len(), 1);
+    let escaped = format!("{}\\u0034{}", "日本".repeat(1 << 17), &CARD[1..]);
+    let body = send(&[&format!(r#"{{"text":"{escaped}"}}"#)]);
+    assert_eq!(detected(&body).len(), 1, "{:?}", detected(&body));
+    let unfinished = "eyJ-AKIAIOSFODNN7EXAMPLE-".repeat(40_000);
+    let got = detected(&send(&[&text(&unfinished)]));
+    assert!(got.iter().all(|f| f.0 == "aws_key"), "{:?}", got.first());
+    assert!(!got.is_empty());
+}
+
+#[test]
+fn a_textual_raw_part_the_gateway_cannot_decode_is_unscanned_and_bad_utf8_hides_nothing() {
+    // Line breaks in the base64: lenient decoders read the key, the gateway's strict one does
+    // not, so the part counts as unscanned and `on_unscanned = refuse` refuses it.
+    let b64 = STANDARD.encode("key AKIAIOSFODNN7EXAMPLE");
+    let broken = format!("{}\\r\\n{}", &b64[..8], &b64[8..]);
+    let body = send(&[&format!(r#"{{"raw":"{broken}","mediaType":"text/plain"}}"#)]);
+    let v = scan(&body, Action::Record);
+    assert!(v.unscanned_bytes > 0);
+    assert_eq!(
+        v.refusal().map(|r| r.detector.clone()).as_deref(),
+        Some("unscanned")
+    );
+    // An invalid UTF-8 byte before the card: the text after it is scanned, and the redaction
+    // replaces exactly the card's bytes (the invalid byte is kept).
+    let mut bytes = b"hello \xff ".to_vec();
+    bytes.extend_from_slice(CARD.as_bytes());
+    bytes.extend_from_slice(b" end");
+    let raw = STANDARD.encode(&bytes);
+    let body = send(&[&format!(r#"{{"raw":"{raw}","media_type":"text/plain"}}"#)]);
+    let out = scan(&body, Action::Redact).redact(&body).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let got = STANDARD
+        .decode(v["params"]["message"]["parts"][0]["raw"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(got, b"hello \xff [REDACTED:pci] end");
+}
+
+#[test]
+fn messages_and_parts_written_by_field_position_are_scanned() {
+    // The data plane (like serde's derive, so a Rust SDK agent) reads these; they must not
+    // carry a key past the guard.
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    for params in [
+        format!(r#"{{"message":[[["text/plain","key {key}"]]]}}"#),
+        format!(r#"{{"message":[[[null,null,{{"k":"{key}"}}]]]}}"#),
+        format!(r#"{{"message":{{"parts":[["text/plain","key {key}"]]}}}}"#),
+    ] {
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{params}}}"#);
+        let got = detected(&body);
+        assert!(got.iter().any(|f| f.0 == "aws_key"), "{params}: {got:?}");
+    }
+}
+
 #[test]
 fn a_rejected_or_harmless_candidate_hides_no_other_match() {
     // A token run (letters, dash, digits) around a card, an IBAN-shaped prefix failing mod-97.
@@ -272,6 +357,42 @@ fn redaction_rescans_until_nothing_it_exposed_is_left() {
     ]);
     let out = scan(&body, Action::Redact).redact(&body).unwrap();
     assert!(scan(&out, Action::Redact).findings.is_empty(), "{out}");
+}
+
+#[test]
+fn a_recorded_class_a_redaction_exposes_is_refused_not_left_unjudged() {
+    // `gcp_key` is 35 characters after `AIza` with no boundary after them, so `bluebird` glued
+    // to it is no word until the marker's `]` stands before it: a recorded finding of class
+    // `internal` the caller's scan never had, which the data classes would not judge.
+    let all = detectors();
+    let actions = BTreeMap::from([("internal".to_owned(), Action::Record)]);
+    let names = ["gcp_key".to_owned(), "codename".to_owned()];
+    let p = Policy::new(
+        &all,
+        &names,
+        Action::Redact,
+        &actions,
+        None,
+        1 << 20,
+        OnUnscanned::Refuse,
+    )
+    .unwrap();
+    let body = send(&[&text(&format!("key AIza{}bluebird end", "A".repeat(35)))]);
+    let v = scan_request(&all, &p, &body, Shape::JsonRpc);
+    assert_eq!(v.classes_leaving(), Vec::<&str>::new());
+    let err = v.redact(&body).unwrap_err();
+    assert!(
+        matches!(err, GuardError::RedactionExposed { ref detector, .. } if detector == "codename"),
+        "{err:?}"
+    );
+    // A recorded class the caller's scan already had is judged already: the redaction goes on.
+    let known = send(&[&text(&format!(
+        "bluebird key AIza{}bluebird end",
+        "A".repeat(35)
+    ))]);
+    let v = scan_request(&all, &p, &known, Shape::JsonRpc);
+    assert_eq!(v.classes_leaving(), vec!["internal"]);
+    assert!(v.redact(&known).is_ok());
 }
 
 #[test]
@@ -361,6 +482,10 @@ fn url_parts_outside_the_allowed_origins_refuse() {
     let good = send(&[r#"{"url":"https://files.example:443/x"}"#]);
     assert_eq!(scan_request(&all, &p, &good, Shape::JsonRpc).action(), None);
     assert_eq!(p.detector_names(), vec!["url_origin"]);
+    // The WHATWG parser reads this as files.example, Python's urlsplit as internal.corp.
+    let split = send(&[r#"{"url":"https://files.example\\@internal.corp/x"}"#]);
+    let v = scan_request(&all, &p, &split, Shape::JsonRpc);
+    assert_eq!(v.refusal().map(|r| r.detector.as_str()), Some("url_origin"));
 }
 
 #[test]

@@ -114,17 +114,21 @@ impl Norm {
     ) -> usize {
         let b = body.as_bytes();
         let first = open + 1;
+        let stop = close.min(first.saturating_add(limit));
         let mut i = first;
+        // Where the next backslash is (or `stop`), found once per backslash: searched again at
+        // every non-ASCII character, the rest of a long non-English literal was read once per
+        // character (quadratic).
+        let mut backslash = first;
         while i < close {
-            // Plain ASCII (nearly all text) is copied in one go: NFKC leaves it as it is.
-            let rest = b
-                .get(i..close.min(first.saturating_add(limit)))
-                .unwrap_or_default();
-            // Up to the next backslash, then up to the first non-ASCII byte before it (both read
-            // many bytes at a time: memchr, and `is_ascii` on words).
-            let plain = rest
-                .get(..memchr::memchr(b'\\', rest).unwrap_or(rest.len()))
-                .unwrap_or_default();
+            if backslash < i || (backslash == i && b.get(i) != Some(&b'\\')) {
+                let rest = b.get(i..stop).unwrap_or_default();
+                backslash = i + memchr::memchr(b'\\', rest).unwrap_or(rest.len());
+            }
+            // Plain ASCII (nearly all text) is copied in one go: NFKC leaves it as it is. Up to
+            // the next backslash, then up to the first non-ASCII byte before it (both read many
+            // bytes at a time: memchr, and `is_ascii` on words).
+            let plain = b.get(i..backslash.max(i)).unwrap_or_default();
             let run = if plain.is_ascii() {
                 plain.len()
             } else {
@@ -169,6 +173,31 @@ impl Norm {
             read = end;
         }
         read
+    }
+
+    /// Appends decoded bytes (a `raw` part) as [`Norm::push_plain`] does, up to `limit` bytes:
+    /// each invalid UTF-8 sequence becomes one U+FFFD mapped to its bytes, so the text after it
+    /// is still scanned and every finding maps back to the bytes it came from. Returns the bytes
+    /// read.
+    pub(super) fn push_bytes(&mut self, bytes: &[u8], limit: usize) -> usize {
+        let mut at = 0;
+        for chunk in bytes.utf8_chunks() {
+            let valid = chunk.valid();
+            let read = self.push_plain(valid, at, limit.saturating_sub(at));
+            if read < valid.len() {
+                return at + read;
+            }
+            at += valid.len();
+            let bad = chunk.invalid().len();
+            if bad > 0 {
+                if at + bad > limit {
+                    return at;
+                }
+                self.push_char(char::REPLACEMENT_CHARACTER, at, at + bad);
+                at += bad;
+            }
+        }
+        at
     }
 
     /// The run holding normalised byte `i`.

@@ -49,6 +49,12 @@ impl Gateway {
         if !plan.findings.is_empty() {
             self.count_findings(ctx, &plan.findings);
         }
+        if plan.unscanned_bytes > 0 {
+            self.metrics
+                .guard_unscanned_bytes
+                .with_label_values(&[ctx.label()])
+                .inc_by(plan.unscanned_bytes as u64);
+        }
         if let Some(spans) = &mut ctx.spans {
             spans.planned(&plan.version);
         }
@@ -82,12 +88,22 @@ impl Gateway {
     /// Counts and logs what the guard found in a request that leaves (recorded or redacted),
     /// and names the detectors on the access line. Never the matched text.
     fn count_findings(&self, ctx: &mut Ctx, findings: &[crate::guard::Finding]) {
-        for f in findings {
+        for (n, f) in findings.iter().enumerate() {
             let action = f.action.as_str();
             self.metrics
                 .guard_findings
                 .with_label_values(&[ctx.label(), &f.detector, action])
                 .inc();
+            if n == crate::guard::LOGGED_FINDINGS {
+                tracing::info!(
+                    integration = ctx.label(),
+                    more = findings.len() - n,
+                    "content guard findings not logged one by one (counted)"
+                );
+            }
+            if n >= crate::guard::LOGGED_FINDINGS {
+                continue;
+            }
             tracing::info!(
                 integration = ctx.label(),
                 detector = f.detector.as_str(),

@@ -118,6 +118,8 @@ pub struct Plan {
     /// What the integration's guard found in a message that leaves (recorded or redacted
     /// findings; a refusing one is a [`Deny::DataDetected`] instead).
     pub findings: Vec<guard::Finding>,
+    /// Bytes of the body the guard left unscanned and `on_unscanned = "allow"` let leave.
+    pub unscanned_bytes: usize,
 }
 
 /// The data classes a request declares: every `A2A-Egress-Data-Class` line counts, and each line
@@ -315,6 +317,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     let (upstream_path, send_path, mut rewritten_body) =
         paths(&upstream.base_path, f, rest_path, tenant.as_deref())?;
     let mut findings = Vec::new();
+    let mut unscanned_bytes = 0;
     if let Some(g) = integration
         .guard
         .as_ref()
@@ -331,6 +334,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
             rewritten_body = Some(Bytes::from(r));
         }
         findings = screened.findings;
+        unscanned_bytes = screened.unscanned_bytes;
     }
     let mut plan = Plan {
         method,
@@ -344,6 +348,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         version: iface.version.clone(),
         dialect,
         findings,
+        unscanned_bytes,
     };
     if dialect.translates() {
         as_03(&mut plan, f, rest_path, &upstream.base_path)?;
@@ -370,6 +375,8 @@ fn as_03(plan: &mut Plan, f: &Facts<'_>, rest_path: Option<&str>, base: &str) ->
 pub struct Screened {
     /// Recorded and redacted findings, in scan order.
     pub findings: Vec<guard::Finding>,
+    /// Bytes of content left unscanned (only when `on_unscanned = "allow"` let them leave).
+    pub unscanned_bytes: usize,
     /// The body with every redacted match replaced; `None`: forwarded unchanged.
     pub redacted: Option<String>,
 }
@@ -418,6 +425,7 @@ pub fn screen_content(
         _ => None,
     };
     Ok(Screened {
+        unscanned_bytes: verdict.unscanned_bytes,
         findings: verdict.findings,
         redacted,
     })

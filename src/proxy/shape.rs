@@ -157,6 +157,7 @@ mod tests {
                 binding: Binding::JsonRpc,
             },
             findings: Vec::new(),
+            unscanned_bytes: 0,
         }
     }
 

@@ -82,6 +82,16 @@ pub fn http_method(m: &str) -> &'static str {
     }
 }
 
+/// An A2A version as an attribute value: the ones the gateway speaks are static text (no copy
+/// per span), any other is copied.
+pub fn version(v: &str) -> std::borrow::Cow<'static, str> {
+    match v {
+        "1.0" => "1.0".into(),
+        "0.3" => "0.3".into(),
+        other => other.to_owned().into(),
+    }
+}
+
 /// What a call's SERVER span records when it ends.
 #[derive(Debug, Clone, Copy)]
 pub struct Call<'a> {
@@ -117,7 +127,7 @@ impl Call<'_> {
         }
         out.push(KeyValue::new(BINDING, self.binding));
         if let Some(v) = self.protocol_version {
-            out.push(KeyValue::new(A2A_PROTOCOL_VERSION, v.to_owned()));
+            out.push(KeyValue::new(A2A_PROTOCOL_VERSION, version(v)));
         }
         out.push(KeyValue::new(OUTCOME, self.outcome));
         if !self.reason.is_empty() {

@@ -4,8 +4,12 @@
 //! refused stream's retry, a refresh-and-retry), each the child of the SERVER span, whose
 //! parent is the caller's `traceparent` when one arrived.
 
+use std::borrow::Cow;
+
 use http::HeaderValue;
-use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt as _, Tracer as _};
+use opentelemetry::trace::{
+    Span as _, SpanContext, SpanKind, Status, TraceContextExt as _, Tracer as _,
+};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::trace::Span;
 
@@ -15,15 +19,19 @@ use super::w3c;
 
 /// The spans of one call.
 pub struct CallSpans {
-    /// The SERVER span, held in a context so the CLIENT spans name it as their parent.
-    server: Context,
+    /// The SERVER span, held directly: in a `Context` every use of it went through a boxed,
+    /// mutex-guarded span.
+    server: Span,
+    /// The SERVER span's context as the CLIENT spans' parent, made at the first attempt (a
+    /// refusal never needs it).
+    parent: Option<Context>,
     /// The attempt whose answer is still passing to the caller (a stream, a large answer), ended
     /// when the next attempt starts or the call ends.
     client: Option<Span>,
     /// Attempts started.
     attempts: u32,
     /// The A2A version spoken with the agent, once the call is planned.
-    version: Option<String>,
+    version: Option<Cow<'static, str>>,
     /// The task and context ids the agent's answer named (the first that named them).
     task: Option<String>,
     context: Option<String>,
@@ -32,7 +40,7 @@ pub struct CallSpans {
 impl std::fmt::Debug for CallSpans {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallSpans")
-            .field("server", self.server.span().span_context())
+            .field("server", self.server.span_context())
             .field("attempts", &self.attempts)
             .finish()
     }
@@ -62,7 +70,8 @@ impl Telemetry {
             )])
             .start_with_context(&self.tracer, &parent);
         CallSpans {
-            server: Context::new().with_span(span),
+            server: span,
+            parent: None,
             client: None,
             attempts: 0,
             version: None,
@@ -76,7 +85,7 @@ impl CallSpans {
     /// The A2A version the call speaks with the agent (from its plan).
     pub fn planned(&mut self, version: &str) {
         if self.version.as_deref() != Some(version) {
-            self.version = Some(version.to_owned());
+            self.version = Some(attrs::version(version));
         }
     }
 
@@ -88,12 +97,25 @@ impl CallSpans {
         }
         self.planned(a.protocol_version);
         self.attempts += 1;
+        let server = &self.server;
+        let parent = self.parent.get_or_insert_with(|| {
+            // The SERVER span's own context (not remote: it is this process's span).
+            let sc = server.span_context();
+            let local = SpanContext::new(
+                sc.trace_id(),
+                sc.span_id(),
+                sc.trace_flags(),
+                false,
+                sc.trace_state().clone(),
+            );
+            Context::new().with_remote_span_context(local)
+        });
         let span = t
             .tracer
             .span_builder(attrs::span_name(a.method))
             .with_kind(SpanKind::Client)
             .with_attributes(a.attributes(self.attempts))
-            .start_with_context(&t.tracer, &self.server);
+            .start_with_context(&t.tracer, parent);
         let tp = w3c::traceparent(span.span_context());
         self.client = Some(span);
         tp
@@ -150,7 +172,7 @@ impl CallSpans {
         if let Some(c) = self.context.take() {
             kv.push(KeyValue::new(attrs::A2A_CONTEXT_ID, c));
         }
-        let span = self.server.span();
+        let span = &mut self.server;
         span.update_name(attrs::span_name(call.method));
         span.set_attributes(kv);
         if call.is_error() {

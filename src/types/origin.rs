@@ -29,9 +29,43 @@ pub fn origin_of_url(url: &str) -> Option<String> {
         .map(|u| u.origin().ascii_serialization())
 }
 
+/// [`origin_of_url`] of a URL every reader parses alike, else `None`: the WHATWG parser (the
+/// `url` crate) reads `\\` as `/`, drops tabs and line breaks and trims spaces and controls, which
+/// RFC 3986 readers (Python's `urlsplit`) do not, so `https://allowed.example\\@evil.example/`
+/// names another host to each; and credentials in a URL that leaves are refused outright.
+pub fn origin_of_plain_url(url: &str) -> Option<String> {
+    if url.bytes().any(|b| b == b'\\' || b <= b' ' || b == 0x7f) {
+        return None;
+    }
+    let u = url::Url::parse(url).ok()?;
+    if !u.username().is_empty() || u.password().is_some() {
+        return None;
+    }
+    Some(u.origin().ascii_serialization())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_two_readers_would_read_apart_have_no_origin() {
+        assert_eq!(
+            origin_of_plain_url("https://a.example/x?q").as_deref(),
+            Some("https://a.example")
+        );
+        for u in [
+            "https://allowed.example\\@evil.example/x",
+            "https://allowed.example\\evil",
+            "https://u:p@allowed.example/",
+            "https://user@allowed.example/",
+            " https://allowed.example/",
+            "https://allo\twed.example/",
+            "https://allowed.example/\n",
+        ] {
+            assert_eq!(origin_of_plain_url(u), None, "{u:?}");
+        }
+    }
 
     #[test]
     fn origins_normalise() {

@@ -299,6 +299,22 @@ async fn readyz_and_the_planner_view_show_the_policy() {
         .await
         .unwrap();
     assert_eq!(view["guard"], *g, "{view}");
+    // What `on_unscanned = "allow"` lets leave past the budget is counted, from 0.
+    let series = &[("integration", "echo")];
+    let m = gw.metrics().await;
+    assert_eq!(
+        metric(&m, "a2a_egress_guard_unscanned_bytes_total", series),
+        0.0,
+        "{m}"
+    );
+    let long = "x".repeat(6000);
+    let (s, _, body) = gw
+        .rpc_raw("echo", &send_request("u1", "SendMessage", &long), &[])
+        .await;
+    assert_eq!(s, 200, "{body}");
+    let m = gw.metrics().await;
+    let unscanned = metric(&m, "a2a_egress_guard_unscanned_bytes_total", series);
+    assert!((1000.0..=6000.0).contains(&unscanned), "{unscanned}: {m}");
 }
 
 #[tokio::test]

@@ -4,8 +4,9 @@
 //! the headers it received) or the reference agent:
 //! - with `[telemetry]` on, a call with a caller `traceparent` and one without each arrive as a
 //!   SERVER span (parent: the caller's span, or none) and a CLIENT span (parent: the SERVER span)
-//!   with their attributes; the agent's `traceparent` names the CLIENT span, `tracestate` and
-//!   `baggage` reach it; a refusal is a SERVER span with its reason;
+//!   with their attributes (the SERVER span's `a2a.task.id` / `a2a.context.id`: the SDK agent's
+//!   Task's); the agent's `traceparent` names the CLIENT span, `tracestate` and `baggage` reach
+//!   it; a refusal is a SERVER span with its reason;
 //! - the same over OTLP/HTTP, where a downgraded stream's request to the agent is a
 //!   `send_message` CLIENT span marked downgraded;
 //! - with `[telemetry]` absent, `OTEL_EXPORTER_OTLP_ENDPOINT` alone sends nothing, even at the
@@ -296,6 +297,10 @@ async fn calls_become_a_server_span_and_a_client_span_whose_id_the_agent_receive
         .rpc_raw("echo", &send_request("1", "SendMessage", "hi"), &headers)
         .await;
     assert_eq!(s, 200, "{body}");
+    // The official SDK agent answers a Task: its ids are what the SERVER span must name.
+    let answer: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let (task, context) = answer_ids(&answer["result"]);
+    assert!(!task.is_empty() && !context.is_empty(), "{body}");
     let (s, _, body) = gw
         .rpc_raw("echo", &send_request("2", "SendMessage", "hi"), &[])
         .await;
@@ -327,6 +332,8 @@ async fn calls_become_a_server_span_and_a_client_span_whose_id_the_agent_receive
     assert_eq!(str_attr(&server, "a2a.protocol.version"), "1.0");
     assert_eq!(str_attr(&server, "a2a_egress.outcome"), "ok");
     assert_eq!(int_attr(&server, "http.response.status_code"), Some(200));
+    assert_eq!(str_attr(&server, "a2a.task.id"), task);
+    assert_eq!(str_attr(&server, "a2a.context.id"), context);
     assert_eq!(clients.len(), 1, "{clients:#?}");
     let client = &clients[0];
     assert_eq!(client.parent_span_id, server.span_id);

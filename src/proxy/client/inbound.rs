@@ -30,15 +30,23 @@ pub(super) fn record(
         Binding::JsonRpc => Shape::JsonRpc,
         Binding::HttpJson | Binding::Grpc => Shape::Rest,
     };
-    for f in guard::scan_answer(g.all(), g.policy(), text, shape) {
-        // The budget's pseudo-finding says only that the rest was not read: not evidence.
-        if f.detector == guard::UNSCANNED {
-            continue;
-        }
+    let findings = guard::scan_answer(g.all(), g.policy(), text, shape);
+    // The budget's pseudo-finding says only that the rest was not read: not evidence.
+    let evidence = findings.iter().filter(|f| f.detector != guard::UNSCANNED);
+    for (n, f) in evidence.enumerate() {
         gw.metrics
             .guard_inbound_findings
             .with_label_values(&[integration, &f.detector])
             .inc();
+        if n == guard::LOGGED_FINDINGS {
+            tracing::info!(
+                integration,
+                "more content guard findings in the agent's answer are counted, not logged"
+            );
+        }
+        if n >= guard::LOGGED_FINDINGS {
+            continue;
+        }
         tracing::info!(
             integration,
             detector = f.detector.as_str(),
