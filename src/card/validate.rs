@@ -180,6 +180,18 @@ fn validate_inner(
             message: "starts with a UTF-8 byte order mark (BOM), which JSON text must not (RFC 8259 §8.1)".into(),
         }]));
     }
+    // A card is read up to `max_card_bytes` (at most 16 MiB): its tree is judged before it is
+    // built, and a card the walk cannot read gets serde_json's message from a reading that keeps
+    // nothing (a parse builds the prefix before the fault).
+    if let Err(e) = crate::json::check_tree(bytes) {
+        let message = match e {
+            crate::json::ScanError::TooLarge { .. } => e.to_string(),
+            _ => serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+                .err()
+                .map_or_else(|| e.to_string(), |e| e.to_string()),
+        };
+        return Err(CardErrors(vec![CardError::Json { message }]));
+    }
     let parsed = wire::parse(bytes).map_err(|e| {
         CardErrors(vec![CardError::Json {
             message: e.to_string(),
@@ -445,6 +457,22 @@ mod tests {
 
     fn check(card: &Value, policy: &CardPolicy) -> Result<ValidatedCard, CardErrors> {
         validate(&serde_json::to_vec(card).unwrap(), policy, None)
+    }
+
+    #[test]
+    fn a_card_whose_tree_is_over_the_budget_or_cut_short_is_refused_before_a_tree_is_built() {
+        let big = CardPolicy {
+            max_card_bytes: 16 << 20,
+            ..CardPolicy::default()
+        };
+        let mut card = minimal();
+        card["pad"] = Value::Array(vec![Value::from(0); 1 << 20]);
+        let err = check(&card, &big).unwrap_err();
+        assert!(format!("{err:?}").contains("over the 64 MiB"), "{err:?}");
+        // Cut short: serde_json's own message, from a reading that keeps nothing.
+        let bytes = serde_json::to_vec(&minimal()).unwrap();
+        let err = validate(&bytes[..bytes.len() - 1], &big, None).unwrap_err();
+        assert!(format!("{err:?}").contains("EOF while parsing"), "{err:?}");
     }
 
     #[test]

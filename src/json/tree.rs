@@ -47,19 +47,17 @@ const CTRL_GROUP: usize = 16;
 /// One `IndexMap` entry: the hash, the key, the value.
 const ENTRY: usize = size_of::<(usize, String, Value)>();
 
-/// Refuses `body` when its `Value` tree could take more than [`TREE_BUDGET`]. Text that is not
-/// UTF-8 or JSON passes: the walk accepts everything serde_json does (it goes one level deeper),
-/// so the parse that follows refuses it on its own, without building more than the bound.
+/// Refuses `body` when its `Value` tree could take more than [`TREE_BUDGET`], and text the walk
+/// cannot read (not UTF-8, nested deeper than [`super::MAX_DEPTH`], not well-formed): a parser
+/// builds its tree in document order and fails only at the fault, so a malformed document's
+/// tree is as large as the prefix before it, which the bound has not judged.
 pub fn check_tree(body: &[u8]) -> Result<(), ScanError> {
-    let Ok(text) = std::str::from_utf8(body) else {
-        return Ok(());
-    };
-    match tree_bound(text) {
-        Ok(n) if n > TREE_BUDGET => Err(ScanError::TooLarge {
+    let text = std::str::from_utf8(body).map_err(|_| ScanError::Malformed)?;
+    match tree_bound(text)? {
+        n if n > TREE_BUDGET => Err(ScanError::TooLarge {
             mib: n.div_ceil(1 << 20),
         }),
-        Ok(_) | Err(ScanError::TooDeep | ScanError::Malformed) => Ok(()),
-        Err(e @ ScanError::TooLarge { .. }) => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -240,8 +238,9 @@ fn nested(text: &str, open: usize, close: usize, nesting: usize) -> Result<usize
         return Ok(usize::MAX);
     }
     let inner = unescape(text, open, close)?;
-    // Text that is not JSON fails the parse; it then takes no more than its string.
-    Ok(bound_at(&inner, nesting + 1).unwrap_or(0))
+    // serde_json parses that text as JSON and builds its prefix before failing at a fault: text
+    // the walk cannot judge counts as over any budget.
+    Ok(bound_at(&inner, nesting + 1).unwrap_or(usize::MAX))
 }
 
 #[cfg(test)]
@@ -294,7 +293,7 @@ mod tests {
     }
 
     #[test]
-    fn over_budget_is_refused_with_its_size_and_not_json_passes_to_the_parser() {
+    fn over_budget_is_refused_with_its_size_and_so_is_text_the_walk_cannot_read() {
         let many = format!("[{}0]", "0,".repeat(1 << 20));
         let n = tree_bound(&many).unwrap();
         assert!(n > TREE_BUDGET, "{n}");
@@ -313,7 +312,18 @@ mod tests {
         assert!(serde_json::from_str::<Value>(&nest(127)).is_ok());
         assert!(serde_json::from_str::<Value>(&nest(128)).is_err());
         assert!(tree_bound(&nest(128)).is_ok());
-        assert_eq!(check_tree(b"\xff[[["), Ok(()));
-        assert_eq!(check_tree(b"[[[}"), Ok(()));
+        // A parser builds the prefix before the fault: a document cut short, not UTF-8 or too
+        // deep is refused, not judged by the prefix the bound saw.
+        for bad in [&b"\xff[[["[..], b"[[[}", b"[0,0,0", b"{\"a\":\"\xff\"}"] {
+            assert_eq!(check_tree(bad), Err(ScanError::Malformed), "{bad:?}");
+        }
+        assert_eq!(check_tree(nest(129).as_bytes()), Err(ScanError::TooDeep));
+        // Text a RawValue key holds that is not JSON: serde_json parses its prefix too.
+        let inner = format!("[{}0", "0,".repeat(10));
+        let doc = format!(r#"{{"$serde_json::private::RawValue":"{inner}"}}"#);
+        assert!(matches!(
+            check_tree(doc.as_bytes()),
+            Err(ScanError::TooLarge { .. })
+        ));
     }
 }

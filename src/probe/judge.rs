@@ -274,7 +274,9 @@ fn too_large(resp: &Response) -> Option<Outcome> {
     let result = if is_event_stream(resp.content_type.as_deref()) {
         let sum = sse_data(&resp.body)
             .iter()
-            .filter_map(|d| crate::json::tree_bound(d).ok())
+            // An event the walk cannot read counts as over any budget (its parse would build
+            // the prefix before the fault).
+            .map(|d| crate::json::tree_bound(d).unwrap_or(usize::MAX))
             .fold(0usize, usize::saturating_add);
         if sum > crate::json::TREE_BUDGET {
             Err(crate::json::ScanError::TooLarge {

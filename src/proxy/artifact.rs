@@ -82,14 +82,15 @@ pub fn check_answer(schema: &ArtifactSchema, binding: Binding, ok: bool, body: &
     if let Err(e) = crate::json::check_tree(body) {
         return unreadable(e.to_string());
     }
-    let value: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(_) => return unreadable("not JSON the gateway can read"),
-    };
+    // Before the parse: the scan's key sets are not held beside the tree.
     let text = std::str::from_utf8(body).unwrap_or_default();
     if !matches!(crate::json::duplicate_keys(text, DUPLICATE_SCAN_LIMIT), Ok(d) if d.is_empty()) {
         return unreadable("an object key appears twice");
     }
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(_) => return unreadable("not JSON the gateway can read"),
+    };
     let result = match binding {
         Binding::JsonRpc => match value.get("result") {
             Some(r) => r,

@@ -159,6 +159,9 @@ fn code_of_status(op: Op, status: u16, framework: bool) -> i64 {
 /// `None` for a body that is none of these (an HTML page, a proxy's text): it passes as it came,
 /// as from a 1.0 agent, and is judged as such.
 pub(super) fn rest_error_to10(op: Op, status: u16, body: &[u8]) -> Option<(u16, String)> {
+    // An error body is read up to the answer cap too: one whose tree would be over the budget
+    // (or that the walk cannot read) is not parsed, and passes as it came.
+    crate::json::check_tree(body).ok()?;
     let e = Obj::parse_str(std::str::from_utf8(body).ok()?, "body").ok()?;
     let said = e.get("message").and_then(text_of);
     let detail = e.get("detail").and_then(text_of);

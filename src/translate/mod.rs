@@ -225,11 +225,21 @@ pub enum TranslateError {
 }
 
 impl TranslateError {
-    /// Refuses an agent's answer (or event) `body` whose tree would be over the budget.
+    /// Refuses an agent's answer (or event) `body` whose tree would be over the budget, or
+    /// that is not JSON the walk can read (its parse would build the prefix before the fault).
     pub(crate) fn check_size(body: &[u8]) -> Result<(), TranslateError> {
+        use crate::json::ScanError;
+        if std::str::from_utf8(body).is_err() {
+            return Err(TranslateError::untranslatable("body", "is not UTF-8"));
+        }
         match crate::json::check_tree(body) {
-            Err(crate::json::ScanError::TooLarge { mib }) => Err(TranslateError::TooLarge { mib }),
-            _ => Ok(()),
+            Ok(()) => Ok(()),
+            Err(ScanError::TooLarge { mib }) => Err(TranslateError::TooLarge { mib }),
+            Err(ScanError::TooDeep) => Err(TranslateError::untranslatable(
+                "body",
+                "is nested too deeply",
+            )),
+            Err(ScanError::Malformed) => Err(TranslateError::untranslatable("body", "is not JSON")),
         }
     }
 

@@ -472,3 +472,17 @@ fn unknown_members_are_dropped_and_copied_values_keep_their_bytes() {
     let rpc = br#"{"kind":"task","id":"t","status":{"state":"working"}}"#;
     assert!(rest_answer_to10(Op::SendMessage, 200, rpc).is_err());
 }
+
+#[test]
+fn an_error_body_over_the_tree_budget_is_not_parsed_and_passes_as_it_came() {
+    // Read up to the answer cap like any answer: parsing it would build the tree the budget
+    // refuses everywhere else.
+    let huge = format!(r#"{{"message":"boom","pad":[{}0]}}"#, "0,".repeat(1 << 20));
+    assert!(
+        rest_answer_to10(Op::SendMessage, 500, huge.as_bytes())
+            .unwrap()
+            .is_none()
+    );
+    let small = rest_answer_to10(Op::SendMessage, 500, br#"{"message":"boom"}"#).unwrap();
+    assert!(small.is_some_and(|a| a.error));
+}

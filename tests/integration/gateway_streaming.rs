@@ -95,11 +95,7 @@ async fn declared_off_is_sent_as_send_message_and_answered_as_one_sse_event() {
     assert_eq!(methods(&agent.seen_calls().await), vec!["SendMessage"]);
     let m = gw.metrics().await;
     assert_eq!(
-        metric(
-            &m,
-            "a2a_egress_downgrades_total",
-            &[("integration", "off"), ("cause", "declared_off")]
-        ),
+        crate::common::gateway::downgrades(&m, "off", "declared_off"),
         1.0
     );
 }
@@ -142,20 +138,12 @@ async fn refused_stream_is_retried_once_as_send_message_then_streaming_stays_off
 
     let m = gw.metrics().await;
     assert_eq!(
-        metric(
-            &m,
-            "a2a_egress_downgrades_total",
-            &[("integration", "liar"), ("cause", "refused")]
-        ),
+        crate::common::gateway::downgrades(&m, "liar", "refused"),
         1.0,
         "{m}"
     );
     assert_eq!(
-        metric(
-            &m,
-            "a2a_egress_downgrades_total",
-            &[("integration", "liar"), ("cause", "override")]
-        ),
+        crate::common::gateway::downgrades(&m, "liar", "override"),
         1.0
     );
     assert!(

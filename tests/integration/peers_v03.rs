@@ -384,11 +384,7 @@ async fn a_03_agent_that_does_not_stream_is_answered_through_message_send() {
         "{body}"
     );
     let m = gw.metrics().await;
-    let n = crate::common::gateway::metric(
-        &m,
-        "a2a_egress_downgrades_total",
-        &[("integration", "v03"), ("cause", "declared_off")],
-    );
+    let n = crate::common::gateway::downgrades(&m, "v03", "declared_off");
     assert_eq!(n, 1.0, "{m}");
 }
 
@@ -417,11 +413,7 @@ async fn a_python_03_refusal_of_a_stream_it_claims_is_retried_as_message_send() 
         "{body}"
     );
     let m = gw.metrics().await;
-    let n = crate::common::gateway::metric(
-        &m,
-        "a2a_egress_downgrades_total",
-        &[("integration", "v03"), ("cause", "refused")],
-    );
+    let n = crate::common::gateway::downgrades(&m, "v03", "refused");
     assert_eq!(n, 1.0, "{m}");
 }
 

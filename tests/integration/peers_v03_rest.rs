@@ -390,11 +390,7 @@ async fn a_03_http_json_agent_that_does_not_stream_is_answered_through_message_s
             "{text}"
         );
         let m = gw.metrics().await;
-        let n = crate::common::gateway::metric(
-            &m,
-            "a2a_egress_downgrades_total",
-            &[("integration", "rest"), ("cause", "declared_off")],
-        );
+        let n = crate::common::gateway::downgrades(&m, "rest", "declared_off");
         assert_eq!(n, 1.0, "{m}");
     }
 }
@@ -484,11 +480,7 @@ async fn raw_03_http_json_requests_leave_in_0_3_and_a_refused_stream_is_retried_
         "{text}"
     );
     let m = gw.metrics().await;
-    let n = crate::common::gateway::metric(
-        &m,
-        "a2a_egress_downgrades_total",
-        &[("integration", "raw"), ("cause", "refused")],
-    );
+    let n = crate::common::gateway::downgrades(&m, "raw", "refused");
     assert_eq!(n, 1.0, "{m}");
     let r = crate::common::http()
         .get(format!("{url}/tasks/ok"))
@@ -576,10 +568,6 @@ async fn a_python_03_http_json_refusal_is_no_a2a_answer_and_is_not_downgraded() 
         "{v}"
     );
     let m = gw.metrics().await;
-    let n = crate::common::gateway::metric(
-        &m,
-        "a2a_egress_downgrades_total",
-        &[("integration", "rest"), ("cause", "refused")],
-    );
+    let n = crate::common::gateway::downgrades(&m, "rest", "refused");
     assert_eq!(n, 0.0, "{m}");
 }

@@ -424,6 +424,15 @@ pub fn sse_events(body: &str) -> Vec<Value> {
 }
 
 /// The value of metric `name` with all `labels` (as `k="v"` pairs), or 0 when absent.
+/// `a2a_egress_downgrades_total{integration, cause}` in a scrape.
+pub fn downgrades(text: &str, integration: &str, cause: &str) -> f64 {
+    metric(
+        text,
+        "a2a_egress_downgrades_total",
+        &[("integration", integration), ("cause", cause)],
+    )
+}
+
 pub fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     text.lines()
         .filter(|l| l.starts_with(name) && !l.starts_with('#'))
