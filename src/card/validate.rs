@@ -130,6 +130,22 @@ impl ValidatedCard {
     }
 }
 
+/// A card is read up to `max_card_bytes` (at most 16 MiB): its tree is judged before it is
+/// built, and a card the walk cannot read gets serde_json's message from a reading that keeps
+/// nothing (a parse builds the prefix before the fault).
+fn judge_tree(bytes: &[u8]) -> Result<(), CardErrors> {
+    let Err(e) = crate::json::check_tree(bytes) else {
+        return Ok(());
+    };
+    let message = match e {
+        crate::json::ScanError::TooLarge { .. } => e.to_string(),
+        _ => serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+            .err()
+            .map_or_else(|| e.to_string(), |e| e.to_string()),
+    };
+    Err(CardErrors(vec![CardError::Json { message }]))
+}
+
 /// Validates a card's bytes against the rules of this module and `policy`.
 ///
 /// `origin` is the `scheme://host[:port]` the card was fetched from; it scopes which trusted keys
@@ -180,18 +196,7 @@ fn validate_inner(
             message: "starts with a UTF-8 byte order mark (BOM), which JSON text must not (RFC 8259 §8.1)".into(),
         }]));
     }
-    // A card is read up to `max_card_bytes` (at most 16 MiB): its tree is judged before it is
-    // built, and a card the walk cannot read gets serde_json's message from a reading that keeps
-    // nothing (a parse builds the prefix before the fault).
-    if let Err(e) = crate::json::check_tree(bytes) {
-        let message = match e {
-            crate::json::ScanError::TooLarge { .. } => e.to_string(),
-            _ => serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
-                .err()
-                .map_or_else(|| e.to_string(), |e| e.to_string()),
-        };
-        return Err(CardErrors(vec![CardError::Json { message }]));
-    }
+    judge_tree(bytes)?;
     let parsed = wire::parse(bytes).map_err(|e| {
         CardErrors(vec![CardError::Json {
             message: e.to_string(),
