@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 
 mod tree;
-pub use tree::{TREE_BUDGET, check_tree, tree_bound};
+pub use tree::{TREE_BUDGET, check_tree, check_tree_text, tree_bound};
 
 /// Deepest nesting scanned (serde_json's own default limit, so both agree on what is too deep).
 pub const MAX_DEPTH: usize = 128;

@@ -52,7 +52,11 @@ const ENTRY: usize = size_of::<(usize, String, Value)>();
 /// builds its tree in document order and fails only at the fault, so a malformed document's
 /// tree is as large as the prefix before it, which the bound has not judged.
 pub fn check_tree(body: &[u8]) -> Result<(), ScanError> {
-    let text = std::str::from_utf8(body).map_err(|_| ScanError::Malformed)?;
+    check_tree_text(std::str::from_utf8(body).map_err(|_| ScanError::Malformed)?)
+}
+
+/// [`check_tree`] of text already known to be UTF-8 (no second validation).
+pub fn check_tree_text(text: &str) -> Result<(), ScanError> {
     match tree_bound(text)? {
         n if n > TREE_BUDGET => Err(ScanError::TooLarge {
             mib: n.div_ceil(1 << 20),

@@ -225,21 +225,22 @@ pub enum TranslateError {
 }
 
 impl TranslateError {
-    /// Refuses an agent's answer (or event) `body` whose tree would be over the budget, or
-    /// that is not JSON the walk can read (its parse would build the prefix before the fault).
-    pub(crate) fn check_size(body: &[u8]) -> Result<(), TranslateError> {
+    /// The text of an agent's answer (or event) `body`, its member name `field` in errors:
+    /// refused when not UTF-8, when its tree would be over the budget, or when the walk cannot
+    /// read it (its parse would build the prefix before the fault). Read once: the caller parses
+    /// the text it returns.
+    pub(crate) fn checked_text<'b>(body: &'b [u8], field: &str) -> Result<&'b str, TranslateError> {
         use crate::json::ScanError;
-        if std::str::from_utf8(body).is_err() {
-            return Err(TranslateError::untranslatable("body", "is not UTF-8"));
-        }
-        match crate::json::check_tree(body) {
-            Ok(()) => Ok(()),
+        let text = std::str::from_utf8(body)
+            .map_err(|_| TranslateError::untranslatable(field, "is not UTF-8"))?;
+        match crate::json::check_tree_text(text) {
+            Ok(()) => Ok(text),
             Err(ScanError::TooLarge { mib }) => Err(TranslateError::TooLarge { mib }),
             Err(ScanError::TooDeep) => Err(TranslateError::untranslatable(
-                "body",
+                field,
                 "is nested too deeply",
             )),
-            Err(ScanError::Malformed) => Err(TranslateError::untranslatable("body", "is not JSON")),
+            Err(ScanError::Malformed) => Err(TranslateError::untranslatable(field, "is not JSON")),
         }
     }
 

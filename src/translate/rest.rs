@@ -293,10 +293,8 @@ pub fn rest_answer_to10(
             error: false,
         }));
     }
-    TranslateError::check_size(body)?;
     let f = "body";
-    let text =
-        std::str::from_utf8(body).map_err(|_| TranslateError::untranslatable(f, "is not UTF-8"))?;
+    let text = TranslateError::checked_text(body, f)?;
     let raw: &RawValue = serde_json::from_str(text.trim())
         .map_err(|_| TranslateError::untranslatable(f, "is not JSON"))?;
     let out = result_to10(op, raw, f)?;
@@ -344,10 +342,8 @@ fn result_to10<'a>(op: Op, raw: &'a RawValue, f: &str) -> Result<Out<'a>, Transl
 /// sends once the stream started) for a stream of `op` as the 1.0 event data: the wrapper with
 /// its object translated, or `{"error": google.rpc.Status}` (the last event).
 pub fn rest_event_to10(op: Op, data: &[u8]) -> Result<Translated, TranslateError> {
-    TranslateError::check_size(data)?;
     let f = "data";
-    let text =
-        std::str::from_utf8(data).map_err(|_| TranslateError::untranslatable(f, "is not UTF-8"))?;
+    let text = TranslateError::checked_text(data, f)?;
     let raw: &RawValue = serde_json::from_str(text.trim())
         .map_err(|_| TranslateError::untranslatable(f, "is not JSON"))?;
     let o = Obj::parse(raw, f)?;

@@ -38,6 +38,10 @@ struct Envelope<'a> {
 fn envelope(body: &[u8]) -> Result<Envelope<'_>, TranslateError> {
     let text = std::str::from_utf8(body)
         .map_err(|_| TranslateError::untranslatable("body", "is not UTF-8"))?;
+    envelope_of(text)
+}
+
+fn envelope_of(text: &str) -> Result<Envelope<'_>, TranslateError> {
     let obj = Obj::parse_str(text, "body")?;
     let id = obj.raw("id");
     Ok(Envelope { id, obj })
@@ -148,8 +152,7 @@ pub fn event_to10(op: Op, data: &[u8]) -> Result<Translated, TranslateError> {
 }
 
 fn translate_answer(op: Op, body: &[u8], event: bool) -> Result<Translated, TranslateError> {
-    TranslateError::check_size(body)?;
-    let env = envelope(body)?;
+    let env = envelope_of(TranslateError::checked_text(body, "body")?)?;
     // What a 1.0 agent's answer would be refused for is refused here too: the translation writes
     // a fresh 2.0 envelope, so it must not turn a broken one into a valid answer.
     if env.obj.get("jsonrpc").map(|v| v.get()) != Some("\"2.0\"") {
