@@ -854,6 +854,15 @@ def scale(procs, out, bin_path, fixed, seconds, sizes):
     return rows
 
 
+def callgrind_gateway(procs, name, vg, bin_path, cfg, log):
+    """A gateway started under `vg` (the valgrind command), once its `fixed` integration is usable."""
+    p, line = procs.start(name, ["env"] + vg + [bin_path, "serve", "--config", cfg],
+                          CPU_PROXY, env=gateway_env(log, bin_path), first_line=True)
+    wait_ready(line["admin"], timeout=300,
+               want=lambda d: d.get("integrations", {}).get("fixed", {}).get("status") == "usable")
+    return p, line
+
+
 def instructions_per_request(procs, out, kind, argv, url, body, n, attempts=3, settle=0.0):
     """User-space instructions per request of one proxy under callgrind (noise-free on a shared
     machine): instrumentation is switched on after a warm-up, `n` requests are sent by oha, and
@@ -935,12 +944,7 @@ def instructions(procs, out, bin_path, bare_path, fixed, n, alt=None):
         cfg = with_log(gateway_conf(out, "gateway-cg", fixed, "127.0.0.1:9", total=3), bin_path, log)
 
         def gw(vg, cfg=cfg, log=log, bin_path=bin_path, i=i):
-            p, line = procs.start(f"cg-gw-{i}-{log}", ["env"] + vg + [bin_path, "serve", "--config", cfg],
-                                  CPU_PROXY, env=gateway_env(log, bin_path), first_line=True)
-            wait_ready(line["admin"], timeout=300,
-                       want=lambda d: d.get("integrations", {}).get("fixed", {}).get("status")
-                       == "usable")
-            return p, line
+            return callgrind_gateway(procs, f"cg-gw-{i}-{log}", vg, bin_path, cfg, log)
         key = f"{name}, access log " + ("on" if log else "off")
         # The first two keep the directory names bench.sh --instructions points people at.
         rows[key] = instructions_per_request(
@@ -1486,12 +1490,7 @@ def guard_instructions(procs, out, bin_path, fixed, n):
                                     fixed_extra=GUARD_TABLE if on else ""), bin_path, True)
         for _, key, size in GUARD_SIZES:
             def gw(vg, cfg=cfg, on=on, key=key):
-                p, line = procs.start(f"cgg-gw-{key}-{on}", ["env"] + vg + [bin_path, "serve", "--config", cfg],
-                                      CPU_PROXY, env=gateway_env(True, bin_path), first_line=True)
-                wait_ready(line["admin"], timeout=300,
-                           want=lambda d: d.get("integrations", {}).get("fixed", {}).get("status")
-                           == "usable")
-                return p, line
+                return callgrind_gateway(procs, f"cgg-gw-{key}-{on}", vg, bin_path, cfg, True)
             calls = n if size <= 1024 else max(n // 4, 50)
             rows[f"guard{'on' if on else 'off'}-{key}"] = instructions_per_request(
                 procs, out, f"guard-{'on' if on else 'off'}-{key}", gw,

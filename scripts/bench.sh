@@ -88,54 +88,36 @@ cargo build --release --locked --quiet --bin a2a-egress
 cargo build --release --locked --quiet --example bare-pingora
 cargo build --release --locked --quiet -p a2a-agent --bin a2a-agent
 
+# only_run DIR WHAT FLAGS...: one of the single-row modes, its raw logs in $TARGET/DIR, its figures
+# printed (no RESULTS.md).
+only_run() {
+    local dir="$1" what="$2"
+    shift 2
+    OUT="$TARGET/$dir"
+    rm -rf "$OUT"
+    mkdir -p "$OUT"
+    say "$what (raw logs in $OUT)"
+    exec python3 benches/bench.py "$@" --bin "$TARGET/release/a2a-egress" \
+        --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
+        --results /dev/null --target-dir "$TARGET"
+}
+
 if [ -n "$ONLY_INSTRUCTIONS" ] && [ -n "$ONLY_TELEMETRY" ]; then
-    OUT="$TARGET/bench-telemetry-instructions"
-    rm -rf "$OUT"
-    mkdir -p "$OUT"
-    say "instructions per request, traces on vs off (callgrind; raw logs in $OUT)"
-    exec python3 benches/bench.py $QUICK --instructions-only --telemetry-only --bin "$TARGET/release/a2a-egress" \
-        --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
-        --results /dev/null --target-dir "$TARGET"
+    only_run bench-telemetry-instructions "instructions per request, traces on vs off (callgrind)" \
+        $QUICK --instructions-only --telemetry-only
 fi
-
 if [ -n "$ONLY_INSTRUCTIONS" ] && [ -n "$ONLY_GUARD" ]; then
-    OUT="$TARGET/bench-guard-instructions"
-    rm -rf "$OUT"
-    mkdir -p "$OUT"
-    say "instructions per request, content guard on vs off (callgrind; raw logs in $OUT)"
-    exec python3 benches/bench.py $QUICK --instructions-only --guard-only --bin "$TARGET/release/a2a-egress" \
-        --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
-        --results /dev/null --target-dir "$TARGET"
+    only_run bench-guard-instructions "instructions per request, content guard on vs off (callgrind)" \
+        $QUICK --instructions-only --guard-only
 fi
-
 if [ -n "$ONLY_INSTRUCTIONS" ]; then
-    OUT="$TARGET/bench-instructions"
-    rm -rf "$OUT"
-    mkdir -p "$OUT"
-    say "instructions per request (callgrind; raw logs in $OUT)"
-    exec python3 benches/bench.py --instructions-only --bin "$TARGET/release/a2a-egress" \
-        --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
-        --results /dev/null --target-dir "$TARGET"
+    only_run bench-instructions "instructions per request (callgrind)" --instructions-only
 fi
-
 if [ -n "$ONLY_TELEMETRY" ]; then
-    OUT="$TARGET/bench-telemetry"
-    rm -rf "$OUT"
-    mkdir -p "$OUT"
-    say "traces on vs off, CPU per request (raw logs in $OUT)"
-    exec python3 benches/bench.py $QUICK --telemetry-only --bin "$TARGET/release/a2a-egress" \
-        --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
-        --results /dev/null --target-dir "$TARGET"
+    only_run bench-telemetry "traces on vs off, CPU per request" $QUICK --telemetry-only
 fi
-
 if [ -n "$ONLY_GUARD" ]; then
-    OUT="$TARGET/bench-guard"
-    rm -rf "$OUT"
-    mkdir -p "$OUT"
-    say "content guard on vs off, CPU per request (raw logs in $OUT)"
-    exec python3 benches/bench.py $QUICK --guard-only --bin "$TARGET/release/a2a-egress" \
-        --agent-bin "$TARGET/release/a2a-agent" --bare "$TARGET/release/examples/bare-pingora" --root "$ROOT" --out "$OUT" \
-        --results /dev/null --target-dir "$TARGET"
+    only_run bench-guard "content guard on vs off, CPU per request" $QUICK --guard-only
 fi
 
 if [ -n "$ONLY_CONSTRAINED" ]; then
