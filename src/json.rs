@@ -161,7 +161,8 @@ pub fn visit_strings<'a>(
     mut f: impl FnMut(&StringSite<'_, 'a>),
 ) -> Result<(), ScanError> {
     // One segment per open container: the key or index of its current member.
-    let mut segs: Vec<Seg<'a>> = Vec::new();
+    // Room for the usual depth (a SendMessage's data part is about eight deep).
+    let mut segs: Vec<Seg<'a>> = Vec::with_capacity(16);
     walk(text, |t| {
         match t {
             Token::Open { object, .. } => {

@@ -97,7 +97,8 @@ const NFA_LIMIT: usize = 2 << 20;
 #[derive(Debug, Clone)]
 enum Kind {
     Builtin,
-    Regex(String),
+    /// A custom pattern, and whether it may be matched over joined literals ([`joinable`]).
+    Regex(String, bool),
     Words(Vec<String>),
 }
 
@@ -181,26 +182,32 @@ impl Detectors {
 
     /// The matcher of the detectors at `selected` (table indexes, ascending).
     pub(super) fn matcher_for(&self, selected: &[usize]) -> Matcher {
-        let mut patterns: Vec<&str> = Vec::new();
-        let mut owners: Vec<Owner> = Vec::new();
+        // (patterns, owners) of each group, by [`group_of`].
+        let mut groups: [(Vec<&str>, Vec<Owner>); GROUPS] = Default::default();
         let mut words: Vec<&str> = Vec::new();
         let mut word_owner: Vec<usize> = Vec::new();
         let mut high_entropy = false;
         let mut jwt = None;
+        let mut joinable = true;
         for &i in selected {
             let Some(e) = self.table.get(i) else { continue };
             match &e.kind {
                 Kind::Builtin if e.name == "high_entropy" => high_entropy = true,
                 Kind::Builtin if e.name == "jwt" => jwt = Some(i),
                 Kind::Builtin => {
-                    if let Some((_, p)) = builtin(&e.name) {
-                        patterns.push(p);
-                        owners.push(Owner::Detector(i, validate::for_builtin(&e.name)));
+                    if let (Some((_, p)), Some(g)) =
+                        (builtin(&e.name), groups.get_mut(group_of(Some(&e.name))))
+                    {
+                        g.0.push(p);
+                        g.1.push(Owner::Detector(i, validate::for_builtin(&e.name)));
                     }
                 }
-                Kind::Regex(p) => {
-                    patterns.push(p);
-                    owners.push(Owner::Detector(i, validate::Check::None));
+                Kind::Regex(p, join) => {
+                    if let Some(g) = groups.get_mut(group_of(None)) {
+                        g.0.push(p);
+                        g.1.push(Owner::Detector(i, validate::Check::None));
+                    }
+                    joinable &= *join;
                 }
                 Kind::Words(list) => {
                     for w in list {
@@ -211,14 +218,21 @@ impl Detectors {
             }
         }
         // Every pattern compiled alone in `compile` (custom) or is a constant (built-in).
-        let regex = Regex::builder()
-            .configure(
-                Regex::config()
-                    .nfa_size_limit(Some(NFA_LIMIT * patterns.len()))
-                    .hybrid_cache_capacity(HYBRID_CACHE),
-            )
-            .build_many(&patterns)
-            .ok();
+        let regexes = groups
+            .into_iter()
+            .filter(|(patterns, _)| !patterns.is_empty())
+            .filter_map(|(patterns, owners)| {
+                let regex = Regex::builder()
+                    .configure(
+                        Regex::config()
+                            .nfa_size_limit(Some(NFA_LIMIT * patterns.len()))
+                            .hybrid_cache_capacity(HYBRID_CACHE),
+                    )
+                    .build_many(&patterns)
+                    .ok()?;
+                Some(Group { regex, owners })
+            })
+            .collect();
         let words = (!words.is_empty())
             .then(|| {
                 AhoCorasickBuilder::new()
@@ -232,12 +246,12 @@ impl Detectors {
             .then(|| self.index_of("high_entropy"))
             .flatten();
         Matcher {
-            regex,
-            owners,
+            regexes,
             words,
             word_owner,
             high_entropy,
             jwt,
+            joinable,
         }
     }
 }
@@ -275,7 +289,8 @@ fn custom_entry(spec: DetectorSpec, table: &[Entry]) -> Result<Entry, GuardError
                     reason: e.to_string(),
                 });
             }
-            Kind::Regex(p)
+            let join = joinable(&p);
+            Kind::Regex(p, join)
         }
         Source::Words(list) => {
             if list.is_empty() || list.iter().any(|w| w.trim().is_empty()) {
@@ -313,63 +328,117 @@ pub(super) enum Hit {
     Token { start: usize, end: usize },
 }
 
+impl Hit {
+    /// Its span in the text.
+    pub(super) fn span(&self) -> (usize, usize) {
+        match *self {
+            Hit::Detector { start, end, .. } | Hit::Token { start, end } => (start, end),
+        }
+    }
+}
+
+/// How many regexes a matcher runs at most (see [`group_of`]).
+const GROUPS: usize = 4;
+
+/// Which of a matcher's regexes the pattern of built-in `name` (a custom one: `None`) joins.
+/// One regex of every pattern made one lazy DFA whose states are the product of every
+/// pattern's counted repetitions (an e-mail's local part, a card's digits and a bearer token's
+/// run all counting at once over one word): many states, most of them met once, and a table too
+/// big for the CPU's caches. Split by what starts a match, each regex stays small: the secrets'
+/// patterns all begin with a literal (`AKIA`, `ghp_`, `-----BEGIN`…), so their regex is a
+/// literal search that skips text holding none; the e-mail pattern is found from its `@`; the
+/// digit patterns (card, IBAN, SSN, phone) share one DFA of digit runs; custom patterns, whose
+/// shape is unknown, have one of their own.
+fn group_of(builtin: Option<&str>) -> usize {
+    match builtin {
+        None => 3,
+        Some("email") => 1,
+        Some("pci" | "iban" | "ssn" | "phone") => 2,
+        Some(_) => 0,
+    }
+}
+
+/// One regex of a matcher and who owns each of its patterns.
+#[derive(Debug)]
+struct Group {
+    regex: Regex,
+    owners: Vec<Owner>,
+}
+
 /// One policy's compiled matcher.
 #[derive(Debug)]
 pub(super) struct Matcher {
-    regex: Option<Regex>,
-    owners: Vec<Owner>,
+    /// The regexes, one per group of patterns ([`group_of`]).
+    regexes: Vec<Group>,
     words: Option<AhoCorasick>,
     word_owner: Vec<usize>,
     /// The table index of `high_entropy` when the policy runs it.
     pub(super) high_entropy: Option<usize>,
     /// The table index of `jwt` when the policy runs it.
     jwt: Option<usize>,
+    /// Whether short literals may be matched as one text joined by [`SEPARATOR`]
+    /// (`Scan::literals`): true unless a custom pattern is anchored or can match nothing.
+    pub(super) joinable: bool,
+}
+
+impl Group {
+    /// This regex's validated hits in `text`, in order of position (see [`Matcher::hits`]).
+    fn hits(&self, text: &str, out: &mut Vec<Hit>) {
+        let mut input = Input::new(text);
+        let mut spans = Vec::new();
+        while let Some(m) = self.regex.search(&input) {
+            let (start, end) = (m.start(), m.end());
+            // Where the search goes on: after the last finding, else (a rejected candidate)
+            // one character after its start when the pattern is bounded.
+            let mut resume = end;
+            let mut inside = false;
+            if let Some(Owner::Detector(index, check)) = self.owners.get(m.pattern().as_usize()) {
+                spans.clear();
+                check.spans(text, start, end, &mut spans);
+                match spans.iter().map(|s| s.1).max() {
+                    Some(last) => resume = last.max(start + 1),
+                    None => inside = check.bounded(),
+                }
+                out.extend(spans.iter().map(|&(start, end)| Hit::Detector {
+                    index: *index,
+                    start,
+                    end,
+                }));
+            }
+            // An empty match (only a custom regex can give one) or a rejected bounded
+            // candidate moves on by one character.
+            let next = if end > start && !inside {
+                resume
+            } else {
+                text.get(start..)
+                    .and_then(|t| t.chars().next())
+                    .map_or(text.len() + 1, |c| start + c.len_utf8())
+            };
+            if next > text.len() {
+                break;
+            }
+            input.set_start(next);
+        }
+    }
 }
 
 impl Matcher {
     /// Every validated hit in `text`: regex hits in order of position, then word hits, then
-    /// token runs. Linear: one regex pass, one Aho-Corasick pass, one byte pass for token runs. A
-    /// candidate its validator rejects resumes the search one character after its start when the
-    /// pattern is bounded (at most a few hundred bytes, so it hides no other detector's match and
-    /// the pass stays linear), after its end otherwise. JWTs are found by a pass of their own
-    /// ([`jwts`]): unbounded and validated, in the combined regex a rejected one hid what it held.
+    /// token runs. Linear: one pass of each group's regex, one Aho-Corasick pass, one byte pass
+    /// for token runs. Within a group, a candidate its validator rejects resumes the search one
+    /// character after its start when the pattern is bounded (at most a few hundred bytes, so it
+    /// hides no other detector's match and the pass stays linear), after its end otherwise;
+    /// matches of different groups may overlap (redaction merges them). JWTs are found by a pass
+    /// of their own ([`jwts`]): unbounded and validated, in a regex a rejected one hid what it held.
     pub(super) fn hits(&self, text: &str, out: &mut Vec<Hit>) {
-        if let Some(regex) = &self.regex {
-            let mut input = Input::new(text);
-            let mut spans = Vec::new();
-            while let Some(m) = regex.search(&input) {
-                let (start, end) = (m.start(), m.end());
-                // Where the search goes on: after the last finding, else (a rejected candidate)
-                // one character after its start when the pattern is bounded.
-                let mut resume = end;
-                let mut inside = false;
-                if let Some(Owner::Detector(index, check)) = self.owners.get(m.pattern().as_usize())
-                {
-                    spans.clear();
-                    check.spans(text, start, end, &mut spans);
-                    match spans.iter().map(|s| s.1).max() {
-                        Some(last) => resume = last.max(start + 1),
-                        None => inside = check.bounded(),
-                    }
-                    out.extend(spans.iter().map(|&(start, end)| Hit::Detector {
-                        index: *index,
-                        start,
-                        end,
-                    }));
-                }
-                // An empty match (only a custom regex can give one) or a rejected bounded
-                // candidate moves on by one character.
-                let next = if end > start && !inside {
-                    resume
-                } else {
-                    text.get(start..)
-                        .and_then(|t| t.chars().next())
-                        .map_or(text.len() + 1, |c| start + c.len_utf8())
-                };
-                if next > text.len() {
-                    break;
-                }
-                input.set_start(next);
+        let first = out.len();
+        for group in &self.regexes {
+            group.hits(text, out);
+        }
+        if self.regexes.len() > 1 {
+            // Stable: one group's hits stay in their order, which is their position's.
+            if let Some(regex_hits) = out.get_mut(first..) {
+                regex_hits.sort_by_key(|h| h.span().0);
             }
         }
         if let Some(words) = &self.words {
@@ -390,6 +459,26 @@ impl Matcher {
         }
         token_runs(text, out);
     }
+}
+
+/// The byte between literals matched as one text: in none of the built-in patterns' classes, a
+/// non-word byte to `\b` (as a text's ends are), never part of a token run or a JWT segment, so
+/// no built-in match reaches across it. One pass over the joined literals costs what one search
+/// of them costs, where a search per literal paid the regex's fixed cost (its start state, the
+/// cache's checkout) for every short key and value of a data part. A custom pattern's match may
+/// reach across it (`.`, `[^a]`): the scan then matches the literals one by one instead.
+pub(super) const SEPARATOR: char = '\0';
+
+/// Whether a custom `pattern` finds in literals joined by [`SEPARATOR`] what it finds in each
+/// alone, as far as its syntax decides: not when it is anchored (`^`, `$`, `\A`, `\z`, their
+/// multi-line forms: in joined text they hold only at its ends or at line breaks, not at each
+/// literal's) or can match the empty string (a match per literal, or per position). A match
+/// that covers a separator is caught when it happens (`Scan::literals`).
+fn joinable(pattern: &str) -> bool {
+    regex_syntax::parse(pattern).is_ok_and(|hir| {
+        let props = hir.properties();
+        !props.look_set().contains_anchor() && props.minimum_len().is_some_and(|n| n > 0)
+    })
 }
 
 /// Longest JWT header (its base64url) tried: real ones (`alg`, `typ`, `kid`, a `jku`) are tens
@@ -452,11 +541,13 @@ fn jwts(text: &str, index: usize, out: &mut Vec<Hit>) {
     }
 }
 
-/// Room for the lazy DFA's states of one matcher, per thread that searches with it (regex's
-/// default is 2 MiB). The built-in set is many patterns with long counted repetitions, and with
-/// the default the cache filled and was rebuilt over and over (a few thousand instructions of
-/// determinisation per request); it is an upper bound, filled only as states are met.
-const HYBRID_CACHE: usize = 8 << 20;
+/// Room for the lazy DFA's states of one of a matcher's regexes, per thread that searches with
+/// it (an upper bound, filled only as states are met). With every built-in in one regex, its
+/// product of counted repetitions filled regex's default of 2 MiB and rebuilt it over and over
+/// (8 MiB was needed); split into groups ([`group_of`]) the built-ins need a few dozen states
+/// (73 for a SendMessage of prose and a sales table, against 312 combined), and four regexes at
+/// 2 MiB bound a thread's share of a selection as the one at 8 MiB did.
+const HYBRID_CACHE: usize = 2 << 20;
 
 /// The bytes that can be part of a base64 or base64url run, as a table: [`token_runs`] reads
 /// every byte of the text, and one load per byte is cheaper than the range tests.

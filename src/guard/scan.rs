@@ -158,7 +158,7 @@ pub fn scan_request(all: &Detectors, policy: &Policy, body: &str, shape: Shape) 
     let mut scan = Scan::new(all, policy, body, false);
     scan.verdict.unscanned_bytes = past_budget;
     let texts: Vec<&Site> = sites.list.iter().filter(|s| s.role == Role::Text).collect();
-    scan.literals(&texts, &path);
+    scan.literals(&texts, false, &path);
     // Each part's media type, looked up once per `raw` (a search of every site for each was
     // quadratic in the parts).
     let media: std::collections::HashMap<usize, &Site> = sites
@@ -169,10 +169,21 @@ pub fn scan_request(all: &Detectors, policy: &Policy, body: &str, shape: Shape) 
             _ => None,
         })
         .collect();
+    // Consecutive plain literals (a data part's keys and values) are matched together when the
+    // matcher allows it, in document order with what lies between them, so the budget is spent
+    // in the same order as one by one.
+    let mut run: Vec<&Site> = Vec::with_capacity(sites.list.len());
     for site in &sites.list {
+        if site.role == Role::Plain && scan.matcher.joinable {
+            run.push(site);
+            continue;
+        }
+        scan.plain_run(&mut run, &path);
         match site.role {
             Role::Text | Role::MediaType(_) => {}
-            Role::Plain => scan.literals(&[site], &path),
+            Role::Plain => {
+                scan.literals(&[site], false, &path);
+            }
             Role::Raw(part) => {
                 let media = media.get(&part).map(|m| literal(body, m));
                 scan.raw(site, media, &path);
@@ -180,6 +191,7 @@ pub fn scan_request(all: &Detectors, policy: &Policy, body: &str, shape: Shape) 
             Role::Url => scan.url(site, &path),
         }
     }
+    scan.plain_run(&mut run, &path);
     let mut verdict = scan.finish();
     if verdict.findings.iter().any(|f| f.action == Action::Redact) {
         verdict.rescan = Some(Box::new((all.clone(), policy.clone(), shape)));
@@ -215,7 +227,7 @@ pub fn scan_answer(all: &Detectors, policy: &Policy, body: &str, shape: Shape) -
             close: s.close,
             segs: 0..0,
         };
-        scan.literals(&[&site], &|_| finding_path(path));
+        scan.literals(&[&site], false, &|_| finding_path(path));
     });
     scan.verdict.findings
 }
@@ -242,6 +254,9 @@ fn finding_segs<'p, 'b>(s: &json::StringSite<'p, 'b>) -> &'p [Seg<'b>] {
     }
 }
 
+/// Most sites [`collect`] reserves room for before it walks (a body with more grows the vectors).
+const SITES_RESERVED: usize = 4096;
+
 /// The sites of `body` under `prefix` that `classify` gives a role (path relative to the prefix),
 /// and the bytes of the text and plain literals the scan's `budget` cannot reach, which are not
 /// collected: text parts are scanned first, so a text literal is past it once the texts before
@@ -254,6 +269,11 @@ fn collect<'b>(
     budget: usize,
 ) -> (Sites<'b>, usize) {
     let mut sites = Sites::default();
+    // Room for every string the body can hold (a quote pair each) up to a cap, and a few path
+    // segments for each: growing the two vectors push by push cost more than the walk.
+    let strings = memchr::memchr_iter(b'"', body.as_bytes()).count() / 2;
+    sites.list.reserve(strings.min(SITES_RESERVED));
+    sites.segs.reserve(strings.min(SITES_RESERVED) * 6);
     let (mut texts, mut both, mut past) = (0usize, 0usize, 0usize);
     // The body was validated by the caller; on anything else nothing is collected past the fault.
     let _ = json::visit_strings(body, |s| {
@@ -408,7 +428,7 @@ impl<'a> Scan<'a> {
             left: policy.budget_bytes,
             answer,
             verdict: Verdict::default(),
-            hits: Vec::new(),
+            hits: Vec::with_capacity(8),
             norm: Norm::default(),
         }
     }
@@ -421,19 +441,31 @@ impl<'a> Scan<'a> {
         }
     }
 
-    /// Scans the concatenation of `sites` (one literal, or a message's text parts); `path` gives
-    /// a site's finding path.
-    fn literals(&mut self, sites: &[&Site], path_of: &dyn Fn(&Site) -> String) {
+    /// Scans the concatenation of `sites` (one literal, or a message's text parts), or with
+    /// `joined` the literals `sites` each alone, matched as one text with a [`SEPARATOR`] between
+    /// them; `path` gives a site's finding path. Returns false, having changed nothing, when a
+    /// joined match covers a separator (only a custom pattern's can): the caller then scans
+    /// the literals one by one.
+    fn literals(
+        &mut self,
+        sites: &[&Site],
+        joined: bool,
+        path_of: &dyn Fn(&Site) -> String,
+    ) -> bool {
         // The buffers of the last call, reused: most literals are short, and growing three fresh
         // vectors for each was a good part of the scan's cost.
         let mut norm = std::mem::take(&mut self.norm);
         norm.clear();
+        let before = (self.left, self.verdict.unscanned_bytes);
         // (first normalised byte, site) of each piece.
         let mut pieces: Vec<(usize, &Site)> = Vec::with_capacity(sites.len());
         let total: usize = sites.iter().map(|s| s.close - s.open - 1).sum();
-        norm.reserve(total.min(self.left));
+        norm.reserve(total.min(self.left) + sites.len());
         for site in sites {
             let len = site.close - site.open - 1;
+            if joined && !pieces.is_empty() {
+                norm.separate();
+            }
             pieces.push((norm.text.len(), site));
             let read = norm.push_literal(self.body, site.open, site.close, self.left);
             self.left -= read;
@@ -441,7 +473,28 @@ impl<'a> Scan<'a> {
         }
         if norm.text.is_empty() {
             self.norm = norm;
-            return;
+            return true;
+        }
+        let mut hits = std::mem::take(&mut self.hits);
+        hits.clear();
+        self.matcher.hits(&norm.text, &mut hits);
+        if joined {
+            // The piece a position is in (a separator counts with the piece before it).
+            let piece = |at: usize| pieces.partition_point(|p| p.0 <= at).saturating_sub(1);
+            // Whether `start..end` covers the separator before the first piece after `start`.
+            let covers = |(start, end): (usize, usize)| {
+                let next = pieces.partition_point(|p| p.0 <= start);
+                pieces.get(next).is_some_and(|p| p.0 - 1 < end)
+            };
+            if hits.iter().any(|h| covers(h.span())) {
+                (self.left, self.verdict.unscanned_bytes) = before;
+                self.norm = norm;
+                self.hits = hits;
+                return false;
+            }
+            // Findings in the order the literals scanned one by one give them: by literal,
+            // and within one by kind of hit (the matcher's order).
+            hits.sort_by_key(|h| piece(h.span().0));
         }
         let located = |a: usize, b: usize| -> (String, Vec<Span>) {
             let mut spans = Vec::new();
@@ -462,18 +515,43 @@ impl<'a> Scan<'a> {
             }
             (path.unwrap_or_else(|| "$".into()), spans)
         };
-        self.matched(&norm.text, &located);
+        self.judged(&norm.text, &hits, &located);
+        self.hits = hits;
         self.norm = norm;
+        true
     }
 
-    /// Runs the matcher over `text`; `located` turns a normalised span into (path, source spans).
-    /// A base64 run holding text is decoded and scanned; a finding in it covers the whole run.
+    /// Scans the plain literals `run` collected (joined, or one by one when a match covered a
+    /// separator) and empties it.
+    fn plain_run(&mut self, run: &mut Vec<&Site>, path_of: &dyn Fn(&Site) -> String) {
+        if !run.is_empty() && !self.literals(run, run.len() > 1, path_of) {
+            for site in run.iter() {
+                self.literals(&[site], false, path_of);
+            }
+        }
+        run.clear();
+    }
+
+    /// Runs the matcher over `text` and judges its hits ([`Scan::judged`]).
     fn matched(&mut self, text: &str, located: &dyn Fn(usize, usize) -> (String, Vec<Span>)) {
         let mut hits = std::mem::take(&mut self.hits);
         hits.clear();
         self.matcher.hits(text, &mut hits);
+        self.judged(text, &hits, located);
+        self.hits = hits;
+    }
+
+    /// Turns the matcher's `hits` in `text` into findings; `located` turns a normalised span into
+    /// (path, source spans). A base64 run holding text is decoded and scanned; a finding in it
+    /// covers the whole run.
+    fn judged(
+        &mut self,
+        text: &str,
+        hits: &[Hit],
+        located: &dyn Fn(usize, usize) -> (String, Vec<Span>),
+    ) {
         let mut detectors: Option<DetectorSpans> = None;
-        for &hit in &hits {
+        for &hit in hits {
             match hit {
                 Hit::Detector { index, start, end } => {
                     let (path, spans) = located(start, end);
@@ -495,7 +573,7 @@ impl<'a> Scan<'a> {
                         }
                     } else if let Some(index) = self.matcher.high_entropy
                         && !detectors
-                            .get_or_insert_with(|| DetectorSpans::of(&hits))
+                            .get_or_insert_with(|| DetectorSpans::of(hits))
                             .overlap(start, end)
                         && validate::high_entropy(run)
                     {
@@ -505,7 +583,6 @@ impl<'a> Scan<'a> {
                 }
             }
         }
-        self.hits = hits;
     }
 
     /// The detector of a hit inside decoded base64 (no second level of decoding).

@@ -12,19 +12,7 @@ use super::*;
 const CARD: &str = "4111111111111111";
 
 fn detectors() -> Detectors {
-    Detectors::compile(vec![
-        DetectorSpec {
-            name: "codename".into(),
-            class: "internal".into(),
-            source: Source::Words(vec!["bluebird".into(), "Project Nightjar".into()]),
-        },
-        DetectorSpec {
-            name: "customer_id".into(),
-            class: "pii".into(),
-            source: Source::Regex(r"\bCUST-[0-9]{6}\b".into()),
-        },
-    ])
-    .unwrap()
+    detectors_and(&[])
 }
 
 fn policy_with(all: &Detectors, action: Action, budget: usize, on: OnUnscanned) -> Policy {
@@ -631,6 +619,89 @@ fn compile_names_what_is_wrong() {
     );
 }
 
+/// The test detectors plus `extra` custom regexes (class `internal`), named `extra0`, `extra1`…
+fn detectors_and(extra: &[&str]) -> Detectors {
+    let mut specs = vec![
+        DetectorSpec {
+            name: "codename".into(),
+            class: "internal".into(),
+            source: Source::Words(vec!["bluebird".into(), "Project Nightjar".into()]),
+        },
+        DetectorSpec {
+            name: "customer_id".into(),
+            class: "pii".into(),
+            source: Source::Regex(r"\bCUST-[0-9]{6}\b".into()),
+        },
+    ];
+    for (i, p) in extra.iter().enumerate() {
+        specs.push(DetectorSpec {
+            name: format!("extra{i}"),
+            class: "internal".into(),
+            source: Source::Regex((*p).into()),
+        });
+    }
+    Detectors::compile(specs).unwrap()
+}
+
+/// A data part's keys and values are matched as one text with a separator no built-in match
+/// crosses; a custom pattern that can cross it (or is anchored) is matched literal by literal.
+#[test]
+fn joined_data_literals_find_what_each_literal_alone_holds() {
+    let body = send(&[r#"{"data":{"a":"foo","b":"bar","c":"xo-by","d":"123456"}}"#]);
+    let found = |extra: &[&str]| -> Vec<(String, String)> {
+        let all = detectors_and(extra);
+        scan_request(&all, &policy(&all, Action::Record), &body, Shape::JsonRpc)
+            .findings
+            .into_iter()
+            .map(|f| (f.detector, f.path))
+            .collect()
+    };
+    // `o.b` joined would match `o`, the separator, `b` ("foo", then key "b"): not a finding in
+    // any literal, so the literals are matched one by one and only "xo-by" holds one.
+    assert_eq!(
+        found(&["o.b"]),
+        vec![(
+            "extra0".to_owned(),
+            "params.message.parts[0].data.*".to_owned()
+        )]
+    );
+    // Anchored: it holds at each literal's ends, which joined text does not have.
+    assert_eq!(
+        found(&["^[0-9]{6}$"]),
+        vec![(
+            "extra0".to_owned(),
+            "params.message.parts[0].data.*".to_owned()
+        )]
+    );
+    // Built-ins (and unanchored customs) over joined literals: each finding names its literal.
+    let two = send(&[&format!(
+        r#"{{"data":{{"n":"CUST-123456","m":"{CARD}"}}}},{{"data":{{"k":"a.b@c.example"}}}}"#
+    )]);
+    let all = detectors();
+    let v = scan_request(&all, &policy(&all, Action::Redact), &two, Shape::JsonRpc);
+    let names: Vec<&str> = v.findings.iter().map(|f| f.detector.as_str()).collect();
+    assert_eq!(names, ["customer_id", "pci", "email"]);
+    let out = v.redact(&two).unwrap();
+    assert!(
+        out.contains(r#""n":"[REDACTED:customer_id]","m":"[REDACTED:pci]""#),
+        "{out}"
+    );
+    assert!(out.contains(r#""k":"[REDACTED:email]""#), "{out}");
+}
+
+/// A card number that is also an address's local part is both: the digit detectors and the
+/// e-mail one are separate regexes, so one's match hides nothing of the other's (in one
+/// combined regex the card, the leftmost-first pattern, hid the address).
+#[test]
+fn a_match_of_one_detector_group_hides_nothing_of_another() {
+    let body = send(&[&text(&format!("write to {CARD}@billing.example today"))]);
+    let found: Vec<String> = detected(&body).into_iter().map(|f| f.0).collect();
+    assert_eq!(found, ["email", "pci"], "{body}");
+    // Overlapping redactions merge; the longer one's marker covers both.
+    let out = redacted_texts(&body);
+    assert_eq!(out, ["write to [REDACTED:email] today"]);
+}
+
 /// Text fragments: secrets (plain, grouped, full-width, escaped by serde), and hostile noise.
 fn fragment() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -689,6 +760,22 @@ fn literals(body: &str) -> (Vec<(usize, usize)>, Vec<String>) {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Matching a data part's literals joined gives what matching them one by one gives (an
+    /// anchored custom pattern that never matches turns joining off): the same findings, paths,
+    /// spans and order, and the same bytes left unscanned at any budget.
+    #[test]
+    fn joined_literals_scan_as_one_by_one(body in message(), budget in 0usize..400) {
+        let joined = detectors();
+        let alone = detectors_and(&["^never\u{1}$"]);
+        let scan = |all: &Detectors| {
+            let p = policy_with(all, Action::Redact, budget, OnUnscanned::Allow);
+            scan_request(all, &p, &body, Shape::JsonRpc)
+        };
+        let (a, b) = (scan(&joined), scan(&alone));
+        prop_assert_eq!(a.unscanned_bytes, b.unscanned_bytes);
+        prop_assert_eq!(a.findings, b.findings);
+    }
 
     #[test]
     fn redaction_leaves_nothing_behind_and_touches_only_findings(body in message()) {

@@ -61,6 +61,11 @@ impl Norm {
         self.text.reserve(n);
     }
 
+    /// Appends [`super::detectors::SEPARATOR`], mapped to no source byte (no match covers it).
+    pub(super) fn separate(&mut self) {
+        self.text.push(super::detectors::SEPARATOR);
+    }
+
     /// Records that the last `added` bytes of text came from source `start..end`: byte for byte
     /// when `same`, merged into the last run when it goes on where that one stopped.
     fn mapped(&mut self, added: usize, start: usize, end: usize, same: bool) {
