@@ -1,9 +1,9 @@
 //! A real A2A 0.3 peer (the official Python `a2a-sdk` 0.3.26, `tests/peers/sdk_agent_v03.py`)
 //! behind the gateway: its card is fetched, checked against the pinned 0.3 schema and compiled
 //! (issue 20, item 1), and every call is translated between the orchestrator's 1.0 JSON-RPC and
-//! the agent's 0.3 JSON-RPC (item 2), driven by the official 1.0 Python SDK client
-//! (`tests/peers/sdk_client.py`, a2a-sdk 1.3.0) and by raw JSON-RPC where the SDK client has no
-//! call for it. The pins and the tenant rule still say why an integration is unusable.
+//! the agent's 0.3 JSON-RPC (item 2), driven by the official 1.0 SDK clients (Python
+//! `tests/peers/sdk_client.py`, a2a-sdk 1.3.0, and JS `tests/peers/js/sdk_client.mjs`,
+//! `@a2a-js/sdk` 1.3.0) and by raw JSON-RPC where the SDK clients have no call for it. The pins and the tenant rule still say why an integration is unusable.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::common::SdkAgent;
 use crate::common::gateway::{InProcess, config_head, integration, send_request, sse_events};
-use crate::common::sdk_client::sdk_client;
+use crate::common::sdk_client::{js_client, sdk_client};
 
 const TOKEN: &str = "v03-admin-token-0123456789abcdef";
 
@@ -156,11 +156,12 @@ async fn a_03_sdk_agent_compiles_with_its_binding_and_is_called_through_translat
     assert!(n >= 1.0, "{m}");
 }
 
-/// The 1.0 Python SDK client drives a 0.3 agent through the gateway as it would a 1.0 one: a
+/// The 1.0 Python SDK client (then the JS one, [`js_drives`]) drives a 0.3 agent through the
+/// gateway as it would a 1.0 one: a
 /// message, a task (blocking), a stream of a task (0.3's `final: true` ends it), reads, cancels
 /// and the 0.3 errors as the 1.0 errors the SDK knows.
 #[tokio::test]
-async fn the_1_0_sdk_client_sends_streams_gets_and_cancels_on_a_03_agent() {
+async fn the_1_0_sdk_clients_send_stream_get_and_cancel_on_a_03_agent() {
     let agent = SdkAgent::start_v03(&[]);
     let gw = gateway(&agent, ALL, &[("v03", "")]).await;
     let base = gw.agent_url("v03");
@@ -231,6 +232,90 @@ async fn the_1_0_sdk_client_sends_streams_gets_and_cancels_on_a_03_agent() {
     let e = again.error().expect("an error line");
     assert_eq!(e["code"], -32002, "{again:#?}");
     assert_eq!(e["type"], "TaskNotCancelableError", "{again:#?}");
+    js_drives(&gw, "v03");
+}
+
+/// The 1.0 JS SDK client (`@a2a-js/sdk` 1.3.0) drives the 0.3 agent behind integration `name`
+/// as it would a 1.0 one: a message, a blocking task, a stream (0.3's `final: true` ends it), a
+/// read, an unknown task, a held task canceled and canceled again, ListTasks refused before it
+/// leaves, and a resubscription to a finished task refused by the agent.
+fn js_drives(gw: &InProcess, name: &str) {
+    let base = gw.agent_url(name);
+    let run = |args: &[&str]| {
+        let mut all = vec!["--url", base.as_str()];
+        all.extend_from_slice(args);
+        js_client(&all)
+    };
+    let sent = run(&["--op", "send", "--text", "message js client"]).ok();
+    let m = &sent.events()[0]["message"];
+    assert_eq!(m["role"], "ROLE_AGENT", "{sent:#?}");
+    assert!(m["parts"][0]["text"].is_string(), "{sent:#?}");
+    let sent = run(&["--op", "send", "--text", "task js client"]).ok();
+    let task = &sent.events()[0]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent:#?}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"], "task js client",
+        "{sent:#?}"
+    );
+    let id = task["id"].as_str().unwrap().to_owned();
+    let streamed = run(&["--op", "stream", "--text", "task js stream"]).ok();
+    let ev = streamed.events();
+    assert!(ev[0].get("task").is_some(), "{streamed:#?}");
+    assert!(
+        ev.iter()
+            .any(|e| e["artifactUpdate"]["artifact"]["parts"][0]["text"] == "task js stream"),
+        "{streamed:#?}"
+    );
+    assert_eq!(
+        ev.last().unwrap()["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{streamed:#?}"
+    );
+    let got = run(&["--op", "get-task", "--task-id", &id]).ok();
+    assert_eq!(
+        got.of_kind("task")[0]["task"]["id"],
+        id.as_str(),
+        "{got:#?}"
+    );
+    let missing = run(&["--op", "get-task", "--task-id", "no-such-task"]);
+    let e = missing.err();
+    assert_eq!(e["code"], -32001, "{missing:#?}");
+    assert_eq!(e["reason"], "TASK_NOT_FOUND", "{missing:#?}");
+    let held = run(&["--op", "send", "--text", "hold on", "--return-immediately"]).ok();
+    let task = &held.events()[0]["task"];
+    assert!(
+        ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"]
+            .contains(&task["status"]["state"].as_str().unwrap()),
+        "{held:#?}"
+    );
+    let held_id = task["id"].as_str().unwrap().to_owned();
+    let canceled = run(&["--op", "cancel", "--task-id", &held_id]).ok();
+    assert_eq!(
+        canceled.of_kind("task")[0]["task"]["status"]["state"],
+        "TASK_STATE_CANCELED",
+        "{canceled:#?}"
+    );
+    let again = run(&["--op", "cancel", "--task-id", &held_id]);
+    let e = again.err();
+    assert_eq!(e["code"], -32002, "{again:#?}");
+    assert_eq!(e["reason"], "TASK_NOT_CANCELABLE", "{again:#?}");
+    let listed = run(&["--op", "list-tasks"]);
+    assert_eq!(listed.err()["code"], -32004, "{listed:#?}");
+    // A resubscription to a held task: the client cancels it after the first event, and the
+    // stream ends at the cancel's 0.3 `final: true`.
+    let held = run(&["--op", "send", "--text", "hold for js", "--return-immediately"]).ok();
+    let held_id = held.events()[0]["task"]["id"].as_str().unwrap().to_owned();
+    let sub = run(&["--op", "subscribe", "--task-id", &held_id, "--cancel-after", "1"]).ok();
+    assert_eq!(
+        sub.of_kind("task")[0]["task"]["status"]["state"],
+        "TASK_STATE_CANCELED",
+        "{sub:#?}"
+    );
+    let last = *sub.events().last().unwrap();
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{sub:#?}"
+    );
 }
 
 /// `SubscribeToTask` becomes 0.3's `tasks/resubscribe`: the stream carries the held task's 1.0
@@ -313,6 +398,11 @@ async fn push_configs_cross_both_ways() {
     ])
     .ok();
     let task = held.events()[0]["task"]["id"].as_str().unwrap().to_owned();
+    // The JS 1.0 client's CreateTaskPushNotificationConfig crosses too.
+    let js = js_client(&["--url", &base, "--op", "push-config", "--task-id", &task]).ok();
+    let cfg = &js.of_kind("push_config")[0]["config"];
+    assert_eq!(cfg["taskId"], task.as_str(), "{js:#?}");
+    assert_eq!(cfg["url"], "https://hook.invalid/a2a", "{js:#?}");
     let created = sdk_client(&["--url", &base, "--op", "push-config", "--task-id", &task]).ok();
     let cfg = &created.of_kind("push_config")[0]["config"];
     assert_eq!(cfg["taskId"], task.as_str(), "{created:#?}");
@@ -604,9 +694,10 @@ async fn a_03_answer_over_the_tree_budget_is_refused_saying_why() {
 }
 
 /// The JS `@a2a-js/sdk` 0.3.14 agent (`tests/peers/js03`) through the gateway, driven by the
-/// 1.0 Python SDK client: a message, a streamed task, a read, a cancel, an unknown task.
+/// 1.0 Python SDK client (a message, a streamed task, a read, a cancel, an unknown task), then
+/// by the JS one ([`js_drives`]).
 #[tokio::test]
-async fn the_1_0_sdk_client_drives_the_js_03_agent() {
+async fn the_1_0_sdk_clients_drive_the_js_03_agent() {
     let agent = SdkAgent::start_js03(&[]);
     let gw = gateway(&agent, ALL, &[("js03", "")]).await;
     let ready = gw.readyz().await;
@@ -662,4 +753,5 @@ async fn the_1_0_sdk_client_drives_the_js_03_agent() {
         "TASK_STATE_CANCELED",
         "{canceled:#?}"
     );
+    js_drives(&gw, "js03");
 }

@@ -1,9 +1,10 @@
 //! Real A2A 0.3 peers on their HTTP+JSON binding behind the gateway (issue 20, item 2): the
 //! official Python `a2a-sdk` 0.3.26 agent (`tests/peers/sdk_agent_v03.py --transport rest`) and
 //! the official JS `@a2a-js/sdk` 0.3.14 agent (`tests/peers/js03/agent.mjs --transport rest`),
-//! each driven through the gateway by the official 1.0 Python SDK client on HTTP+JSON
-//! (`tests/peers/sdk_client.py --binding HTTP+JSON`, a2a-sdk 1.3.0) and by raw 1.0 HTTP+JSON
-//! where the SDK client has no call for it: send, stream, get, cancel, resubscribe, push config
+//! each driven through the gateway by the official 1.0 SDK clients on HTTP+JSON (Python
+//! `tests/peers/sdk_client.py --binding HTTP+JSON`, a2a-sdk 1.3.0, and JS
+//! `tests/peers/js/sdk_client.mjs`, `@a2a-js/sdk` 1.3.0) and by raw 1.0 HTTP+JSON where the SDK
+//! clients have no call for it: send, stream, get, cancel, resubscribe, push config
 //! create/get/list/delete, the extended card, and the errors, all translated between 1.0 and the
 //! 0.3 gRPC transcoding the agents speak (`content` parts, `TASK_STATE_*`, `/v1/…` routes).
 
@@ -14,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::common::SdkAgent;
 use crate::common::gateway::{InProcess, config_head, integration, sse_events};
-use crate::common::sdk_client::{SdkRun, sdk_client};
+use crate::common::sdk_client::{SdkRun, js_client, sdk_client};
 
 const TOKEN: &str = "v03-rest-admin-token-0123456789ab";
 
@@ -49,6 +50,67 @@ fn client(gw: &InProcess, args: &[&str]) -> SdkRun {
     let mut all = vec!["--url", base.as_str(), "--binding", "HTTP+JSON"];
     all.extend_from_slice(args);
     sdk_client(&all)
+}
+
+/// The 1.0 JS SDK client on HTTP+JSON against the gateway's `rest` integration.
+fn js(gw: &InProcess, args: &[&str]) -> SdkRun {
+    let base = gw.agent_url("rest");
+    let mut all = vec!["--url", base.as_str(), "--binding", "HTTP+JSON"];
+    all.extend_from_slice(args);
+    js_client(&all)
+}
+
+/// What [`drives_send_stream_get_cancel`] asks, by the JS SDK client: its view of a 0.3
+/// HTTP+JSON agent is a 1.0 agent's too.
+fn js_drives_send_stream_get_cancel(gw: &InProcess) {
+    let sent = js(gw, &["--op", "send", "--text", "message js"]).ok();
+    assert_eq!(
+        sent.events()[0]["message"]["role"],
+        "ROLE_AGENT",
+        "{sent:#?}"
+    );
+    let sent = js(gw, &["--op", "send", "--text", "task js"]).ok();
+    let task = &sent.events()[0]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent:#?}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"], "task js",
+        "{sent:#?}"
+    );
+    let id = task["id"].as_str().unwrap().to_owned();
+    let streamed = js(gw, &["--op", "stream", "--text", "task js stream"]).ok();
+    let ev = streamed.events();
+    assert!(ev[0].get("task").is_some(), "{streamed:#?}");
+    assert_eq!(
+        ev.last().unwrap()["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{streamed:#?}"
+    );
+    let got = js(gw, &["--op", "get-task", "--task-id", &id]).ok();
+    assert_eq!(
+        got.of_kind("task")[0]["task"]["id"],
+        id.as_str(),
+        "{got:#?}"
+    );
+    let missing = js(gw, &["--op", "get-task", "--task-id", "no-such-task"]);
+    let e = missing.err();
+    assert_eq!(e["reason"], "TASK_NOT_FOUND", "{missing:#?}");
+    assert_eq!(e["http_status"], 404, "{missing:#?}");
+    let held = js(
+        gw,
+        &["--op", "send", "--text", "hold js", "--return-immediately"],
+    )
+    .ok();
+    let held_id = held.events()[0]["task"]["id"].as_str().unwrap().to_owned();
+    let canceled = js(gw, &["--op", "cancel", "--task-id", &held_id]).ok();
+    assert_eq!(
+        canceled.of_kind("task")[0]["task"]["status"]["state"],
+        "TASK_STATE_CANCELED",
+        "{canceled:#?}"
+    );
+    let again = js(gw, &["--op", "cancel", "--task-id", &held_id]);
+    assert_eq!(again.err()["reason"], "TASK_NOT_CANCELABLE", "{again:#?}");
+    let listed = js(gw, &["--op", "list-tasks"]);
+    assert_eq!(listed.err()["http_status"], 400, "{listed:#?}");
 }
 
 /// A raw 1.0 HTTP+JSON call to the gateway: status and JSON body.
@@ -185,17 +247,19 @@ async fn drives_send_stream_get_cancel(gw: &InProcess) {
 }
 
 #[tokio::test]
-async fn the_1_0_sdk_client_drives_the_python_03_agent_over_http_json() {
+async fn the_1_0_sdk_clients_drive_the_python_03_agent_over_http_json() {
     let agent = SdkAgent::start_v03(&["--transport", "rest"]);
     let gw = gateway(&agent, "").await;
     drives_send_stream_get_cancel(&gw).await;
+    js_drives_send_stream_get_cancel(&gw);
 }
 
 #[tokio::test]
-async fn the_1_0_sdk_client_drives_the_js_03_agent_over_http_json() {
+async fn the_1_0_sdk_clients_drive_the_js_03_agent_over_http_json() {
     let agent = SdkAgent::start_js03(&["--transport", "rest"]);
     let gw = gateway(&agent, "").await;
     drives_send_stream_get_cancel(&gw).await;
+    js_drives_send_stream_get_cancel(&gw);
 }
 
 /// `SubscribeToTask` (the 1.0 caller's `POST …:subscribe`) becomes 0.3's `GET …:subscribe`; the

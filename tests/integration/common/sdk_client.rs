@@ -1,5 +1,6 @@
 //! Runs `tests/peers/sdk_client.py`, the driver around the official Python a2a-sdk 1.3.0 client,
-//! and collects the JSON lines it prints (spawns Python; the driver talks loopback HTTP).
+//! or `tests/peers/js/sdk_client.mjs`, the JS `@a2a-js/sdk` 1.3.0 one, and collects the JSON lines
+//! it prints (spawns Python or Node; the drivers talk loopback HTTP).
 //! The driver's options and output lines are documented at the top of the Python file.
 
 use std::process::Command;
@@ -38,14 +39,15 @@ impl SdkRun {
 
     /// Panics (with everything printed) unless the run succeeded.
     pub fn ok(self) -> Self {
-        assert_eq!(self.status, 0, "sdk_client.py failed: {self:#?}");
+        assert_eq!(self.status, 0, "the SDK client driver failed: {self:#?}");
         self
     }
 
     /// The error line; panics if the run did not fail with one.
     pub fn err(&self) -> &Value {
-        self.error()
-            .unwrap_or_else(|| panic!("expected an error from sdk_client.py, got {self:#?}"))
+        self.error().unwrap_or_else(|| {
+            panic!("expected an error from the SDK client driver, got {self:#?}")
+        })
     }
 
     /// The last task the run saw: the final `task` event or the `task` result.
@@ -64,19 +66,35 @@ impl SdkRun {
 
 /// Runs the driver with `args` (e.g. `["--url", base, "--op", "stream", "--text", "hi"]`).
 pub fn sdk_client(args: &[&str]) -> SdkRun {
-    let out = Command::new(super::python())
-        .arg(super::repo_root().join("tests/peers/sdk_client.py"))
+    let mut cmd = Command::new(super::python());
+    cmd.arg(super::repo_root().join("tests/peers/sdk_client.py"))
         .args(args)
-        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONUNBUFFERED", "1");
+    driver(cmd, "sdk_client.py")
+}
+
+/// Runs `tests/peers/js/sdk_client.mjs`, the driver around the official JS `@a2a-js/sdk` 1.3.0
+/// client: the same options (a subset) and the same output lines as [`sdk_client`].
+pub fn js_client(args: &[&str]) -> SdkRun {
+    let mut cmd = Command::new("node");
+    cmd.current_dir(super::repo_root().join("tests/peers/js"))
+        .arg("sdk_client.mjs")
+        .args(args);
+    driver(cmd, "sdk_client.mjs")
+}
+
+/// Runs one driver and collects its JSON lines.
+fn driver(mut cmd: Command, name: &str) -> SdkRun {
+    let out = cmd
         .output()
-        .expect("running sdk_client.py");
+        .unwrap_or_else(|e| panic!("running {name}: {e}"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let lines = stdout
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             serde_json::from_str(l)
-                .unwrap_or_else(|e| panic!("sdk_client.py printed a non-JSON line ({e}): {l}"))
+                .unwrap_or_else(|e| panic!("{name} printed a non-JSON line ({e}): {l}"))
         })
         .collect();
     SdkRun {
