@@ -210,6 +210,82 @@ fn translate_corpus_translates_to_one_object_keeping_the_id() {
     assert!(translated >= 8, "the seeds translate: {translated}");
 }
 
+/// The translate_rest target's invariants, on stable (see `fuzz/fuzz_targets/translate_rest.rs`):
+/// a translated request leaves below `/v1/` with an empty body or one JSON object; a translated
+/// answer or event is one JSON object, an error one with `error` and a status of 400 or more;
+/// none has a duplicate key when what came had none.
+#[test]
+fn translate_rest_corpus_translates_to_one_object() {
+    use a2a_egress::translate::{Op, rest_answer_to10, rest_event_to10, rest_request_to03};
+    use serde_json::value::RawValue;
+    use std::collections::HashMap;
+    fn object(b: &[u8]) -> Option<HashMap<String, &RawValue>> {
+        serde_json::from_slice(b).ok()
+    }
+    let dupes = |b: &[u8]| {
+        let text = std::str::from_utf8(b).ok()?;
+        Some(!a2a_egress::json::duplicate_keys(text, 1).ok()?.is_empty())
+    };
+    let mut translated = [0; 3];
+    for (path, bytes) in corpus("translate_rest") {
+        let Some((&pick, rest)) = bytes.split_first() else {
+            continue;
+        };
+        let op = Op::ALL[usize::from(pick / 3) % Op::ALL.len()];
+        let at = path.display();
+        let (body, out) = match pick % 3 {
+            0 => {
+                let (line, body) = match rest.iter().position(|&b| b == b'\n') {
+                    Some(n) => (&rest[..n], &rest[n + 1..]),
+                    None => (rest, &[][..]),
+                };
+                let Ok(line) = std::str::from_utf8(line) else {
+                    continue;
+                };
+                let (p, q) = line
+                    .split_once('?')
+                    .map_or((line, None), |(p, q)| (p, Some(q)));
+                let Ok(r) = rest_request_to03(op, p, q, body) else {
+                    continue;
+                };
+                assert!(r.path.starts_with("/v1/"), "{at}: {}", r.path);
+                translated[0] += 1;
+                if r.body.is_empty() {
+                    continue;
+                }
+                (body, r.body)
+            }
+            1 => {
+                let [a, b, body @ ..] = rest else { continue };
+                let status = 100 + u16::from_le_bytes([*a, *b]) % 500;
+                let Ok(Some(a)) = rest_answer_to10(op, status, body) else {
+                    continue;
+                };
+                translated[1] += 1;
+                let o = object(&a.json).unwrap_or_else(|| panic!("{at}: not one object"));
+                assert_eq!(a.error, a.status >= 400, "{at}: {}", a.status);
+                assert_eq!(a.error, o.contains_key("error"), "{at}");
+                (body, a.json)
+            }
+            _ => {
+                let Ok(t) = rest_event_to10(op, rest) else {
+                    continue;
+                };
+                translated[2] += 1;
+                (rest, t.json)
+            }
+        };
+        assert!(object(&out).is_some(), "{at}: not one object");
+        if dupes(body) == Some(false) {
+            assert_eq!(dupes(&out), Some(false), "{at}");
+        }
+    }
+    assert!(
+        translated.iter().all(|&n| n >= 5),
+        "the seeds translate: {translated:?}"
+    );
+}
+
 /// The effective-card harness of the fuzz target, on stable: an accepted card, compiled, in an
 /// integration that accepts its skills on its origin, projects to an effective card that is
 /// itself a valid card.

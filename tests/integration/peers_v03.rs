@@ -303,9 +303,24 @@ fn js_drives(gw: &InProcess, name: &str) {
     assert_eq!(listed.err()["code"], -32004, "{listed:#?}");
     // A resubscription to a held task: the client cancels it after the first event, and the
     // stream ends at the cancel's 0.3 `final: true`.
-    let held = run(&["--op", "send", "--text", "hold for js", "--return-immediately"]).ok();
+    let held = run(&[
+        "--op",
+        "send",
+        "--text",
+        "hold for js",
+        "--return-immediately",
+    ])
+    .ok();
     let held_id = held.events()[0]["task"]["id"].as_str().unwrap().to_owned();
-    let sub = run(&["--op", "subscribe", "--task-id", &held_id, "--cancel-after", "1"]).ok();
+    let sub = run(&[
+        "--op",
+        "subscribe",
+        "--task-id",
+        &held_id,
+        "--cancel-after",
+        "1",
+    ])
+    .ok();
     assert_eq!(
         sub.of_kind("task")[0]["task"]["status"]["state"],
         "TASK_STATE_CANCELED",
