@@ -15,7 +15,9 @@
 use serde_json::value::RawValue;
 
 use super::TranslateError;
-use super::raw::{Obj, Out, boolean, each, integer, object, opt, req, string, strings, text};
+use super::raw::{
+    Obj, Out, boolean, each, index, integer, member, object, opt, req, string, strings, text,
+};
 
 type R<'a> = Result<Option<Out<'a>>, TranslateError>;
 
@@ -245,7 +247,7 @@ fn data_part_to03<'a>(
     field: &str,
     meta: Option<Out<'a>>,
 ) -> Result<Out<'a>, TranslateError> {
-    let df = format!("{field}.data");
+    let df = member(field, "data");
     let data = p
         .get("data")
         .ok_or_else(|| TranslateError::untranslatable(&df, "is required"))?;
@@ -253,11 +255,11 @@ fn data_part_to03<'a>(
     // take `{"value": X}` object data beside it for a wrapped X and unwrap it.
     let members = match p.get("metadata") {
         Some(m) => {
-            let mf = format!("{field}.metadata");
+            let mf = member(field, "metadata");
             let members = Obj::parse(m, &mf)?;
             if members.has_key(DATA_PART_COMPAT) {
                 return Err(TranslateError::untranslatable(
-                    &format!("{mf}.{DATA_PART_COMPAT}"),
+                    &member(&mf, DATA_PART_COMPAT),
                     "is the marker A2A 0.3 uses for wrapped data, so it cannot also be metadata",
                 ));
             }
@@ -309,7 +311,7 @@ fn data_part_to10<'a>(
     let obj = object(data, df)?;
     let wrapped = match p.get("metadata") {
         Some(m) => {
-            let members = Obj::parse(m, &format!("{field}.metadata"))?;
+            let members = Obj::parse(m, &member(field, "metadata"))?;
             let marked = members.get(DATA_PART_COMPAT).is_some_and(truthy);
             marked.then_some(members)
         }
@@ -336,7 +338,7 @@ fn data_part_to10<'a>(
 /// What a 0.3 part is: JSON-RPC says so in `kind`; on HTTP+JSON the one member of the proto's
 /// oneof that is present does.
 fn part_kind(w: Wire, p: &Obj<'_>, field: &str) -> Result<String, TranslateError> {
-    let kf = format!("{field}.kind");
+    let kf = member(field, "kind");
     match w {
         Wire::Rpc => {
             let kind = p
@@ -375,7 +377,7 @@ pub(super) fn part_to10<'a>(
             ("metadata", meta),
         ])),
         "data" => {
-            let df = format!("{field}.data");
+            let df = member(field, "data");
             let data = p
                 .get("data")
                 .ok_or_else(|| TranslateError::untranslatable(&df, "is required"))?;
@@ -384,7 +386,7 @@ pub(super) fn part_to10<'a>(
                 // The proto's `DataPart` message around the `Struct`.
                 Wire::Rest => {
                     let holder = Obj::parse(data, &df)?;
-                    let inner = format!("{df}.data");
+                    let inner = member(&df, "data");
                     let data = holder
                         .get("data")
                         .ok_or_else(|| TranslateError::untranslatable(&inner, "is required"))?;
@@ -393,7 +395,7 @@ pub(super) fn part_to10<'a>(
             }
         }
         "file" => {
-            let ff = format!("{field}.file");
+            let ff = member(field, "file");
             let file = p
                 .get("file")
                 .ok_or_else(|| TranslateError::untranslatable(&ff, "is required"))?;
@@ -420,7 +422,7 @@ pub(super) fn part_to10<'a>(
             ]))
         }
         _ => Err(TranslateError::untranslatable(
-            &format!("{field}.kind"),
+            &member(field, "kind"),
             "is not text, file or data",
         )),
     }
@@ -484,20 +486,28 @@ pub(super) fn message_to10<'a>(
     raw: &'a RawValue,
     field: &str,
 ) -> Result<Out<'a>, TranslateError> {
-    let m = Obj::parse(raw, field)?;
+    message_to10_of(w, &Obj::parse(raw, field)?, field)
+}
+
+/// [`message_to10`] of the object already read.
+pub(super) fn message_to10_of<'a>(
+    w: Wire,
+    m: &Obj<'a>,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
     Ok(Out::Obj(vec![
-        ("messageId", req(&m, "messageId", field, string)?),
-        ("contextId", opt(&m, "contextId", field, string)?),
-        ("taskId", opt(&m, "taskId", field, string)?),
-        ("role", req(&m, "role", field, |v, f| role_to10(w, v, f))?),
-        ("parts", parts_to10(w, &m, parts_member(w), field)?),
-        ("metadata", opt(&m, "metadata", field, object)?),
-        ("extensions", opt(&m, "extensions", field, strings)?),
+        ("messageId", req(m, "messageId", field, string)?),
+        ("contextId", opt(m, "contextId", field, string)?),
+        ("taskId", opt(m, "taskId", field, string)?),
+        ("role", req(m, "role", field, |v, f| role_to10(w, v, f))?),
+        ("parts", parts_to10(w, m, parts_member(w), field)?),
+        ("metadata", opt(m, "metadata", field, object)?),
+        ("extensions", opt(m, "extensions", field, strings)?),
         // Not a member of the 0.3 proto's message: an HTTP+JSON agent's is not read.
         (
             "referenceTaskIds",
             match w {
-                Wire::Rpc => opt(&m, "referenceTaskIds", field, strings)?,
+                Wire::Rpc => opt(m, "referenceTaskIds", field, strings)?,
                 Wire::Rest => None,
             },
         ),
@@ -541,71 +551,69 @@ pub(super) fn task_to10<'a>(
     raw: &'a RawValue,
     field: &str,
 ) -> Result<Out<'a>, TranslateError> {
-    let t = Obj::parse(raw, field)?;
+    task_to10_of(w, &Obj::parse(raw, field)?, field)
+}
+
+/// [`task_to10`] of the object already read.
+pub(super) fn task_to10_of<'a>(
+    w: Wire,
+    t: &Obj<'a>,
+    field: &str,
+) -> Result<Out<'a>, TranslateError> {
     Ok(Out::Obj(vec![
-        ("id", req(&t, "id", field, string)?),
-        ("contextId", opt(&t, "contextId", field, string)?),
+        ("id", req(t, "id", field, string)?),
+        ("contextId", opt(t, "contextId", field, string)?),
         (
             "status",
-            req(&t, "status", field, |v, f| status_to10(w, v, f))?,
+            req(t, "status", field, |v, f| status_to10(w, v, f))?,
         ),
         (
             "artifacts",
-            opt(&t, "artifacts", field, |v, f| {
+            opt(t, "artifacts", field, |v, f| {
                 each(v, f, |v, f| artifact_to10(w, v, f))
             })?,
         ),
         (
             "history",
-            opt(&t, "history", field, |v, f| {
+            opt(t, "history", field, |v, f| {
                 each(v, f, |v, f| message_to10(w, v, f))
             })?,
         ),
-        ("metadata", opt(&t, "metadata", field, object)?),
+        ("metadata", opt(t, "metadata", field, object)?),
     ]))
 }
 
 /// 0.3 `TaskStatusUpdateEvent` → 1.0 (without `final`, which the caller reads from the stream's
 /// end; see [`super::rpc`]).
-fn status_update_to10<'a>(
-    w: Wire,
-    raw: &'a RawValue,
-    field: &str,
-) -> Result<Out<'a>, TranslateError> {
-    let e = Obj::parse(raw, field)?;
+fn status_update_to10<'a>(w: Wire, e: &Obj<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     Ok(Out::Obj(vec![
-        ("taskId", req(&e, "taskId", field, string)?),
-        ("contextId", req(&e, "contextId", field, string)?),
+        ("taskId", req(e, "taskId", field, string)?),
+        ("contextId", req(e, "contextId", field, string)?),
         (
             "status",
-            req(&e, "status", field, |v, f| status_to10(w, v, f))?,
+            req(e, "status", field, |v, f| status_to10(w, v, f))?,
         ),
-        ("metadata", opt(&e, "metadata", field, object)?),
+        ("metadata", opt(e, "metadata", field, object)?),
     ]))
 }
 
 /// 0.3 `TaskArtifactUpdateEvent` → 1.0.
-fn artifact_update_to10<'a>(
-    w: Wire,
-    raw: &'a RawValue,
-    field: &str,
-) -> Result<Out<'a>, TranslateError> {
-    let e = Obj::parse(raw, field)?;
+fn artifact_update_to10<'a>(w: Wire, e: &Obj<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     let flag = |k: &str| -> R<'a> {
-        opt(&e, k, field, |v, f| {
+        opt(e, k, field, |v, f| {
             boolean(v, f).map(|b| Out::Lit(if b { "true" } else { "false" }))
         })
     };
     Ok(Out::Obj(vec![
-        ("taskId", req(&e, "taskId", field, string)?),
-        ("contextId", req(&e, "contextId", field, string)?),
+        ("taskId", req(e, "taskId", field, string)?),
+        ("contextId", req(e, "contextId", field, string)?),
         (
             "artifact",
-            req(&e, "artifact", field, |v, f| artifact_to10(w, v, f))?,
+            req(e, "artifact", field, |v, f| artifact_to10(w, v, f))?,
         ),
         ("append", flag("append")?),
         ("lastChunk", flag("lastChunk")?),
-        ("metadata", opt(&e, "metadata", field, object)?),
+        ("metadata", opt(e, "metadata", field, object)?),
     ]))
 }
 
@@ -620,8 +628,12 @@ pub(super) enum Kind {
 
 /// The `kind` of the 0.3 result `raw`.
 pub(super) fn kind_of(raw: &RawValue, field: &str) -> Result<Kind, TranslateError> {
-    let o = Obj::parse(raw, field)?;
-    let kf = format!("{field}.kind");
+    kind_in(&Obj::parse(raw, field)?, field)
+}
+
+/// The `kind` of the 0.3 result object `o`, already read.
+fn kind_in(o: &Obj<'_>, field: &str) -> Result<Kind, TranslateError> {
+    let kf = member(field, "kind");
     let k = o
         .get("kind")
         .ok_or_else(|| TranslateError::untranslatable(&kf, "is required"))?;
@@ -654,7 +666,7 @@ fn unwrap_rest<'a>(
     .filter(|(_, k)| o.has(k))
     .collect();
     match found.as_slice() {
-        [(kind, key)] => Ok((*kind, o.get(key).unwrap_or(raw), format!("{field}.{key}"))),
+        [(kind, key)] => Ok((*kind, o.get(key).unwrap_or(raw), member(field, key))),
         _ => Err(TranslateError::untranslatable(
             field,
             "has not exactly one of task, message, statusUpdate, artifactUpdate",
@@ -671,33 +683,37 @@ pub(super) fn wrapped_to10<'a>(
     field: &str,
     allow_events: bool,
 ) -> Result<(Out<'a>, bool), TranslateError> {
-    let (kind, raw, path) = match w {
-        Wire::Rpc => (kind_of(raw, field)?, raw, field.to_owned()),
-        Wire::Rest => unwrap_rest(raw, field)?,
+    // The object is read once: its kind, then its members (every read scans all it holds).
+    let (kind, o, path) = match w {
+        Wire::Rpc => {
+            let o = Obj::parse(raw, field)?;
+            (kind_in(&o, field)?, o, field.to_owned())
+        }
+        Wire::Rest => {
+            let (kind, inner, path) = unwrap_rest(raw, field)?;
+            (kind, Obj::parse(inner, &path)?, path)
+        }
     };
     let field = path.as_str();
     let (key, inner, fin) = match kind {
-        Kind::Task => ("task", task_to10(w, raw, field)?, false),
+        Kind::Task => ("task", task_to10_of(w, &o, field)?, false),
         // In a stream a message is the whole answer (no task follows it, and 0.3 marks it with
         // no `final`): it ends the stream, so the caller's stream and the agent's connection are
         // not held open waiting for the agent to close.
-        Kind::Message => ("message", message_to10(w, raw, field)?, allow_events),
+        Kind::Message => ("message", message_to10_of(w, &o, field)?, allow_events),
         Kind::StatusUpdate if allow_events => {
-            let o = Obj::parse(raw, field)?;
             let fin = match o.get("final") {
-                Some(v) => boolean(v, &format!("{field}.final"))?,
+                Some(v) => boolean(v, &member(field, "final"))?,
                 None => false,
             };
-            ("statusUpdate", status_update_to10(w, raw, field)?, fin)
+            ("statusUpdate", status_update_to10(w, &o, field)?, fin)
         }
-        Kind::ArtifactUpdate if allow_events => (
-            "artifactUpdate",
-            artifact_update_to10(w, raw, field)?,
-            false,
-        ),
+        Kind::ArtifactUpdate if allow_events => {
+            ("artifactUpdate", artifact_update_to10(w, &o, field)?, false)
+        }
         Kind::StatusUpdate | Kind::ArtifactUpdate => {
             return Err(TranslateError::untranslatable(
-                &format!("{field}.kind"),
+                &member(field, "kind"),
                 "is an event, which only a stream carries",
             ));
         }
@@ -723,7 +739,7 @@ fn auth_to03<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateErr
 /// first is kept (the one a client tries first); none left means no authentication member.
 fn auth_to10<'a>(raw: &'a RawValue, field: &str) -> R<'a> {
     let a = Obj::parse(raw, field)?;
-    let sf = format!("{field}.schemes");
+    let sf = member(field, "schemes");
     let schemes = match a.get("schemes") {
         Some(s) => super::raw::array(s, &sf)?,
         None => Vec::new(),
@@ -732,7 +748,7 @@ fn auth_to10<'a>(raw: &'a RawValue, field: &str) -> R<'a> {
         return Ok(None);
     };
     Ok(Some(Out::Obj(vec![
-        ("scheme", Some(string(first, &format!("{sf}[0]"))?)),
+        ("scheme", Some(string(first, &index(&sf, 0))?)),
         ("credentials", opt(&a, "credentials", field, string)?),
     ])))
 }
@@ -795,13 +811,13 @@ pub(super) fn task_push_config_to10<'a>(
     field: &str,
 ) -> Result<Out<'a>, TranslateError> {
     let c = Obj::parse(raw, field)?;
-    let pf = format!("{field}.pushNotificationConfig");
+    let pf = member(field, "pushNotificationConfig");
     let inner = c
         .get("pushNotificationConfig")
         .ok_or_else(|| TranslateError::untranslatable(&pf, "is required"))?;
     let p = Obj::parse(inner, &pf)?;
     let auth = match p.get("authentication") {
-        Some(a) => auth_to10(a, &format!("{pf}.authentication"))?,
+        Some(a) => auth_to10(a, &member(&pf, "authentication"))?,
         None => None,
     };
     let task = match w {

@@ -6,7 +6,7 @@
 //! numbers, strings, metadata, a data part's data) keeps its bytes; only the structure the two
 //! protocol versions disagree on is rebuilt.
 
-use std::fmt::Write as _;
+use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde::de::{MapAccess, Visitor};
@@ -17,10 +17,36 @@ use super::TranslateError;
 /// One JSON object's members in order, each value as its raw text. A key that appears twice is
 /// refused ([`TranslateError::Untranslatable`]): which of the two a reader takes is not agreed on.
 pub(super) struct Obj<'a> {
-    members: Vec<(String, &'a RawValue)>,
+    members: Vec<(Cow<'a, str>, &'a RawValue)>,
 }
 
-struct Members<'a>(Vec<(String, &'a RawValue)>);
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+/// A member name, borrowed from the text unless it has escapes (an owned `String` for every
+/// name of every object read was a good part of a translation's allocations).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
 
 impl<'de> Deserialize<'de> for Members<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -32,7 +58,7 @@ impl<'de> Deserialize<'de> for Members<'de> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut out = Vec::with_capacity(map.size_hint().unwrap_or(4).min(64));
-                while let Some(k) = map.next_key::<String>()? {
+                while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
                     let v: &'de RawValue = map.next_value()?;
                     out.push((k, v));
                 }
@@ -53,9 +79,18 @@ impl<'a> Obj<'a> {
     pub(super) fn parse_str(text: &'a str, field: &str) -> Result<Obj<'a>, TranslateError> {
         let Members(members) = serde_json::from_str(text)
             .map_err(|_| TranslateError::untranslatable(field, "is not a JSON object"))?;
-        let mut keys: Vec<&str> = members.iter().map(|(k, _)| k.as_str()).collect();
-        keys.sort_unstable();
-        if keys.windows(2).any(|w| w[0] == w[1]) {
+        // Pairwise for the small objects of the protocol (no vector to sort); sorted for others.
+        let twice = if members.len() <= 16 {
+            members
+                .iter()
+                .enumerate()
+                .any(|(i, (k, _))| members.iter().skip(i + 1).any(|(o, _)| o == k))
+        } else {
+            let mut keys: Vec<&str> = members.iter().map(|(k, _)| k.as_ref()).collect();
+            keys.sort_unstable();
+            keys.windows(2).any(|w| w[0] == w[1])
+        };
+        if twice {
             return Err(TranslateError::untranslatable(
                 field,
                 "has a key that appears twice",
@@ -90,7 +125,9 @@ impl<'a> Obj<'a> {
 
     /// Every member in order, as output members (the values' text as it came).
     pub(super) fn entries(&self) -> impl Iterator<Item = (String, Out<'a>)> + '_ {
-        self.members.iter().map(|(k, v)| (k.clone(), Out::Raw(v)))
+        self.members
+            .iter()
+            .map(|(k, v)| (k.clone().into_owned(), Out::Raw(v)))
     }
 
     /// Whether `key` is present with a value other than `null`.
@@ -124,7 +161,7 @@ pub(super) fn object<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, Tran
 pub(super) fn strings<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
     let items = array(raw, field)?;
     for (i, v) in items.iter().enumerate() {
-        string(v, &format!("{field}[{i}]"))?;
+        string(v, &index(field, i))?;
     }
     Ok(Out::Raw(raw))
 }
@@ -215,7 +252,9 @@ impl Out<'_> {
                     }
                     first = false;
                     // Member names are the translator's own ASCII identifiers: no escaping.
-                    let _ = write!(s, "\"{k}\":");
+                    s.push('"');
+                    s.push_str(k);
+                    s.push_str("\":");
                     v.write(s);
                 }
                 s.push('}');
@@ -247,6 +286,39 @@ impl Out<'_> {
     }
 }
 
+/// The path of member `key` below `field` (`field.key`), put together without the formatting
+/// machinery: every member the translator reads builds one, on every call.
+pub(super) fn member(field: &str, key: &str) -> String {
+    let mut s = String::with_capacity(field.len() + 1 + key.len());
+    s.push_str(field);
+    s.push('.');
+    s.push_str(key);
+    s
+}
+
+/// The path of element `i` of `field` (`field[i]`), as [`member`] does.
+pub(super) fn index(field: &str, i: usize) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = i;
+    loop {
+        at -= 1;
+        // A decimal digit: `n % 10` is below 10.
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let digits = std::str::from_utf8(&digits[at..]).unwrap_or("0");
+    let mut s = String::with_capacity(field.len() + digits.len() + 2);
+    s.push_str(field);
+    s.push('[');
+    s.push_str(digits);
+    s.push(']');
+    s
+}
+
 /// Each element of the array `raw` through `f`, with its path `field[i]`.
 pub(super) fn each<'a>(
     raw: &'a RawValue,
@@ -256,7 +328,7 @@ pub(super) fn each<'a>(
     let items = array(raw, field)?;
     let mut out = Vec::with_capacity(items.len());
     for (i, v) in items.into_iter().enumerate() {
-        out.push(f(v, &format!("{field}[{i}]"))?);
+        out.push(f(v, &index(field, i))?);
     }
     Ok(Out::Arr(out))
 }
@@ -268,9 +340,7 @@ pub(super) fn opt<'a>(
     field: &str,
     f: impl FnOnce(&'a RawValue, &str) -> Result<Out<'a>, TranslateError>,
 ) -> Result<Option<Out<'a>>, TranslateError> {
-    o.get(key)
-        .map(|v| f(v, &format!("{field}.{key}")))
-        .transpose()
+    o.get(key).map(|v| f(v, &member(field, key))).transpose()
 }
 
 /// `f` of the member `key` of `o`, which must be present.
@@ -280,9 +350,40 @@ pub(super) fn req<'a>(
     field: &str,
     f: impl FnOnce(&'a RawValue, &str) -> Result<Out<'a>, TranslateError>,
 ) -> Result<Option<Out<'a>>, TranslateError> {
-    let path = format!("{field}.{key}");
+    let path = member(field, key);
     match o.get(key) {
         Some(v) => f(v, &path).map(Some),
         None => Err(TranslateError::untranslatable(&path, "is required")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_written_as_format_would() {
+        for i in [0, 7, 10, 99, 1234, usize::MAX] {
+            assert_eq!(index("params.parts", i), format!("params.parts[{i}]"));
+        }
+        assert_eq!(member("result", "kind"), "result.kind");
+        assert_eq!(member("", "a"), ".a");
+    }
+
+    #[test]
+    fn escaped_member_names_are_read_and_duplicates_refused_at_any_size() {
+        let o = Obj::parse_str(r#"{"k\u0069nd":"task","id":"t"}"#, "r").unwrap();
+        assert_eq!(o.get("kind").map(RawValue::get), Some(r#""task""#));
+        let e = Obj::parse_str(r#"{"kind":1,"k\u0069nd":2}"#, "r")
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("appears twice"), "{e}");
+        for n in [16, 17, 40] {
+            let members: Vec<String> = (0..n).map(|i| format!("\"m{i}\":{i}")).collect();
+            let body = format!("{{{},\"m3\":0}}", members.join(","));
+            let e = Obj::parse_str(&body, "r").err().unwrap();
+            assert!(e.to_string().contains("appears twice"), "{n}: {e}");
+            assert!(Obj::parse_str(&format!("{{{}}}", members.join(",")), "r").is_ok());
+        }
     }
 }

@@ -21,7 +21,7 @@ use super::objects::{
     Wire, message_to03, push_config_to03, send_config_to03, task_push_config_to10, task_to10,
     wrapped_to10,
 };
-use super::raw::{Obj, Out, each, object, opt, req, string, text};
+use super::raw::{Obj, Out, each, member, object, opt, req, string, text};
 use super::rpc::Translated;
 use super::{Op, TranslateError};
 
@@ -316,7 +316,7 @@ fn result_to10<'a>(op: Op, raw: &'a RawValue, f: &str) -> Result<Out<'a>, Transl
         Op::ListPushConfigs => {
             let l = Obj::parse(raw, f)?;
             let configs = match l.get("configs") {
-                Some(c) => each(c, &format!("{f}.configs"), |v, f| {
+                Some(c) => each(c, &member(f, "configs"), |v, f| {
                     task_push_config_to10(Wire::Rest, v, f)
                 })?,
                 // ProtoJSON leaves an empty list out.

@@ -9,7 +9,7 @@ use super::objects::{
     Wire, message_to03, send_config_to03, task_push_config_to03, task_push_config_to10, task_to10,
     wrapped_to10,
 };
-use super::raw::{Obj, Out, each, integer, object, opt, req, string};
+use super::raw::{Obj, Out, each, integer, member, object, opt, req, string};
 use super::{Op, TranslateError};
 
 /// The 0.3 JSON-RPC method of a 1.0 operation; `None` where 0.3 has none (ListTasks).
@@ -210,7 +210,7 @@ fn result_to10<'a>(
             super::objects::Kind::Task => (task_to10(Wire::Rpc, raw, f)?, false),
             _ => {
                 return Err(TranslateError::untranslatable(
-                    &format!("{f}.kind"),
+                    &member(f, "kind"),
                     "is not task",
                 ));
             }
