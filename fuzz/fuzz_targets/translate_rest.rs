@@ -8,7 +8,7 @@
 //! bodies its parser accepted, and refuses answers with duplicates): a request leaves with a
 //! path below `/v1/` and a body that is empty or one JSON object without duplicate keys; an
 //! answer or event is one JSON object without duplicate keys, an error one with an `error`
-//! member, with an HTTP status of a success or of the 1.0 error table.
+//! member (a success may hold one too: an extended card is copied as it came), with an HTTP status of a success or of the 1.0 error table.
 #![no_main]
 
 use a2a_egress::translate::{Op, rest_answer_to10, rest_event_to10, rest_request_to03};
@@ -57,7 +57,9 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(has_duplicate_key(&a.json), Some(false), "{text}");
             let o = object(&a.json).unwrap_or_else(|| panic!("not one object: {text}"));
             assert_eq!(a.error, a.status >= 400, "{} {text}", a.status);
-            assert_eq!(a.error, o.contains_key("error"), "{text}");
+            // Not the converse: a success may copy an object holding an `error` member (the
+            // extended card is passed on as the agent wrote it; the fuzzer found one).
+            assert!(!a.error || o.contains_key("error"), "{text}");
         }
         _ => {
             let Ok(t) = rest_event_to10(op, rest) else { return };

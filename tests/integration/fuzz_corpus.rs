@@ -264,7 +264,8 @@ fn translate_rest_corpus_translates_to_one_object() {
                 translated[1] += 1;
                 let o = object(&a.json).unwrap_or_else(|| panic!("{at}: not one object"));
                 assert_eq!(a.error, a.status >= 400, "{at}: {}", a.status);
-                assert_eq!(a.error, o.contains_key("error"), "{at}");
+                // A success may copy an object holding `error` (the extended card).
+                assert!(!a.error || o.contains_key("error"), "{at}");
                 (body, a.json)
             }
             _ => {
