@@ -64,6 +64,70 @@ impl SdkRun {
     }
 }
 
+/// What a 1.0 SDK client (`run`: either driver, its `--url` and `--binding` given) sees of an
+/// agent that behaves as the test peers do (`message …` answers a message, `task …` is a task
+/// whose artifact echoes the text, `hold …` a task left working until canceled): a message, a
+/// blocking task with its artifact and history, a stream ending completed, a read, an unknown
+/// task, a held task canceled and a second cancel refused. The errors are judged by their
+/// `ErrorInfo` reason, which both drivers print.
+pub fn drives_tasks(run: &dyn Fn(&[&str]) -> SdkRun) {
+    let sent = run(&["--op", "send", "--text", "message hi"]).ok();
+    let m = &sent.events()[0]["message"];
+    assert_eq!(m["role"], "ROLE_AGENT", "{sent:#?}");
+    assert_eq!(m["parts"][0]["text"], "message hi", "{sent:#?}");
+    let sent = run(&["--op", "send", "--text", "task one"]).ok();
+    let task = &sent.events()[0]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{sent:#?}");
+    assert_eq!(
+        task["artifacts"][0]["parts"],
+        serde_json::json!([{"text": "task one"}]),
+        "{sent:#?}"
+    );
+    assert_eq!(task["history"][0]["role"], "ROLE_USER", "{sent:#?}");
+    assert_eq!(
+        task["history"][0]["parts"][0]["text"], "task one",
+        "{sent:#?}"
+    );
+    let id = task["id"].as_str().unwrap().to_owned();
+    let streamed = run(&["--op", "stream", "--text", "task two"]).ok();
+    let ev = streamed.events();
+    assert!(ev[0].get("task").is_some(), "{streamed:#?}");
+    assert!(
+        ev.iter()
+            .any(|e| e["artifactUpdate"]["artifact"]["parts"][0]["text"] == "task two"),
+        "{streamed:#?}"
+    );
+    assert_eq!(
+        ev.last().unwrap()["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{streamed:#?}"
+    );
+    let got = run(&["--op", "get-task", "--task-id", &id]).ok();
+    assert_eq!(
+        got.of_kind("task")[0]["task"]["id"],
+        id.as_str(),
+        "{got:#?}"
+    );
+    let missing = run(&["--op", "get-task", "--task-id", "no-such-task"]);
+    assert_eq!(missing.err()["reason"], "TASK_NOT_FOUND", "{missing:#?}");
+    let held = run(&["--op", "send", "--text", "hold on", "--return-immediately"]).ok();
+    let task = &held.events()[0]["task"];
+    assert!(
+        ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"]
+            .contains(&task["status"]["state"].as_str().unwrap()),
+        "{held:#?}"
+    );
+    let held_id = task["id"].as_str().unwrap().to_owned();
+    let canceled = run(&["--op", "cancel", "--task-id", &held_id]).ok();
+    assert_eq!(
+        canceled.of_kind("task")[0]["task"]["status"]["state"],
+        "TASK_STATE_CANCELED",
+        "{canceled:#?}"
+    );
+    let again = run(&["--op", "cancel", "--task-id", &held_id]);
+    assert_eq!(again.err()["reason"], "TASK_NOT_CANCELABLE", "{again:#?}");
+}
+
 /// Runs the driver with `args` (e.g. `["--url", base, "--op", "stream", "--text", "hi"]`).
 pub fn sdk_client(args: &[&str]) -> SdkRun {
     let mut cmd = Command::new(super::python());
