@@ -490,11 +490,7 @@ pub(super) fn message_to10<'a>(
 }
 
 /// [`message_to10`] of the object already read.
-pub(super) fn message_to10_of<'a>(
-    w: Wire,
-    m: &Obj<'a>,
-    field: &str,
-) -> Result<Out<'a>, TranslateError> {
+fn message_to10_of<'a>(w: Wire, m: &Obj<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     Ok(Out::Obj(vec![
         ("messageId", req(m, "messageId", field, string)?),
         ("contextId", opt(m, "contextId", field, string)?),
@@ -626,13 +622,8 @@ pub(super) enum Kind {
     ArtifactUpdate,
 }
 
-/// The `kind` of the 0.3 result `raw`.
-pub(super) fn kind_of(raw: &RawValue, field: &str) -> Result<Kind, TranslateError> {
-    kind_in(&Obj::parse(raw, field)?, field)
-}
-
-/// The `kind` of the 0.3 result object `o`, already read.
-fn kind_in(o: &Obj<'_>, field: &str) -> Result<Kind, TranslateError> {
+/// The `kind` of the 0.3 result object `o`, already read (the same read is then translated).
+pub(super) fn kind_in(o: &Obj<'_>, field: &str) -> Result<Kind, TranslateError> {
     let kf = member(field, "kind");
     let k = o
         .get("kind")

@@ -7,6 +7,7 @@
 //! protocol versions disagree on is rebuilt.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use serde::Deserialize;
 use serde::de::{MapAccess, Visitor};
@@ -296,25 +297,13 @@ pub(super) fn member(field: &str, key: &str) -> String {
     s
 }
 
-/// The path of element `i` of `field` (`field[i]`), as [`member`] does.
+/// The path of element `i` of `field` (`field[i]`), as [`member`] does (only the index goes
+/// through the formatter).
 pub(super) fn index(field: &str, i: usize) -> String {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut n = i;
-    loop {
-        at -= 1;
-        // A decimal digit: `n % 10` is below 10.
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let digits = std::str::from_utf8(&digits[at..]).unwrap_or("0");
-    let mut s = String::with_capacity(field.len() + digits.len() + 2);
+    let mut s = String::with_capacity(field.len() + 8);
     s.push_str(field);
     s.push('[');
-    s.push_str(digits);
+    let _ = write!(s, "{i}");
     s.push(']');
     s
 }

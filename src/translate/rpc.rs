@@ -6,8 +6,8 @@
 use serde_json::value::RawValue;
 
 use super::objects::{
-    Wire, message_to03, send_config_to03, task_push_config_to03, task_push_config_to10, task_to10,
-    wrapped_to10,
+    Wire, message_to03, send_config_to03, task_push_config_to03, task_push_config_to10,
+    task_to10_of, wrapped_to10,
 };
 use super::raw::{Obj, Out, each, integer, member, object, opt, req, string};
 use super::{Op, TranslateError};
@@ -206,15 +206,18 @@ fn result_to10<'a>(
             wrapped_to10(Wire::Rpc, raw, f, event)?
         }
         // A task, and nothing else: `kind` (required in 0.3) must say so, as in a wrapped answer.
-        Op::GetTask | Op::CancelTask => match super::objects::kind_of(raw, f)? {
-            super::objects::Kind::Task => (task_to10(Wire::Rpc, raw, f)?, false),
-            _ => {
-                return Err(TranslateError::untranslatable(
-                    &member(f, "kind"),
-                    "is not task",
-                ));
+        Op::GetTask | Op::CancelTask => {
+            let o = Obj::parse(raw, f)?;
+            match super::objects::kind_in(&o, f)? {
+                super::objects::Kind::Task => (task_to10_of(Wire::Rpc, &o, f)?, false),
+                _ => {
+                    return Err(TranslateError::untranslatable(
+                        &member(f, "kind"),
+                        "is not task",
+                    ));
+                }
             }
-        },
+        }
         Op::CreatePushConfig | Op::GetPushConfig => {
             (task_push_config_to10(Wire::Rpc, raw, f)?, false)
         }
