@@ -10,7 +10,7 @@
 //! - **translation**: a chosen interface the gateway cannot call → unusable
 //!   ([`Unusable::TranslationNotBuilt`]), so no untranslated call leaves: 1.0 over JSON-RPC and
 //!   HTTP+JSON go as they come, 0.3 over either is translated by the data plane
-//!   ([`Interface::callable`]); gRPC is not built;
+//!   ([`Interface::callable`]), and 1.0 gRPC from the gateway's JSON-RPC face; 0.3 gRPC is not built;
 //! - **required extensions**: a `required` extension whose URI the client does not know → unusable
 //!   ([`Unusable::RequiredExtensions`], naming every such URI, sorted). When both rules fail, the
 //!   interface reason is reported (it is checked first);
@@ -71,7 +71,7 @@ impl Default for ClientCaps {
 /// Compiles a validated card for a client with capabilities `caps`.
 pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
     let c = card.card();
-    let (interface, offered, choices) = interfaces(c, caps);
+    let (interface, offered, choices) = interfaces(c, card.json(), caps);
     let (extensions, required_extensions, missing) = extensions(c, caps);
     let unusable = if let Some(i) = interface.as_ref().filter(|i| !i.callable()) {
         Some(Unusable::TranslationNotBuilt {
@@ -141,17 +141,29 @@ fn warnings(card: &ValidatedCard) -> Vec<String> {
     out
 }
 
+/// The URL of interface `at` as the card wrote it. `a2a-lf` reads a gRPC `http://host:port` as
+/// `host:port`, which would lose what says plaintext (see [`Interface::call_url`]): the card's
+/// own text is kept when it is that same URL with `http://`.
+fn wire_url(json: &serde_json::Value, at: usize, i: &a2a::AgentInterface) -> String {
+    let written = json["supportedInterfaces"][at]["url"].as_str();
+    match written {
+        Some(w) if w.strip_prefix("http://") == Some(i.url.as_str()) => w.to_owned(),
+        _ => i.url.clone(),
+    }
+}
+
 /// The chosen interface (the first, in card order, whose binding and version the client
 /// supports), every supported (binding, version) the card offers, deduplicated, and every
 /// interface of the card with why it was or was not chosen.
 fn interfaces(
     c: &a2a::AgentCard,
+    json: &serde_json::Value,
     caps: &ClientCaps,
 ) -> (Option<Interface>, Vec<BindingVersion>, Vec<InterfaceChoice>) {
     let mut interface: Option<Interface> = None;
     let mut offered: Vec<BindingVersion> = Vec::new();
     let mut choices = Vec::with_capacity(c.supported_interfaces.len());
-    for i in &c.supported_interfaces {
+    for (at, i) in c.supported_interfaces.iter().enumerate() {
         let known = Binding::from_wire(&i.protocol_binding);
         let not_chosen = match known {
             None => Some(format!(
@@ -182,7 +194,7 @@ fn interfaces(
             }
             if interface.is_none() {
                 interface = Some(Interface {
-                    url: i.url.clone(),
+                    url: wire_url(json, at, i),
                     binding,
                     version: i.protocol_version.clone(),
                     tenant: i.tenant.clone().filter(|t| !t.is_empty()),
@@ -438,10 +450,10 @@ mod tests {
         assert!(p.skills.contains_key("echo"));
     }
 
-    /// What the gateway can call: 0.3 over JSON-RPC and HTTP+JSON (translated) is usable; gRPC
-    /// is chosen but unusable until the gRPC client exists.
+    /// What the gateway can call: 0.3 over JSON-RPC and HTTP+JSON (translated) and 1.0 gRPC
+    /// are usable; 0.3 gRPC (the `a2a.v1` service) is chosen but unusable: it is not built.
     #[test]
-    fn a_chosen_0_3_interface_is_usable_and_grpc_waits() {
+    fn a_chosen_0_3_interface_is_usable_and_0_3_grpc_waits() {
         let caps = ClientCaps {
             bindings: vec![Binding::JsonRpc, Binding::HttpJson, Binding::Grpc],
             versions: vec!["1.0".into(), "0.3".into()],
@@ -458,16 +470,14 @@ mod tests {
         assert!(with("JSONRPC", "1.0").is_usable());
         assert!(with("HTTP+JSON", "1.0").is_usable());
         assert!(with("HTTP+JSON", "0.3").is_usable());
-        for (b, v) in [("GRPC", "1.0"), ("GRPC", "0.3")] {
-            assert_eq!(
-                with(b, v).unusable().cloned(),
-                Some(Unusable::TranslationNotBuilt {
-                    binding: b.into(),
-                    version: v.into()
-                }),
-                "{b} {v}"
-            );
-        }
+        assert!(with("GRPC", "1.0").is_usable());
+        assert_eq!(
+            with("GRPC", "0.3").unusable().cloned(),
+            Some(Unusable::TranslationNotBuilt {
+                binding: "GRPC".into(),
+                version: "0.3".into()
+            })
+        );
     }
 
     #[test]

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 /// A protocol binding an agent's interface speaks, as far as the gateway knows it.
 ///
-/// `Grpc` is recorded and may be chosen when `[client] bindings` allows it, but no call is sent
-/// over it yet (see `compile`'s translation rule); custom bindings are never selected.
+/// `Grpc` may be chosen when `[client] bindings` allows it; 1.0 gRPC is called through the
+/// gateway's JSON-RPC face (see [`Interface::callable`]); custom bindings are never selected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Binding {
     /// JSON-RPC 2.0 over HTTP POST to the interface URL.
@@ -110,14 +110,25 @@ impl Interface {
     }
 
     /// Whether the gateway can send calls to this interface: 1.0 over JSON-RPC or HTTP+JSON as
-    /// they come, 0.3 over JSON-RPC or HTTP+JSON translated. The one place of the rule: the
-    /// compiler makes a chosen interface that is not callable unusable, and the data plane's
-    /// translator reads its dialect only from callable ones.
+    /// they come, 0.3 over JSON-RPC or HTTP+JSON translated, 1.0 gRPC translated from JSON-RPC
+    /// (0.3's `a2a.v1` gRPC service is not built). The one place of the rule: the compiler makes
+    /// a chosen interface that is not callable unusable, and the data plane's translator reads
+    /// its dialect only from callable ones.
     pub fn callable(&self) -> bool {
         matches!(
             (self.version.as_str(), self.binding),
-            ("1.0" | "0.3", Binding::JsonRpc | Binding::HttpJson)
+            ("1.0" | "0.3", Binding::JsonRpc | Binding::HttpJson) | ("1.0", Binding::Grpc)
         )
+    }
+
+    /// The URL calls go to. A gRPC interface is often written `host:port`, without a scheme (as
+    /// the SDK samples do): that form means TLS (`https://host:port`), as a gRPC channel's
+    /// default is; `http://` says plaintext. Every other URL is used as written.
+    pub fn call_url(&self) -> std::borrow::Cow<'_, str> {
+        if self.binding == Binding::Grpc && !self.url.contains("://") {
+            return std::borrow::Cow::Owned(format!("https://{}", self.url));
+        }
+        std::borrow::Cow::Borrowed(&self.url)
     }
 }
 

@@ -87,6 +87,12 @@ fn caller_version(iface: &crate::profile::Interface) -> &str {
     }
 }
 
+/// The binding the orchestrator speaks to the gateway for `iface`: JSON-RPC in front of a gRPC
+/// agent (`crate::translate::grpc`), the interface's own otherwise.
+fn caller_binding(iface: &crate::profile::Interface) -> crate::profile::Binding {
+    crate::translate::Dialect::of(iface).map_or(iface.binding, |d| d.caller_binding())
+}
+
 /// The effective card's JSON (see the module doc).
 fn card_json(state: &IntegrationState, public_url: &str) -> Option<Value> {
     let (profile, _) = state.usable()?;
@@ -95,7 +101,7 @@ fn card_json(state: &IntegrationState, public_url: &str) -> Option<Value> {
     let url = format!("{public_url}/agents/{}", i.name);
     let mut interface = json!({
         "url": url,
-        "protocolBinding": iface.binding.as_str(),
+        "protocolBinding": caller_binding(iface).as_str(),
         "protocolVersion": caller_version(iface),
     });
     if let Some(t) = i

@@ -17,7 +17,10 @@
 //! deadline passed before the caller got anything is answered 504 `UPSTREAM_TIMEOUT`, one passed
 //! later cuts the answer; both are counted in `a2a_egress_upstream_timeouts_total`.
 
+mod caller;
 mod exchange;
+mod grpc;
+mod grpc_stream;
 mod inbound;
 mod reply;
 mod screen;
@@ -99,6 +102,10 @@ pub enum ClientError {
     /// The caller closed its connection while the gateway waited on the agent.
     #[error("the caller closed its connection")]
     CallerGone,
+    /// A gRPC call failed before the agent answered it (the channel, the connection, TLS,
+    /// HTTP/2): what tonic said.
+    #[error("gRPC: {0}")]
+    Grpc(String),
 }
 
 /// Which deadline of a call to an agent passed (the `phase` label of
@@ -140,6 +147,7 @@ impl ClientError {
             ClientError::Timeout(Deadline::Body) => "body_timeout",
             ClientError::Timeout(Deadline::Idle) => "idle_timeout",
             ClientError::CallerGone => "caller_gone",
+            ClientError::Grpc(_) => "grpc",
         }
     }
 
@@ -610,7 +618,11 @@ impl<'a> Job<'a> {
     ) -> std::result::Result<Sent<'a>, ClientError> {
         self.begin_span(at, &out);
         let started = std::time::Instant::now();
-        let sent = send(self.gw, self.session, &self.ctx.trace, at, out).await;
+        let sent = if at.plan.dialect.grpc() {
+            self.send_grpc(at, out).await
+        } else {
+            send(self.gw, self.session, &self.ctx.trace, at, out).await
+        };
         self.ctx.upstream_answered(started);
         if let Ok(s) = &sent {
             self.ctx.upstream_status = s.status();
@@ -624,6 +636,44 @@ impl<'a> Job<'a> {
             }
         }
         vetted
+    }
+
+    /// Sends one request of the attempt to a gRPC agent ([`grpc`]): the planned rpc with the
+    /// shaped headers as metadata, answered as a JSON-RPC agent would (the caller's `id`).
+    async fn send_grpc(
+        &mut self,
+        at: Attempt<'_>,
+        out: Outgoing<'_>,
+    ) -> std::result::Result<Sent<'a>, ClientError> {
+        let up = at.state.upstream().ok_or(ClientError::NoUpstream)?;
+        let shaped = upstream_headers(
+            &self.session.req_header().headers,
+            at.state,
+            up,
+            at.plan,
+            out.body.len(),
+            &self.ctx.trace,
+        );
+        let rpc = grpc::Rpc {
+            path: out.path,
+            body: out.body,
+            metadata: grpc::metadata(shaped),
+            id: vet::request_id(&self.ctx.shape).unwrap_or("null"),
+        };
+        let started = std::time::Instant::now();
+        let sent = grpc::send(up, rpc, self.session, &self.gw.limits.upstream).await;
+        if !matches!(sent, Err(ClientError::CallerGone)) {
+            let protocol = at.plan.dialect.protocol;
+            (self.gw.metrics).observe_upstream(
+                at.name(),
+                protocol,
+                started.elapsed().as_secs_f64(),
+            );
+        }
+        if let Err(ClientError::Invalid { why, status }) = &sent {
+            vet::report(self.gw, at.name(), *why, *status);
+        }
+        sent
     }
 
     /// With tracing on, starts the CLIENT span of the request about to be sent, whose id the
@@ -808,9 +858,10 @@ fn retry_cause(at: Attempt<'_>, a: &Answer) -> Option<StaleCause> {
 
 /// The SendMessage form of the request about to be sent (`held`): the same bytes with the
 /// JSON-RPC method replaced; an HTTP+JSON body is the same for `message:send` as for
-/// `message:stream`.
+/// `message:stream`, and a gRPC request for both rpcs.
 fn send_message_body(plan: &Plan, held: &Bytes) -> Bytes {
-    if plan.binding != Binding::JsonRpc {
+    // A gRPC SendMessageRequest is the same message for SendMessage and SendStreamingMessage.
+    if plan.binding != Binding::JsonRpc || plan.dialect.grpc() {
         return held.clone();
     }
     let sent = if plan.dialect.translates() {

@@ -286,7 +286,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     // The compiler makes only callable interfaces usable; anything else is no usable profile.
     let dialect = Dialect::of(iface).ok_or(Deny::NoUsableProfile)?;
     let integration = &state.integration;
-    let (method, caller_tenant, rest_path) = operation(f, iface.binding)?;
+    let (method, caller_tenant, rest_path) = operation(f, dialect.caller_binding())?;
     // Blocked by a breaking change against the lockfile: running tasks only.
     if matches!(state.status, Status::Blocked { .. }) && !continues_task(method) {
         return Err(Deny::IntegrationBlocked);
@@ -338,7 +338,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     }
     let mut plan = Plan {
         method,
-        binding: iface.binding,
+        binding: dialect.caller_binding(),
         stream,
         tenant,
         upstream_path,
@@ -352,8 +352,30 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     };
     if dialect.translates() {
         as_03(&mut plan, f, rest_path, &upstream.base_path)?;
+    } else if dialect.grpc() {
+        as_grpc(&mut plan, f)?;
     }
     Ok(plan)
+}
+
+/// Makes `plan` the call to a gRPC agent: the rpc's path (and SendMessage's, for a downgrade)
+/// and its protobuf request, made from the JSON-RPC body that would have gone to a JSON-RPC
+/// agent (tenant spliced, guard's redaction included), or refused before anything leaves.
+fn as_grpc(plan: &mut Plan, f: &Facts<'_>) -> Result<(), Deny> {
+    let op = Op::from_v10(plan.method.as_str()).ok_or(Deny::MethodNotFound)?;
+    let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
+    let body = plan.rewritten_body.as_deref().unwrap_or(rpc.body());
+    let pb = translate::grpc::request_to_pb(op, body).map_err(|e| match e {
+        TranslateError::Untranslatable { field, why } => Deny::Untranslatable { field, why },
+        _ => Deny::Untranslatable {
+            field: "params".into(),
+            why: "cannot be said in protobuf",
+        },
+    })?;
+    plan.upstream_path = translate::grpc::path(op).to_owned();
+    plan.send_path = translate::grpc::path(Op::SendMessage).to_owned();
+    plan.rewritten_body = Some(Bytes::from(pb));
+    Ok(())
 }
 
 /// Makes `plan` the call to a 0.3 agent: the translated body, and over HTTP+JSON 0.3's method

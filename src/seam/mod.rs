@@ -31,7 +31,7 @@
 //!
 //! | # | assumption | relied on by | test |
 //! |---|---|---|---|
-//! | 1 | [`caller_idle`] (`read_body_or_idle(true)` once the request is read) returns `ConnectionClosed` when the caller hangs up (pingora's `abort_on_close`, on by default), and stays pending while the caller waits | `proxy::client::exchange::hung_up` | `seam::tests::an_idle_read_returns_when_the_caller_hangs_up` |
+//! | 1 | [`caller_idle`] (`read_body_or_idle(true)` once the request is read) returns `ConnectionClosed` when the caller hangs up (pingora's `abort_on_close`, on by default), and stays pending while the caller waits | `proxy::client::caller::hung_up` | `seam::tests::an_idle_read_returns_when_the_caller_hangs_up` |
 //! | 2 | [`set_write_timeout`] bounds each write of the answer, body included (pingora sets no write deadline of its own) | `proxy::gateway` | `seam::tests::the_write_timeout_applies_to_body_writes` |
 //! | 3 | an `HttpPeer`'s connection goes to the peer's address as given (the pinned, checked address), whatever its SNI and the request's `Host` | `proxy::upstream`, `proxy::client` | `seam::tests::the_connector_dials_the_pinned_address_and_pools_by_peer` |
 //! | 4 | a client session released to the [`Connector`] comes back from `reused_http_session` for the same peer, and [`set_client_timeouts`] are per session: they bound that session only; a session, new or from the pool, starts with no read or write timeout (pingora applies none of the peer's `options` timeouts to an HTTP/1 client session), so they are set on every session taken | `proxy::client::exchange` | `seam::tests::the_connector_dials_the_pinned_address_and_pools_by_peer`, `seam::tests::client_timeouts_are_per_session` |

@@ -637,9 +637,11 @@ pub fn check_contract(integration: &Integration, profile: &Profile) -> Result<()
     let Some(iface) = &profile.interface else {
         return Err(ContractError::NoInterface);
     };
-    if !integration.origin_allowed(&iface.url) {
+    // The URL calls go to: a gRPC `host:port` is an https origin.
+    let url = iface.call_url();
+    if !integration.origin_allowed(&url) {
         return Err(ContractError::OriginNotApproved {
-            origin: origin_of_url(&iface.url).unwrap_or_else(|| "an unparsable URL".into()),
+            origin: origin_of_url(&url).unwrap_or_else(|| "an unparsable URL".into()),
         });
     }
     if !integration

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use http::HeaderValue;
 
-use super::trust::{TrustError, trust_roots};
+use super::trust::{TrustError, TrustRoots, trust_roots};
 use crate::config::{Credential, Integration, SecretError, bearer_authorization};
 
 /// Root certificates for one upstream (pingora's per-peer CA list).
@@ -115,6 +115,12 @@ pub struct Upstream {
     pub authorization: Option<HeaderValue>,
     /// Forward the caller's `Authorization` unchanged.
     pub pass_through_auth: bool,
+    /// The roots TLS trusts (the platform's, plus `ca_file`'s): what a gRPC call's own TLS
+    /// configuration is built from, so it trusts exactly what every other call does.
+    pub trust: Arc<TrustRoots>,
+    /// The gRPC channel to this upstream, made on its first gRPC call (`proxy::client::grpc`)
+    /// and dropped with the upstream, so a new profile never reuses a channel of the old one.
+    pub grpc: std::sync::OnceLock<tonic::transport::Channel>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -173,16 +179,19 @@ impl Upstream {
             .next()
             .ok_or_else(|| resolve("no address".into()))?;
         let authorization = bearer_authorization(&integration.credential)?;
+        let (roots, trust) = roots(integration)?;
         Ok(Upstream {
             authority: authority_of(&url).unwrap_or_default(),
             sni: bare.to_owned(),
             base_path: url.path().trim_end_matches('/').to_owned(),
-            roots: roots(integration)?,
+            roots,
             url,
             addr,
             tls,
             authorization,
             pass_through_auth: integration.credential == Credential::PassThrough,
+            trust,
+            grpc: std::sync::OnceLock::new(),
         })
     }
 
@@ -201,6 +210,8 @@ impl Upstream {
             roots: None,
             authorization: None,
             pass_through_auth: false,
+            trust: trust_roots(None).expect("the platform's roots"),
+            grpc: std::sync::OnceLock::new(),
         }
     }
 }
@@ -213,10 +224,10 @@ static PINGORA_ROOTS: std::sync::LazyLock<
 
 /// The upstream's roots, as [`trust_roots`] decides them for the integration: `None` without
 /// `ca_file` (pingora's connector holds the platform's roots already), else the whole list.
-fn roots(integration: &Integration) -> Result<Option<Roots>, UpstreamError> {
+fn roots(integration: &Integration) -> Result<(Option<Roots>, Arc<TrustRoots>), UpstreamError> {
     let trust = trust_roots(integration.ca_file.as_deref())?;
     if !trust.extra {
-        return Ok(None);
+        return Ok((None, trust));
     }
     let mut cache = PINGORA_ROOTS.lock().unwrap_or_else(|p| p.into_inner());
     let list = cache
@@ -236,8 +247,6 @@ fn roots(integration: &Integration) -> Result<Option<Roots>, UpstreamError> {
             Arc::from(wrapped.into_boxed_slice())
         })
         .clone();
-    Ok(Some(Roots {
-        pingora: list,
-        id: trust.id,
-    }))
+    let id = trust.id;
+    Ok((Some(Roots { pingora: list, id }), trust))
 }

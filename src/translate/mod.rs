@@ -15,14 +15,19 @@
 //!   are copied as the exact JSON text that came (see `raw`): no float rounding, no re-escaping.
 //! - **A duplicate key anywhere the translator reads is refused**, as the request parser does.
 //!
-//! gRPC is not translated here (its profiles stay unusable).
+//! The 1.0 gRPC binding is the other translation here (`grpc`): the gateway's JSON-RPC face ⇄
+//! the agent's protobuf messages, through the official generated types. 0.3's gRPC service is not
+//! built (its profiles stay unusable).
 
 mod errors;
+pub mod grpc;
 mod objects;
 mod raw;
 mod rest;
 mod rpc;
 
+#[cfg(test)]
+mod grpc_tests;
 #[cfg(test)]
 mod rest_tests;
 #[cfg(test)]
@@ -71,8 +76,8 @@ pub struct Dialect {
 
 impl Dialect {
     /// The dialect of a chosen interface, when the gateway can call it: 1.0 over JSON-RPC or
-    /// HTTP+JSON as it comes, 0.3 over either translated; `None` for gRPC, which the compiler
-    /// leaves unusable.
+    /// HTTP+JSON as it comes, 0.3 over either translated, 1.0 gRPC from JSON-RPC; `None` for
+    /// 0.3 gRPC, which the compiler leaves unusable.
     pub fn of(iface: &Interface) -> Option<Dialect> {
         // Which interfaces can be called at all is the profile's rule; this only names the dialect.
         if !iface.callable() {
@@ -89,9 +94,24 @@ impl Dialect {
         })
     }
 
-    /// Whether calls in this dialect are translated.
+    /// Whether calls in this dialect are translated between the versions (1.0 ⇄ 0.3).
     pub fn translates(self) -> bool {
         self.protocol == Protocol::V0_3
+    }
+
+    /// Whether calls go out over gRPC ([`grpc`]): made from the caller's JSON-RPC request, and
+    /// answered as a JSON-RPC agent would.
+    pub fn grpc(self) -> bool {
+        self.binding == Binding::Grpc
+    }
+
+    /// The binding the orchestrator speaks to the gateway for this dialect (the effective card's
+    /// `protocolBinding`): JSON-RPC in front of a gRPC agent, the agent's own otherwise.
+    pub fn caller_binding(self) -> Binding {
+        match self.binding {
+            Binding::Grpc => Binding::JsonRpc,
+            b => b,
+        }
     }
 
     /// The `A2A-Version` the orchestrator speaks to the gateway for this dialect (the effective

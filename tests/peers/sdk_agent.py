@@ -29,17 +29,20 @@ import socket
 import sys
 import threading
 
+import grpc
 import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_text_part
+from a2a.helpers import get_data_parts, get_message_text, new_data_part, new_text_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
+from a2a.server.request_handlers.grpc_handler import DefaultGrpcServerCallContextBuilder
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import a2a_pb2_grpc
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -70,7 +73,7 @@ REST_ROOTS = ('message:send', 'message:stream', 'tasks', 'extendedAgentCard')
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument('--binding', choices=['jsonrpc', 'rest', 'both', 'rest-first'], default='jsonrpc',
+    p.add_argument('--binding', choices=['jsonrpc', 'rest', 'both', 'rest-first', 'grpc'], default='jsonrpc',
                    help='interfaces in the card, in preference order (both = JSONRPC then HTTP+JSON)')
     p.add_argument('--streaming', choices=['on', 'off'], default='on')
     p.add_argument('--refuse-streaming', action='store_true',
@@ -108,21 +111,28 @@ def parse_args(argv):
     p.add_argument('--interface-base', default='', metavar='URL',
                    help='put interfaces under this base URL in the card instead of this server '
                         '(e.g. another server that presents a bad certificate)')
+    p.add_argument('--drive-modes', action='store_true',
+                   help="`message …`, `hold …` and task texts as the 0.3 peers answer them (DriveExecutor)")
+    p.add_argument('--grpc-url', choices=['http', 'bare'], default='http',
+                   help="how the card writes the gRPC interface's URL: http://127.0.0.1:PORT or "
+                        '127.0.0.1:PORT (the SDK samples\' form, which means TLS)')
     p.add_argument('--exit-on-stdin-eof', action='store_true',
                    help='exit when stdin closes (the test harness holds it open, so an aborted test run '
                         'leaves no orphan agent)')
     return p.parse_args(argv)
 
 
-def build_cards(args, base):
+def build_cards(args, base, grpc_base=''):
     interfaces = {
+        'grpc': AgentInterface(url=grpc_base, protocol_binding='GRPC', protocol_version='1.0',
+                               tenant=args.tenant),
         'jsonrpc': AgentInterface(url=base + JSONRPC_PATH, protocol_binding='JSONRPC',
                                   protocol_version='1.0', tenant=args.tenant),
         'rest': AgentInterface(url=base + REST_PATH, protocol_binding='HTTP+JSON',
                                protocol_version='1.0', tenant=args.tenant),
     }
     order = {'jsonrpc': ['jsonrpc'], 'rest': ['rest'], 'both': ['jsonrpc', 'rest'],
-             'rest-first': ['rest', 'jsonrpc']}[args.binding]
+             'rest-first': ['rest', 'jsonrpc'], 'grpc': ['grpc']}[args.binding]
     extensions = [AgentExtension(uri=u, required=True, description='required test extension')
                   for u in args.required_extension]
     extensions += [AgentExtension(uri=u, required=False, description='optional test extension')
@@ -200,6 +210,44 @@ class EchoExecutor(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+class DriveExecutor(AgentExecutor):
+    """`--drive-modes` (the modes the 0.3 peers have, which the tests' `drives_tasks` expects):
+    `message …` is answered with a message echoing it, `hold …` is a task left working (a status
+    update every 200 ms) until it is canceled, anything else a task whose one artifact is the text."""
+
+    def __init__(self):
+        self.held = {}
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        text = get_message_text(context.message) if context.message else ''
+        if text.startswith('message'):
+            await event_queue.enqueue_event(new_text_message(text, context_id=context.context_id))
+            return
+        if context.current_task is None:
+            await event_queue.enqueue_event(Task(
+                id=context.task_id, context_id=context.context_id,
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED), history=[context.message]))
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        await updater.start_work()
+        if text.startswith('hold'):
+            released = self.held.setdefault(context.task_id, asyncio.Event())
+            for _ in range(150):
+                try:
+                    await asyncio.wait_for(released.wait(), 0.2)
+                    return
+                except asyncio.TimeoutError:
+                    await updater.start_work()
+            return
+        await updater.add_artifact([new_text_part(text)], name='echo')
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+        released = self.held.get(context.task_id)
+        if released is not None:
+            released.set()
 
 
 class StrictHandler(DefaultRequestHandler):
@@ -343,6 +391,54 @@ class RecordAndGuard:
         return entry
 
 
+def _grpc_server(args):
+    """A grpc.aio server on 127.0.0.1:0 (TLS with the same certificate when the agent has one),
+    recording every call into the same /_test/seen list as the HTTP requests."""
+    server = grpc.aio.server(interceptors=[_GrpcRecorder()])
+    if args.tls_cert:
+        with open(args.tls_cert, 'rb') as f:
+            cert = f.read()
+        with open(args.tls_key, 'rb') as f:
+            key = f.read()
+        port = server.add_secure_port('127.0.0.1:0', grpc.ssl_server_credentials([(key, cert)]))
+    else:
+        port = server.add_insecure_port('127.0.0.1:0')
+    return server, port
+
+
+GRPC_SEEN = []
+
+
+class _GrpcRecorder(grpc.aio.ServerInterceptor):
+    """Records each gRPC call: its rpc and its metadata (names lower-case), as /_test/seen shows."""
+
+    async def intercept_service(self, continuation, details):
+        md = {}
+        for k, v in details.invocation_metadata or ():
+            v = v if isinstance(v, str) else v.decode('latin-1')
+            md[k.lower()] = f'{md[k.lower()]}, {v}' if k.lower() in md else v
+        GRPC_SEEN.append({'path': details.method, 'http_method': 'POST', 'rpc_method': None,
+                          'grpc_method': details.method.rsplit('/', 1)[-1], 'rest_route': None,
+                          'tenant': None, 'a2a_version': md.get('a2a-version'),
+                          'a2a_extensions': md.get('a2a-extensions'),
+                          'authorization': md.get('authorization'), 'content_type': None,
+                          'body': None, 'raw_body': '', 'headers': md})
+        return await continuation(details)
+
+
+class _HeadersContextBuilder(DefaultGrpcServerCallContextBuilder):
+    """The SDK's gRPC context, plus the call's metadata as `state['headers']` (what the JSON-RPC
+    and REST routes put there), so the strict checks read the version the same way."""
+
+    def build(self, context):
+        call = super().build(context)
+        md = {}
+        for k, v in context.invocation_metadata() or ():
+            md[k.lower()] = v if isinstance(v, str) else v.decode('latin-1')
+        call.state['headers'] = md
+        return call
+
+
 def main(argv):
     args = parse_args(argv)
     if args.exit_on_stdin_eof:
@@ -355,17 +451,26 @@ def main(argv):
     port = sock.getsockname()[1]
     scheme = 'https' if args.tls_cert else 'http'
     base = f'{scheme}://127.0.0.1:{port}'
-    card, extended = build_cards(args, args.interface_base.rstrip('/') or base)
-    handler = StrictHandler(args, agent_executor=EchoExecutor(args.slow_stream),
+    grpc_server, grpc_base = None, ''
+    if args.binding == 'grpc':
+        # grpc.aio binds a server to the event loop current when it is made: make that loop first.
+        asyncio.set_event_loop(asyncio.new_event_loop())
+        grpc_server, grpc_port = _grpc_server(args)
+        grpc_host = f'127.0.0.1:{grpc_port}'
+        grpc_base = grpc_host if args.grpc_url == 'bare' else f'{scheme}://{grpc_host}'
+    card, extended = build_cards(args, args.interface_base.rstrip('/') or base, grpc_base)
+    executor = DriveExecutor() if args.drive_modes else EchoExecutor(args.slow_stream)
+    handler = StrictHandler(args, agent_executor=executor,
                             task_store=InMemoryTaskStore(), agent_card=card, extended_agent_card=extended)
 
     recorder = None
 
     async def seen(_request):
-        return JSONResponse(recorder.seen)
+        return JSONResponse(recorder.seen + GRPC_SEEN)
 
     async def reset(_request):
         recorder.seen.clear()
+        GRPC_SEEN.clear()
         return JSONResponse({'reset': True})
 
     async def require_extension(request):
@@ -396,7 +501,16 @@ def main(argv):
                       'card_url': f'{base}/.well-known/agent-card.json'}), flush=True)
     tls = {'ssl_certfile': args.tls_cert, 'ssl_keyfile': args.tls_key} if args.tls_cert else {}
     config = uvicorn.Config(recorder, log_level='warning', lifespan='off', **tls)
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    if grpc_server is None:
+        asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+        return
+    async def serve_both():
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(
+            GrpcHandler(handler, context_builder=_HeadersContextBuilder()), grpc_server)
+        await grpc_server.start()
+        await uvicorn.Server(config).serve(sockets=[sock])
+
+    asyncio.get_event_loop().run_until_complete(serve_both())
 
 
 if __name__ == '__main__':

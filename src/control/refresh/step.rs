@@ -321,7 +321,7 @@ impl Worker {
         let integration = self.integration.clone();
         let upstream = match profile.interface.as_ref().filter(|_| profile.is_usable()) {
             None => Err(InterfaceError::NoUsableInterface),
-            Some(iface) => prepare_upstream(&iface.url, &integration, policy).await,
+            Some(iface) => prepare_upstream(&iface.call_url(), &integration, policy).await,
         };
         if let Err(e) = &upstream {
             tracing::debug!(integration = %self.name(), kind = e.kind(), error = %e, "no upstream for the profile");

@@ -1,6 +1,7 @@
 //! One HTTP/1.1 exchange with an agent over pingora's pooled connector (I/O): connect (or reuse a
 //! pooled connection), write the request, read the response header, then read the body chunk by
-//! chunk or whole. A connection whose answer was read to the end goes back to the pool.
+//! chunk or whole. A connection whose answer was read to the end goes back to the pool. A gRPC
+//! stream's answer is read through the same [`Response`] ([`super::grpc_stream`] makes its body).
 //!
 //! Every wait on the agent is raced against the caller's connection ([`hung_up`]) and a
 //! deadline (`[limits] upstream_*`): the answer head has a total deadline across the connections
@@ -20,6 +21,7 @@ use pingora::proxy::Session;
 use pingora::{ErrorType, RetryType};
 use tokio::time::Instant;
 
+use super::caller::hung_up;
 use super::{ClientError, Deadline};
 use crate::proxy::call::Client;
 use crate::proxy::limits::UpstreamDeadlines;
@@ -33,27 +35,6 @@ const MAX_CONNECTIONS_PER_REQUEST: usize = 3;
 
 /// Informational (1xx) answers skipped before the real response header.
 const MAX_INFORMATIONAL: usize = 8;
-
-/// Resolves once the caller has hung up: the FIN after its request (pingora's
-/// `ConnectionClosed`, as its own proxy loop detects it) or a reset. Otherwise it never resolves:
-/// bytes after the request (the start of a pipelined request, which the gateway does not serve)
-/// do not end this call, but pingora consumed one of them, so the connection takes no next
-/// request.
-///
-/// The request body is always read before a call goes out, so the read is pingora's idle probe
-/// and never takes body bytes.
-pub(super) async fn hung_up(caller: &mut Session) {
-    if let Err(e) = crate::seam::caller_idle(caller).await {
-        if matches!(
-            e.etype(),
-            ErrorType::ConnectionClosed | ErrorType::ReadError
-        ) {
-            return;
-        }
-        caller.set_keepalive(None);
-    }
-    std::future::pending().await
-}
 
 impl Client {
     /// Sends the request `build` makes from the caller's header, with `body`, to `up` and reads
@@ -94,15 +75,19 @@ impl Client {
             match tried {
                 Ok((session, head)) => {
                     let mut resp = Response {
-                        client: self,
-                        session,
-                        peer,
                         head,
-                        body_by: None,
+                        body: Body::Http {
+                            client: self,
+                            session,
+                            peer,
+                            body_by: None,
+                        },
                     };
                     // A stream has no total deadline, only the idle one of each read.
-                    if !resp.is_sse() {
-                        resp.body_by = Some(Instant::now() + deadlines.body);
+                    if !resp.is_sse()
+                        && let Body::Http { body_by, .. } = &mut resp.body
+                    {
+                        *body_by = Some(Instant::now() + deadlines.body);
                     }
                     return Ok(resp);
                 }
@@ -233,15 +218,39 @@ fn receive_error(e: Box<pingora::Error>) -> ClientError {
 
 /// An agent's response whose header has been read; the body is read from it.
 pub(super) struct Response<'c> {
-    client: &'c Client,
-    session: HttpSession,
-    peer: Box<HttpPeer>,
     head: Box<ResponseHeader>,
-    /// When a unary body must be complete (`None`: a stream).
-    body_by: Option<Instant>,
+    body: Body<'c>,
 }
 
-impl Response<'_> {
+/// Where a response's body comes from.
+// The HTTP variant is the one almost every call has: boxing it would cost an allocation per call
+// to save a few hundred bytes on the rare gRPC stream.
+#[allow(clippy::large_enum_variant)]
+enum Body<'c> {
+    /// An HTTP/1.1 exchange's connection, pooled again once the body was read to its end.
+    Http {
+        client: &'c Client,
+        session: HttpSession,
+        peer: Box<HttpPeer>,
+        /// When a unary body must be complete (`None`: a stream).
+        body_by: Option<Instant>,
+    },
+    /// A gRPC stream's messages, as SSE events ([`super::grpc_stream`]).
+    Grpc(Box<super::grpc_stream::Events>),
+}
+
+impl<'c> Response<'c> {
+    /// A gRPC stream's made-up head and its events.
+    pub(super) fn grpc(
+        head: Box<ResponseHeader>,
+        events: Box<super::grpc_stream::Events>,
+    ) -> Response<'c> {
+        Response {
+            head,
+            body: Body::Grpc(events),
+        }
+    }
+
     /// The response header.
     pub fn head(&self) -> &ResponseHeader {
         &self.head
@@ -280,8 +289,14 @@ impl Response<'_> {
     /// The next piece of the body as it arrives, `None` at its end; the body deadline and a
     /// caller that hangs up end the wait (see [`Client::send`]).
     pub async fn chunk(&mut self, caller: &mut Session) -> Result<Option<Bytes>, ClientError> {
-        let read = self.session.read_body_bytes();
-        let read = match self.body_by {
+        let (session, body_by) = match &mut self.body {
+            Body::Http {
+                session, body_by, ..
+            } => (session, *body_by),
+            Body::Grpc(events) => return events.next(caller).await,
+        };
+        let read = session.read_body_bytes();
+        let read = match body_by {
             Some(by) => tokio::select! {
                 biased;
                 read = read => read,
@@ -310,14 +325,8 @@ impl Response<'_> {
             }
             buf.extend_from_slice(&chunk);
         }
-        let Response {
-            client,
-            session,
-            peer,
-            head,
-            ..
-        } = self;
-        client.release(session, &peer).await;
+        let Response { head, body } = self;
+        body.release().await;
         Ok(Answer {
             head,
             body: buf.freeze(),
@@ -326,7 +335,23 @@ impl Response<'_> {
 
     /// Returns the connection to the pool if the body was read to its end (otherwise it closes).
     pub async fn release(self) {
-        self.client.release(self.session, &self.peer).await;
+        self.body.release().await;
+    }
+}
+
+impl Body<'_> {
+    async fn release(self) {
+        match self {
+            Body::Http {
+                client,
+                session,
+                peer,
+                ..
+            } => client.release(session, &peer).await,
+            // The channel keeps its HTTP/2 connection; a stream not read to its end is reset
+            // when dropped.
+            Body::Grpc(_) => {}
+        }
     }
 }
 

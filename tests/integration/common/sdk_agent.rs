@@ -54,9 +54,13 @@ pub struct Seen {
     /// The request body exactly as received (UTF-8, invalid bytes replaced), for byte-level checks.
     #[serde(default)]
     pub raw_body: String,
-    /// Every request header: lower-cased name → value (repeated lines joined with ", ").
+    /// Every request header: lower-cased name → value (repeated lines joined with ", "); for a
+    /// gRPC call, its metadata.
     #[serde(default)]
     pub headers: std::collections::BTreeMap<String, String>,
+    /// The rpc of a gRPC call (`SendMessage`, …; its path is `/lf.a2a.v1.A2AService/<rpc>`).
+    #[serde(default)]
+    pub grpc_method: Option<String>,
 }
 
 impl Seen {

@@ -1,0 +1,263 @@
+//! Calls to a gRPC agent (I/O): the planned rpc of `lf.a2a.v1.A2AService` over tonic's HTTP/2
+//! client, answered as the JSON-RPC agent the caller thinks it talks to ([`crate::translate::grpc`]),
+//! so the rest of the client (vet, feedback, downgrade, retry, artifact schema) treats the answer as
+//! any other: a unary answer or an error becomes a whole JSON-RPC answer, a stream an SSE body of
+//! JSON-RPC events.
+//!
+//! The same bounds as every other call ([`super::exchange`]): the caller hanging up ends the call at
+//! once (the rpc's future is dropped, which resets its HTTP/2 stream), the answer head has
+//! `upstream_header_timeout` and a unary answer `upstream_body_timeout` after it (also sent as
+//! `grpc-timeout`), and every stream message `upstream_idle_timeout`; an answer is at most
+//! [`MAX_ANSWER_BYTES`]. The connection goes to the address the control plane checked (no second
+//! DNS lookup), with the upstream's roots and full certificate and host name verification.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes};
+use http::{HeaderMap, HeaderName, HeaderValue};
+use pingora::http::ResponseHeader;
+use pingora::proxy::Session;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
+use tonic::transport::{Channel, Endpoint};
+
+use super::caller::hung_up;
+use super::exchange::{Answer, Response};
+use super::grpc_stream::{Events, not_the_agents, untranslatable, wire_status};
+use super::{ClientError, Deadline, MAX_ANSWER_BYTES};
+use crate::proxy::limits::UpstreamDeadlines;
+use crate::state::Upstream;
+use crate::translate;
+
+/// TCP connect and TLS handshake, together.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Headers that are HTTP's or gRPC's own, never metadata of a call.
+fn is_transport_header(name: &HeaderName) -> bool {
+    use http::header;
+    matches!(
+        *name,
+        header::HOST
+            | header::CONTENT_LENGTH
+            | header::CONTENT_TYPE
+            | header::ACCEPT_ENCODING
+            | header::CONNECTION
+            | header::TE
+            | header::TRANSFER_ENCODING
+            | header::UPGRADE
+            | header::USER_AGENT
+    ) || name.as_str().starts_with("grpc-")
+}
+
+/// The call's metadata: the shaped headers (`A2A-Version`, `A2A-Extensions`, the credential,
+/// `X-Request-Id`, the trace context, `forward_headers`) without HTTP's own.
+pub(super) fn metadata(shaped: Vec<(HeaderName, HeaderValue)>) -> tonic::metadata::MetadataMap {
+    let mut headers = HeaderMap::with_capacity(shaped.len());
+    for (n, v) in shaped {
+        if !is_transport_header(&n) {
+            headers.append(n, v);
+        }
+    }
+    tonic::metadata::MetadataMap::from_headers(headers)
+}
+
+/// Messages as bytes: the protobuf is made and read by [`crate::translate::grpc`] with the
+/// generated types; tonic frames it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Raw;
+
+impl Codec for Raw {
+    type Encode = Bytes;
+    type Decode = Bytes;
+    type Encoder = Raw;
+    type Decoder = Raw;
+    fn encoder(&mut self) -> Raw {
+        Raw
+    }
+    fn decoder(&mut self) -> Raw {
+        Raw
+    }
+}
+
+impl Encoder for Raw {
+    type Item = Bytes;
+    type Error = tonic::Status;
+    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), tonic::Status> {
+        dst.put(item);
+        Ok(())
+    }
+}
+
+impl Decoder for Raw {
+    type Item = Bytes;
+    type Error = tonic::Status;
+    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, tonic::Status> {
+        Ok(Some(src.copy_to_bytes(src.remaining())))
+    }
+}
+
+/// A connection's stream, plaintext or TLS.
+trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
+
+/// The channel to `up`: made once per upstream, connected on its first call.
+fn channel(up: &Upstream) -> Result<Channel, ClientError> {
+    if let Some(c) = up.grpc.get() {
+        return Ok(c.clone());
+    }
+    let scheme = if up.tls { "https" } else { "http" };
+    let endpoint = Endpoint::from_shared(format!("{scheme}://{}", up.authority))
+        .map_err(|e| ClientError::Grpc(format!("the interface is no gRPC endpoint: {e}")))?
+        .connect_timeout(CONNECT_TIMEOUT);
+    let tls = match up.tls {
+        false => None,
+        true => {
+            let name = rustls::pki_types::ServerName::try_from(up.sni.clone())
+                .map_err(|e| ClientError::Grpc(format!("TLS server name: {e}")))?;
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| ClientError::Grpc(format!("TLS configuration: {e}")))?
+                .with_root_certificates(up.trust.store())
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"h2".to_vec()];
+            Some((tokio_rustls::TlsConnector::from(Arc::new(config)), name))
+        }
+    };
+    let addr = up.addr;
+    let connect = tower::service_fn(move |_: http::Uri| {
+        let tls = tls.clone();
+        async move {
+            let tcp = tokio::net::TcpStream::connect(addr).await?;
+            tcp.set_nodelay(true)?;
+            let io: Box<dyn Io> = match tls {
+                None => Box::new(tcp),
+                Some((connector, name)) => Box::new(connector.connect(name, tcp).await?),
+            };
+            Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(io))
+        }
+    });
+    let c = endpoint.connect_with_connector_lazy(connect);
+    Ok(up.grpc.get_or_init(|| c).clone())
+}
+
+/// One planned rpc: where, what, and the JSON-RPC id its answers carry.
+pub(super) struct Rpc<'a> {
+    /// The rpc's path (the plan's).
+    pub path: &'a str,
+    /// The protobuf request.
+    pub body: Bytes,
+    /// The call's metadata ([`metadata`]).
+    pub metadata: tonic::metadata::MetadataMap,
+    /// The caller's JSON-RPC id, as JSON text.
+    pub id: &'a str,
+}
+
+/// Sends `rpc` to `up` and reads as much of the answer as deciding the caller's answer needs: a
+/// unary rpc whole, a streaming one to its head (its messages are read by the caller's pipe).
+pub(super) async fn send<'c>(
+    up: &Upstream,
+    rpc: Rpc<'_>,
+    caller: &mut Session,
+    deadlines: &UpstreamDeadlines,
+) -> Result<super::Sent<'c>, ClientError> {
+    let op = translate::grpc::op_of_path(rpc.path)
+        .ok_or_else(|| ClientError::Grpc(format!("no rpc {:?}", rpc.path)))?;
+    let mut grpc = tonic::client::Grpc::new(channel(up)?)
+        .max_decoding_message_size(MAX_ANSWER_BYTES)
+        .max_encoding_message_size(MAX_ANSWER_BYTES);
+    let mut request = tonic::Request::new(rpc.body);
+    *request.metadata_mut() = rpc.metadata;
+    let path = http::uri::PathAndQuery::try_from(rpc.path)
+        .map_err(|e| ClientError::Grpc(format!("rpc path: {e}")))?;
+    if translate::grpc::streams(op) {
+        let call = async {
+            grpc.ready().await.map_err(transport)?;
+            Ok::<_, ClientError>(grpc.server_streaming(request, path, Raw).await)
+        };
+        let answered = tokio::select! {
+            biased;
+            a = call => a?,
+            () = hung_up(caller) => return Err(ClientError::CallerGone),
+            () = tokio::time::sleep(deadlines.header) => return Err(ClientError::Timeout(Deadline::Header)),
+        };
+        return match answered {
+            Ok(r) => {
+                let head = head(r.metadata(), "text/event-stream")?;
+                let events = Events::new(r.into_inner(), op, rpc.id, deadlines.idle);
+                Ok(super::Sent::Stream(Response::grpc(head, Box::new(events))))
+            }
+            Err(status) => failed(&status, rpc.id).map(super::Sent::Whole),
+        };
+    }
+    // One deadline for the whole unary answer, as its head and body have together elsewhere;
+    // the agent is told it too.
+    let whole = deadlines.header + deadlines.body;
+    request.set_timeout(whole);
+    let call = async {
+        grpc.ready().await.map_err(transport)?;
+        Ok::<_, ClientError>(grpc.unary(request, path, Raw).await)
+    };
+    let answered = tokio::select! {
+        biased;
+        a = call => a?,
+        () = hung_up(caller) => return Err(ClientError::CallerGone),
+        () = tokio::time::sleep(whole) => return Err(ClientError::Timeout(Deadline::Header)),
+    };
+    let answer = match answered {
+        Ok(r) => {
+            let head = head(r.metadata(), "application/json")?;
+            let body =
+                translate::grpc::answer_to_rpc(op, rpc.id, r.get_ref()).map_err(untranslatable)?;
+            Answer {
+                head,
+                body: Bytes::from(body),
+            }
+        }
+        Err(status) => failed(&status, rpc.id)?,
+    };
+    Ok(super::Sent::Whole(answer))
+}
+
+/// A failure to reach the agent at all (connect, TLS, HTTP/2).
+fn transport(e: tonic::transport::Error) -> ClientError {
+    ClientError::Grpc(format!("connecting to the agent failed: {e}"))
+}
+
+/// The answer to a status the rpc ended with before any message: the agent's A2A error as a
+/// JSON-RPC error answer, or, for a status that is the connection's and not the agent's, the
+/// failure the caller gets as 502/504.
+fn failed(status: &tonic::Status, id: &str) -> Result<Answer, ClientError> {
+    if let Some(e) = not_the_agents(status) {
+        return Err(e);
+    }
+    let body = translate::grpc::status_to_rpc(id, wire_status(status));
+    Ok(Answer {
+        head: head(status.metadata(), "application/json")?,
+        body: Bytes::from(body),
+    })
+}
+
+fn head_error(e: impl std::fmt::Display) -> ClientError {
+    ClientError::Grpc(format!("answer head: {e}"))
+}
+
+/// The head of a made-up HTTP answer: 200, `content_type`, and the agent's metadata as headers
+/// (what the caller may see of them is cut down later, as for any agent's headers).
+fn head(
+    metadata: &tonic::metadata::MetadataMap,
+    content_type: &'static str,
+) -> Result<Box<ResponseHeader>, ClientError> {
+    let mut head =
+        ResponseHeader::build_no_case(200, Some(metadata.len() + 1)).map_err(head_error)?;
+    for (n, v) in metadata.clone().into_headers().iter() {
+        if !is_transport_header(n) {
+            head.append_header(n.clone(), v.clone())
+                .map_err(head_error)?;
+        }
+    }
+    head.insert_header(http::header::CONTENT_TYPE, content_type)
+        .map_err(head_error)?;
+    Ok(Box::new(head))
+}

@@ -1,0 +1,113 @@
+//! A gRPC agent's server stream, read as the SSE body a JSON-RPC agent would send (I/O): each
+//! message a `data:` event carrying the JSON-RPC answer ([`crate::translate::grpc`]), a status
+//! that ends the stream with an A2A error an `event: error`. Every wait is raced against the
+//! caller ([`super::caller::hung_up`]) and `upstream_idle_timeout`.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use pingora::proxy::Session;
+
+use super::caller::hung_up;
+use super::{ClientError, Deadline};
+use crate::translate::{self, Op};
+
+/// An answer that does not translate: the caller gets InvalidAgentResponseError.
+pub(super) fn untranslatable(e: translate::TranslateError) -> ClientError {
+    tracing::warn!(error = %e, "the agent's gRPC answer does not translate");
+    ClientError::Invalid {
+        why: crate::proxy::answer::Invalid::Untranslatable,
+        status: 200,
+    }
+}
+
+/// The status as the translator reads it.
+pub(super) fn wire_status(status: &tonic::Status) -> translate::grpc::Status<'_> {
+    translate::grpc::Status {
+        code: status.code() as i32,
+        message: status.message(),
+        details: status.details(),
+    }
+}
+
+/// A status tonic made itself (the connection failed, the deadline passed), not one the agent
+/// sent: those have a source error, or are a deadline.
+pub(super) fn not_the_agents(status: &tonic::Status) -> Option<ClientError> {
+    if status.code() == tonic::Code::DeadlineExceeded {
+        return Some(ClientError::Timeout(Deadline::Header));
+    }
+    if std::error::Error::source(status).is_some() {
+        return Some(ClientError::Grpc(format!(
+            "the call to the agent failed: {}",
+            status.message()
+        )));
+    }
+    None
+}
+
+/// A server-streaming rpc's messages, as the SSE body a JSON-RPC agent would send: each message a
+/// `data:` event with the JSON-RPC answer, a status that ends it with an error an `event: error`.
+pub(super) struct Events {
+    stream: tonic::Streaming<Bytes>,
+    op: Op,
+    id: String,
+    idle: Duration,
+    done: bool,
+}
+
+impl Events {
+    /// The events of `stream`, the answers of `op` to the JSON-RPC request `id`.
+    pub(super) fn new(stream: tonic::Streaming<Bytes>, op: Op, id: &str, idle: Duration) -> Events {
+        Events {
+            stream,
+            op,
+            id: id.to_owned(),
+            idle,
+            done: false,
+        }
+    }
+
+    /// The next SSE event, `None` at the end; the idle deadline and a caller that hangs up end the
+    /// wait.
+    pub(super) async fn next(
+        &mut self,
+        caller: &mut Session,
+    ) -> Result<Option<Bytes>, ClientError> {
+        if self.done {
+            return Ok(None);
+        }
+        let message = tokio::select! {
+            biased;
+            m = self.stream.message() => m,
+            () = hung_up(caller) => return Err(ClientError::CallerGone),
+            () = tokio::time::sleep(self.idle) => return Err(ClientError::Timeout(Deadline::Idle)),
+        };
+        let (event, json) = match message {
+            Ok(None) => return Ok(None),
+            Ok(Some(m)) => (
+                None,
+                translate::grpc::answer_to_rpc(self.op, &self.id, &m).map_err(untranslatable)?,
+            ),
+            Err(status) => {
+                self.done = true;
+                if let Some(e) = not_the_agents(&status) {
+                    return Err(e);
+                }
+                (
+                    Some("error"),
+                    translate::grpc::status_to_rpc(&self.id, wire_status(&status)),
+                )
+            }
+        };
+        let mut out = Vec::with_capacity(json.len() + 24);
+        if let Some(e) = event {
+            out.extend_from_slice(b"event: ");
+            out.extend_from_slice(e.as_bytes());
+            out.push(b'\n');
+        }
+        out.extend_from_slice(b"data: ");
+        out.extend_from_slice(&json);
+        out.extend_from_slice(b"\n\n");
+        Ok(Some(Bytes::from(out)))
+    }
+}

@@ -1,0 +1,233 @@
+//! The gateway's JSON-RPC face ⇄ the 1.0 gRPC binding (`lf.a2a.v1.A2AService`), pure, no I/O:
+//! a JSON-RPC request's `params` become the rpc's protobuf request, and its protobuf answers,
+//! stream messages and `google.rpc.Status` errors become the JSON-RPC answers a 1.0 JSON-RPC
+//! agent would have given, so everything the data plane does with an answer (checks, feedback,
+//! downgrade, artifact schema) is the same for a gRPC agent.
+//!
+//! The messages are the official generated types of `a2a-pb` (prost, with `pbjson`'s ProtoJSON
+//! serde): nothing here writes protobuf or ProtoJSON by hand. What that costs, stated where it
+//! applies:
+//! - **ProtoJSON's own rules decide the text**: members the proto does not define are dropped
+//!   (pbjson ignores unknown fields, as the spec asks of readers); defaults are left out; int64
+//!   values are strings. A number inside `metadata` or a data part is a `google.protobuf.Value`,
+//!   a double: the gRPC binding itself cannot carry more than 53 bits of it, unlike JSON-RPC.
+//! - **A duplicate member** is refused by the request parser before this runs (the caller's
+//!   body), and by pbjson for the agent's messages' own fields.
+
+use prost::Message;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use a2a_pb::protojson as pb;
+
+use super::{Op, TranslateError};
+
+/// The gRPC service of A2A 1.0.
+pub const SERVICE: &str = "lf.a2a.v1.A2AService";
+
+/// The ErrorInfo `@type`, in a JSON-RPC error's `data`.
+const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
+
+/// The path of `op`'s rpc (`/lf.a2a.v1.A2AService/SendMessage`, …).
+pub fn path(op: Op) -> &'static str {
+    match op {
+        Op::SendMessage => "/lf.a2a.v1.A2AService/SendMessage",
+        Op::SendStreamingMessage => "/lf.a2a.v1.A2AService/SendStreamingMessage",
+        Op::GetTask => "/lf.a2a.v1.A2AService/GetTask",
+        Op::ListTasks => "/lf.a2a.v1.A2AService/ListTasks",
+        Op::CancelTask => "/lf.a2a.v1.A2AService/CancelTask",
+        Op::SubscribeToTask => "/lf.a2a.v1.A2AService/SubscribeToTask",
+        Op::CreatePushConfig => "/lf.a2a.v1.A2AService/CreateTaskPushNotificationConfig",
+        Op::GetPushConfig => "/lf.a2a.v1.A2AService/GetTaskPushNotificationConfig",
+        Op::ListPushConfigs => "/lf.a2a.v1.A2AService/ListTaskPushNotificationConfigs",
+        Op::DeletePushConfig => "/lf.a2a.v1.A2AService/DeleteTaskPushNotificationConfig",
+        Op::GetExtendedAgentCard => "/lf.a2a.v1.A2AService/GetExtendedAgentCard",
+    }
+}
+
+/// The operation an rpc path names (the inverse of [`path`]).
+pub fn op_of_path(p: &str) -> Option<Op> {
+    Op::ALL.into_iter().find(|op| path(*op) == p)
+}
+
+/// Whether `op`'s rpc is server-streaming.
+pub fn streams(op: Op) -> bool {
+    matches!(op, Op::SendStreamingMessage | Op::SubscribeToTask)
+}
+
+/// The members of a JSON-RPC request this reads (the router checked the rest).
+#[derive(serde::Deserialize)]
+struct Request<'a> {
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+/// `op`'s protobuf request from a 1.0 JSON-RPC request `body` (its `params`, ProtoJSON of the
+/// rpc's request message: for CreateTaskPushNotificationConfig the config itself).
+pub fn request_to_pb(op: Op, body: &[u8]) -> Result<Vec<u8>, TranslateError> {
+    let req: Request<'_> =
+        serde_json::from_slice(body).map_err(|_| TranslateError::Untranslatable {
+            field: "params".into(),
+            why: "is not a JSON-RPC request's params",
+        })?;
+    let params = req.params.map_or("{}", RawValue::get);
+    match op {
+        Op::SendMessage | Op::SendStreamingMessage => encode::<pb::SendMessageRequest>(params),
+        Op::GetTask => encode::<pb::GetTaskRequest>(params),
+        Op::ListTasks => encode::<pb::ListTasksRequest>(params),
+        Op::CancelTask => encode::<pb::CancelTaskRequest>(params),
+        Op::SubscribeToTask => encode::<pb::SubscribeToTaskRequest>(params),
+        Op::CreatePushConfig => encode::<pb::TaskPushNotificationConfig>(params),
+        Op::GetPushConfig => encode::<pb::GetTaskPushNotificationConfigRequest>(params),
+        Op::ListPushConfigs => encode::<pb::ListTaskPushNotificationConfigsRequest>(params),
+        Op::DeletePushConfig => encode::<pb::DeleteTaskPushNotificationConfigRequest>(params),
+        Op::GetExtendedAgentCard => encode::<pb::GetExtendedAgentCardRequest>(params),
+    }
+}
+
+fn encode<T: DeserializeOwned + Message>(params: &str) -> Result<Vec<u8>, TranslateError> {
+    let m: T = serde_json::from_str(params).map_err(|_| TranslateError::Untranslatable {
+        field: "params".into(),
+        why: "is not the method's request message in ProtoJSON",
+    })?;
+    Ok(m.encode_to_vec())
+}
+
+/// A protobuf answer that is not the rpc's response message.
+fn undecodable() -> TranslateError {
+    TranslateError::Untranslatable {
+        field: "result".into(),
+        why: "is not the rpc's response message",
+    }
+}
+
+fn decode<T: Message + Default + Serialize>(bytes: &[u8]) -> Result<String, TranslateError> {
+    let m = T::decode(bytes).map_err(|_| undecodable())?;
+    serde_json::to_string(&m).map_err(|_| undecodable())
+}
+
+/// The JSON-RPC result of `op`'s protobuf answer (a stream message for the streaming rpcs).
+fn result_of(op: Op, bytes: &[u8]) -> Result<String, TranslateError> {
+    match op {
+        Op::SendMessage => decode::<pb::SendMessageResponse>(bytes),
+        Op::SendStreamingMessage | Op::SubscribeToTask => decode::<pb::StreamResponse>(bytes),
+        Op::GetTask | Op::CancelTask => decode::<pb::Task>(bytes),
+        Op::ListTasks => decode::<pb::ListTasksResponse>(bytes),
+        Op::CreatePushConfig | Op::GetPushConfig => decode::<pb::TaskPushNotificationConfig>(bytes),
+        Op::ListPushConfigs => decode::<pb::ListTaskPushNotificationConfigsResponse>(bytes),
+        // google.protobuf.Empty: what both SDKs' JSON-RPC servers answer it with.
+        Op::DeletePushConfig => {
+            empty(bytes)?;
+            Ok("null".into())
+        }
+        Op::GetExtendedAgentCard => decode::<pb::AgentCard>(bytes),
+    }
+}
+
+/// Checks that `bytes` is a google.protobuf.Empty (no field: any well-formed message is one).
+fn empty(bytes: &[u8]) -> Result<(), TranslateError> {
+    <() as Message>::decode(bytes).map_err(|_| undecodable())
+}
+
+/// The JSON-RPC answer (with the request's `id`, as JSON text) of `op`'s protobuf answer.
+pub fn answer_to_rpc(op: Op, id: &str, bytes: &[u8]) -> Result<Vec<u8>, TranslateError> {
+    Ok(envelope(id, "result", &result_of(op, bytes)?))
+}
+
+fn envelope(id: &str, member: &str, value: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() + id.len() + 40);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(member.as_bytes());
+    out.extend_from_slice(b"\":");
+    out.extend_from_slice(value.as_bytes());
+    out.push(b'}');
+    out
+}
+
+/// An agent's `google.rpc.Status`: its gRPC code, message and the details (`grpc-status-details-bin`,
+/// the whole Status message encoded; empty when the agent sent none).
+#[derive(Debug, Clone, Copy)]
+pub struct Status<'a> {
+    /// The gRPC status code (`tonic::Code` as a number).
+    pub code: i32,
+    /// The agent's message.
+    pub message: &'a str,
+    /// The encoded `google.rpc.Status`, when the agent sent one.
+    pub details: &'a [u8],
+}
+
+/// The 1.0 JSON-RPC code of an A2A ErrorInfo reason (FACTS §7).
+fn code_of_reason(reason: &str) -> Option<i64> {
+    Some(match reason {
+        "TASK_NOT_FOUND" => -32001,
+        "TASK_NOT_CANCELABLE" => -32002,
+        "PUSH_NOTIFICATION_NOT_SUPPORTED" => -32003,
+        "UNSUPPORTED_OPERATION" => -32004,
+        "CONTENT_TYPE_NOT_SUPPORTED" => -32005,
+        "INVALID_AGENT_RESPONSE" => -32006,
+        "EXTENDED_AGENT_CARD_NOT_CONFIGURED" => -32007,
+        "EXTENSION_SUPPORT_REQUIRED" => -32008,
+        "VERSION_NOT_SUPPORTED" => -32009,
+        "PARSE_ERROR" => -32700,
+        "INVALID_REQUEST" => -32600,
+        "METHOD_NOT_FOUND" => -32601,
+        "INVALID_PARAMS" => -32602,
+        "INTERNAL_ERROR" => -32603,
+        _ => return None,
+    })
+}
+
+/// The JSON-RPC code of a status without an A2A ErrorInfo, from its gRPC code alone: NOT_FOUND is
+/// TaskNotFoundError (the only A2A error the binding maps to it), INVALID_ARGUMENT
+/// InvalidParamsError, UNIMPLEMENTED MethodNotFoundError; everything else InternalError.
+fn code_of_grpc(code: i32) -> i64 {
+    match tonic::Code::from_i32(code) {
+        tonic::Code::NotFound => -32001,
+        tonic::Code::InvalidArgument => -32602,
+        tonic::Code::Unimplemented => -32601,
+        _ => -32603,
+    }
+}
+
+/// The JSON-RPC error answer (with the request's `id`) of an agent's gRPC error: the code its
+/// A2A ErrorInfo names (domain `a2a-protocol.org`), else the one of its gRPC code; the agent's
+/// message; and in `data` every ErrorInfo it sent, as ProtoJSON `Any`. Other details are left out.
+pub fn status_to_rpc(id: &str, status: Status<'_>) -> Vec<u8> {
+    let infos: Vec<tonic_types::pb::ErrorInfo> = tonic_types::pb::Status::decode(status.details)
+        .map(|s| {
+            s.details
+                .iter()
+                .filter(|a| a.type_url == ERROR_INFO_TYPE)
+                .filter_map(|a| tonic_types::pb::ErrorInfo::decode(&a.value[..]).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let code = infos
+        .iter()
+        .filter(|i| i.domain == "a2a-protocol.org")
+        .find_map(|i| code_of_reason(&i.reason))
+        .unwrap_or_else(|| code_of_grpc(status.code));
+    let data: Vec<serde_json::Value> = infos
+        .iter()
+        .map(|i| {
+            // Sorted: the same error is the same bytes every time.
+            let metadata: std::collections::BTreeMap<&str, &str> = (i.metadata.iter())
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            serde_json::json!({
+                "@type": ERROR_INFO_TYPE,
+                "reason": i.reason,
+                "domain": i.domain,
+                "metadata": metadata,
+            })
+        })
+        .collect();
+    let mut error = serde_json::json!({"code": code, "message": status.message});
+    if !data.is_empty() {
+        error["data"] = serde_json::Value::Array(data);
+    }
+    envelope(id, "error", &error.to_string())
+}

@@ -1,0 +1,219 @@
+//! A real gRPC-only A2A 1.0 peer (the official Python `a2a-sdk[grpc]` 1.3.0 server,
+//! `tests/peers/sdk_agent.py --binding grpc`) behind the gateway (issue 20, items 3 and 5): its
+//! card offers only `GRPC`, the effective card offers the gateway's JSON-RPC, and every call the
+//! official 1.0 SDK clients (Python and JS) make on it goes out as the rpc of
+//! `lf.a2a.v1.A2AService`, with the shaped metadata, and comes back as JSON-RPC answers and
+//! events, errors with their ErrorInfo.
+
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::{Value, json};
+
+use crate::common::SdkAgent;
+use a2a_egress::testkit::IntegrationToml;
+
+use crate::common::gateway::{InProcess, config_head, send_request, sse_events};
+use crate::common::sdk_client::{drives_tasks, js_client, sdk_client};
+
+const TOKEN: &str = "grpc-admin-token-0123456789abcdef";
+
+/// A gateway whose `[client]` may speak gRPC, with one integration `g` over `agent` (`extra`
+/// TOML lines added to it).
+async fn gateway(agent: &SdkAgent, extra: &str) -> InProcess {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("admin.token");
+    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut config = config_head(&[]).replace(
+        "bindings = [\"JSONRPC\", \"HTTP+JSON\"]",
+        "bindings = [\"JSONRPC\", \"HTTP+JSON\", \"GRPC\"]",
+    );
+    config += "[admin]\ntoken_file = \"admin.token\"\n";
+    config += &integration_over(agent, extra).await;
+    InProcess::start_in(dir, &config).await
+}
+
+/// Integration `g` over `agent`, whose approved origins are its card's and its gRPC interface's
+/// (another port: an origin of its own).
+async fn integration_over(agent: &SdkAgent, extra: &str) -> String {
+    let card: Value = crate::common::http()
+        .get(&agent.card_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let grpc = card["supportedInterfaces"][0]["url"].as_str().unwrap();
+    let origin = |u: &str| url::Url::parse(u).unwrap().origin().ascii_serialization();
+    IntegrationToml::new("g", &agent.card_url)
+        .origins(&[&origin(&agent.card_url), &origin(grpc)])
+        .extra(extra)
+        .text()
+}
+
+async fn view(gw: &InProcess) -> Value {
+    let r = crate::common::http()
+        .get(gw.admin_url("/v1/integrations/g"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
+}
+
+/// The profile chooses the agent's one gRPC interface; the card the orchestrator gets offers the
+/// gateway's JSON-RPC; and with the default `[client]` (no "GRPC") the agent is recorded but
+/// never chosen.
+#[tokio::test]
+async fn a_grpc_only_agent_is_offered_on_the_gateways_json_rpc_face() {
+    let agent = SdkAgent::start(&["--binding", "grpc"]);
+    let gw = gateway(&agent, "").await;
+    let v = view(&gw).await;
+    assert_eq!(
+        v["interface"],
+        json!({"binding": "GRPC", "version": "1.0"}),
+        "{v:#}"
+    );
+    let card: Value = crate::common::http()
+        .get(format!("{}/.well-known/agent-card.json", gw.agent_url("g")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ifaces = card["supportedInterfaces"].as_array().unwrap();
+    assert_eq!(ifaces.len(), 1, "{card:#}");
+    assert_eq!(ifaces[0]["protocolBinding"], "JSONRPC", "{card:#}");
+    assert_eq!(ifaces[0]["protocolVersion"], "1.0", "{card:#}");
+    assert_eq!(ifaces[0]["url"], gw.agent_url("g").as_str(), "{card:#}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_head(&[]) + &integration_over(&agent, "").await;
+    let plain = InProcess::start_in(dir, &config).await;
+    let r = crate::common::http()
+        .post(plain.agent_url("g"))
+        .json(&send_request("1", "SendMessage", "plain, no gRPC"))
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        v["error"]["data"][0]["reason"], "NO_USABLE_PROFILE",
+        "{v:#}"
+    );
+}
+
+/// Both official 1.0 SDK clients drive the gRPC agent through the gateway's JSON-RPC: a message,
+/// tasks, a stream, reads, a cancel and the errors (by their ErrorInfo reasons).
+#[tokio::test]
+async fn the_1_0_sdk_clients_drive_a_grpc_agent() {
+    let agent = SdkAgent::start(&["--binding", "grpc", "--drive-modes"]);
+    let gw = gateway(&agent, "").await;
+    let base = gw.agent_url("g");
+    for client in [sdk_client as fn(&[&str]) -> _, js_client] {
+        let run = |args: &[&str]| {
+            let mut all = vec!["--url", base.as_str()];
+            all.extend_from_slice(args);
+            client(&all)
+        };
+        drives_tasks(&run);
+    }
+    // Every call went out as an rpc of the 1.0 service, with the 1.0 version as metadata.
+    let seen = agent.seen().await;
+    let rpcs: Vec<_> = seen.iter().filter(|s| s.grpc_method.is_some()).collect();
+    assert!(
+        rpcs.iter()
+            .any(|s| s.grpc_method.as_deref() == Some("SendStreamingMessage")),
+        "{rpcs:#?}"
+    );
+    assert!(
+        rpcs.iter().all(|s| s.a2a_version.as_deref() == Some("1.0")),
+        "{rpcs:#?}"
+    );
+    assert!(
+        rpcs.iter()
+            .all(|s| s.path.starts_with("/lf.a2a.v1.A2AService/")),
+        "{rpcs:#?}"
+    );
+}
+
+/// Raw JSON-RPC toward the gRPC agent: the answer carries the caller's id, a stream's events are
+/// JSON-RPC answers, a gRPC error is the JSON-RPC error with the agent's ErrorInfo, and a request
+/// whose params are not the method's message is refused before anything leaves.
+#[tokio::test]
+async fn json_rpc_answers_events_and_errors_come_from_the_rpcs() {
+    let agent = SdkAgent::start(&["--binding", "grpc"]);
+    let gw = gateway(&agent, "").await;
+    let url = gw.agent_url("g");
+    let http = crate::common::http();
+    let call = |body: Value| {
+        http.post(&url)
+            .header("content-type", "application/json")
+            .header("a2a-version", "1.0")
+            .json(&body)
+            .send()
+    };
+    let sent = call(
+        json!({"jsonrpc":"2.0","id":"abc-1","method":"SendMessage","params":{
+        "message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(sent.status(), 200);
+    let v: Value = sent.json().await.unwrap();
+    assert_eq!(v["id"], "abc-1", "{v:#}");
+    let task = &v["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{v:#}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"], "echo: hi",
+        "{v:#}"
+    );
+
+    let missing = call(json!({"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"nope"}}))
+        .await
+        .unwrap();
+    let v: Value = missing.json().await.unwrap();
+    assert_eq!(v["id"], 7, "{v:#}");
+    assert_eq!(v["error"]["code"], -32001, "{v:#}");
+    assert_eq!(v["error"]["data"][0]["reason"], "TASK_NOT_FOUND", "{v:#}");
+    assert_eq!(v["error"]["data"][0]["domain"], "a2a-protocol.org", "{v:#}");
+
+    let streamed = call(
+        json!({"jsonrpc":"2.0","id":"s","method":"SendStreamingMessage","params":{
+        "message":{"messageId":"m2","role":"ROLE_USER","parts":[{"text":"go"}]}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(streamed.status(), 200);
+    assert!(
+        streamed.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let events = sse_events(&streamed.text().await.unwrap());
+    assert!(events.len() >= 3, "{events:#?}");
+    assert!(events.iter().all(|e| e["id"] == "s"), "{events:#?}");
+    assert!(events[0]["result"]["task"].is_object(), "{events:#?}");
+    assert_eq!(
+        events.last().unwrap()["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{events:#?}"
+    );
+
+    let before = agent.seen().await.len();
+    let bad =
+        call(json!({"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":{"not":"a string"}}}))
+            .await
+            .unwrap();
+    let v: Value = bad.json().await.unwrap();
+    assert_eq!(v["error"]["code"], -32602, "{v:#}");
+    assert_eq!(
+        agent.seen().await.len(),
+        before,
+        "nothing left for the refused request"
+    );
+}
