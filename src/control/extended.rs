@@ -143,8 +143,13 @@ pub async fn fetch_extended(
             body: None,
             follow_redirects: false,
         },
-        // Never reached: a gRPC profile is unusable until gRPC is built (`profile::compile`).
-        Binding::Grpc => return Err(ExtendedError::Malformed("gRPC is not built yet".into())),
+        // The extended card over gRPC (`GetExtendedAgentCard` rpc) is not fetched yet: the
+        // public card stays in force (the data plane's gRPC client is not the control plane's).
+        Binding::Grpc => {
+            return Err(ExtendedError::Malformed(
+                "the extended card over gRPC is not fetched yet".into(),
+            ));
+        }
     };
     let binding = iface.binding;
     let resp = fetcher.send(req, policy).await?;

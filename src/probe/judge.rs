@@ -62,6 +62,11 @@ pub fn request(check: &Check, target: &Target, n: usize) -> Result<Request, NotP
         });
     }
     let iface = &target.interface;
+    // The probes' client speaks HTTP; a gRPC agent is not probed (no probe traffic in the
+    // wrong protocol): its claims stay declared.
+    if target.dialect.grpc() {
+        return Err(NotProbed::Unsendable("probes over gRPC are not built"));
+    }
     let version = match check {
         Check::RefusesOtherVersion(v) => v.as_str(),
         _ => iface.version.as_str(),

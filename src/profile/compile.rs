@@ -42,7 +42,7 @@ use crate::card::{SignatureStatus, ValidatedCard};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientCaps {
     /// Supported bindings; the client speaks each of them at every version in `versions`
-    /// (`Grpc` may be chosen but is not callable yet: see [`Interface::callable`]).
+    /// (`Grpc` is callable at 1.0 only: see [`Interface::callable`]).
     pub bindings: Vec<Binding>,
     /// Supported `Major.Minor` versions.
     pub versions: Vec<String>,

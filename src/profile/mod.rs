@@ -188,8 +188,9 @@ impl std::fmt::Display for Unusable {
             }
             Unusable::TranslationNotBuilt { binding, version } => write!(
                 f,
-                "the chosen interface is {binding} {version}: calls to it need a gRPC client, \
-                 which is not built yet (JSON-RPC and HTTP+JSON are callable at 1.0 and 0.3)"
+                "the chosen interface is {binding} {version}: calls to it need the 0.3 gRPC \
+                 service, which is not built yet (JSON-RPC and HTTP+JSON are callable at 1.0 and \
+                 0.3, gRPC at 1.0)"
             ),
             Unusable::RequiredExtensions { uris } => {
                 write!(f, "required extensions not supported: {}", uris.join(", "))

@@ -36,18 +36,17 @@ async fn gateway(agent: &SdkAgent, extra: &str) -> InProcess {
 /// Integration `g` over `agent`, whose approved origins are its card's and its gRPC interface's
 /// (another port: an origin of its own).
 async fn integration_over(agent: &SdkAgent, extra: &str) -> String {
-    let card: Value = crate::common::http()
-        .get(&agent.card_url)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = agent.card().await;
     let grpc = card["supportedInterfaces"][0]["url"].as_str().unwrap();
+    // A bare `host:port` is an https origin (the gateway calls it with TLS).
+    let grpc = if grpc.contains("://") {
+        grpc.to_owned()
+    } else {
+        format!("https://{grpc}")
+    };
     let origin = |u: &str| url::Url::parse(u).unwrap().origin().ascii_serialization();
     IntegrationToml::new("g", &agent.card_url)
-        .origins(&[&origin(&agent.card_url), &origin(grpc)])
+        .origins(&[&origin(&agent.card_url), &origin(&grpc)])
         .extra(extra)
         .text()
 }
@@ -216,4 +215,111 @@ async fn json_rpc_answers_events_and_errors_come_from_the_rpcs() {
         before,
         "nothing left for the refused request"
     );
+}
+
+/// A stream to a gRPC agent that does not stream is answered through the SendMessage rpc, as one
+/// SSE event (the profile's downgrade); one whose card claims streaming but whose server refuses
+/// it (UNSUPPORTED_OPERATION) is retried once the same way, and streaming stays off.
+#[tokio::test]
+async fn streams_the_grpc_agent_cannot_serve_are_answered_through_send_message() {
+    let stream = json!({"jsonrpc":"2.0","id":"d","method":"SendStreamingMessage","params":{
+        "message":{"messageId":"m3","role":"ROLE_USER","parts":[{"text":"once"}]}}});
+    for args in [&["--streaming", "off"][..], &["--refuse-streaming"][..]] {
+        let mut all = vec!["--binding", "grpc"];
+        all.extend_from_slice(args);
+        let agent = SdkAgent::start(&all);
+        let gw = gateway(&agent, "").await;
+        let r = crate::common::http()
+            .post(gw.agent_url("g"))
+            .header("a2a-version", "1.0")
+            .json(&stream)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{args:?}");
+        let events = sse_events(&r.text().await.unwrap());
+        assert_eq!(events.len(), 1, "{args:?}: {events:#?}");
+        assert_eq!(events[0]["id"], "d");
+        assert_eq!(
+            events[0]["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+            "{args:?}: {events:#?}"
+        );
+        let rpcs: Vec<String> = (agent.seen().await.into_iter())
+            .filter_map(|s| s.grpc_method)
+            .collect();
+        let want: &[&str] = if args[0] == "--streaming" {
+            &["SendMessage"]
+        } else {
+            &["SendStreamingMessage", "SendMessage"]
+        };
+        assert_eq!(rpcs, want, "{args:?}");
+        assert!(
+            gw.metrics()
+                .await
+                .lines()
+                .any(|l| l.starts_with("a2a_egress_downgrades_total{")
+                    && l.contains("integration=\"g\"")),
+            "{args:?}: the downgrade is counted"
+        );
+    }
+}
+
+/// A card that writes its gRPC interface `host:port` (the SDK samples' form) is called with TLS,
+/// trusting the integration's `ca_file` as every other call does (the agent serves only TLS, so
+/// a plaintext call could not succeed).
+#[tokio::test]
+async fn a_bare_host_port_grpc_interface_is_called_with_tls() {
+    let pki = crate::common::tls::TestPki::new(&["127.0.0.1", "localhost"]);
+    let agent = SdkAgent::start_tls(&["--binding", "grpc", "--grpc-url", "bare"], &pki);
+    let card = agent.card().await;
+    let url = card["supportedInterfaces"][0]["url"].as_str().unwrap();
+    assert!(!url.contains("://"), "{url}");
+    let ca = format!("ca_file = \"{}\"", pki.ca_path.display());
+    let gw = gateway(&agent, &ca).await;
+    let send = |gw: &InProcess| {
+        crate::common::http()
+            .post(gw.agent_url("g"))
+            .header("a2a-version", "1.0")
+            .json(&send_request("1", "SendMessage", "over tls"))
+            .send()
+    };
+    let v: Value = send(&gw).await.unwrap().json().await.unwrap();
+    assert_eq!(
+        v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{v:#}"
+    );
+    assert!(
+        (agent.seen().await.iter()).any(|s| s.grpc_method.as_deref() == Some("SendMessage")),
+        "the call went out over gRPC"
+    );
+}
+
+/// The probes speak HTTP: a gRPC agent is never sent one (its claims stay declared), and the
+/// probe run says why.
+#[tokio::test]
+async fn a_grpc_agent_is_not_probed_in_the_wrong_protocol() {
+    let agent = SdkAgent::start(&["--binding", "grpc"]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_head(&[]).replace(
+        "bindings = [\"JSONRPC\", \"HTTP+JSON\"]",
+        "bindings = [\"JSONRPC\", \"HTTP+JSON\", \"GRPC\"]",
+    ) + &integration_over(&agent, "").await;
+    let path = dir.path().join("gateway.toml");
+    std::fs::write(&path, config).unwrap();
+    agent.reset().await;
+    let out = crate::common::gateway_cmd()
+        .args(["probe", "g", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("not probed: probes over gRPC are not built"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls: Vec<_> = (agent.seen().await.into_iter())
+        .filter(|s| !s.is_card_fetch())
+        .collect();
+    assert!(calls.is_empty(), "{calls:#?}");
 }

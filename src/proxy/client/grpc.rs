@@ -106,9 +106,18 @@ fn channel(up: &Upstream) -> Result<Channel, ClientError> {
     if let Some(c) = up.grpc.get() {
         return Ok(c.clone());
     }
+    // The connector below makes the TLS (tonic's own would refuse an `https` endpoint without
+    // its TLS feature): the endpoint is named `http`, the requests' origin says what it is.
     let scheme = if up.tls { "https" } else { "http" };
-    let endpoint = Endpoint::from_shared(format!("{scheme}://{}", up.authority))
+    let bad = |e: http::uri::InvalidUri| {
+        ClientError::Grpc(format!("the interface is no gRPC endpoint: {e}"))
+    };
+    let origin: http::Uri = format!("{scheme}://{}", up.authority)
+        .parse()
+        .map_err(bad)?;
+    let endpoint = Endpoint::from_shared(format!("http://{}", up.authority))
         .map_err(|e| ClientError::Grpc(format!("the interface is no gRPC endpoint: {e}")))?
+        .origin(origin)
         .connect_timeout(CONNECT_TIMEOUT);
     let tls = match up.tls {
         false => None,

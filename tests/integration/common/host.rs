@@ -54,11 +54,17 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// How long a test client keeps an idle connection: under uvicorn's 5 s keep-alive, so a
+/// connection the Python peers already closed is never picked for the next request (which then
+/// fails with `IncompleteMessage` when the close and the request cross).
+pub const PEER_KEEP_ALIVE_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A reqwest client for loopback tests: crypto provider installed, system proxies ignored.
 pub fn http() -> reqwest::Client {
     install_crypto_provider();
     reqwest::Client::builder()
         .no_proxy()
+        .pool_idle_timeout(PEER_KEEP_ALIVE_MARGIN)
         .build()
         .expect("building a reqwest client")
 }

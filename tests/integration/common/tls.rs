@@ -99,6 +99,7 @@ impl TestPki {
         reqwest::Client::builder()
             .no_proxy()
             .tls_certs_only([ca])
+            .pool_idle_timeout(super::host::PEER_KEEP_ALIVE_MARGIN)
             .build()
             .expect("building a TLS reqwest client")
     }
