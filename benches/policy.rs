@@ -8,7 +8,9 @@
 //!   tenant spliced in; `1k_v03` is the 1 KB call to an A2A 0.3 agent (the request translated
 //!   into 0.3 JSON-RPC: issue 20's "at most +15% CPU per request" is read against `1k`);
 //! - `translate/answer_1k`: the other half of a 0.3 call, a 1 KB 0.3 `message/send` answer (a
-//!   completed Task) translated into the 1.0 `SendMessageResponse`;
+//!   completed Task) translated into the 1.0 `SendMessageResponse`; `request/1k_grpc` and
+//!   `translate/grpc_answer_1k` the two halves of a call to a 1.0 gRPC agent (the JSON-RPC
+//!   params made the protobuf request, the protobuf answer made the JSON-RPC answer);
 //! - `body/…`: the body parse alone (`parse_jsonrpc`, `parse_rest_body`) on the 1 KB and 10 KB
 //!   bodies above and on a 64 KB one whose metadata holds many small objects and numbers (what
 //!   a parse that visits every value pays for);
@@ -53,15 +55,14 @@ fn config(n: usize, tenant: bool) -> Config {
 
 /// `config`, where `v03` makes the client choose the card's A2A 0.3 interface.
 fn config_at(n: usize, tenant: bool, v03: bool) -> Config {
-    let mut text = String::from(
-        "[client]\nallow_plain_http = true\n[listen]\nproxy = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n",
+    config_with(n, tenant, if v03 { "versions = [\"0.3\"]\n" } else { "" })
+}
+
+/// `config` with `client` lines added to `[client]` (which interface of the card is chosen).
+fn config_with(n: usize, tenant: bool, client: &str) -> Config {
+    let mut text = format!(
+        "[client]\nallow_plain_http = true\n{client}[listen]\nproxy = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n",
     );
-    if v03 {
-        text = text.replace(
-            "allow_plain_http = true\n",
-            "allow_plain_http = true\nversions = [\"0.3\"]\n",
-        );
-    }
     for i in 0..n {
         text.push_str(&format!(
             "[[integrations]]\nname = \"agent{i}\"\ncard = \"{ORIGIN}/.well-known/agent-card.json\"\n\
@@ -81,7 +82,8 @@ fn card_bytes() -> Vec<u8> {
         "supportedInterfaces": [{"url": format!("{ORIGIN}/a2a/jsonrpc"),
             "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": format!("{ORIGIN}/a2a/v03"),
-            "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}],
+            "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+            {"url": ORIGIN, "protocolBinding": "GRPC", "protocolVersion": "1.0"}],
         "capabilities": {"streaming": true},
         "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
         "skills": [{"id": "echo", "name": "Echo", "description": "echo", "tags": ["echo"],
@@ -199,12 +201,23 @@ fn bench_request(c: &mut Criterion) {
     g.bench_function("1k_v03", |b| {
         b.iter(|| per_request(black_box(&v03), &headers, black_box(&body)))
     });
+    let grpc = snapshot_of(&config_with(1, false, "bindings = [\"GRPC\"]\n"));
+    let (_, sent) = per_request(&grpc, &headers, &body);
+    assert!(sent > 0, "the gRPC request is made");
+    g.bench_function("1k_grpc", |b| {
+        b.iter(|| per_request(black_box(&grpc), &headers, black_box(&body)))
+    });
     g.finish();
     let mut g = c.benchmark_group("translate");
     let answer = v03_answer(1024);
     assert!(translate::answer_to10(Op::SendMessage, &answer).is_ok());
     g.bench_function("answer_1k", |b| {
         b.iter(|| translate::answer_to10(Op::SendMessage, black_box(&answer)))
+    });
+    let answer = grpc_answer(1024);
+    assert!(translate::grpc::answer_to_rpc(Op::SendMessage, "7", &answer).is_ok());
+    g.bench_function("grpc_answer_1k", |b| {
+        b.iter(|| translate::grpc::answer_to_rpc(Op::SendMessage, "7", black_box(&answer)))
     });
     g.finish();
     // The bound computed before a tree of an answer is built (artifact schema, 0.3 translation,
@@ -242,6 +255,44 @@ fn v03_answer(size: usize) -> Vec<u8> {
             "taskId": "t-1", "parts": [{"kind": "text", "text": "hi"}]}]}})
     .to_string()
     .into_bytes()
+}
+
+/// A gRPC `SendMessage` answer of about `size` bytes: the same completed Task as [`v03_answer`],
+/// as the protobuf `SendMessageResponse` a 1.0 gRPC agent sends.
+fn grpc_answer(size: usize) -> Vec<u8> {
+    use a2a_pb::protojson as pb;
+    use prost::Message;
+    let text = |t: &str| pb::Part {
+        content: Some(pb::part::Content::Text(t.into())),
+        ..Default::default()
+    };
+    let task = pb::Task {
+        id: "t-1".into(),
+        context_id: "c-1".into(),
+        status: Some(pb::TaskStatus {
+            state: pb::TaskState::Completed as i32,
+            ..Default::default()
+        }),
+        artifacts: vec![pb::Artifact {
+            artifact_id: "a-1".into(),
+            name: "echo".into(),
+            parts: vec![text(&"x".repeat(size.saturating_sub(120)))],
+            ..Default::default()
+        }],
+        history: vec![pb::Message {
+            message_id: "m-1".into(),
+            role: pb::Role::User as i32,
+            context_id: "c-1".into(),
+            task_id: "t-1".into(),
+            parts: vec![text("hi")],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    pb::SendMessageResponse {
+        payload: Some(pb::send_message_response::Payload::Task(task)),
+    }
+    .encode_to_vec()
 }
 
 /// A `SendMessage` of about 64 KB whose metadata holds many small objects with numbers.

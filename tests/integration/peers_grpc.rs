@@ -323,3 +323,91 @@ async fn a_grpc_agent_is_not_probed_in_the_wrong_protocol() {
         .collect();
     assert!(calls.is_empty(), "{calls:#?}");
 }
+
+/// No gRPC call outlives its caller or its deadlines: a caller that hangs up mid-stream ends the
+/// rpc at the agent (its stream handler is cancelled), and an agent slower than
+/// `upstream_header_timeout` is answered 504 `UPSTREAM_TIMEOUT`, counted by phase.
+#[tokio::test]
+async fn a_grpc_call_ends_with_its_caller_and_at_its_deadline() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let agent = SdkAgent::start(&["--binding", "grpc", "--drive-modes"]);
+    let gw = gateway(&agent, "").await;
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{
+        "message":{"messageId":"m4","role":"ROLE_USER","parts":[{"text":"hold the line"}]}}})
+    .to_string();
+    let mut s = tokio::net::TcpStream::connect(gw.proxy).await.unwrap();
+    let req = format!(
+        "POST /agents/g HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n\
+         A2A-Version: 1.0\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("TASK_STATE_WORKING") {
+        let n = s.read(&mut buf).await.unwrap();
+        assert!(n > 0, "{}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&seen).into_owned();
+    let task = text
+        .split("\"taskId\":\"")
+        .nth(1)
+        .and_then(|t| t.split('"').next())
+        .expect("the first events name the task")
+        .to_owned();
+    assert!(agent.ended().await.is_empty());
+    drop(s);
+    crate::assert_eventually!(
+        agent
+            .ended()
+            .await
+            .contains(&"on_message_send_stream".to_owned()),
+        "the agent's stream did not end after the caller left"
+    );
+    // It ended because the caller left: the task itself is still held working.
+    let v: Value = crate::common::http()
+        .post(gw.agent_url("g"))
+        .header("a2a-version", "1.0")
+        .json(&json!({"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id": task}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        v["result"]["status"]["state"], "TASK_STATE_WORKING",
+        "{v:#}"
+    );
+
+    let slow = SdkAgent::start(&["--binding", "grpc", "--delay-ms", "3000"]);
+    let limits =
+        "[limits]\nupstream_header_timeout = \"300ms\"\nupstream_body_timeout = \"300ms\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_head(&[]).replace(
+        "bindings = [\"JSONRPC\", \"HTTP+JSON\"]",
+        "bindings = [\"JSONRPC\", \"HTTP+JSON\", \"GRPC\"]",
+    ) + limits
+        + &integration_over(&slow, "").await;
+    let gw = InProcess::start_in(dir, &config).await;
+    let r = crate::common::http()
+        .post(gw.agent_url("g"))
+        .header("a2a-version", "1.0")
+        .json(&send_request("1", "SendMessage", "too slow"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 504);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["data"][0]["reason"], "UPSTREAM_TIMEOUT", "{v:#}");
+    assert_eq!(
+        crate::common::gateway::metric(
+            &gw.metrics().await,
+            "a2a_egress_upstream_timeouts_total",
+            &[("integration", "g"), ("phase", "header")]
+        ),
+        1.0
+    );
+}

@@ -11,6 +11,8 @@ Layout (fixed, so tests can predict it):
     *    /rest/...  and /rest/{tenant}/... HTTP+JSON interface (SDK routes inside a Starlette Mount; the
                                          SDK's `path_prefix` mis-mounts the tenant variant, see PYTHON-SDK.md)
     GET  /_test/seen, POST /_test/reset  TEST-ONLY introspection: every request received, as JSON
+                                         (gRPC calls too, with `grpc_method`)
+    GET  /_test/ended                    TEST-ONLY: the streaming gRPC calls that have ended (handler names)
     POST /_test/require-extension {"uri": U}  TEST-ONLY: start requiring extension U (card and -32008)
                                          (never part of A2A; exists so tests assert what the agent saw)
 
@@ -277,6 +279,10 @@ def _gated(name, streaming):
     if streaming:
         async def method(self, params, context):
             self.gate(name, context)
+            rpc = context.state.get('grpc_context')
+            if rpc is not None:
+                # When the gRPC call ends, whoever ended it (/_test/ended).
+                rpc.add_done_callback(lambda _: ENDED.append(name))
             async for event in base(self, params, context):
                 yield event
     else:
@@ -394,7 +400,7 @@ class RecordAndGuard:
 def _grpc_server(args):
     """A grpc.aio server on 127.0.0.1:0 (TLS with the same certificate when the agent has one),
     recording every call into the same /_test/seen list as the HTTP requests."""
-    server = grpc.aio.server(interceptors=[_GrpcRecorder()])
+    server = grpc.aio.server(interceptors=[_GrpcRecorder(args.delay_ms)])
     if args.tls_cert:
         with open(args.tls_cert, 'rb') as f:
             cert = f.read()
@@ -407,10 +413,16 @@ def _grpc_server(args):
 
 
 GRPC_SEEN = []
+# The streaming gRPC calls that have ended, by handler name (`on_message_send_stream`, …).
+ENDED = []
 
 
 class _GrpcRecorder(grpc.aio.ServerInterceptor):
-    """Records each gRPC call: its rpc and its metadata (names lower-case), as /_test/seen shows."""
+    """Records each gRPC call: its rpc and its metadata (names lower-case), as /_test/seen shows;
+    then waits `--delay-ms` before the call is served."""
+
+    def __init__(self, delay_ms):
+        self.delay_ms = delay_ms
 
     async def intercept_service(self, continuation, details):
         md = {}
@@ -423,6 +435,8 @@ class _GrpcRecorder(grpc.aio.ServerInterceptor):
                           'a2a_extensions': md.get('a2a-extensions'),
                           'authorization': md.get('authorization'), 'content_type': None,
                           'body': None, 'raw_body': '', 'headers': md})
+        if self.delay_ms:
+            await asyncio.sleep(self.delay_ms / 1000)
         return await continuation(details)
 
 
@@ -484,7 +498,11 @@ def main(argv):
                                              description='required test extension')
         return JSONResponse({'required': args.required_extension})
 
+    async def ended(_request):
+        return JSONResponse(ENDED)
+
     routes = [Route('/_test/seen', seen, methods=['GET']), Route('/_test/reset', reset, methods=['POST']),
+              Route('/_test/ended', ended, methods=['GET']),
               Route('/_test/require-extension', require_extension, methods=['POST'])]
     routes += create_agent_card_routes(card)
     routes += create_jsonrpc_routes(handler, JSONRPC_PATH)

@@ -201,6 +201,18 @@ impl SdkAgent {
             .collect()
     }
 
+    /// The streaming gRPC calls that have ended, by handler name (`on_message_send_stream`,
+    /// `on_subscribe_to_task`; `/_test/ended`).
+    pub async fn ended(&self) -> Vec<String> {
+        let r = self
+            .client
+            .get(format!("{}/_test/ended", self.base_url))
+            .send()
+            .await
+            .expect("GET /_test/ended");
+        r.json().await.expect("/_test/ended is JSON")
+    }
+
     /// Makes the running agent require extension `uri` (its card lists it as required at once,
     /// and message sends without it answer ExtensionSupportRequiredError).
     pub async fn require_extension(&self, uri: &str) {
