@@ -388,3 +388,57 @@ fn guard_corpus_redacts_to_json_without_duplicate_keys() {
     }
     assert!(redacted >= 4, "the seeds hold findings: {redacted}");
 }
+
+/// The `translate_grpc` corpus (fuzz/fuzz_targets/translate_grpc.rs), replayed on stable: an
+/// answer that translates is one JSON-RPC answer with the id and a result, without duplicate
+/// keys; a status is always one JSON-RPC error with an integer code; the seeds (real messages
+/// written by the Python SDK's generated types) translate.
+#[test]
+fn translate_grpc_corpus_keeps_its_invariants() {
+    use a2a_egress::translate::Op;
+    use a2a_egress::translate::grpc::{Status, answer_to_rpc, request_to_pb, status_to_rpc};
+    let mut translated = [0; 3];
+    for (path, bytes) in corpus("translate_grpc") {
+        let Some((&pick, rest)) = bytes.split_first() else {
+            continue;
+        };
+        let op = Op::ALL[usize::from(pick / 3) % Op::ALL.len()];
+        let at = path.display();
+        match pick % 3 {
+            0 => {
+                if request_to_pb(op, rest).is_ok() {
+                    translated[0] += 1;
+                }
+            }
+            1 => {
+                let Ok(json) = answer_to_rpc(op, "\"id-1\"", rest) else {
+                    continue;
+                };
+                let text = std::str::from_utf8(&json).unwrap();
+                assert!(
+                    a2a_egress::json::duplicate_keys(text, 1).unwrap().is_empty(),
+                    "{at}: {text}"
+                );
+                let v: serde_json::Value = serde_json::from_str(text).unwrap();
+                assert_eq!(v["id"], "id-1", "{at}: {text}");
+                assert!(v.get("result").is_some(), "{at}: {text}");
+                translated[1] += 1;
+            }
+            _ => {
+                let [code, details @ ..] = rest else { continue };
+                let s = Status {
+                    code: i32::from(*code % 17),
+                    message: "m",
+                    details,
+                };
+                let v: serde_json::Value = serde_json::from_slice(&status_to_rpc("7", s)).unwrap();
+                assert!(v["error"]["code"].is_i64(), "{at}: {v}");
+                translated[2] += 1;
+            }
+        }
+    }
+    assert!(
+        translated.iter().all(|n| *n > 0),
+        "every direction translates a seed: {translated:?}"
+    );
+}
