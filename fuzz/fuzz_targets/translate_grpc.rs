@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
                 message: "m",
                 details,
             };
-            let json = status_to_rpc("7", status);
+            let json = status_to_rpc(op, "7", status);
             let text = String::from_utf8_lossy(&json);
             let v: Value = serde_json::from_slice(&json).unwrap_or_else(|e| panic!("{e}: {text}"));
             assert!(v["error"]["code"].is_i64(), "{text}");

@@ -143,13 +143,7 @@ pub async fn fetch_extended(
             body: None,
             follow_redirects: false,
         },
-        // The extended card over gRPC (`GetExtendedAgentCard` rpc) is not fetched yet: the
-        // public card stays in force (the data plane's gRPC client is not the control plane's).
-        Binding::Grpc => {
-            return Err(ExtendedError::Malformed(
-                "the extended card over gRPC is not fetched yet".into(),
-            ));
-        }
+        Binding::Grpc => return fetch_grpc(iface, tenant, headers, policy).await,
     };
     let binding = iface.binding;
     let resp = fetcher.send(req, policy).await?;
@@ -169,6 +163,52 @@ pub async fn fetch_extended(
         }
         Binding::HttpJson | Binding::Grpc => parse_rest(status, resp.body),
     }
+}
+
+/// The `GetExtendedAgentCard` rpc of a 1.0 gRPC agent, through the control plane's guarded gRPC
+/// call: the JSON-RPC request's params made the protobuf request, and the answer or status made
+/// the JSON-RPC answer a JSON-RPC agent would give (`translate::grpc`), read as one. `headers`
+/// (the version and the credential) go as metadata.
+async fn fetch_grpc(
+    iface: &Interface,
+    tenant: Option<&str>,
+    mut headers: http::HeaderMap,
+    policy: &FetchPolicy,
+) -> Result<ExtendedOutcome, ExtendedError> {
+    use translate::grpc as g;
+    let op = Op::GetExtendedAgentCard;
+    let request = g::request_to_pb(op, &jsonrpc_body(false, tenant))
+        .map_err(|e| ExtendedError::Malformed(e.to_string()))?;
+    headers.remove(http::header::ACCEPT);
+    let metadata = tonic::metadata::MetadataMap::from_headers(headers);
+    let url = iface.call_url();
+    let answered =
+        crate::control::grpc_call::unary(&url, g::path(op), Bytes::from(request), metadata, policy)
+            .await?;
+    let id = serde_json::to_string(RPC_ID).expect("a string");
+    let json = match answered {
+        Ok(bytes) => g::answer_to_rpc(op, &id, &bytes)
+            .map_err(|e| ExtendedError::Malformed(e.to_string()))?,
+        Err(status) => {
+            // The gRPC binding's refusals of the credential.
+            match status.code() {
+                tonic::Code::Unauthenticated => {
+                    return Err(ExtendedError::Unauthorized { status: 401 });
+                }
+                tonic::Code::PermissionDenied => {
+                    return Err(ExtendedError::Unauthorized { status: 403 });
+                }
+                _ => {}
+            }
+            let s = g::Status {
+                code: status.code() as i32,
+                message: status.message(),
+                details: status.details(),
+            };
+            g::status_to_rpc(op, &id, s)
+        }
+    };
+    parse_jsonrpc(200, &Bytes::from(json))
 }
 
 /// The HTTP+JSON URL of the extended card below the interface's: 1.0's `/extendedAgentCard`

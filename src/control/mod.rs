@@ -3,6 +3,7 @@
 pub mod addr;
 pub mod extended;
 pub mod fetch;
+pub mod grpc_call;
 pub mod metrics;
 pub mod refresh;
 pub mod reload;

@@ -20,6 +20,7 @@ use crate::types::origin_of_url;
 
 mod card_cache;
 mod evidence;
+pub mod grpc;
 mod lock_state;
 mod refresh_hook;
 pub mod trust;

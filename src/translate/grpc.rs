@@ -102,7 +102,70 @@ fn undecodable() -> TranslateError {
     }
 }
 
+/// Most length-delimited fields (submessages, strings, bytes) an agent's message may hold, at
+/// every depth together: decoding builds a struct or an allocation for each (a few hundred
+/// bytes for a submessage, where the wire spends two), so the wire size alone does not bound it
+/// (8 M empty `history` entries are 16 MiB on the wire and gigabytes decoded). 128 Ki of the
+/// largest A2A struct stay under the JSON tree budget. Scalars live inside their struct and are
+/// not counted.
+pub const MAX_FIELDS: usize = 128 * 1024;
+
+/// Deepest nesting the field count follows (A2A's own messages nest a few levels; a
+/// `google.protobuf.Struct` in metadata more, and prost stops at 100).
+const MAX_DEPTH: u32 = 32;
+
+/// Why a payload's fields were not counted.
+enum Walk {
+    /// Not a protobuf message (a string or bytes field, read as one).
+    NotAMessage,
+    /// More than [`MAX_FIELDS`].
+    OverBudget,
+}
+
+/// Counts `buf`'s length-delimited fields into `left`, reading every such payload as a message
+/// where it is one, as the decoder reads a submessage (conservative: a string that happens to be
+/// a well-formed message is counted too). prost's own wire reader (`prost::encoding`, what its
+/// generated code decodes with), no hand-made parse of the format.
+fn count_fields(mut buf: &[u8], depth: u32, left: &mut usize) -> Result<(), Walk> {
+    use prost::encoding::{WireType, decode_key, decode_varint};
+    while !buf.is_empty() {
+        let (_, wire) = decode_key(&mut buf).map_err(|_| Walk::NotAMessage)?;
+        let skip = match wire {
+            WireType::Varint => {
+                decode_varint(&mut buf).map_err(|_| Walk::NotAMessage)?;
+                0
+            }
+            WireType::SixtyFourBit => 8,
+            WireType::ThirtyTwoBit => 4,
+            WireType::LengthDelimited => {
+                *left = left.checked_sub(1).ok_or(Walk::OverBudget)?;
+                let len = decode_varint(&mut buf).map_err(|_| Walk::NotAMessage)?;
+                let len = usize::try_from(len).map_err(|_| Walk::NotAMessage)?;
+                let payload = buf.get(..len).ok_or(Walk::NotAMessage)?;
+                if depth < MAX_DEPTH {
+                    let mut inner = *left;
+                    match count_fields(payload, depth + 1, &mut inner) {
+                        Ok(()) => *left = inner,
+                        Err(Walk::NotAMessage) => {}
+                        Err(Walk::OverBudget) => return Err(Walk::OverBudget),
+                    }
+                }
+                len
+            }
+            WireType::StartGroup | WireType::EndGroup => return Err(Walk::NotAMessage),
+        };
+        buf = buf.get(skip..).ok_or(Walk::NotAMessage)?;
+    }
+    Ok(())
+}
+
 fn decode<T: Message + Default + Serialize>(bytes: &[u8]) -> Result<String, TranslateError> {
+    let mut left = MAX_FIELDS;
+    if let Err(Walk::OverBudget) = count_fields(bytes, 0, &mut left) {
+        return Err(TranslateError::TooLarge {
+            mib: crate::json::TREE_BUDGET >> 20,
+        });
+    }
     let m = T::decode(bytes).map_err(|_| undecodable())?;
     serde_json::to_string(&m).map_err(|_| undecodable())
 }
@@ -166,9 +229,10 @@ fn code_of_reason(reason: &str) -> Option<i64> {
         "TASK_NOT_CANCELABLE" => -32002,
         "PUSH_NOTIFICATION_NOT_SUPPORTED" => -32003,
         "UNSUPPORTED_OPERATION" => -32004,
-        "CONTENT_TYPE_NOT_SUPPORTED" => -32005,
+        // The second name of each is the one a2a-lf also reads.
+        "CONTENT_TYPE_NOT_SUPPORTED" | "UNSUPPORTED_CONTENT_TYPE" => -32005,
         "INVALID_AGENT_RESPONSE" => -32006,
-        "EXTENDED_AGENT_CARD_NOT_CONFIGURED" => -32007,
+        "EXTENDED_AGENT_CARD_NOT_CONFIGURED" | "EXTENDED_CARD_NOT_CONFIGURED" => -32007,
         "EXTENSION_SUPPORT_REQUIRED" => -32008,
         "VERSION_NOT_SUPPORTED" => -32009,
         "PARSE_ERROR" => -32700,
@@ -180,22 +244,26 @@ fn code_of_reason(reason: &str) -> Option<i64> {
     })
 }
 
-/// The JSON-RPC code of a status without an A2A ErrorInfo, from its gRPC code alone: NOT_FOUND is
-/// TaskNotFoundError (the only A2A error the binding maps to it), INVALID_ARGUMENT
-/// InvalidParamsError, UNIMPLEMENTED MethodNotFoundError; everything else InternalError.
-fn code_of_grpc(code: i32) -> i64 {
+/// The JSON-RPC code of a status without an A2A ErrorInfo answering `op`, from its gRPC code
+/// alone: NOT_FOUND is TaskNotFoundError (the only A2A error the binding maps to it),
+/// INVALID_ARGUMENT InvalidParamsError, UNIMPLEMENTED MethodNotFoundError, except on a
+/// streaming rpc, where it is a server without that rpc: UnsupportedOperationError, the refusal
+/// the streaming downgrade acts on. Everything else (FAILED_PRECONDITION among them, which
+/// stands for six A2A errors) is InternalError.
+fn code_of_grpc(op: Op, code: i32) -> i64 {
     match tonic::Code::from_i32(code) {
         tonic::Code::NotFound => -32001,
         tonic::Code::InvalidArgument => -32602,
+        tonic::Code::Unimplemented if streams(op) => -32004,
         tonic::Code::Unimplemented => -32601,
         _ => -32603,
     }
 }
 
-/// The JSON-RPC error answer (with the request's `id`) of an agent's gRPC error: the code its
+/// The JSON-RPC error answer (with the request's `id`) of an agent's gRPC error answering `op`: the code its
 /// A2A ErrorInfo names (domain `a2a-protocol.org`), else the one of its gRPC code; the agent's
 /// message; and in `data` every ErrorInfo it sent, as ProtoJSON `Any`. Other details are left out.
-pub fn status_to_rpc(id: &str, status: Status<'_>) -> Vec<u8> {
+pub fn status_to_rpc(op: Op, id: &str, status: Status<'_>) -> Vec<u8> {
     let infos: Vec<tonic_types::pb::ErrorInfo> = tonic_types::pb::Status::decode(status.details)
         .map(|s| {
             s.details
@@ -209,7 +277,7 @@ pub fn status_to_rpc(id: &str, status: Status<'_>) -> Vec<u8> {
         .iter()
         .filter(|i| i.domain == "a2a-protocol.org")
         .find_map(|i| code_of_reason(&i.reason))
-        .unwrap_or_else(|| code_of_grpc(status.code));
+        .unwrap_or_else(|| code_of_grpc(op, status.code));
     let data: Vec<serde_json::Value> = infos
         .iter()
         .map(|i| {

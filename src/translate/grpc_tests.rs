@@ -125,6 +125,33 @@ fn answers_are_json_rpc_answers_with_the_callers_id() {
     assert!(matches!(e, TranslateError::Untranslatable { ref field, .. } if field == "result"));
 }
 
+/// A message whose decoded form would be far larger than its bytes (many empty submessages) is
+/// refused before it is decoded; one large text field is not.
+#[test]
+fn an_answer_that_would_decode_into_too_many_structs_is_refused_unbuilt() {
+    let many = pb::Task {
+        history: vec![pb::Message::default(); super::grpc::MAX_FIELDS + 1],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    assert!(many.len() < 1 << 20, "{} bytes on the wire", many.len());
+    let e = answer_to_rpc(Op::GetTask, "1", &many).unwrap_err();
+    assert!(matches!(e, TranslateError::TooLarge { .. }), "{e:?}");
+    let text = pb::Task {
+        id: "t".into(),
+        artifacts: vec![pb::Artifact {
+            parts: vec![pb::Part {
+                content: Some(pb::part::Content::Text("y".repeat(4 << 20))),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    assert!(answer_to_rpc(Op::GetTask, "1", &text).is_ok());
+}
+
 fn status_with(reason: &str, domain: &str) -> Vec<u8> {
     let info = tonic_types::pb::ErrorInfo {
         reason: reason.into(),
@@ -148,7 +175,7 @@ fn error(code: i32, details: &[u8]) -> Value {
         message: "the agent's words \"quoted\"",
         details,
     };
-    serde_json::from_slice::<Value>(&status_to_rpc("\"r\"", s)).unwrap()
+    serde_json::from_slice::<Value>(&status_to_rpc(Op::GetTask, "\"r\"", s)).unwrap()
 }
 
 #[test]
@@ -187,6 +214,23 @@ fn grpc_errors_become_the_json_rpc_errors_of_their_error_info() {
         assert_eq!(v["error"]["code"], code, "gRPC {grpc}");
         assert!(v["error"].get("data").is_none());
     }
+    // A server without a streaming rpc refuses it as UnsupportedOperationError (downgraded).
+    let s = Status {
+        code: 12,
+        message: "Method not implemented!",
+        details: b"",
+    };
+    let v: Value =
+        serde_json::from_slice(&status_to_rpc(Op::SendStreamingMessage, "1", s)).unwrap();
+    assert_eq!(v["error"]["code"], -32004);
+    // The other name a2a-lf reads for a reason.
+    assert_eq!(
+        error(
+            9,
+            &status_with("UNSUPPORTED_CONTENT_TYPE", "a2a-protocol.org")
+        )["error"]["code"],
+        -32005
+    );
     // Details that are not a Status are left out, the code still answers.
     assert_eq!(error(5, &[0xff, 0x01])["error"]["code"], -32001);
 }

@@ -416,7 +416,9 @@ fn translate_grpc_corpus_keeps_its_invariants() {
                 };
                 let text = std::str::from_utf8(&json).unwrap();
                 assert!(
-                    a2a_egress::json::duplicate_keys(text, 1).unwrap().is_empty(),
+                    a2a_egress::json::duplicate_keys(text, 1)
+                        .unwrap()
+                        .is_empty(),
                     "{at}: {text}"
                 );
                 let v: serde_json::Value = serde_json::from_str(text).unwrap();
@@ -431,7 +433,8 @@ fn translate_grpc_corpus_keeps_its_invariants() {
                     message: "m",
                     details,
                 };
-                let v: serde_json::Value = serde_json::from_slice(&status_to_rpc("7", s)).unwrap();
+                let v: serde_json::Value =
+                    serde_json::from_slice(&status_to_rpc(op, "7", s)).unwrap();
                 assert!(v["error"]["code"].is_i64(), "{at}: {v}");
                 translated[2] += 1;
             }

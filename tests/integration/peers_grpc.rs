@@ -24,6 +24,9 @@ async fn gateway(agent: &SdkAgent, extra: &str) -> InProcess {
     let token = dir.path().join("admin.token");
     std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
     std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let partner = dir.path().join("partner.token");
+    std::fs::write(&partner, "partner-secret\n").unwrap();
+    std::fs::set_permissions(&partner, std::fs::Permissions::from_mode(0o600)).unwrap();
     let mut config = config_head(&[]).replace(
         "bindings = [\"JSONRPC\", \"HTTP+JSON\"]",
         "bindings = [\"JSONRPC\", \"HTTP+JSON\", \"GRPC\"]",
@@ -139,19 +142,26 @@ async fn the_1_0_sdk_clients_drive_a_grpc_agent() {
     );
 }
 
-/// Raw JSON-RPC toward the gRPC agent: the answer carries the caller's id, a stream's events are
+/// Raw JSON-RPC toward the gRPC agent: the metadata carries the integration's credential and
+/// none of the caller's own headers that are not forwarded; the answer carries the caller's id, a stream's events are
 /// JSON-RPC answers, a gRPC error is the JSON-RPC error with the agent's ErrorInfo, and a request
 /// whose params are not the method's message is refused before anything leaves.
 #[tokio::test]
 async fn json_rpc_answers_events_and_errors_come_from_the_rpcs() {
     let agent = SdkAgent::start(&["--binding", "grpc"]);
-    let gw = gateway(&agent, "").await;
+    let gw = gateway(
+        &agent,
+        "credential = { type = \"bearer\", file = \"partner.token\" }",
+    )
+    .await;
     let url = gw.agent_url("g");
     let http = crate::common::http();
     let call = |body: Value| {
         http.post(&url)
             .header("content-type", "application/json")
             .header("a2a-version", "1.0")
+            .header("cookie", "session=caller-secret")
+            .header("authorization", "Bearer caller-own")
             .json(&body)
             .send()
     };
@@ -169,6 +179,22 @@ async fn json_rpc_answers_events_and_errors_come_from_the_rpcs() {
     assert_eq!(
         task["artifacts"][0]["parts"][0]["text"], "echo: hi",
         "{v:#}"
+    );
+
+    // The metadata: the integration's credential (never the caller's), the version, no cookie.
+    let seen = agent.seen().await;
+    let rpc = (seen.iter())
+        .find(|s| s.grpc_method.as_deref() == Some("SendMessage"))
+        .expect("the SendMessage rpc");
+    assert_eq!(
+        rpc.authorization.as_deref(),
+        Some("Bearer partner-secret"),
+        "{rpc:#?}"
+    );
+    assert!(!rpc.headers.contains_key("cookie"), "{rpc:#?}");
+    assert!(
+        !rpc.headers.values().any(|v| v.contains("caller")),
+        "{rpc:#?}"
     );
 
     let missing = call(json!({"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"nope"}}))
@@ -409,5 +435,39 @@ async fn a_grpc_call_ends_with_its_caller_and_at_its_deadline() {
             &[("integration", "g"), ("phase", "header")]
         ),
         1.0
+    );
+}
+
+/// The extended card of a gRPC agent comes from its `GetExtendedAgentCard` rpc, with the
+/// integration's credential as metadata: its extra skill reaches the profile; without a
+/// credential no extended card is asked for.
+#[tokio::test]
+async fn the_extended_card_of_a_grpc_agent_comes_from_its_rpc() {
+    let agent = SdkAgent::start(&["--binding", "grpc", "--extended-card"]);
+    let gw = gateway(
+        &agent,
+        "credential = { type = \"bearer\", file = \"partner.token\" }",
+    )
+    .await;
+    let v = view(&gw).await;
+    assert_eq!(v["usable"], true, "{v:#}");
+    assert!(v.to_string().contains("extended-echo"), "{v:#}");
+    let asked: Vec<_> = (agent.seen().await.into_iter())
+        .filter(|s| s.grpc_method.as_deref() == Some("GetExtendedAgentCard"))
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(
+        asked[0].authorization.as_deref(),
+        Some("Bearer partner-secret")
+    );
+    assert_eq!(asked[0].a2a_version.as_deref(), Some("1.0"));
+
+    let plain = SdkAgent::start(&["--binding", "grpc", "--extended-card"]);
+    let gw = gateway(&plain, "").await;
+    let v = view(&gw).await;
+    assert!(!v.to_string().contains("extended-echo"), "{v:#}");
+    assert!(
+        !(plain.seen().await.iter())
+            .any(|s| s.grpc_method.as_deref() == Some("GetExtendedAgentCard"))
     );
 }

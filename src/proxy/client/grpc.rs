@@ -11,27 +11,19 @@
 //! [`MAX_ANSWER_BYTES`]. The connection goes to the address the control plane checked (no second
 //! DNS lookup), with the upstream's roots and full certificate and host name verification.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use bytes::{Buf, BufMut, Bytes};
+use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 use super::caller::hung_up;
 use super::exchange::{Answer, Response};
-use super::grpc_stream::{Events, not_the_agents, untranslatable, wire_status};
+use super::grpc_stream::{Events, capped, not_the_agents, untranslatable, wire_status};
 use super::{ClientError, Deadline, MAX_ANSWER_BYTES};
 use crate::proxy::limits::UpstreamDeadlines;
-use crate::state::Upstream;
+use crate::state::{Upstream, grpc};
 use crate::translate;
-
-/// TCP connect and TLS handshake, together.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Headers that are HTTP's or gRPC's own, never metadata of a call.
 fn is_transport_header(name: &HeaderName) -> bool {
@@ -47,7 +39,9 @@ fn is_transport_header(name: &HeaderName) -> bool {
             | header::TRANSFER_ENCODING
             | header::UPGRADE
             | header::USER_AGENT
-    ) || name.as_str().starts_with("grpc-")
+            | header::CONTENT_ENCODING
+    ) || matches!(name.as_str(), "keep-alive" | "proxy-connection")
+        || name.as_str().starts_with("grpc-")
 }
 
 /// The call's metadata: the shaped headers (`A2A-Version`, `A2A-Extensions`, the credential,
@@ -62,92 +56,17 @@ pub(super) fn metadata(shaped: Vec<(HeaderName, HeaderValue)>) -> tonic::metadat
     tonic::metadata::MetadataMap::from_headers(headers)
 }
 
-/// Messages as bytes: the protobuf is made and read by [`crate::translate::grpc`] with the
-/// generated types; tonic frames it.
-#[derive(Debug, Clone, Copy, Default)]
-struct Raw;
-
-impl Codec for Raw {
-    type Encode = Bytes;
-    type Decode = Bytes;
-    type Encoder = Raw;
-    type Decoder = Raw;
-    fn encoder(&mut self) -> Raw {
-        Raw
-    }
-    fn decoder(&mut self) -> Raw {
-        Raw
-    }
-}
-
-impl Encoder for Raw {
-    type Item = Bytes;
-    type Error = tonic::Status;
-    fn encode(&mut self, item: Bytes, dst: &mut EncodeBuf<'_>) -> Result<(), tonic::Status> {
-        dst.put(item);
-        Ok(())
-    }
-}
-
-impl Decoder for Raw {
-    type Item = Bytes;
-    type Error = tonic::Status;
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, tonic::Status> {
-        Ok(Some(src.copy_to_bytes(src.remaining())))
-    }
-}
-
-/// A connection's stream, plaintext or TLS.
-trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
-impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
-
 /// The channel to `up`: made once per upstream, connected on its first call.
 fn channel(up: &Upstream) -> Result<Channel, ClientError> {
     if let Some(c) = up.grpc.get() {
         return Ok(c.clone());
     }
-    // The connector below makes the TLS (tonic's own would refuse an `https` endpoint without
-    // its TLS feature): the endpoint is named `http`, the requests' origin says what it is.
-    let scheme = if up.tls { "https" } else { "http" };
-    let bad = |e: http::uri::InvalidUri| {
-        ClientError::Grpc(format!("the interface is no gRPC endpoint: {e}"))
+    let target = grpc::Target {
+        addr: up.addr,
+        authority: &up.authority,
+        tls: up.tls.then_some((&*up.trust, up.sni.as_str())),
     };
-    let origin: http::Uri = format!("{scheme}://{}", up.authority)
-        .parse()
-        .map_err(bad)?;
-    let endpoint = Endpoint::from_shared(format!("http://{}", up.authority))
-        .map_err(|e| ClientError::Grpc(format!("the interface is no gRPC endpoint: {e}")))?
-        .origin(origin)
-        .connect_timeout(CONNECT_TIMEOUT);
-    let tls = match up.tls {
-        false => None,
-        true => {
-            let name = rustls::pki_types::ServerName::try_from(up.sni.clone())
-                .map_err(|e| ClientError::Grpc(format!("TLS server name: {e}")))?;
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let mut config = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map_err(|e| ClientError::Grpc(format!("TLS configuration: {e}")))?
-                .with_root_certificates(up.trust.store())
-                .with_no_client_auth();
-            config.alpn_protocols = vec![b"h2".to_vec()];
-            Some((tokio_rustls::TlsConnector::from(Arc::new(config)), name))
-        }
-    };
-    let addr = up.addr;
-    let connect = tower::service_fn(move |_: http::Uri| {
-        let tls = tls.clone();
-        async move {
-            let tcp = tokio::net::TcpStream::connect(addr).await?;
-            tcp.set_nodelay(true)?;
-            let io: Box<dyn Io> = match tls {
-                None => Box::new(tcp),
-                Some((connector, name)) => Box::new(connector.connect(name, tcp).await?),
-            };
-            Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(io))
-        }
-    });
-    let c = endpoint.connect_with_connector_lazy(connect);
+    let c = grpc::channel(&target).map_err(|e| ClientError::Grpc(e.to_string()))?;
     Ok(up.grpc.get_or_init(|| c).clone())
 }
 
@@ -183,7 +102,7 @@ pub(super) async fn send<'c>(
     if translate::grpc::streams(op) {
         let call = async {
             grpc.ready().await.map_err(transport)?;
-            Ok::<_, ClientError>(grpc.server_streaming(request, path, Raw).await)
+            Ok::<_, ClientError>(grpc.server_streaming(request, path, grpc::Raw).await)
         };
         let answered = tokio::select! {
             biased;
@@ -197,7 +116,7 @@ pub(super) async fn send<'c>(
                 let events = Events::new(r.into_inner(), op, rpc.id, deadlines.idle);
                 Ok(super::Sent::Stream(Response::grpc(head, Box::new(events))))
             }
-            Err(status) => failed(&status, rpc.id).map(super::Sent::Whole),
+            Err(status) => failed(&status, op, rpc.id).map(super::Sent::Whole),
         };
     }
     // One deadline for the whole unary answer, as its head and body have together elsewhere;
@@ -206,7 +125,7 @@ pub(super) async fn send<'c>(
     request.set_timeout(whole);
     let call = async {
         grpc.ready().await.map_err(transport)?;
-        Ok::<_, ClientError>(grpc.unary(request, path, Raw).await)
+        Ok::<_, ClientError>(grpc.unary(request, path, grpc::Raw).await)
     };
     let answered = tokio::select! {
         biased;
@@ -217,14 +136,15 @@ pub(super) async fn send<'c>(
     let answer = match answered {
         Ok(r) => {
             let head = head(r.metadata(), "application/json")?;
-            let body =
-                translate::grpc::answer_to_rpc(op, rpc.id, r.get_ref()).map_err(untranslatable)?;
+            let body = capped(
+                translate::grpc::answer_to_rpc(op, rpc.id, r.get_ref()).map_err(untranslatable)?,
+            )?;
             Answer {
                 head,
                 body: Bytes::from(body),
             }
         }
-        Err(status) => failed(&status, rpc.id)?,
+        Err(status) => failed(&status, op, rpc.id)?,
     };
     Ok(super::Sent::Whole(answer))
 }
@@ -237,11 +157,11 @@ fn transport(e: tonic::transport::Error) -> ClientError {
 /// The answer to a status the rpc ended with before any message: the agent's A2A error as a
 /// JSON-RPC error answer, or, for a status that is the connection's and not the agent's, the
 /// failure the caller gets as 502/504.
-fn failed(status: &tonic::Status, id: &str) -> Result<Answer, ClientError> {
+fn failed(status: &tonic::Status, op: translate::Op, id: &str) -> Result<Answer, ClientError> {
     if let Some(e) = not_the_agents(status) {
         return Err(e);
     }
-    let body = translate::grpc::status_to_rpc(id, wire_status(status));
+    let body = translate::grpc::status_to_rpc(op, id, wire_status(status));
     Ok(Answer {
         head: head(status.metadata(), "application/json")?,
         body: Bytes::from(body),

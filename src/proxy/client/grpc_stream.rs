@@ -15,10 +15,24 @@ use crate::translate::{self, Op};
 /// An answer that does not translate: the caller gets InvalidAgentResponseError.
 pub(super) fn untranslatable(e: translate::TranslateError) -> ClientError {
     tracing::warn!(error = %e, "the agent's gRPC answer does not translate");
-    ClientError::Invalid {
-        why: crate::proxy::answer::Invalid::Untranslatable,
-        status: 200,
+    let why = match e {
+        translate::TranslateError::TooLarge { mib } => {
+            crate::proxy::answer::Invalid::TooLarge { mib }
+        }
+        _ => crate::proxy::answer::Invalid::Untranslatable,
+    };
+    ClientError::Invalid { why, status: 200 }
+}
+
+/// The JSON-RPC answer `json` made from an agent's message, within the answer cap (the JSON of
+/// a `raw` part is a third larger than its bytes).
+pub(super) fn capped(json: Vec<u8>) -> Result<Vec<u8>, ClientError> {
+    if json.len() > super::MAX_ANSWER_BYTES {
+        return Err(ClientError::TooLarge {
+            limit: super::MAX_ANSWER_BYTES,
+        });
     }
+    Ok(json)
 }
 
 /// The status as the translator reads it.
@@ -36,13 +50,47 @@ pub(super) fn not_the_agents(status: &tonic::Status) -> Option<ClientError> {
     if status.code() == tonic::Code::DeadlineExceeded {
         return Some(ClientError::Timeout(Deadline::Header));
     }
-    if std::error::Error::source(status).is_some() {
+    if let Some(e) = made_by_tonic(status) {
+        return Some(e);
+    }
+    let source = std::error::Error::source(status);
+    // The `grpc-timeout` the unary call was sent with, expired on this side first.
+    let mut chain = source;
+    let mut expired = false;
+    while let Some(e) = chain {
+        expired |= e.is::<tonic::TimeoutExpired>();
+        chain = e.source();
+    }
+    if expired {
+        return Some(ClientError::Timeout(Deadline::Header));
+    }
+    if source.is_some() {
         return Some(ClientError::Grpc(format!(
             "the call to the agent failed: {}",
             status.message()
         )));
     }
     None
+}
+
+/// tonic 0.14's own statuses that carry no source (its texts, `codec/decode.rs`, `status.rs`,
+/// `client/grpc.rs`): an answer over the decoding cap, an HTTP answer without `grpc-status` (a
+/// proxy's 503, a server that is not gRPC), a stream cut without a final status, a framing
+/// fault. None is the agent's word: each is the failure of the exchange, as on the HTTP path.
+fn made_by_tonic(status: &tonic::Status) -> Option<ClientError> {
+    let m = status.message();
+    if status.code() == tonic::Code::OutOfRange
+        && m.starts_with("Error, decoded message length too large")
+    {
+        return Some(ClientError::TooLarge {
+            limit: super::MAX_ANSWER_BYTES,
+        });
+    }
+    let synthetic = m.starts_with("grpc-status header missing, mapped from HTTP status code")
+        || m.starts_with("protocol error:")
+        || m == "Unexpected EOF decoding stream."
+        || m == "Missing response message.";
+    synthetic.then(|| ClientError::Grpc(format!("the exchange with the agent failed: {m}")))
 }
 
 /// A server-streaming rpc's messages, as the SSE body a JSON-RPC agent would send: each message a
@@ -86,7 +134,10 @@ impl Events {
             Ok(None) => return Ok(None),
             Ok(Some(m)) => (
                 None,
-                translate::grpc::answer_to_rpc(self.op, &self.id, &m).map_err(untranslatable)?,
+                capped(
+                    translate::grpc::answer_to_rpc(self.op, &self.id, &m)
+                        .map_err(untranslatable)?,
+                )?,
             ),
             Err(status) => {
                 self.done = true;
@@ -95,7 +146,7 @@ impl Events {
                 }
                 (
                     Some("error"),
-                    translate::grpc::status_to_rpc(&self.id, wire_status(&status)),
+                    translate::grpc::status_to_rpc(self.op, &self.id, wire_status(&status)),
                 )
             }
         };
