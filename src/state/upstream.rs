@@ -118,9 +118,12 @@ pub struct Upstream {
     /// The roots TLS trusts (the platform's, plus `ca_file`'s): what a gRPC call's own TLS
     /// configuration is built from, so it trusts exactly what every other call does.
     pub trust: Arc<TrustRoots>,
-    /// The gRPC channel to this upstream, made on its first gRPC call (`proxy::client::grpc`)
-    /// and dropped with the upstream, so a new profile never reuses a channel of the old one.
-    pub grpc: std::sync::OnceLock<tonic::transport::Channel>,
+    /// The gRPC channels to this upstream, one per data-plane thread (`proxy::client::grpc`):
+    /// each thread's calls do their I/O on that thread's runtime, over a connection of their
+    /// own (a slow reader on one thread never holds another's HTTP/2 flow-control window), made
+    /// on its first gRPC call and dropped with the upstream, so a new profile never reuses a
+    /// channel of the old one.
+    pub grpc: GrpcChannels,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -137,6 +140,35 @@ impl std::fmt::Debug for Upstream {
             )
             .field("pass_through_auth", &self.pass_through_auth)
             .finish()
+    }
+}
+
+/// The gRPC channels of one upstream, by the thread that calls (see [`Upstream::grpc`]).
+#[derive(Default)]
+pub struct GrpcChannels(std::sync::Mutex<Vec<(std::thread::ThreadId, tonic::transport::Channel)>>);
+
+impl GrpcChannels {
+    /// This thread's channel, made with `make` the first time (or after [`GrpcChannels::forget`]).
+    pub fn get_or_make<E>(
+        &self,
+        make: impl FnOnce() -> Result<tonic::transport::Channel, E>,
+    ) -> Result<tonic::transport::Channel, E> {
+        let me = std::thread::current().id();
+        let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, c)) = all.iter().find(|(t, _)| *t == me) {
+            return Ok(c.clone());
+        }
+        let c = make()?;
+        all.push((me, c.clone()));
+        Ok(c)
+    }
+
+    /// Drops this thread's channel (its connection closes once no call holds it): the next
+    /// call connects again. For a connection that let a deadline pass.
+    pub fn forget(&self) {
+        let me = std::thread::current().id();
+        let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        all.retain(|(t, _)| *t != me);
     }
 }
 
@@ -191,7 +223,7 @@ impl Upstream {
             authorization,
             pass_through_auth: integration.credential == Credential::PassThrough,
             trust,
-            grpc: std::sync::OnceLock::new(),
+            grpc: GrpcChannels::default(),
         })
     }
 
@@ -211,7 +243,7 @@ impl Upstream {
             authorization: None,
             pass_through_auth: false,
             trust: trust_roots(None).expect("the platform's roots"),
-            grpc: std::sync::OnceLock::new(),
+            grpc: GrpcChannels::default(),
         }
     }
 }

@@ -56,18 +56,16 @@ pub(super) fn metadata(shaped: Vec<(HeaderName, HeaderValue)>) -> tonic::metadat
     tonic::metadata::MetadataMap::from_headers(headers)
 }
 
-/// The channel to `up`: made once per upstream, connected on its first call.
+/// This thread's channel to `up`: made on the thread's first call, connected on it.
 fn channel(up: &Upstream) -> Result<Channel, ClientError> {
-    if let Some(c) = up.grpc.get() {
-        return Ok(c.clone());
-    }
-    let target = grpc::Target {
-        addr: up.addr,
-        authority: &up.authority,
-        tls: up.tls.then_some((&*up.trust, up.sni.as_str())),
-    };
-    let c = grpc::channel(&target).map_err(|e| ClientError::Grpc(e.to_string()))?;
-    Ok(up.grpc.get_or_init(|| c).clone())
+    up.grpc.get_or_make(|| {
+        let target = grpc::Target {
+            addr: up.addr,
+            authority: &up.authority,
+            tls: up.tls.then_some((&*up.trust, up.sni.as_str())),
+        };
+        grpc::channel(&target).map_err(|e| ClientError::Grpc(e.to_string()))
+    })
 }
 
 /// One planned rpc: where, what, and the JSON-RPC id its answers carry.
@@ -85,6 +83,21 @@ pub(super) struct Rpc<'a> {
 /// Sends `rpc` to `up` and reads as much of the answer as deciding the caller's answer needs: a
 /// unary rpc whole, a streaming one to its head (its messages are read by the caller's pipe).
 pub(super) async fn send<'c>(
+    up: &Upstream,
+    rpc: Rpc<'_>,
+    caller: &mut Session,
+    deadlines: &UpstreamDeadlines,
+) -> Result<super::Sent<'c>, ClientError> {
+    let sent = call(up, rpc, caller, deadlines).await;
+    if let Err(ClientError::Timeout(_)) = sent {
+        // The connection may be the reason (dead, or its streams all taken): the thread's next
+        // call connects again; calls still on this one keep it until they end.
+        up.grpc.forget();
+    }
+    sent
+}
+
+async fn call<'c>(
     up: &Upstream,
     rpc: Rpc<'_>,
     caller: &mut Session,
