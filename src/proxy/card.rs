@@ -87,8 +87,21 @@ fn caller_version(iface: &crate::profile::Interface) -> &str {
     }
 }
 
-/// The binding the orchestrator speaks to the gateway for `iface`: JSON-RPC in front of a gRPC
-/// agent (`crate::translate::grpc`), the interface's own otherwise.
+/// The effective card's interfaces: the gateway on the agent's binding, or in front of a gRPC
+/// agent on both JSON-RPC (first: what the SDK clients pick) and HTTP+JSON, at the same URL
+/// (the HTTP+JSON routes are below it), as `first` says them otherwise.
+fn interfaces(iface: &crate::profile::Interface, first: Value) -> Value {
+    if !crate::translate::Dialect::of(iface).is_some_and(|d| d.grpc()) {
+        return Value::Array(vec![first]);
+    }
+    let mut rest = first.clone();
+    rest["protocolBinding"] = Value::String(crate::profile::Binding::HttpJson.as_str().into());
+    Value::Array(vec![first, rest])
+}
+
+/// The binding the orchestrator speaks to the gateway for `iface` (the first the effective card
+/// offers): JSON-RPC in front of a gRPC agent (`crate::translate::grpc`), the interface's own
+/// otherwise.
 fn caller_binding(iface: &crate::profile::Interface) -> crate::profile::Binding {
     crate::translate::Dialect::of(iface).map_or(iface.binding, |d| d.caller_binding())
 }
@@ -165,7 +178,7 @@ fn card_json(state: &IntegrationState, public_url: &str) -> Option<Value> {
         "name": name,
         "description": description,
         "version": version,
-        "supportedInterfaces": [interface],
+        "supportedInterfaces": interfaces(iface, interface),
         "capabilities": capabilities,
         "defaultInputModes": default_in,
         "defaultOutputModes": default_out,

@@ -658,7 +658,10 @@ impl<'a> Job<'a> {
             path: out.path,
             body: out.body,
             metadata: grpc::metadata(shaped),
-            id: vet::request_id(&self.ctx.shape).unwrap_or("null"),
+            face: match vet::request_id(&self.ctx.shape) {
+                Some(id) => grpc::Face::JsonRpc(id.to_owned()),
+                None => grpc::Face::Rest,
+            },
         };
         let started = std::time::Instant::now();
         let sent = grpc::send(up, rpc, self.session, &self.gw.limits.upstream).await;

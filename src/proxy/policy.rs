@@ -286,7 +286,8 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     // The compiler makes only callable interfaces usable; anything else is no usable profile.
     let dialect = Dialect::of(iface).ok_or(Deny::NoUsableProfile)?;
     let integration = &state.integration;
-    let (method, caller_tenant, rest_path) = operation(f, dialect.caller_binding())?;
+    let called = called_binding(dialect, f.route);
+    let (method, caller_tenant, rest_path) = operation(f, called)?;
     // Blocked by a breaking change against the lockfile: running tasks only.
     if matches!(state.status, Status::Blocked { .. }) && !continues_task(method) {
         return Err(Deny::IntegrationBlocked);
@@ -338,7 +339,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     }
     let mut plan = Plan {
         method,
-        binding: dialect.caller_binding(),
+        binding: called,
         stream,
         tenant,
         upstream_path,
@@ -353,19 +354,42 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     if dialect.translates() {
         as_03(&mut plan, f, rest_path, &upstream.base_path)?;
     } else if dialect.grpc() {
-        as_grpc(&mut plan, f)?;
+        as_grpc(&mut plan, f, rest_path)?;
     }
     Ok(plan)
 }
 
+/// The binding a request to `dialect`'s agent is called on, which its answers are made in: in
+/// front of a gRPC agent both (its effective card offers both), the route's; otherwise the
+/// agent's own.
+fn called_binding(dialect: Dialect, route: &Route) -> Binding {
+    match (dialect.grpc(), route) {
+        (true, Route::Rest { .. }) => Binding::HttpJson,
+        (true, _) => Binding::JsonRpc,
+        (false, _) => dialect.caller_binding(),
+    }
+}
+
 /// Makes `plan` the call to a gRPC agent: the rpc's path (and SendMessage's, for a downgrade)
 /// and its protobuf request, made from the JSON-RPC body that would have gone to a JSON-RPC
-/// agent (tenant spliced, guard's redaction included), or refused before anything leaves.
-fn as_grpc(plan: &mut Plan, f: &Facts<'_>) -> Result<(), Deny> {
+/// agent (tenant spliced, guard's redaction included), or from an HTTP+JSON request (its route
+/// `rest_path`, query and body, the applied tenant), or refused before anything leaves.
+fn as_grpc(plan: &mut Plan, f: &Facts<'_>, rest_path: Option<&str>) -> Result<(), Deny> {
     let op = Op::from_v10(plan.method.as_str()).ok_or(Deny::MethodNotFound)?;
-    let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
-    let body = plan.rewritten_body.as_deref().unwrap_or(rpc.body());
-    let pb = translate::grpc::request_to_pb(op, body).map_err(|e| match e {
+    let pb = match rest_path {
+        // HTTP+JSON: the route's and the query's parameters, the body, the applied tenant.
+        Some(path) => {
+            let body = plan.rewritten_body.as_deref().unwrap_or(f.body);
+            let tenant = plan.tenant.as_deref();
+            translate::grpc::rest_request_to_pb(op, path, f.query, body, tenant)
+        }
+        None => {
+            let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
+            let body = plan.rewritten_body.as_deref().unwrap_or(rpc.body());
+            translate::grpc::request_to_pb(op, body)
+        }
+    };
+    let pb = pb.map_err(|e| match e {
         TranslateError::Untranslatable { field, why } => Deny::Untranslatable { field, why },
         _ => Deny::Untranslatable {
             field: "params".into(),

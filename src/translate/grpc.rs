@@ -260,10 +260,10 @@ fn code_of_grpc(op: Op, code: i32) -> i64 {
     }
 }
 
-/// The JSON-RPC error answer (with the request's `id`) of an agent's gRPC error answering `op`: the code its
-/// A2A ErrorInfo names (domain `a2a-protocol.org`), else the one of its gRPC code; the agent's
-/// message; and in `data` every ErrorInfo it sent, as ProtoJSON `Any`. Other details are left out.
-pub fn status_to_rpc(op: Op, id: &str, status: Status<'_>) -> Vec<u8> {
+/// An agent's gRPC error as A2A reads it: the JSON-RPC code its A2A ErrorInfo names (domain
+/// `a2a-protocol.org`), else the one of its gRPC code ([`code_of_grpc`]); and every ErrorInfo it
+/// sent, as ProtoJSON `Any`. Other details are left out.
+fn error_parts(op: Op, status: &Status<'_>) -> (i64, Vec<serde_json::Value>) {
     let infos: Vec<tonic_types::pb::ErrorInfo> = tonic_types::pb::Status::decode(status.details)
         .map(|s| {
             s.details
@@ -278,7 +278,7 @@ pub fn status_to_rpc(op: Op, id: &str, status: Status<'_>) -> Vec<u8> {
         .filter(|i| i.domain == "a2a-protocol.org")
         .find_map(|i| code_of_reason(&i.reason))
         .unwrap_or_else(|| code_of_grpc(op, status.code));
-    let data: Vec<serde_json::Value> = infos
+    let data = infos
         .iter()
         .map(|i| {
             // Sorted: the same error is the same bytes every time.
@@ -293,9 +293,186 @@ pub fn status_to_rpc(op: Op, id: &str, status: Status<'_>) -> Vec<u8> {
             })
         })
         .collect();
+    (code, data)
+}
+
+/// The JSON-RPC error answer (with the request's `id`) of an agent's gRPC error answering `op`
+/// ([`error_parts`]), with the agent's message.
+pub fn status_to_rpc(op: Op, id: &str, status: Status<'_>) -> Vec<u8> {
+    let (code, data) = error_parts(op, &status);
     let mut error = serde_json::json!({"code": code, "message": status.message});
     if !data.is_empty() {
         error["data"] = serde_json::Value::Array(data);
     }
     envelope(id, "error", &error.to_string())
+}
+
+/// The HTTP status of an A2A error's JSON-RPC code on the HTTP+JSON binding (FACTS §7).
+fn http_status(code: i64) -> u16 {
+    match code {
+        -32001 | -32601 => 404,
+        -32006 | -32603 => 500,
+        _ => 400,
+    }
+}
+
+/// The canonical name of a gRPC code, as `google.rpc.Status` in ProtoJSON writes it.
+fn code_name(code: i32) -> &'static str {
+    use tonic::Code as C;
+    match C::from_i32(code) {
+        C::Ok => "OK",
+        C::Cancelled => "CANCELLED",
+        C::Unknown => "UNKNOWN",
+        C::InvalidArgument => "INVALID_ARGUMENT",
+        C::DeadlineExceeded => "DEADLINE_EXCEEDED",
+        C::NotFound => "NOT_FOUND",
+        C::AlreadyExists => "ALREADY_EXISTS",
+        C::PermissionDenied => "PERMISSION_DENIED",
+        C::ResourceExhausted => "RESOURCE_EXHAUSTED",
+        C::FailedPrecondition => "FAILED_PRECONDITION",
+        C::Aborted => "ABORTED",
+        C::OutOfRange => "OUT_OF_RANGE",
+        C::Unimplemented => "UNIMPLEMENTED",
+        C::Internal => "INTERNAL",
+        C::Unavailable => "UNAVAILABLE",
+        C::DataLoss => "DATA_LOSS",
+        C::Unauthenticated => "UNAUTHENTICATED",
+    }
+}
+
+/// The HTTP+JSON error answer of an agent's gRPC error answering `op`: the HTTP status of the A2A
+/// error it is ([`error_parts`]), and the 1.0 `google.rpc.Status` body with the agent's code name,
+/// message and ErrorInfo.
+pub fn status_to_rest(op: Op, status: Status<'_>) -> (u16, Vec<u8>) {
+    let (code, details) = error_parts(op, &status);
+    let http = http_status(code);
+    let mut error = serde_json::json!({
+        "code": http,
+        "status": code_name(status.code),
+        "message": status.message,
+    });
+    if !details.is_empty() {
+        error["details"] = serde_json::Value::Array(details);
+    }
+    (
+        http,
+        serde_json::json!({ "error": error })
+            .to_string()
+            .into_bytes(),
+    )
+}
+
+/// The HTTP+JSON answer body of `op`'s protobuf answer (a stream message's `data` for the
+/// streaming rpcs): the response message's ProtoJSON, `{}` for google.protobuf.Empty.
+pub fn answer_to_rest(op: Op, bytes: &[u8]) -> Result<Vec<u8>, TranslateError> {
+    let json = result_of(op, bytes)?;
+    Ok(if json == "null" {
+        b"{}".to_vec()
+    } else {
+        json.into_bytes()
+    })
+}
+
+/// The path parameters of an HTTP+JSON route below the interface (`/tasks/{id}:cancel`,
+/// `/tasks/{taskId}/pushNotificationConfigs/{id}`, …), percent-decoded, as request members.
+fn path_members(op: Op, path: &str) -> Vec<(&'static str, String)> {
+    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let decoded = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let strip = |s: &str| {
+        s.trim_end_matches(":cancel")
+            .trim_end_matches(":subscribe")
+            .to_owned()
+    };
+    match (op, segs.as_slice()) {
+        (Op::GetTask | Op::CancelTask | Op::SubscribeToTask, ["tasks", id]) => {
+            vec![("id", decoded(&strip(id)))]
+        }
+        (Op::CreatePushConfig | Op::ListPushConfigs, ["tasks", task, ..]) => {
+            vec![("taskId", decoded(task))]
+        }
+        (Op::GetPushConfig | Op::DeletePushConfig, ["tasks", task, _, id]) => {
+            vec![("taskId", decoded(task)), ("id", decoded(id))]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The query parameters `op` reads (FACTS §6), with their ProtoJSON types.
+fn query_members(
+    op: Op,
+    query: Option<&str>,
+) -> Result<Vec<(String, serde_json::Value)>, TranslateError> {
+    use serde_json::Value;
+    let mut out = Vec::new();
+    for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        let number = |v: &str| {
+            v.parse::<i64>()
+                .map(Value::from)
+                .map_err(|_| TranslateError::Untranslatable {
+                    field: format!("query.{k}"),
+                    why: "is not an integer",
+                })
+        };
+        let value = match (op, k.as_ref()) {
+            (Op::GetTask | Op::ListTasks, "historyLength") | (Op::ListTasks, "pageSize") => {
+                number(&v)?
+            }
+            (Op::ListTasks, "includeArtifacts") => Value::Bool(match v.as_ref() {
+                "true" => true,
+                "false" => false,
+                _ => {
+                    return Err(TranslateError::Untranslatable {
+                        field: "query.includeArtifacts".into(),
+                        why: "is not true or false",
+                    });
+                }
+            }),
+            (Op::ListTasks, "contextId" | "status" | "pageToken" | "statusTimestampAfter")
+            | (Op::ListPushConfigs, "pageSize" | "pageToken") => Value::String(v.into_owned()),
+            // A parameter the route does not define is left out, as an unknown member is.
+            _ => continue,
+        };
+        out.push((k.into_owned(), value));
+    }
+    Ok(out)
+}
+
+/// `op`'s protobuf request from a 1.0 HTTP+JSON request: its route `path` below the interface
+/// (without the tenant), `query` and `body`, and the tenant it goes with; the request message is
+/// the body with the path's and the query's parameters and the tenant set.
+pub fn rest_request_to_pb(
+    op: Op,
+    path: &str,
+    query: Option<&str>,
+    body: &[u8],
+    tenant: Option<&str>,
+) -> Result<Vec<u8>, TranslateError> {
+    use serde_json::{Map, Value};
+    let mut m: Map<String, Value> = if body.iter().all(u8::is_ascii_whitespace) {
+        Map::new()
+    } else {
+        serde_json::from_slice(body).map_err(|_| TranslateError::Untranslatable {
+            field: "body".into(),
+            why: "is not a JSON object",
+        })?
+    };
+    for (k, v) in path_members(op, path) {
+        m.insert(k.to_owned(), Value::String(v));
+    }
+    for (k, v) in query_members(op, query)? {
+        m.insert(k, v);
+    }
+    if let Some(t) = tenant {
+        m.insert("tenant".into(), Value::String(t.to_owned()));
+    }
+    let body = serde_json::to_vec(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "params": m}))
+        .map_err(|_| TranslateError::Untranslatable {
+            field: "body".into(),
+            why: "cannot be written",
+        })?;
+    request_to_pb(op, &body)
 }

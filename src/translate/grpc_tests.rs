@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 
 use super::Op;
 use super::TranslateError;
-use super::grpc::{Status, answer_to_rpc, op_of_path, path, request_to_pb, status_to_rpc, streams};
+use super::grpc::{
+    Status, answer_to_rest, answer_to_rpc, op_of_path, path, request_to_pb, rest_request_to_pb,
+    status_to_rest, status_to_rpc, streams,
+};
 
 fn rpc(method: &str, params: Value) -> Vec<u8> {
     serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
@@ -233,6 +236,93 @@ fn grpc_errors_become_the_json_rpc_errors_of_their_error_info() {
     );
     // Details that are not a Status are left out, the code still answers.
     assert_eq!(error(5, &[0xff, 0x01])["error"]["code"], -32001);
+}
+
+#[test]
+fn http_json_requests_take_their_route_query_and_tenant_into_the_message() {
+    let b = rest_request_to_pb(
+        Op::GetTask,
+        "/tasks/t%2F1",
+        Some("historyLength=2&x=1"),
+        b"",
+        Some("acme"),
+    )
+    .unwrap();
+    let r = pb::GetTaskRequest::decode(&b[..]).unwrap();
+    assert_eq!(
+        (r.id.as_str(), r.history_length, r.tenant.as_str()),
+        ("t/1", Some(2), "acme")
+    );
+    let b = rest_request_to_pb(
+        Op::CancelTask,
+        "/tasks/t-2:cancel",
+        None,
+        br#"{"metadata":{"k":"v"}}"#,
+        None,
+    )
+    .unwrap();
+    assert_eq!(pb::CancelTaskRequest::decode(&b[..]).unwrap().id, "t-2");
+    let b = rest_request_to_pb(
+        Op::GetPushConfig,
+        "/tasks/t-3/pushNotificationConfigs/p-1",
+        None,
+        b"",
+        None,
+    )
+    .unwrap();
+    let r = pb::GetTaskPushNotificationConfigRequest::decode(&b[..]).unwrap();
+    assert_eq!((r.task_id.as_str(), r.id.as_str()), ("t-3", "p-1"));
+    let b = rest_request_to_pb(
+        Op::ListTasks,
+        "/tasks",
+        Some("pageSize=5&includeArtifacts=true&status=TASK_STATE_WORKING"),
+        b"",
+        None,
+    )
+    .unwrap();
+    let r = pb::ListTasksRequest::decode(&b[..]).unwrap();
+    assert_eq!(r.page_size, Some(5));
+    assert_eq!(r.include_artifacts, Some(true));
+    assert_eq!(r.status, pb::TaskState::Working as i32);
+    for q in ["pageSize=five", "includeArtifacts=yes"] {
+        let e = rest_request_to_pb(Op::ListTasks, "/tasks", Some(q), b"", None).unwrap_err();
+        assert!(
+            matches!(e, TranslateError::Untranslatable { .. }),
+            "{q}: {e:?}"
+        );
+    }
+    assert!(rest_request_to_pb(Op::SendMessage, "/message:send", None, b"[1]", None).is_err());
+}
+
+#[test]
+fn http_json_answers_are_the_messages_and_errors_the_status_of_their_a2a_error() {
+    let task = pb::Task {
+        id: "t".into(),
+        ..Default::default()
+    };
+    let v: Value =
+        serde_json::from_slice(&answer_to_rest(Op::GetTask, &task.encode_to_vec()).unwrap())
+            .unwrap();
+    assert_eq!(v, json!({"id": "t"}));
+    assert_eq!(answer_to_rest(Op::DeletePushConfig, b"").unwrap(), b"{}");
+    for (reason, grpc, http, name) in [
+        ("TASK_NOT_FOUND", 5, 404, "NOT_FOUND"),
+        ("TASK_NOT_CANCELABLE", 9, 400, "FAILED_PRECONDITION"),
+        ("INVALID_AGENT_RESPONSE", 13, 500, "INTERNAL"),
+    ] {
+        let details = status_with(reason, "a2a-protocol.org");
+        let s = Status {
+            code: grpc,
+            message: "m",
+            details: &details,
+        };
+        let (status, body) = status_to_rest(Op::GetTask, s);
+        assert_eq!(status, http, "{reason}");
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["error"]["code"], http);
+        assert_eq!(v["error"]["status"], name);
+        assert_eq!(v["error"]["details"][0]["reason"], reason);
+    }
 }
 
 mod props {

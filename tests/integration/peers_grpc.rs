@@ -66,7 +66,7 @@ async fn view(gw: &InProcess) -> Value {
 }
 
 /// The profile chooses the agent's one gRPC interface; the card the orchestrator gets offers the
-/// gateway's JSON-RPC; and with the default `[client]` (no "GRPC") the agent is recorded but
+/// gateway's JSON-RPC and HTTP+JSON; and with the default `[client]` (no "GRPC") the agent is recorded but
 /// never chosen.
 #[tokio::test]
 async fn a_grpc_only_agent_is_offered_on_the_gateways_json_rpc_face() {
@@ -87,10 +87,24 @@ async fn a_grpc_only_agent_is_offered_on_the_gateways_json_rpc_face() {
         .await
         .unwrap();
     let ifaces = card["supportedInterfaces"].as_array().unwrap();
-    assert_eq!(ifaces.len(), 1, "{card:#}");
-    assert_eq!(ifaces[0]["protocolBinding"], "JSONRPC", "{card:#}");
-    assert_eq!(ifaces[0]["protocolVersion"], "1.0", "{card:#}");
-    assert_eq!(ifaces[0]["url"], gw.agent_url("g").as_str(), "{card:#}");
+    let offered: Vec<(&str, &str, &str)> = (ifaces.iter())
+        .map(|i| {
+            (
+                i["protocolBinding"].as_str().unwrap(),
+                i["protocolVersion"].as_str().unwrap(),
+                i["url"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let url = gw.agent_url("g");
+    assert_eq!(
+        offered,
+        [
+            ("JSONRPC", "1.0", url.as_str()),
+            ("HTTP+JSON", "1.0", url.as_str())
+        ],
+        "{card:#}"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let config = config_head(&[]) + &integration_over(&agent, "").await;
@@ -469,5 +483,100 @@ async fn the_extended_card_of_a_grpc_agent_comes_from_its_rpc() {
     assert!(
         !(plain.seen().await.iter())
             .any(|s| s.grpc_method.as_deref() == Some("GetExtendedAgentCard"))
+    );
+}
+
+/// An HTTP+JSON caller reaches the gRPC agent too: the route's and the query's parameters and the
+/// body make the rpc's request, answers are the response messages' ProtoJSON, errors the 1.0
+/// `google.rpc.Status` with the HTTP status of their A2A error, a stream's events the
+/// `StreamResponse`s; a query parameter of the wrong type is refused before anything leaves.
+#[tokio::test]
+async fn an_http_json_caller_reaches_a_grpc_agent() {
+    let agent = SdkAgent::start(&["--binding", "grpc"]);
+    let gw = gateway(&agent, "").await;
+    let url = gw.agent_url("g");
+    let http = crate::common::http();
+    let sent = http
+        .post(format!("{url}/message:send"))
+        .header("a2a-version", "1.0")
+        .json(&json!({"message":{"messageId":"r1","role":"ROLE_USER","parts":[{"text":"rest"}]}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 200);
+    let v: Value = sent.json().await.unwrap();
+    let task = &v["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{v:#}");
+    let id = task["id"].as_str().unwrap().to_owned();
+
+    let got: Value = http
+        .get(format!("{url}/tasks/{id}?historyLength=1"))
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(got["id"], id.as_str(), "{got:#}");
+    assert_eq!(got["history"].as_array().map(Vec::len), Some(1), "{got:#}");
+
+    let missing = http
+        .get(format!("{url}/tasks/no-such-task"))
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let v: Value = missing.json().await.unwrap();
+    assert_eq!(v["error"]["status"], "NOT_FOUND", "{v:#}");
+    assert_eq!(
+        v["error"]["details"][0]["reason"], "TASK_NOT_FOUND",
+        "{v:#}"
+    );
+
+    let streamed = http
+        .post(format!("{url}/message:stream"))
+        .header("a2a-version", "1.0")
+        .json(&json!({"message":{"messageId":"r2","role":"ROLE_USER","parts":[{"text":"flow"}]}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(streamed.status(), 200);
+    let events = sse_events(&streamed.text().await.unwrap());
+    assert!(events[0]["task"].is_object(), "{events:#?}");
+    assert_eq!(
+        events.last().unwrap()["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{events:#?}"
+    );
+
+    let listed: Value = http
+        .get(format!("{url}/tasks?pageSize=1"))
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        listed["tasks"].as_array().map(Vec::len),
+        Some(1),
+        "{listed:#}"
+    );
+
+    let before = agent.seen().await.len();
+    let bad = http
+        .get(format!("{url}/tasks?pageSize=many"))
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    assert_eq!(
+        agent.seen().await.len(),
+        before,
+        "nothing left for the refused request"
     );
 }

@@ -19,7 +19,8 @@ use tonic::transport::Channel;
 
 use super::caller::hung_up;
 use super::exchange::{Answer, Response};
-use super::grpc_stream::{Events, capped, not_the_agents, untranslatable, wire_status};
+pub(super) use super::grpc_stream::Face;
+use super::grpc_stream::{Events, not_the_agents};
 use super::{ClientError, Deadline, MAX_ANSWER_BYTES};
 use crate::proxy::limits::UpstreamDeadlines;
 use crate::state::{Upstream, grpc};
@@ -76,8 +77,8 @@ pub(super) struct Rpc<'a> {
     pub body: Bytes,
     /// The call's metadata ([`metadata`]).
     pub metadata: tonic::metadata::MetadataMap,
-    /// The caller's JSON-RPC id, as JSON text.
-    pub id: &'a str,
+    /// The binding the caller called on (and its JSON-RPC id).
+    pub face: Face,
 }
 
 /// Sends `rpc` to `up` and reads as much of the answer as deciding the caller's answer needs: a
@@ -125,11 +126,11 @@ async fn call<'c>(
         };
         return match answered {
             Ok(r) => {
-                let head = head(r.metadata(), "text/event-stream")?;
-                let events = Events::new(r.into_inner(), op, rpc.id, deadlines.idle);
+                let head = head(200, r.metadata(), "text/event-stream")?;
+                let events = Events::new(r.into_inner(), op, rpc.face, deadlines.idle);
                 Ok(super::Sent::Stream(Response::grpc(head, Box::new(events))))
             }
-            Err(status) => failed(&status, op, rpc.id).map(super::Sent::Whole),
+            Err(status) => failed(&status, op, &rpc.face).map(super::Sent::Whole),
         };
     }
     // One deadline for the whole unary answer, as its head and body have together elsewhere;
@@ -148,16 +149,14 @@ async fn call<'c>(
     };
     let answer = match answered {
         Ok(r) => {
-            let head = head(r.metadata(), "application/json")?;
-            let body = capped(
-                translate::grpc::answer_to_rpc(op, rpc.id, r.get_ref()).map_err(untranslatable)?,
-            )?;
+            let head = head(200, r.metadata(), "application/json")?;
+            let body = rpc.face.answer(op, r.get_ref())?;
             Answer {
                 head,
                 body: Bytes::from(body),
             }
         }
-        Err(status) => failed(&status, op, rpc.id)?,
+        Err(status) => failed(&status, op, &rpc.face)?,
     };
     Ok(super::Sent::Whole(answer))
 }
@@ -170,13 +169,13 @@ fn transport(e: tonic::transport::Error) -> ClientError {
 /// The answer to a status the rpc ended with before any message: the agent's A2A error as a
 /// JSON-RPC error answer, or, for a status that is the connection's and not the agent's, the
 /// failure the caller gets as 502/504.
-fn failed(status: &tonic::Status, op: translate::Op, id: &str) -> Result<Answer, ClientError> {
+fn failed(status: &tonic::Status, op: translate::Op, face: &Face) -> Result<Answer, ClientError> {
     if let Some(e) = not_the_agents(status) {
         return Err(e);
     }
-    let body = translate::grpc::status_to_rpc(op, id, wire_status(status));
+    let (code, body) = face.error(op, status);
     Ok(Answer {
-        head: head(status.metadata(), "application/json")?,
+        head: head(code, status.metadata(), "application/json")?,
         body: Bytes::from(body),
     })
 }
@@ -185,14 +184,15 @@ fn head_error(e: impl std::fmt::Display) -> ClientError {
     ClientError::Grpc(format!("answer head: {e}"))
 }
 
-/// The head of a made-up HTTP answer: 200, `content_type`, and the agent's metadata as headers
+/// The head of a made-up HTTP answer: `status`, `content_type`, and the agent's metadata as headers
 /// (what the caller may see of them is cut down later, as for any agent's headers).
 fn head(
+    status: u16,
     metadata: &tonic::metadata::MetadataMap,
     content_type: &'static str,
 ) -> Result<Box<ResponseHeader>, ClientError> {
     let mut head =
-        ResponseHeader::build_no_case(200, Some(metadata.len() + 1)).map_err(head_error)?;
+        ResponseHeader::build_no_case(status, Some(metadata.len() + 1)).map_err(head_error)?;
     for (n, v) in metadata.clone().into_headers().iter() {
         if !is_transport_header(n) {
             head.append_header(n.clone(), v.clone())

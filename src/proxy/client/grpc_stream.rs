@@ -35,6 +35,37 @@ pub(super) fn capped(json: Vec<u8>) -> Result<Vec<u8>, ClientError> {
     Ok(json)
 }
 
+/// The binding the caller called on, which the agent's answers are made in.
+#[derive(Debug, Clone)]
+pub(super) enum Face {
+    /// JSON-RPC, with the caller's request id (JSON text) every answer carries.
+    JsonRpc(String),
+    /// HTTP+JSON.
+    Rest,
+}
+
+impl Face {
+    /// The answer body of `op`'s protobuf answer (or stream message).
+    pub(super) fn answer(&self, op: Op, bytes: &[u8]) -> Result<Vec<u8>, ClientError> {
+        let json = match self {
+            Face::JsonRpc(id) => translate::grpc::answer_to_rpc(op, id, bytes),
+            Face::Rest => translate::grpc::answer_to_rest(op, bytes),
+        };
+        capped(json.map_err(untranslatable)?)
+    }
+
+    /// The HTTP status and body of an agent's error answering `op`.
+    pub(super) fn error(&self, op: Op, status: &tonic::Status) -> (u16, Vec<u8>) {
+        match self {
+            Face::JsonRpc(id) => (
+                200,
+                translate::grpc::status_to_rpc(op, id, wire_status(status)),
+            ),
+            Face::Rest => translate::grpc::status_to_rest(op, wire_status(status)),
+        }
+    }
+}
+
 /// The status as the translator reads it.
 pub(super) fn wire_status(status: &tonic::Status) -> translate::grpc::Status<'_> {
     translate::grpc::Status {
@@ -98,18 +129,23 @@ fn made_by_tonic(status: &tonic::Status) -> Option<ClientError> {
 pub(super) struct Events {
     stream: tonic::Streaming<Bytes>,
     op: Op,
-    id: String,
+    face: Face,
     idle: Duration,
     done: bool,
 }
 
 impl Events {
-    /// The events of `stream`, the answers of `op` to the JSON-RPC request `id`.
-    pub(super) fn new(stream: tonic::Streaming<Bytes>, op: Op, id: &str, idle: Duration) -> Events {
+    /// The events of `stream`, the answers of `op` on the caller's `face`.
+    pub(super) fn new(
+        stream: tonic::Streaming<Bytes>,
+        op: Op,
+        face: Face,
+        idle: Duration,
+    ) -> Events {
         Events {
             stream,
             op,
-            id: id.to_owned(),
+            face,
             idle,
             done: false,
         }
@@ -132,22 +168,13 @@ impl Events {
         };
         let (event, json) = match message {
             Ok(None) => return Ok(None),
-            Ok(Some(m)) => (
-                None,
-                capped(
-                    translate::grpc::answer_to_rpc(self.op, &self.id, &m)
-                        .map_err(untranslatable)?,
-                )?,
-            ),
+            Ok(Some(m)) => (None, self.face.answer(self.op, &m)?),
             Err(status) => {
                 self.done = true;
                 if let Some(e) = not_the_agents(&status) {
                     return Err(e);
                 }
-                (
-                    Some("error"),
-                    translate::grpc::status_to_rpc(self.op, &self.id, wire_status(&status)),
-                )
+                (Some("error"), self.face.error(self.op, &status).1)
             }
         };
         let mut out = Vec::with_capacity(json.len() + 24);
