@@ -54,6 +54,18 @@ async fn integration_over(agent: &SdkAgent, extra: &str) -> String {
         .text()
 }
 
+/// A 1.0 request to integration `g` of `gw`, `path` below its URL (`""`: JSON-RPC): a `POST` of
+/// `body`, or a `GET` without one.
+async fn a2a(gw: &InProcess, path: &str, body: Option<&Value>) -> reqwest::Response {
+    let url = format!("{}{path}", gw.agent_url("g"));
+    let http = crate::common::http();
+    let r = match body {
+        Some(b) => http.post(url).json(b),
+        None => http.get(url),
+    };
+    r.header("a2a-version", "1.0").send().await.unwrap()
+}
+
 async fn view(gw: &InProcess) -> Value {
     let r = crate::common::http()
         .get(gw.admin_url("/v1/integrations/g"))
@@ -269,13 +281,7 @@ async fn streams_the_grpc_agent_cannot_serve_are_answered_through_send_message()
         all.extend_from_slice(args);
         let agent = SdkAgent::start(&all);
         let gw = gateway(&agent, "").await;
-        let r = crate::common::http()
-            .post(gw.agent_url("g"))
-            .header("a2a-version", "1.0")
-            .json(&stream)
-            .send()
-            .await
-            .unwrap();
+        let r = a2a(&gw, "", Some(&stream)).await;
         assert_eq!(r.status(), 200, "{args:?}");
         let events = sse_events(&r.text().await.unwrap());
         assert_eq!(events.len(), 1, "{args:?}: {events:#?}");
@@ -407,16 +413,15 @@ async fn a_grpc_call_ends_with_its_caller_and_at_its_deadline() {
         "the agent's stream did not end after the caller left"
     );
     // It ended because the caller left: the task itself is still held working.
-    let v: Value = crate::common::http()
-        .post(gw.agent_url("g"))
-        .header("a2a-version", "1.0")
-        .json(&json!({"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id": task}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: Value = a2a(
+        &gw,
+        "",
+        Some(&json!({"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id": task}})),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
     assert_eq!(
         v["result"]["status"]["state"], "TASK_STATE_WORKING",
         "{v:#}"
@@ -432,13 +437,7 @@ async fn a_grpc_call_ends_with_its_caller_and_at_its_deadline() {
     ) + limits
         + &integration_over(&slow, "").await;
     let gw = InProcess::start_in(dir, &config).await;
-    let r = crate::common::http()
-        .post(gw.agent_url("g"))
-        .header("a2a-version", "1.0")
-        .json(&send_request("1", "SendMessage", "too slow"))
-        .send()
-        .await
-        .unwrap();
+    let r = a2a(&gw, "", Some(&send_request("1", "SendMessage", "too slow"))).await;
     assert_eq!(r.status(), 504);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["error"]["data"][0]["reason"], "UPSTREAM_TIMEOUT", "{v:#}");
@@ -494,39 +493,27 @@ async fn the_extended_card_of_a_grpc_agent_comes_from_its_rpc() {
 async fn an_http_json_caller_reaches_a_grpc_agent() {
     let agent = SdkAgent::start(&["--binding", "grpc"]);
     let gw = gateway(&agent, "").await;
-    let url = gw.agent_url("g");
-    let http = crate::common::http();
-    let sent = http
-        .post(format!("{url}/message:send"))
-        .header("a2a-version", "1.0")
-        .json(&json!({"message":{"messageId":"r1","role":"ROLE_USER","parts":[{"text":"rest"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let sent = a2a(
+        &gw,
+        "/message:send",
+        Some(&json!({"message":{"messageId":"r1","role":"ROLE_USER","parts":[{"text":"rest"}]}})),
+    )
+    .await;
     assert_eq!(sent.status(), 200);
     let v: Value = sent.json().await.unwrap();
     let task = &v["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{v:#}");
     let id = task["id"].as_str().unwrap().to_owned();
 
-    let got: Value = http
-        .get(format!("{url}/tasks/{id}?historyLength=1"))
-        .header("a2a-version", "1.0")
-        .send()
+    let got: Value = a2a(&gw, &format!("/tasks/{id}?historyLength=1"), None)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     assert_eq!(got["id"], id.as_str(), "{got:#}");
     assert_eq!(got["history"].as_array().map(Vec::len), Some(1), "{got:#}");
 
-    let missing = http
-        .get(format!("{url}/tasks/no-such-task"))
-        .header("a2a-version", "1.0")
-        .send()
-        .await
-        .unwrap();
+    let missing = a2a(&gw, "/tasks/no-such-task", None).await;
     assert_eq!(missing.status(), 404);
     let v: Value = missing.json().await.unwrap();
     assert_eq!(v["error"]["status"], "NOT_FOUND", "{v:#}");
@@ -535,13 +522,12 @@ async fn an_http_json_caller_reaches_a_grpc_agent() {
         "{v:#}"
     );
 
-    let streamed = http
-        .post(format!("{url}/message:stream"))
-        .header("a2a-version", "1.0")
-        .json(&json!({"message":{"messageId":"r2","role":"ROLE_USER","parts":[{"text":"flow"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let streamed = a2a(
+        &gw,
+        "/message:stream",
+        Some(&json!({"message":{"messageId":"r2","role":"ROLE_USER","parts":[{"text":"flow"}]}})),
+    )
+    .await;
     assert_eq!(streamed.status(), 200);
     let events = sse_events(&streamed.text().await.unwrap());
     assert!(events[0]["task"].is_object(), "{events:#?}");
@@ -551,12 +537,8 @@ async fn an_http_json_caller_reaches_a_grpc_agent() {
         "{events:#?}"
     );
 
-    let listed: Value = http
-        .get(format!("{url}/tasks?pageSize=1"))
-        .header("a2a-version", "1.0")
-        .send()
+    let listed: Value = a2a(&gw, "/tasks?pageSize=1", None)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -567,12 +549,7 @@ async fn an_http_json_caller_reaches_a_grpc_agent() {
     );
 
     let before = agent.seen().await.len();
-    let bad = http
-        .get(format!("{url}/tasks?pageSize=many"))
-        .header("a2a-version", "1.0")
-        .send()
-        .await
-        .unwrap();
+    let bad = a2a(&gw, "/tasks?pageSize=many", None).await;
     assert_eq!(bad.status(), 400);
     assert_eq!(
         agent.seen().await.len(),
