@@ -297,7 +297,7 @@ fn error_parts(op: Op, status: &Status<'_>) -> (i64, Vec<serde_json::Value>) {
 }
 
 /// The JSON-RPC error answer (with the request's `id`) of an agent's gRPC error answering `op`
-/// ([`error_parts`]), with the agent's message.
+/// (its A2A ErrorInfo or its gRPC code), with the agent's message.
 pub fn status_to_rpc(op: Op, id: &str, status: Status<'_>) -> Vec<u8> {
     let (code, data) = error_parts(op, &status);
     let mut error = serde_json::json!({"code": code, "message": status.message});
@@ -341,7 +341,7 @@ fn code_name(code: i32) -> &'static str {
 }
 
 /// The HTTP+JSON error answer of an agent's gRPC error answering `op`: the HTTP status of the A2A
-/// error it is ([`error_parts`]), and the 1.0 `google.rpc.Status` body with the agent's code name,
+/// error it is (as for [`status_to_rpc`]), and the 1.0 `google.rpc.Status` body with the agent's code name,
 /// message and ErrorInfo.
 pub fn status_to_rest(op: Op, status: Status<'_>) -> (u16, Vec<u8>) {
     let (code, details) = error_parts(op, &status);
