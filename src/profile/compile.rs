@@ -153,52 +153,58 @@ fn wire_url(json: &serde_json::Value, at: usize, i: &a2a::AgentInterface) -> Str
 }
 
 /// The chosen interface (the first, in card order, whose binding and version the client
-/// supports), every supported (binding, version) the card offers, deduplicated, and every
-/// interface of the card with why it was or was not chosen.
+/// supports and the gateway can call; when none can be called, the first supported, which the
+/// compiler then makes unusable saying why), every supported (binding, version) the card offers,
+/// deduplicated, and every interface of the card with why it was or was not chosen.
 fn interfaces(
     c: &a2a::AgentCard,
     json: &serde_json::Value,
     caps: &ClientCaps,
 ) -> (Option<Interface>, Vec<BindingVersion>, Vec<InterfaceChoice>) {
-    let mut interface: Option<Interface> = None;
     let mut offered: Vec<BindingVersion> = Vec::new();
-    let mut choices = Vec::with_capacity(c.supported_interfaces.len());
-    for (at, i) in c.supported_interfaces.iter().enumerate() {
-        let known = Binding::from_wire(&i.protocol_binding);
-        let not_chosen = match known {
-            None => Some(format!(
-                "binding {} is not one this gateway knows",
-                i.protocol_binding
-            )),
-            Some(b) if !caps.bindings.contains(&b) => {
-                Some(format!("binding {b} is not in [client] bindings"))
-            }
-            Some(_) if !caps.versions.iter().any(|v| v == &i.protocol_version) => Some(format!(
-                "version {} is not in [client] versions",
-                i.protocol_version
-            )),
-            Some(_) if interface.is_some() => {
-                Some("an interface earlier in the card's order was chosen".into())
-            }
-            Some(_) => None,
-        };
-        if let Some(binding) = known
-            && caps.supports(&i.protocol_binding, &i.protocol_version)
-        {
-            let bv = BindingVersion {
-                binding,
-                version: i.protocol_version.clone(),
-            };
-            if !offered.contains(&bv) {
-                offered.push(bv);
-            }
-            if interface.is_none() {
-                interface = Some(Interface {
+    // Each interface as the gateway would call it, when the client supports it.
+    let supported: Vec<Option<Interface>> = (c.supported_interfaces.iter().enumerate())
+        .map(|(at, i)| {
+            let binding = Binding::from_wire(&i.protocol_binding)?;
+            caps.supports(&i.protocol_binding, &i.protocol_version)
+                .then(|| Interface {
                     url: wire_url(json, at, i),
                     binding,
                     version: i.protocol_version.clone(),
                     tenant: i.tenant.clone().filter(|t| !t.is_empty()),
-                });
+                })
+        })
+        .collect();
+    let chosen = (supported.iter())
+        .position(|s| s.as_ref().is_some_and(Interface::callable))
+        .or_else(|| supported.iter().position(Option::is_some));
+    let mut choices = Vec::with_capacity(c.supported_interfaces.len());
+    for (at, i) in c.supported_interfaces.iter().enumerate() {
+        let not_chosen = match (Binding::from_wire(&i.protocol_binding), &supported[at]) {
+            _ if chosen == Some(at) => None,
+            (None, _) => Some(format!(
+                "binding {} is not one this gateway knows",
+                i.protocol_binding
+            )),
+            (Some(b), None) if !caps.bindings.contains(&b) => {
+                Some(format!("binding {b} is not in [client] bindings"))
+            }
+            (Some(_), None) => Some(format!(
+                "version {} is not in [client] versions",
+                i.protocol_version
+            )),
+            (Some(b), Some(s)) if !s.callable() && chosen.is_some_and(|c| c > at) => Some(format!(
+                "{b} {} cannot be called (not built); a later interface was chosen",
+                i.protocol_version
+            )),
+            (Some(_), Some(_)) => {
+                Some("an interface earlier in the card's order was chosen".into())
+            }
+        };
+        if let Some(s) = &supported[at] {
+            let bv = s.binding_version();
+            if !offered.contains(&bv) {
+                offered.push(bv);
             }
         }
         choices.push(InterfaceChoice {
@@ -209,6 +215,7 @@ fn interfaces(
             not_chosen,
         });
     }
+    let interface = chosen.and_then(|at| supported.into_iter().nth(at).flatten());
     (interface, offered, choices)
 }
 
@@ -478,6 +485,40 @@ mod tests {
                 version: "0.3".into()
             })
         );
+    }
+
+    /// The choice skips what the gateway cannot call: a 0.3 card listing gRPC first is called
+    /// over its JSON-RPC, and the gRPC interface says why it was passed over; with nothing
+    /// callable, the first supported one is chosen and says why it is unusable.
+    #[test]
+    fn the_choice_passes_over_an_interface_the_gateway_cannot_call() {
+        let caps = ClientCaps {
+            bindings: vec![Binding::JsonRpc, Binding::HttpJson, Binding::Grpc],
+            versions: vec!["1.0".into(), "0.3".into()],
+            ..ClientCaps::default()
+        };
+        let mut card = minimal();
+        card["supportedInterfaces"] = json!([
+            {"url":"https://a.example:50051","protocolBinding":"GRPC","protocolVersion":"0.3"},
+            {"url":"https://a.example/rpc","protocolBinding":"JSONRPC","protocolVersion":"0.3"}
+        ]);
+        let p = build(&card, &caps);
+        assert!(p.is_usable(), "{:?}", p.unusable());
+        let i = p.interface.as_ref().unwrap();
+        assert_eq!((i.binding, i.version.as_str()), (Binding::JsonRpc, "0.3"));
+        assert_eq!(
+            p.interfaces[0].not_chosen.as_deref(),
+            Some("GRPC 0.3 cannot be called (not built); a later interface was chosen")
+        );
+        assert!(p.interfaces[1].chosen);
+        card["supportedInterfaces"] = json!([
+            {"url":"https://a.example:50051","protocolBinding":"GRPC","protocolVersion":"0.3"}
+        ]);
+        let p = build(&card, &caps);
+        assert!(matches!(
+            p.unusable(),
+            Some(Unusable::TranslationNotBuilt { .. })
+        ));
     }
 
     #[test]
