@@ -193,13 +193,22 @@ fn every_03_fixture_compiles_recording_version_and_binding_and_is_callable_but_o
                 f.display()
             );
         }
-        // With 0.3 allowed: chosen in the card's order; usable on JSON-RPC and HTTP+JSON
-        // (translated), and unusable on gRPC until the gRPC client exists.
+        // With 0.3 allowed: chosen in the card's order among what the gateway can call (0.3's
+        // gRPC service is not built: passed over, saying so); usable on JSON-RPC and HTTP+JSON
+        // (translated); a card offering only 0.3 gRPC is unusable, saying why.
         let p = profile::compile(&v, &caps_with_03());
         let iface = p.interface.as_ref().expect("an interface is chosen");
         assert_eq!(iface.version, "0.3");
-        assert_eq!(p.interfaces[0].binding, iface.binding.as_str());
-        assert!(p.interfaces[0].chosen);
+        let at = p.interfaces.iter().position(|i| i.chosen).unwrap();
+        assert_eq!(p.interfaces[at].binding, iface.binding.as_str());
+        for skipped in &p.interfaces[..at] {
+            assert_eq!(skipped.binding, "GRPC", "{}", f.display());
+            assert!(
+                (skipped.not_chosen.as_deref().unwrap_or_default()).contains("cannot be called"),
+                "{}: {skipped:?}",
+                f.display()
+            );
+        }
         let grpc = iface.binding == profile::Binding::Grpc;
         if !grpc && p.required_extensions.is_empty() {
             assert!(p.is_usable(), "{}: {:?}", f.display(), p.reason());
@@ -207,7 +216,7 @@ fn every_03_fixture_compiles_recording_version_and_binding_and_is_callable_but_o
             assert!(
                 p.reason()
                     .unwrap()
-                    .contains("need a gRPC client, which is not built yet"),
+                    .contains("need the 0.3 gRPC service, which is not built yet"),
                 "{}: {:?}",
                 f.display(),
                 p.reason()
@@ -275,15 +284,18 @@ fn a_03_card_maps_interfaces_security_media_types_and_the_extended_card_flag() {
     assert_eq!(
         got,
         [
-            ("GRPC", "grpc.a.example:443", true),
-            ("HTTP+JSON", "https://a.example/rest", false),
+            ("GRPC", "grpc.a.example:443", false),
+            ("HTTP+JSON", "https://a.example/rest", true),
             ("JSONRPC", "https://a.example/a2a", false),
         ]
     );
+    // The preferred 0.3 gRPC interface cannot be called (its service is not built): the next
+    // one in the card's order is.
     assert_eq!(
         p.interface.as_ref().unwrap().binding,
-        profile::Binding::Grpc
+        profile::Binding::HttpJson
     );
+    assert!(p.is_usable(), "{:?}", p.reason());
     assert!(p.extended_card && p.streaming && !p.push);
     let s = &p.skills["summarise"];
     assert_eq!(s.input, ["application/pdf", "text/plain"]);
