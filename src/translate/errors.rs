@@ -32,23 +32,45 @@ const ERROR_INFO: &str = "type.googleapis.com/google.rpc.ErrorInfo";
 /// The A2A ErrorInfo domain.
 const DOMAIN: &str = "a2a-protocol.org";
 
-/// The 1.0 reason of a code both versions share.
+/// The 1.0 errors' JSON-RPC codes and ErrorInfo reasons (FACTS §7), the one table both
+/// translators read.
+const CATALOGUE: [(i64, &str); 14] = [
+    (-32001, "TASK_NOT_FOUND"),
+    (-32002, "TASK_NOT_CANCELABLE"),
+    (-32003, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
+    (-32004, "UNSUPPORTED_OPERATION"),
+    (-32005, "CONTENT_TYPE_NOT_SUPPORTED"),
+    (-32006, "INVALID_AGENT_RESPONSE"),
+    (-32007, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
+    (-32008, "EXTENSION_SUPPORT_REQUIRED"),
+    (-32009, "VERSION_NOT_SUPPORTED"),
+    (-32700, "PARSE_ERROR"),
+    (-32600, "INVALID_REQUEST"),
+    (-32601, "METHOD_NOT_FOUND"),
+    (-32602, "INVALID_PARAMS"),
+    (-32603, "INTERNAL_ERROR"),
+];
+
+/// The 1.0 reason of a code both versions share (not -32008/-32009, which 0.3 does not define).
 fn reason(code: i64) -> Option<&'static str> {
-    Some(match code {
-        -32001 => "TASK_NOT_FOUND",
-        -32002 => "TASK_NOT_CANCELABLE",
-        -32003 => "PUSH_NOTIFICATION_NOT_SUPPORTED",
-        -32004 => "UNSUPPORTED_OPERATION",
-        -32005 => "CONTENT_TYPE_NOT_SUPPORTED",
-        -32006 => "INVALID_AGENT_RESPONSE",
-        -32007 => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
-        -32700 => "PARSE_ERROR",
-        -32600 => "INVALID_REQUEST",
-        -32601 => "METHOD_NOT_FOUND",
-        -32602 => "INVALID_PARAMS",
-        -32603 => "INTERNAL_ERROR",
-        _ => return None,
-    })
+    if matches!(code, -32008 | -32009) {
+        return None;
+    }
+    CATALOGUE.iter().find(|(c, _)| *c == code).map(|(_, r)| *r)
+}
+
+/// The 1.0 JSON-RPC code an A2A ErrorInfo `reason` names, also under the second name a2a-lf
+/// reads for two of them.
+pub(super) fn code_of_reason(reason: &str) -> Option<i64> {
+    let reason = match reason {
+        "UNSUPPORTED_CONTENT_TYPE" => "CONTENT_TYPE_NOT_SUPPORTED",
+        "EXTENDED_CARD_NOT_CONFIGURED" => "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+        r => r,
+    };
+    CATALOGUE
+        .iter()
+        .find(|(_, r)| *r == reason)
+        .map(|(c, _)| *c)
 }
 
 /// Whether an agent's error message is Python a2a-sdk 0.3.26's refusal of a stream ("Streaming
@@ -115,10 +137,10 @@ pub(super) fn error_to10<'a>(op: Op, raw: &'a RawValue) -> Result<Out<'a>, Trans
 
 /// The HTTP status and `google.rpc.Status` code name of a 1.0 error over HTTP+JSON (A2A
 /// specification's error table, FACTS §7); `None` for a code 1.0 does not define.
-fn http_of(code: i64) -> Option<(u16, &'static str)> {
+pub(super) fn http_of(code: i64) -> Option<(u16, &'static str)> {
     Some(match code {
         -32001 | -32601 => (404, "NOT_FOUND"),
-        -32002 | -32003 | -32004 | -32007 => (400, "FAILED_PRECONDITION"),
+        -32002 | -32003 | -32004 | -32007 | -32008 | -32009 => (400, "FAILED_PRECONDITION"),
         -32005 | -32700 | -32600 | -32602 => (400, "INVALID_ARGUMENT"),
         -32006 | -32603 => (500, "INTERNAL"),
         _ => return None,

@@ -222,28 +222,6 @@ pub struct Status<'a> {
     pub details: &'a [u8],
 }
 
-/// The 1.0 JSON-RPC code of an A2A ErrorInfo reason (FACTS §7).
-fn code_of_reason(reason: &str) -> Option<i64> {
-    Some(match reason {
-        "TASK_NOT_FOUND" => -32001,
-        "TASK_NOT_CANCELABLE" => -32002,
-        "PUSH_NOTIFICATION_NOT_SUPPORTED" => -32003,
-        "UNSUPPORTED_OPERATION" => -32004,
-        // The second name of each is the one a2a-lf also reads.
-        "CONTENT_TYPE_NOT_SUPPORTED" | "UNSUPPORTED_CONTENT_TYPE" => -32005,
-        "INVALID_AGENT_RESPONSE" => -32006,
-        "EXTENDED_AGENT_CARD_NOT_CONFIGURED" | "EXTENDED_CARD_NOT_CONFIGURED" => -32007,
-        "EXTENSION_SUPPORT_REQUIRED" => -32008,
-        "VERSION_NOT_SUPPORTED" => -32009,
-        "PARSE_ERROR" => -32700,
-        "INVALID_REQUEST" => -32600,
-        "METHOD_NOT_FOUND" => -32601,
-        "INVALID_PARAMS" => -32602,
-        "INTERNAL_ERROR" => -32603,
-        _ => return None,
-    })
-}
-
 /// The JSON-RPC code of a status without an A2A ErrorInfo answering `op`, from its gRPC code
 /// alone: NOT_FOUND is TaskNotFoundError (the only A2A error the binding maps to it),
 /// INVALID_ARGUMENT InvalidParamsError, UNIMPLEMENTED MethodNotFoundError, except on a
@@ -276,7 +254,7 @@ fn error_parts(op: Op, status: &Status<'_>) -> (i64, Vec<serde_json::Value>) {
     let code = infos
         .iter()
         .filter(|i| i.domain == "a2a-protocol.org")
-        .find_map(|i| code_of_reason(&i.reason))
+        .find_map(|i| super::errors::code_of_reason(&i.reason))
         .unwrap_or_else(|| code_of_grpc(op, status.code));
     let data = infos
         .iter()
@@ -307,48 +285,16 @@ pub fn status_to_rpc(op: Op, id: &str, status: Status<'_>) -> Vec<u8> {
     envelope(id, "error", &error.to_string())
 }
 
-/// The HTTP status of an A2A error's JSON-RPC code on the HTTP+JSON binding (FACTS §7).
-fn http_status(code: i64) -> u16 {
-    match code {
-        -32001 | -32601 => 404,
-        -32006 | -32603 => 500,
-        _ => 400,
-    }
-}
-
-/// The canonical name of a gRPC code, as `google.rpc.Status` in ProtoJSON writes it.
-fn code_name(code: i32) -> &'static str {
-    use tonic::Code as C;
-    match C::from_i32(code) {
-        C::Ok => "OK",
-        C::Cancelled => "CANCELLED",
-        C::Unknown => "UNKNOWN",
-        C::InvalidArgument => "INVALID_ARGUMENT",
-        C::DeadlineExceeded => "DEADLINE_EXCEEDED",
-        C::NotFound => "NOT_FOUND",
-        C::AlreadyExists => "ALREADY_EXISTS",
-        C::PermissionDenied => "PERMISSION_DENIED",
-        C::ResourceExhausted => "RESOURCE_EXHAUSTED",
-        C::FailedPrecondition => "FAILED_PRECONDITION",
-        C::Aborted => "ABORTED",
-        C::OutOfRange => "OUT_OF_RANGE",
-        C::Unimplemented => "UNIMPLEMENTED",
-        C::Internal => "INTERNAL",
-        C::Unavailable => "UNAVAILABLE",
-        C::DataLoss => "DATA_LOSS",
-        C::Unauthenticated => "UNAUTHENTICATED",
-    }
-}
-
-/// The HTTP+JSON error answer of an agent's gRPC error answering `op`: the HTTP status of the A2A
-/// error it is (as for [`status_to_rpc`]), and the 1.0 `google.rpc.Status` body with the agent's code name,
-/// message and ErrorInfo.
+/// The HTTP+JSON error answer of an agent's gRPC error answering `op`: the HTTP status and
+/// `google.rpc.Status` code name of the A2A error it is (as for [`status_to_rpc`]; the table the
+/// 0.3 translation uses too), with the agent's message and ErrorInfo.
 pub fn status_to_rest(op: Op, status: Status<'_>) -> (u16, Vec<u8>) {
     let (code, details) = error_parts(op, &status);
-    let http = http_status(code);
+    // Every code `error_parts` gives is one of the 1.0 table's.
+    let (http, name) = super::errors::http_of(code).unwrap_or((500, "INTERNAL"));
     let mut error = serde_json::json!({
         "code": http,
-        "status": code_name(status.code),
+        "status": name,
         "message": status.message,
     });
     if !details.is_empty() {
