@@ -71,7 +71,11 @@ pub fn request_to_pb(op: Op, body: &[u8]) -> Result<Vec<u8>, TranslateError> {
             field: "params".into(),
             why: "is not a JSON-RPC request's params",
         })?;
-    let params = req.params.map_or("{}", RawValue::get);
+    params_to_pb(op, req.params.map_or("{}", RawValue::get))
+}
+
+/// `op`'s protobuf request from its request message in ProtoJSON, `params`.
+fn params_to_pb(op: Op, params: &str) -> Result<Vec<u8>, TranslateError> {
     match op {
         Op::SendMessage | Op::SendStreamingMessage => encode::<pb::SendMessageRequest>(params),
         Op::GetTask => encode::<pb::GetTaskRequest>(params),
@@ -415,10 +419,5 @@ pub fn rest_request_to_pb(
     if let Some(t) = tenant {
         m.insert("tenant".into(), Value::String(t.to_owned()));
     }
-    let body = serde_json::to_vec(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "params": m}))
-        .map_err(|_| TranslateError::Untranslatable {
-            field: "body".into(),
-            why: "cannot be written",
-        })?;
-    request_to_pb(op, &body)
+    params_to_pb(op, &Value::Object(m).to_string())
 }
