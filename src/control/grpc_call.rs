@@ -10,6 +10,7 @@ use tonic::metadata::MetadataMap;
 use super::fetch::{FetchError, FetchPolicy, check_destination};
 use crate::state::grpc;
 use crate::state::trust::trust_roots;
+use crate::state::upstream::authority_of;
 
 /// What the agent answered: its protobuf answer, or the status it ended the call with.
 pub type Answered = Result<Bytes, tonic::Status>;
@@ -40,10 +41,7 @@ pub async fn unary(
             port,
         ),
     };
-    let authority = match u.port() {
-        Some(p) => format!("{}:{p}", u.host_str().unwrap_or_default()),
-        None => u.host_str().unwrap_or_default().to_owned(),
-    };
+    let authority = authority_of(&u).unwrap_or_default();
     let tls = u.scheme() == "https";
     let roots = if tls {
         let ca = policy.ca_file.as_deref();

@@ -665,14 +665,7 @@ impl<'a> Job<'a> {
         };
         let started = std::time::Instant::now();
         let sent = grpc::send(up, rpc, self.session, &self.gw.limits.upstream).await;
-        if !matches!(sent, Err(ClientError::CallerGone)) {
-            let protocol = at.plan.dialect.protocol;
-            (self.gw.metrics).observe_upstream(
-                at.name(),
-                protocol,
-                started.elapsed().as_secs_f64(),
-            );
-        }
+        observe(self.gw, at, started, &sent);
         if let Err(ClientError::Invalid { why, status }) = &sent {
             vet::report(self.gw, at.name(), *why, *status);
         }
@@ -778,10 +771,7 @@ async fn send<'g>(
             at.plan.method.replayable(),
         )
         .await;
-    if !matches!(resp, Err(ClientError::CallerGone)) {
-        let protocol = at.plan.dialect.protocol;
-        (gw.metrics).observe_upstream(at.name(), protocol, started.elapsed().as_secs_f64());
-    }
+    observe(gw, at, started, &resp);
     let resp = resp?;
     if resp.is_sse() {
         return Ok(Sent::Stream(resp));
@@ -799,6 +789,20 @@ async fn send<'g>(
         return Ok(Sent::Large(resp));
     }
     Ok(Sent::Whole(resp.read_all(MAX_ANSWER_BYTES, caller).await?))
+}
+
+/// Times one call to the agent (`a2a_egress_upstream_duration_seconds`, by protocol), unless the
+/// caller left first: that wait is the caller's, not the agent's.
+fn observe<T>(
+    gw: &Gateway,
+    at: Attempt<'_>,
+    started: std::time::Instant,
+    sent: &std::result::Result<T, ClientError>,
+) {
+    if !matches!(sent, Err(ClientError::CallerGone)) {
+        let protocol = at.plan.dialect.protocol;
+        (gw.metrics).observe_upstream(at.name(), protocol, started.elapsed().as_secs_f64());
+    }
 }
 
 /// The upstream request header of one request of an attempt: the caller's method (or the one

@@ -172,7 +172,8 @@ impl GrpcChannels {
     }
 }
 
-fn authority_of(u: &url::Url) -> Option<String> {
+/// `host[:port]` of `u` as requests to it name it (the port only when the URL has one).
+pub fn authority_of(u: &url::Url) -> Option<String> {
     let host = u.host_str()?;
     Some(match u.port() {
         Some(p) => format!("{host}:{p}"),

@@ -29,19 +29,11 @@ use crate::translate;
 /// Headers that are HTTP's or gRPC's own, never metadata of a call.
 fn is_transport_header(name: &HeaderName) -> bool {
     use http::header;
-    matches!(
-        *name,
-        header::HOST
-            | header::CONTENT_LENGTH
-            | header::CONTENT_TYPE
-            | header::ACCEPT_ENCODING
-            | header::CONNECTION
-            | header::TE
-            | header::TRANSFER_ENCODING
-            | header::UPGRADE
-            | header::USER_AGENT
-            | header::CONTENT_ENCODING
-    ) || matches!(name.as_str(), "keep-alive" | "proxy-connection")
+    crate::proxy::headers::is_framing(name.as_str())
+        || matches!(
+            *name,
+            header::HOST | header::CONTENT_TYPE | header::ACCEPT_ENCODING | header::USER_AGENT
+        )
         || name.as_str().starts_with("grpc-")
 }
 
