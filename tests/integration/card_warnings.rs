@@ -4,12 +4,10 @@
 //! "0.3.0" with a warning; that warning is logged once per card at refresh (with the integration's
 //! name) and shown in `/readyz`'s integration entry and the planner view (process and loopback I/O).
 
-use std::os::unix::fs::PermissionsExt;
-
 use serde_json::Value;
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{GatewayProc, config_head, integration};
+use crate::common::gateway::{GatewayProc, config_head, integration, write_secret};
 
 const TOKEN: &str = "warnings-admin-token-0123456789abcdef";
 const WARNING: &str = "protocolVersion: absent from a 0.3 card: read as \"0.3.0\"";
@@ -34,9 +32,7 @@ async fn a_0_3_card_without_protocol_version_warns_in_the_log_readyz_and_the_pla
     assert_eq!(card["preferredTransport"], "JSONRPC", "{card}");
 
     let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("admin.token");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    write_secret(dir.path(), "admin.token", TOKEN);
     let mut config =
         config_head(&[]).replace("versions = [\"1.0\"]", "versions = [\"1.0\", \"0.3\"]");
     config += "[admin]\ntoken_file = \"admin.token\"\n[log]\nformat = \"json\"\n";
@@ -106,12 +102,5 @@ async fn a_0_3_card_without_protocol_version_warns_in_the_log_readyz_and_the_pla
 }
 
 async fn planner_view(gw: &GatewayProc) -> Value {
-    let r = crate::common::http()
-        .get(gw.admin_url("/v1/integrations/js03"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    r.json().await.unwrap()
+    gw.admin_json("/v1/integrations/js03", TOKEN).await
 }

@@ -5,14 +5,12 @@
 //! `lf.a2a.v1.A2AService`, with the shaped metadata, and comes back as JSON-RPC answers and
 //! events, errors with their ErrorInfo.
 
-use std::os::unix::fs::PermissionsExt;
-
 use serde_json::{Value, json};
 
 use crate::common::SdkAgent;
 use a2a_egress::testkit::IntegrationToml;
 
-use crate::common::gateway::{InProcess, config_head, send_request, sse_events};
+use crate::common::gateway::{InProcess, config_head, send_request, sse_events, write_secret};
 use crate::common::sdk_client::{drives_tasks, js_client, sdk_client};
 
 const TOKEN: &str = "grpc-admin-token-0123456789abcdef";
@@ -21,12 +19,8 @@ const TOKEN: &str = "grpc-admin-token-0123456789abcdef";
 /// TOML lines added to it).
 async fn gateway(agent: &SdkAgent, extra: &str) -> InProcess {
     let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("admin.token");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let partner = dir.path().join("partner.token");
-    std::fs::write(&partner, "partner-secret\n").unwrap();
-    std::fs::set_permissions(&partner, std::fs::Permissions::from_mode(0o600)).unwrap();
+    write_secret(dir.path(), "admin.token", TOKEN);
+    write_secret(dir.path(), "partner.token", "partner-secret");
     let mut config = config_head(&[]).replace(
         "bindings = [\"JSONRPC\", \"HTTP+JSON\"]",
         "bindings = [\"JSONRPC\", \"HTTP+JSON\", \"GRPC\"]",
@@ -67,14 +61,7 @@ async fn a2a(gw: &InProcess, path: &str, body: Option<&Value>) -> reqwest::Respo
 }
 
 async fn view(gw: &InProcess) -> Value {
-    let r = crate::common::http()
-        .get(gw.admin_url("/v1/integrations/g"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    r.json().await.unwrap()
+    gw.admin_json("/v1/integrations/g", TOKEN).await
 }
 
 /// The profile chooses the agent's one gRPC interface; the card the orchestrator gets offers the
@@ -427,7 +414,7 @@ async fn a_grpc_call_ends_with_its_caller_and_at_its_deadline() {
         "{v:#}"
     );
 
-    let slow = SdkAgent::start(&["--binding", "grpc", "--delay-ms", "3000"]);
+    let slow = SdkAgent::start(&["--binding", "grpc", "--grpc-hang"]);
     let limits =
         "[limits]\nupstream_header_timeout = \"300ms\"\nupstream_body_timeout = \"300ms\"\n";
     let dir = tempfile::tempdir().unwrap();

@@ -4,14 +4,12 @@
 //! `{"binding", "version": "0.3"}` in `/readyz` and the planner view, whichever binding the card
 //! prefers.
 
-use std::os::unix::fs::PermissionsExt;
-
 use a2a_egress::card::CardPolicy;
 use a2a_egress::profile::{self, ClientCaps};
 use serde_json::{Value, json};
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{InProcess, config_head, integration};
+use crate::common::gateway::{InProcess, config_head, integration, write_secret};
 
 const TOKEN: &str = "js03-admin-token-0123456789abcdef";
 
@@ -19,9 +17,7 @@ const TOKEN: &str = "js03-admin-token-0123456789abcdef";
 /// `with_03`.
 async fn gateway(agent: &SdkAgent, with_03: bool) -> InProcess {
     let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("admin.token");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    write_secret(dir.path(), "admin.token", TOKEN);
     let mut config = config_head(&[]);
     if with_03 {
         config = config.replace("versions = [\"1.0\"]", "versions = [\"1.0\", \"0.3\"]");
@@ -32,14 +28,7 @@ async fn gateway(agent: &SdkAgent, with_03: bool) -> InProcess {
 }
 
 async fn planner_view(gw: &InProcess) -> Value {
-    let r = crate::common::http()
-        .get(gw.admin_url("/v1/integrations/js03"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    r.json().await.unwrap()
+    gw.admin_json("/v1/integrations/js03", TOKEN).await
 }
 
 /// The card the JS SDK serves for `--transport <transport>` compiles at 0.3 with `binding` chosen.

@@ -5,12 +5,12 @@
 //! `tests/peers/sdk_client.py`, a2a-sdk 1.3.0, and JS `tests/peers/js/sdk_client.mjs`,
 //! `@a2a-js/sdk` 1.3.0) and by raw JSON-RPC where the SDK clients have no call for it. The pins and the tenant rule still say why an integration is unusable.
 
-use std::os::unix::fs::PermissionsExt;
-
 use serde_json::{Value, json};
 
 use crate::common::SdkAgent;
-use crate::common::gateway::{InProcess, config_head, integration, send_request, sse_events};
+use crate::common::gateway::{
+    InProcess, config_head, integration, send_request, sse_events, write_secret,
+};
 use crate::common::sdk_client::{drives_tasks, js_client, sdk_client};
 
 const TOKEN: &str = "v03-admin-token-0123456789abcdef";
@@ -23,12 +23,8 @@ async fn gateway(
     ints: &[(&str, &str)],
 ) -> InProcess {
     let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("admin.token");
-    std::fs::write(&token, format!("{TOKEN}\n")).unwrap();
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let partner = dir.path().join("partner.token");
-    std::fs::write(&partner, "partner-secret\n").unwrap();
-    std::fs::set_permissions(&partner, std::fs::Permissions::from_mode(0o600)).unwrap();
+    write_secret(dir.path(), "admin.token", TOKEN);
+    write_secret(dir.path(), "partner.token", "partner-secret");
     let mut config = config_head(&[]);
     if let Some((bindings, versions)) = client {
         config = config
@@ -46,14 +42,8 @@ async fn gateway(
 }
 
 async fn view(gw: &InProcess, name: &str) -> Value {
-    let r = crate::common::http()
-        .get(gw.admin_url(&format!("/v1/integrations/{name}")))
-        .bearer_auth(TOKEN)
-        .send()
+    gw.admin_json(&format!("/v1/integrations/{name}"), TOKEN)
         .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    r.json().await.unwrap()
 }
 
 /// `[client]` that may speak 0.3 (and every binding).

@@ -115,6 +115,8 @@ def parse_args(argv):
                         '(e.g. another server that presents a bad certificate)')
     p.add_argument('--drive-modes', action='store_true',
                    help="`message …`, `hold …` and task texts as the 0.3 peers answer them (DriveExecutor)")
+    p.add_argument('--grpc-hang', action='store_true',
+                   help='record each gRPC call, then never answer it (a deadline test)')
     p.add_argument('--grpc-url', choices=['http', 'bare'], default='http',
                    help="how the card writes the gRPC interface's URL: http://127.0.0.1:PORT or "
                         '127.0.0.1:PORT (the SDK samples\' form, which means TLS)')
@@ -400,7 +402,7 @@ class RecordAndGuard:
 def _grpc_server(args):
     """A grpc.aio server on 127.0.0.1:0 (TLS with the same certificate when the agent has one),
     recording every call into the same /_test/seen list as the HTTP requests."""
-    server = grpc.aio.server(interceptors=[_GrpcRecorder(args.delay_ms)])
+    server = grpc.aio.server(interceptors=[_GrpcRecorder(args.grpc_hang)])
     if args.tls_cert:
         with open(args.tls_cert, 'rb') as f:
             cert = f.read()
@@ -419,10 +421,10 @@ ENDED = []
 
 class _GrpcRecorder(grpc.aio.ServerInterceptor):
     """Records each gRPC call: its rpc and its metadata (names lower-case), as /_test/seen shows;
-    then waits `--delay-ms` before the call is served."""
+    with `--grpc-hang`, then never serves it."""
 
-    def __init__(self, delay_ms):
-        self.delay_ms = delay_ms
+    def __init__(self, hang):
+        self.hang = hang
 
     async def intercept_service(self, continuation, details):
         md = {}
@@ -435,8 +437,9 @@ class _GrpcRecorder(grpc.aio.ServerInterceptor):
                           'a2a_extensions': md.get('a2a-extensions'),
                           'authorization': md.get('authorization'), 'content_type': None,
                           'body': None, 'raw_body': '', 'headers': md})
-        if self.delay_ms:
-            await asyncio.sleep(self.delay_ms / 1000)
+        if self.hang:
+            # Never answers: the call ends only when its client gives up (no clock involved).
+            await asyncio.Event().wait()
         return await continuation(details)
 
 

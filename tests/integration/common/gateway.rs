@@ -25,6 +25,15 @@ pub fn config_head(extensions: &[&str]) -> String {
     ConfigToml::new(extensions).text()
 }
 
+/// Writes `content` and a newline to `dir/name`, readable by its owner only: a token file a
+/// config names (the gateway refuses one that others may read).
+pub fn write_secret(dir: &std::path::Path, name: &str, content: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("{content}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
 /// One `[[integrations]]` table for an agent whose card is at `card_url`; `extra` adds TOML lines
 /// (the test kit's [`IntegrationToml`] defaults, as text).
 pub fn integration(name: &str, card_url: &str, extra: &str) -> String {
@@ -89,6 +98,19 @@ impl Endpoints {
     /// `http://ADMIN{path}`.
     pub fn admin_url(&self, path: &str) -> String {
         format!("http://{}{path}", self.admin)
+    }
+
+    /// `GET http://ADMIN{path}` with the admin bearer `token`: a 200 JSON answer (the planner
+    /// view of `/v1/integrations/NAME`, for one).
+    pub async fn admin_json(&self, path: &str, token: &str) -> Value {
+        let r = super::http()
+            .get(self.admin_url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "GET {path}");
+        r.json().await.unwrap()
     }
 
     /// `GET http://ADMIN/metrics` as text.
