@@ -77,14 +77,7 @@ async fn a_grpc_only_agent_is_offered_on_the_gateways_json_rpc_face() {
         json!({"binding": "GRPC", "version": "1.0"}),
         "{v:#}"
     );
-    let card: Value = crate::common::http()
-        .get(format!("{}/.well-known/agent-card.json", gw.agent_url("g")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = gw.effective_card("g").await;
     let ifaces = card["supportedInterfaces"].as_array().unwrap();
     let offered: Vec<(&str, &str, &str)> = (ifaces.iter())
         .map(|i| {

@@ -99,17 +99,7 @@ async fn a_03_sdk_agent_compiles_with_its_binding_and_is_called_through_translat
     );
     assert_eq!(v["usable"], true, "{v}");
     // The orchestrator sees a 1.0 card: one JSON-RPC interface, the gateway, at 1.0.
-    let card: Value = crate::common::http()
-        .get(format!(
-            "{}/.well-known/agent-card.json",
-            gw.agent_url("v03")
-        ))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = gw.effective_card("v03").await;
     assert_eq!(
         card["supportedInterfaces"][0]["protocolVersion"], "1.0",
         "{card}"

@@ -100,6 +100,14 @@ impl Endpoints {
         format!("http://{}{path}", self.admin)
     }
 
+    /// The effective card the gateway serves for integration `name`, as JSON.
+    pub async fn effective_card(&self, name: &str) -> Value {
+        let url = format!("{}/.well-known/agent-card.json", self.agent_url(name));
+        let r = super::http().get(&url).send().await.unwrap();
+        assert_eq!(r.status(), 200, "GET {url}");
+        r.json().await.unwrap()
+    }
+
     /// `GET http://ADMIN{path}` with the admin bearer `token`: a 200 JSON answer (the planner
     /// view of `/v1/integrations/NAME`, for one).
     pub async fn admin_json(&self, path: &str, token: &str) -> Value {
