@@ -168,6 +168,11 @@ pub struct RawIntegration {
     /// Tenant override; default: the interface's declared tenant.
     #[serde(default)]
     pub tenant: Option<String>,
+    /// The bindings the effective card offers the orchestrator (`"JSONRPC"`, `"HTTP+JSON"`), in
+    /// order; the gateway translates between either and the agent's. Default: the agent's own
+    /// (JSON-RPC, then HTTP+JSON, in front of a gRPC agent).
+    #[serde(default)]
+    pub offer: Vec<String>,
     /// Credential; default none.
     #[serde(default)]
     pub credential: Option<RawCredential>,
@@ -310,6 +315,9 @@ pub struct Integration {
     pub extensions: Vec<String>,
     /// Tenant override.
     pub tenant: Option<String>,
+    /// The bindings the effective card offers, in order; empty: the default (see
+    /// [`Integration::offered`]).
+    pub offer: Vec<Binding>,
     /// Credential policy.
     pub credential: Credential,
     /// Body cap in bytes.
@@ -327,6 +335,20 @@ pub struct Integration {
 }
 
 impl Integration {
+    /// The bindings the effective card offers the orchestrator for an agent on `agent`, in
+    /// order: `offer` when set, else the agent's own (JSON-RPC, then HTTP+JSON, in front of a
+    /// gRPC agent, which the gateway serves on neither as it is).
+    pub fn offered(&self, agent: Binding) -> &[Binding] {
+        if !self.offer.is_empty() {
+            return &self.offer;
+        }
+        match agent {
+            Binding::JsonRpc => &[Binding::JsonRpc],
+            Binding::HttpJson => &[Binding::HttpJson],
+            Binding::Grpc => &[Binding::JsonRpc, Binding::HttpJson],
+        }
+    }
+
     /// Whether `url`'s origin is one of the approved origins.
     pub fn origin_allowed(&self, url: &str) -> bool {
         origin_of_url(url).is_some_and(|o| self.origins.contains(&o))
@@ -589,6 +611,7 @@ impl Check<'_> {
         let origins = self.origins(at, &r);
         self.card(at, &r, &origins);
         let binding = self.pins(at, &r);
+        let offer = self.offer(at, &r);
         self.lists(at, &r);
         let credential = self.credential(at, &r);
         let max_body_bytes = r.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES);
@@ -624,6 +647,7 @@ impl Check<'_> {
             streaming: r.streaming,
             extensions,
             tenant: r.tenant,
+            offer,
             credential,
             max_body_bytes,
             ca_file,
@@ -705,6 +729,28 @@ impl Check<'_> {
                 r.card
             )),
         }
+    }
+
+    /// The bindings the effective card offers: each one the gateway serves (gRPC it does not),
+    /// none twice.
+    fn offer(&mut self, at: &At<'_>, r: &RawIntegration) -> Vec<Binding> {
+        let mut out = Vec::new();
+        for b in &r.offer {
+            match Binding::from_wire(b) {
+                Some(Binding::Grpc) => self.problems.push(format!(
+                    "{at}.offer: the gateway serves JSON-RPC and HTTP+JSON, not gRPC"
+                )),
+                Some(parsed) if out.contains(&parsed) => {
+                    self.problems
+                        .push(format!("{at}.offer: {b:?} is named twice"));
+                }
+                Some(parsed) => out.push(parsed),
+                None => self.problems.push(format!(
+                    "{at}.offer: {b:?} is not \"JSONRPC\" or \"HTTP+JSON\""
+                )),
+            }
+        }
+        out
     }
 
     /// The binding and version pins, each one the client implements; returns the binding.

@@ -87,23 +87,18 @@ fn caller_version(iface: &crate::profile::Interface) -> &str {
     }
 }
 
-/// The effective card's interfaces: the gateway on the agent's binding, or in front of a gRPC
-/// agent on both JSON-RPC (first: what the SDK clients pick) and HTTP+JSON, at the same URL
-/// (the HTTP+JSON routes are below it), as `first` says them otherwise.
-fn interfaces(iface: &crate::profile::Interface, first: Value) -> Value {
-    if !crate::translate::Dialect::of(iface).is_some_and(|d| d.grpc()) {
-        return Value::Array(vec![first]);
+/// The effective card's interfaces: the gateway at one URL (the HTTP+JSON routes are below it)
+/// on each binding the integration offers for the agent, in order
+/// ([`crate::config::Integration::offered`]: by default the agent's own; JSON-RPC, what the SDK
+/// clients pick, then HTTP+JSON in front of a gRPC agent), as `first` says them otherwise.
+fn interfaces(offered: &[crate::profile::Binding], first: Value) -> Value {
+    let mut out = Vec::with_capacity(offered.len());
+    for b in offered {
+        let mut i = first.clone();
+        i["protocolBinding"] = Value::String(b.as_str().into());
+        out.push(i);
     }
-    let mut rest = first.clone();
-    rest["protocolBinding"] = Value::String(crate::profile::Binding::HttpJson.as_str().into());
-    Value::Array(vec![first, rest])
-}
-
-/// The binding the orchestrator speaks to the gateway for `iface` (the first the effective card
-/// offers): JSON-RPC in front of a gRPC agent (`crate::translate::grpc`), the interface's own
-/// otherwise.
-fn caller_binding(iface: &crate::profile::Interface) -> crate::profile::Binding {
-    crate::translate::Dialect::of(iface).map_or(iface.binding, |d| d.caller_binding())
+    Value::Array(out)
 }
 
 /// The effective card's JSON (see the module doc).
@@ -111,10 +106,11 @@ fn card_json(state: &IntegrationState, public_url: &str) -> Option<Value> {
     let (profile, _) = state.usable()?;
     let iface = profile.interface.as_ref()?;
     let i = &state.integration;
+    let offered = i.offered(iface.binding);
     let url = format!("{public_url}/agents/{}", i.name);
     let mut interface = json!({
         "url": url,
-        "protocolBinding": caller_binding(iface).as_str(),
+        "protocolBinding": offered[0].as_str(),
         "protocolVersion": caller_version(iface),
     });
     if let Some(t) = i
@@ -178,7 +174,7 @@ fn card_json(state: &IntegrationState, public_url: &str) -> Option<Value> {
         "name": name,
         "description": description,
         "version": version,
-        "supportedInterfaces": interfaces(iface, interface),
+        "supportedInterfaces": interfaces(offered, interface),
         "capabilities": capabilities,
         "defaultInputModes": default_in,
         "defaultOutputModes": default_out,

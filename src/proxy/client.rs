@@ -783,8 +783,10 @@ async fn send<'g>(
     // which only reading it shows (another request's answer would otherwise pass), and it is
     // read within the same answer cap as any.
     let large = resp.content_length().is_some_and(|n| n > MAX_HELD_ERROR);
-    // Never a 0.3 agent's: its bytes reach the caller only translated.
-    let rest = at.plan.binding == Binding::HttpJson && !at.plan.dialect.translates();
+    // Never a 0.3 agent's, nor one in the binding the caller does not speak: their bytes reach
+    // the caller only translated.
+    let rest =
+        at.plan.binding == Binding::HttpJson && !at.plan.dialect.translates() && !at.plan.crosses();
     if out.pass_large && rest && large && passes_unread(&resp.head().headers) {
         return Ok(Sent::Large(resp));
     }
@@ -867,8 +869,9 @@ fn retry_cause(at: Attempt<'_>, a: &Answer) -> Option<StaleCause> {
 /// JSON-RPC method replaced; an HTTP+JSON body is the same for `message:send` as for
 /// `message:stream`, and a gRPC request for both rpcs.
 fn send_message_body(plan: &Plan, held: &Bytes) -> Bytes {
-    // A gRPC SendMessageRequest is the same message for SendMessage and SendStreamingMessage.
-    if plan.binding != Binding::JsonRpc || plan.dialect.grpc() {
+    // What the agent reads decides (a request moved to the other binding is the agent's): a gRPC
+    // SendMessageRequest is the same message for SendMessage and SendStreamingMessage.
+    if plan.dialect.binding != Binding::JsonRpc {
         return held.clone();
     }
     let sent = if plan.dialect.translates() {

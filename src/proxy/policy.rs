@@ -94,7 +94,8 @@ pub struct Facts<'a> {
 pub struct Plan {
     /// The operation.
     pub method: Method,
-    /// Binding of the interface.
+    /// The binding the caller speaks, which every answer is made in before anything else reads
+    /// it (the agent's own is `dialect.binding`).
     pub binding: Binding,
     /// Streaming handling.
     pub stream: StreamPlan,
@@ -120,6 +121,14 @@ pub struct Plan {
     pub findings: Vec<guard::Finding>,
     /// Bytes of the body the guard left unscanned and `on_unscanned = "allow"` let leave.
     pub unscanned_bytes: usize,
+}
+
+impl Plan {
+    /// Whether the call moves between the two HTTP bindings ([`translate::binding`]): the caller
+    /// speaks one and the agent the other (a gRPC agent's calls are made from either).
+    pub fn crosses(&self) -> bool {
+        !self.dialect.grpc() && self.binding != self.dialect.binding
+    }
 }
 
 /// The data classes a request declares: every `A2A-Egress-Data-Class` line counts, and each line
@@ -270,12 +279,6 @@ pub fn lock_route(
     }
 }
 
-fn enc_segment(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes())
-        .collect::<String>()
-        .replace('+', "%20")
-}
-
 /// Decides a JSON-RPC or HTTP+JSON request: status, binding and operation, lockfile block, data
 /// class, version, method, tenant, media types, streaming, then the upstream paths.
 pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
@@ -286,7 +289,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
     // The compiler makes only callable interfaces usable; anything else is no usable profile.
     let dialect = Dialect::of(iface).ok_or(Deny::NoUsableProfile)?;
     let integration = &state.integration;
-    let called = called_binding(dialect, f.route);
+    let called = called_binding(integration, dialect, f.route)?;
     let (method, caller_tenant, rest_path) = operation(f, called)?;
     // Blocked by a breaking change against the lockfile: running tasks only.
     if matches!(state.status, Status::Blocked { .. }) && !continues_task(method) {
@@ -351,22 +354,116 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         findings,
         unscanned_bytes,
     };
-    if dialect.translates() {
-        as_03(&mut plan, f, rest_path, &upstream.base_path)?;
-    } else if dialect.grpc() {
-        as_grpc(&mut plan, f, rest_path)?;
-    }
+    to_agent(&mut plan, f, rest_path, &upstream.base_path)?;
     Ok(plan)
 }
 
-/// The binding a request to `dialect`'s agent is called on, which its answers are made in: in
-/// front of a gRPC agent both (its effective card offers both), the route's; otherwise the
-/// agent's own.
-fn called_binding(dialect: Dialect, route: &Route) -> Binding {
-    match (dialect.grpc(), route) {
-        (true, Route::Rest { .. }) => Binding::HttpJson,
-        (true, _) => Binding::JsonRpc,
-        (false, _) => dialect.caller_binding(),
+/// Makes `plan`, decided for the caller's binding and version, the call the agent reads: over
+/// gRPC; on the other HTTP binding ([`as_other_binding`]); in 0.3 ([`as_03`]), after the move.
+fn to_agent(
+    plan: &mut Plan,
+    f: &Facts<'_>,
+    rest_path: Option<&str>,
+    base: &str,
+) -> Result<(), Deny> {
+    let dialect = plan.dialect;
+    if dialect.grpc() {
+        return as_grpc(plan, f, rest_path);
+    }
+    // The 1.0 request in the agent's binding: moved to it when the caller's is the other one.
+    let route = if plan.binding == dialect.binding {
+        rest_path.map(|p| (p.to_owned(), f.query.map(str::to_owned)))
+    } else {
+        as_other_binding(plan, f, rest_path, base)?
+    };
+    if dialect.translates() {
+        let held;
+        let body: &[u8] = match (&plan.rewritten_body, &route, f.rpc) {
+            (Some(b), _, _) => {
+                held = b.clone();
+                &held
+            }
+            (None, Some(_), _) => f.body,
+            (None, None, Some(rpc)) => rpc.body(),
+            (None, None, None) => return Err(Deny::InvalidRequest("missing body")),
+        };
+        let route = route.as_ref().map(|(p, q)| (p.as_str(), q.as_deref()));
+        as_03(plan, route, body, base)?;
+    }
+    Ok(())
+}
+
+/// The binding a request is called on, which its answers are made in: the route's, when the
+/// integration's effective card offers it for the agent ([`crate::config::Integration::offered`]).
+fn called_binding(
+    integration: &crate::config::Integration,
+    dialect: Dialect,
+    route: &Route,
+) -> Result<Binding, Deny> {
+    let b = match route {
+        Route::Rest { .. } => Binding::HttpJson,
+        _ => Binding::JsonRpc,
+    };
+    (integration.offered(dialect.binding).contains(&b))
+        .then_some(b)
+        .ok_or(Deny::BindingNotOffered)
+}
+
+/// The refusal of a request that cannot be said to the agent.
+fn refused(method: Method) -> impl Fn(TranslateError) -> Deny {
+    move |e| match e {
+        TranslateError::NotInVersion { .. } => Deny::NotInAgentVersion(method),
+        TranslateError::Untranslatable { field, why } => Deny::Untranslatable { field, why },
+        // Only an agent's answer is measured, never a request.
+        TranslateError::TooLarge { .. } => Deny::Untranslatable {
+            field: "body".into(),
+            why: "is too large to read",
+        },
+    }
+}
+
+/// Makes `plan` the call to an HTTP agent on the binding the caller does not speak
+/// ([`translate::binding`]), made from the body that would have gone to an agent on the caller's
+/// (tenant spliced, guard's redaction included): a JSON-RPC request as its HTTP+JSON route, or an
+/// HTTP+JSON one as a JSON-RPC request posted to the interface. Returns the HTTP+JSON route below
+/// the interface and the tenant, with the query, when the agent's binding is HTTP+JSON.
+fn as_other_binding(
+    plan: &mut Plan,
+    f: &Facts<'_>,
+    rest_path: Option<&str>,
+    base: &str,
+) -> Result<Option<(String, Option<String>)>, Deny> {
+    let op = Op::from_v10(plan.method.as_str()).ok_or(Deny::MethodNotFound)?;
+    let refused = refused(plan.method);
+    match rest_path {
+        Some(path) => {
+            let body = plan.rewritten_body.as_deref().unwrap_or(f.body);
+            let tenant = plan.tenant.as_deref();
+            let id = translate::binding::GATEWAY_ID;
+            let rpc = translate::binding::rest_request_to_rpc(op, path, f.query, body, tenant, id)
+                .map_err(refused)?;
+            let at = if base.is_empty() { "/" } else { base };
+            plan.upstream_path = at.to_owned();
+            plan.send_path = at.to_owned();
+            plan.upstream_method = Some("POST");
+            plan.rewritten_body = Some(Bytes::from(rpc));
+            Ok(None)
+        }
+        None => {
+            let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
+            let body = plan.rewritten_body.as_deref().unwrap_or(rpc.body());
+            let call = translate::binding::rpc_request_to_rest(op, body).map_err(refused)?;
+            let prefix = match &call.tenant {
+                Some(t) => format!("{base}/{}", translate::binding::segment(t)),
+                None => base.to_owned(),
+            };
+            plan.upstream_path = format!("{base}{}", call.path());
+            plan.send_path = format!("{prefix}/message:send");
+            plan.upstream_method = Some(call.method);
+            let route = (call.route, call.query);
+            plan.rewritten_body = Some(Bytes::from(call.body));
+            Ok(Some(route))
+        }
     }
 }
 
@@ -402,11 +499,17 @@ fn as_grpc(plan: &mut Plan, f: &Facts<'_>, rest_path: Option<&str>) -> Result<()
     Ok(())
 }
 
-/// Makes `plan` the call to a 0.3 agent: the translated body, and over HTTP+JSON 0.3's method
-/// and route. 0.3 HTTP+JSON has no tenant (a 0.3 integration has none): the agent's routes sit
-/// right below its URL (`base`), under 0.3's `/v1`.
-fn as_03(plan: &mut Plan, f: &Facts<'_>, rest_path: Option<&str>, base: &str) -> Result<(), Deny> {
-    let t = to_03(f, plan.method, rest_path, plan.rewritten_body.as_ref())?;
+/// Makes `plan` the call to a 0.3 agent from the 1.0 request in the agent's binding (`route`,
+/// the HTTP+JSON route and query below the interface, when it is one; `body`): the translated
+/// body, and over HTTP+JSON 0.3's method and route. 0.3 HTTP+JSON has no tenant (a 0.3
+/// integration has none): the agent's routes sit right below its URL (`base`), under 0.3's `/v1`.
+fn as_03(
+    plan: &mut Plan,
+    route: Option<(&str, Option<&str>)>,
+    body: &[u8],
+    base: &str,
+) -> Result<(), Deny> {
+    let t = to_03(plan.method, route, body)?;
     plan.rewritten_body = Some(t.body);
     if let Some((m, path)) = t.rest {
         plan.upstream_path = format!("{base}{path}");
@@ -484,36 +587,19 @@ struct To03 {
     rest: Option<(&'static str, String)>,
 }
 
-/// The request as the 0.3 agent's: translated from the body that would have gone to a 1.0
-/// agent (the guard's redaction included), or refused (an operation 0.3 lacks, a field it
-/// cannot say) before anything leaves. `rest_path` is the HTTP+JSON route, when the call is one.
-fn to_03(
-    f: &Facts<'_>,
-    method: Method,
-    rest_path: Option<&str>,
-    body: Option<&Bytes>,
-) -> Result<To03, Deny> {
+/// The request as the 0.3 agent's: translated from the 1.0 request in the agent's binding (the
+/// guard's redaction included), or refused (an operation 0.3 lacks, a field it cannot say)
+/// before anything leaves.
+fn to_03(method: Method, route: Option<(&str, Option<&str>)>, body: &[u8]) -> Result<To03, Deny> {
     let op = Op::from_v10(method.as_str()).ok_or(Deny::MethodNotFound)?;
-    let refused = |e| match e {
-        TranslateError::NotInVersion { .. } => Deny::NotInAgentVersion(method),
-        TranslateError::Untranslatable { field, why } => Deny::Untranslatable { field, why },
-        // Only an agent's answer is measured, never a request.
-        TranslateError::TooLarge { .. } => Deny::Untranslatable {
-            field: "body".into(),
-            why: "is too large to read",
-        },
-    };
-    if let Some(path) = rest_path {
-        let body = body.map_or(f.body, |b| &b[..]);
-        let r = translate::rest_request_to03(op, path, f.query, body).map_err(refused)?;
+    if let Some((path, query)) = route {
+        let r = translate::rest_request_to03(op, path, query, body).map_err(refused(method))?;
         return Ok(To03 {
             body: Bytes::from(r.body),
             rest: Some((r.method, r.path)),
         });
     }
-    let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
-    let body = body.unwrap_or(rpc.body());
-    let b = translate::request_to03(op, body).map_err(refused)?;
+    let b = translate::request_to03(op, body).map_err(refused(method))?;
     Ok(To03 {
         body: Bytes::from(b),
         rest: None,
@@ -521,7 +607,7 @@ fn to_03(
 }
 
 /// The operation, the tenant the caller named and (HTTP+JSON) the path below the interface, for
-/// the one binding the effective card offers.
+/// the binding the caller is called on.
 fn operation<'f>(
     f: &Facts<'f>,
     binding: Binding,
@@ -652,7 +738,7 @@ fn paths(
         }
         Some(path) => {
             let prefix = match tenant {
-                Some(t) => format!("{base}/{}", enc_segment(t)),
+                Some(t) => format!("{base}/{}", translate::binding::segment(t)),
                 None => base.to_owned(),
             };
             let q = f.query.map(|q| format!("?{q}")).unwrap_or_default();
@@ -829,6 +915,78 @@ mod tests {
             decide(&s, &f).unwrap_err(),
             Deny::NotInAgentVersion(Method::ListTasks)
         );
+    }
+
+    /// A JSON-RPC caller in front of an HTTP+JSON agent, and an HTTP+JSON caller in front of a
+    /// JSON-RPC one, when the integration offers the caller's binding: the agent's route, method
+    /// and body; a binding not offered is refused.
+    #[test]
+    fn a_caller_on_the_other_binding_gets_the_agents() {
+        let offer = |b: &[Binding]| {
+            Integration::builder("echo")
+                .origin("http://127.0.0.1:9")
+                .skills(&["echo"])
+                .data_classes(&["internal", "public"])
+                .offer(b)
+                .build()
+        };
+        let rest_agent = state(
+            offer(&[Binding::JsonRpc]),
+            profile(Binding::HttpJson, true, Some("t 1")),
+        );
+        let jr = Route::JsonRpc {
+            name: "echo".into(),
+        };
+        let req = rpc("GetTask", json!({"id": "a/b", "historyLength": 2}));
+        let plan = decide(&rest_agent, &facts(&jr, Some(&req))).unwrap();
+        assert_eq!(plan.binding, Binding::JsonRpc);
+        assert!(plan.crosses());
+        assert_eq!(
+            (plan.upstream_method, plan.upstream_path.as_str()),
+            (Some("GET"), "/rest/t%201/tasks/a%2Fb?historyLength=2")
+        );
+        assert_eq!(plan.rewritten_body.as_deref(), Some(&b""[..]));
+        let stream = rpc("SendStreamingMessage", text_msg());
+        let plan = decide(&rest_agent, &facts(&jr, Some(&stream))).unwrap();
+        assert_eq!(plan.upstream_path, "/rest/t%201/message:stream");
+        assert_eq!(plan.send_path, "/rest/t%201/message:send");
+        let sent: Value = serde_json::from_slice(&plan.rewritten_body.unwrap()).unwrap();
+        assert_eq!(sent, text_msg());
+        let rest = Route::Rest {
+            name: "echo".into(),
+            tenant: None,
+            path: "/tasks/x".into(),
+        };
+        let mut f = facts(&rest, None);
+        f.http_method = "GET";
+        assert_eq!(
+            decide(&rest_agent, &f).unwrap_err(),
+            Deny::BindingNotOffered
+        );
+
+        let rpc_agent = state(
+            offer(&[Binding::HttpJson, Binding::JsonRpc]),
+            profile(Binding::JsonRpc, true, None),
+        );
+        let mut f = facts(&rest, None);
+        f.http_method = "GET";
+        f.query = Some("historyLength=1");
+        let plan = decide(&rpc_agent, &f).unwrap();
+        assert_eq!(plan.binding, Binding::HttpJson);
+        assert_eq!(
+            (plan.upstream_method, plan.upstream_path.as_str()),
+            (Some("POST"), "/jsonrpc")
+        );
+        let sent: Value = serde_json::from_slice(&plan.rewritten_body.unwrap()).unwrap();
+        assert_eq!(
+            sent,
+            json!({"jsonrpc": "2.0", "id": "a2a-egress", "method": "GetTask",
+                   "params": {"id": "x", "historyLength": 1}})
+        );
+        // Both offered: the caller's own binding is not moved.
+        let plan = decide(&rpc_agent, &facts(&jr, Some(&req))).unwrap();
+        assert!(!plan.crosses());
+        assert_eq!(plan.rewritten_body, None);
     }
 
     #[test]

@@ -39,7 +39,10 @@ pub fn upstream_headers(
     // so as 0.3 servers read it (JS 0.3.14's `express.json()` parses only `application/json`,
     // where a 1.0 caller may send `application/a2a+json`); a bodiless one (GET, DELETE) says
     // nothing.
-    let own_type = plan.dialect.translates() && plan.binding == Binding::HttpJson;
+    // A request moved to the other binding is the translator's too: JSON-RPC requires
+    // `application/json`, which HTTP+JSON servers also read.
+    let own_type =
+        (plan.dialect.translates() && plan.dialect.binding == Binding::HttpJson) || plan.crosses();
     for (n, v) in caller {
         if own_type && *n == header::CONTENT_TYPE {
             continue;

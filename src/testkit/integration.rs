@@ -27,6 +27,7 @@ impl Integration {
             streaming: StreamingMode::Preferred,
             extensions: Vec::new(),
             tenant: None,
+            offer: Vec::new(),
             credential: Credential::None,
             max_body_bytes: 1024,
             ca_file: None,
@@ -52,6 +53,12 @@ impl IntegrationBuilder {
     pub fn origin(mut self, origin: &str) -> Self {
         self.0.card = format!("{origin}/.well-known/agent-card.json");
         self.0.origins = vec![origin.to_owned()];
+        self
+    }
+
+    /// The bindings the effective card offers (`offer`).
+    pub fn offer(mut self, bindings: &[Binding]) -> Self {
+        self.0.offer = bindings.to_vec();
         self
     }
 

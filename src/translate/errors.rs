@@ -95,6 +95,15 @@ fn details(reason: &str, metadata: Option<String>) -> Out<'static> {
     Out::Owned(s)
 }
 
+/// The ErrorInfo array a 1.0 error of `code` carries (FACTS §7: mandatory over HTTP+JSON), when
+/// the code is one of the table's.
+pub(super) fn info_of(code: i64) -> Option<Out<'static>> {
+    CATALOGUE
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, r)| details(r, None))
+}
+
 /// The 1.0 code and ErrorInfo of a 0.3 error `code` answering `op` with message `said` (the
 /// rules of the module doc, the same on both bindings).
 fn mapped(op: Op, code: i64, said: &str) -> (i64, Option<Out<'static>>) {

@@ -323,74 +323,6 @@ pub fn answer_to_rest(op: Op, bytes: &[u8]) -> Result<Vec<u8>, TranslateError> {
     })
 }
 
-/// The path parameters of an HTTP+JSON route below the interface (`/tasks/{id}:cancel`,
-/// `/tasks/{taskId}/pushNotificationConfigs/{id}`, …), percent-decoded, as request members.
-fn path_members(op: Op, path: &str) -> Vec<(&'static str, String)> {
-    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    let decoded = |s: &str| {
-        percent_encoding::percent_decode_str(s)
-            .decode_utf8_lossy()
-            .into_owned()
-    };
-    let strip = |s: &str| {
-        s.trim_end_matches(":cancel")
-            .trim_end_matches(":subscribe")
-            .to_owned()
-    };
-    match (op, segs.as_slice()) {
-        (Op::GetTask | Op::CancelTask | Op::SubscribeToTask, ["tasks", id]) => {
-            vec![("id", decoded(&strip(id)))]
-        }
-        (Op::CreatePushConfig | Op::ListPushConfigs, ["tasks", task, ..]) => {
-            vec![("taskId", decoded(task))]
-        }
-        (Op::GetPushConfig | Op::DeletePushConfig, ["tasks", task, _, id]) => {
-            vec![("taskId", decoded(task)), ("id", decoded(id))]
-        }
-        _ => Vec::new(),
-    }
-}
-
-/// The query parameters `op` reads (FACTS §6), with their ProtoJSON types.
-fn query_members(
-    op: Op,
-    query: Option<&str>,
-) -> Result<Vec<(String, serde_json::Value)>, TranslateError> {
-    use serde_json::Value;
-    let mut out = Vec::new();
-    for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        let number = |v: &str| {
-            v.parse::<i64>()
-                .map(Value::from)
-                .map_err(|_| TranslateError::Untranslatable {
-                    field: format!("query.{k}"),
-                    why: "is not an integer",
-                })
-        };
-        let value = match (op, k.as_ref()) {
-            (Op::GetTask | Op::ListTasks, "historyLength") | (Op::ListTasks, "pageSize") => {
-                number(&v)?
-            }
-            (Op::ListTasks, "includeArtifacts") => Value::Bool(match v.as_ref() {
-                "true" => true,
-                "false" => false,
-                _ => {
-                    return Err(TranslateError::Untranslatable {
-                        field: "query.includeArtifacts".into(),
-                        why: "is not true or false",
-                    });
-                }
-            }),
-            (Op::ListTasks, "contextId" | "status" | "pageToken" | "statusTimestampAfter")
-            | (Op::ListPushConfigs, "pageSize" | "pageToken") => Value::String(v.into_owned()),
-            // A parameter the route does not define is left out, as an unknown member is.
-            _ => continue,
-        };
-        out.push((k.into_owned(), value));
-    }
-    Ok(out)
-}
-
 /// `op`'s protobuf request from a 1.0 HTTP+JSON request: its route `path` below the interface
 /// (without the tenant), `query` and `body`, and the tenant it goes with; the request message is
 /// the body with the path's and the query's parameters and the tenant set.
@@ -410,10 +342,10 @@ pub fn rest_request_to_pb(
             why: "is not a JSON object",
         })?
     };
-    for (k, v) in path_members(op, path) {
+    for (k, v) in super::binding::path_members(op, path) {
         m.insert(k.to_owned(), Value::String(v));
     }
-    for (k, v) in query_members(op, query)? {
+    for (k, v) in super::binding::query_members(op, query)? {
         m.insert(k, v);
     }
     if let Some(t) = tenant {

@@ -15,10 +15,15 @@
 //!   are copied as the exact JSON text that came (see `raw`): no float rounding, no re-escaping.
 //! - **A duplicate key anywhere the translator reads is refused**, as the request parser does.
 //!
+//! Between the two HTTP bindings of 1.0 (`binding`): a JSON-RPC caller in front of an HTTP+JSON
+//! agent and the other way; a 0.3 agent's call is made 0.3 after that, and its answers 1.0
+//! before it.
+//!
 //! The 1.0 gRPC binding is the other translation here (`grpc`): the gateway's JSON-RPC face ⇄
 //! the agent's protobuf messages, through the official generated types. 0.3's gRPC service is not
 //! built (its profiles stay unusable).
 
+pub mod binding;
 mod errors;
 pub mod grpc;
 mod objects;
@@ -26,6 +31,8 @@ mod raw;
 mod rest;
 mod rpc;
 
+#[cfg(test)]
+mod binding_tests;
 #[cfg(test)]
 mod grpc_tests;
 #[cfg(test)]
@@ -103,15 +110,6 @@ impl Dialect {
     /// answered as a JSON-RPC agent would.
     pub fn grpc(self) -> bool {
         self.binding == Binding::Grpc
-    }
-
-    /// The binding the orchestrator speaks to the gateway for this dialect (the effective card's
-    /// `protocolBinding`): JSON-RPC in front of a gRPC agent, the agent's own otherwise.
-    pub fn caller_binding(self) -> Binding {
-        match self.binding {
-            Binding::Grpc => Binding::JsonRpc,
-            b => b,
-        }
     }
 
     /// The `A2A-Version` the orchestrator speaks to the gateway for this dialect (the effective

@@ -597,13 +597,6 @@ fn dialects() {
     );
     let grpc = Dialect::of(&iface(Binding::Grpc, "1.0")).unwrap();
     assert!(grpc.grpc() && !grpc.translates());
-    assert_eq!(grpc.caller_binding(), Binding::JsonRpc);
-    assert_eq!(
-        Dialect::of(&iface(Binding::HttpJson, "1.0"))
-            .unwrap()
-            .caller_binding(),
-        Binding::HttpJson
-    );
     assert_eq!(Dialect::of(&iface(Binding::Grpc, "0.3")), None);
     for op in Op::ALL {
         assert_eq!(Op::from_v10(op.as_str()), Some(op));

@@ -54,6 +54,7 @@ mod gateway_streaming;
 mod gateway_tls;
 mod lock_runtime;
 mod observability;
+mod peers_binding;
 mod peers_grpc;
 mod peers_js03;
 mod peers_smoke;

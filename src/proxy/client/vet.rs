@@ -10,6 +10,7 @@ use bytes::Bytes;
 use pingora::http::ResponseHeader;
 
 use super::{Attempt, ClientError, MAX_ANSWER_BYTES, Sent};
+use crate::profile::Binding;
 use crate::proxy::answer::{self, Decoded, Encoding, Invalid};
 use crate::proxy::call::Gateway;
 use crate::proxy::deny::{Deny, Shape};
@@ -19,12 +20,40 @@ use crate::state::StaleCause;
 use crate::telemetry::CallSpans;
 use crate::translate::{self, Op, TranslateError, Translated};
 
-/// The operation whose answers are translated, when the agent speaks 0.3.
-fn translated_op(at: Attempt<'_>) -> Option<Op> {
-    if !at.plan.dialect.translates() {
+/// What an attempt's answers go through before anything reads them: a 0.3 agent's are made
+/// 1.0 first (in the agent's binding), then moved to the caller's binding when the agent's is the
+/// other one ([`translate::binding`]).
+#[derive(Debug, Clone, Copy)]
+struct Translation {
+    op: Op,
+    /// The agent speaks 0.3.
+    from_03: bool,
+    /// The agent's binding, when it is not the caller's.
+    cross: Option<Binding>,
+}
+
+/// The translation of the attempt's answers, when they have one.
+fn translation(at: Attempt<'_>) -> Option<Translation> {
+    let from_03 = at.plan.dialect.translates();
+    let cross = at.plan.crosses().then_some(at.plan.dialect.binding);
+    if !from_03 && cross.is_none() {
         return None;
     }
-    Op::from_v10(at.plan.method.as_str())
+    Some(Translation {
+        op: Op::from_v10(at.plan.method.as_str())?,
+        from_03,
+        cross,
+    })
+}
+
+/// The JSON text of the id the agent's JSON-RPC answers must carry: the caller's, or the
+/// gateway's own when the caller's request was HTTP+JSON; none for an HTTP+JSON agent.
+fn agent_id<'s>(at: Attempt<'_>, shape: &'s Shape) -> Option<&'s str> {
+    match (at.plan.dialect.binding, request_id(shape)) {
+        (Binding::HttpJson, _) => None,
+        (_, Some(id)) => Some(id),
+        (_, None) => Some(translate::binding::GATEWAY_ID),
+    }
 }
 
 /// Counts, logs (with the field) and refuses a 0.3 answer that does not translate, as any
@@ -103,10 +132,11 @@ pub(super) fn vet<'c>(
             // is what is held to being A2A (its id is the agent's, copied): a 0.3 answer may lack
             // what 1.0 requires (Python 0.3.26 leaves a null `result` out). One that does not
             // translate is judged as it came, so it is refused for what is wrong with it.
-            if let Some(op) = translated_op(at) {
-                let translated = translate_whole(op, at.plan.binding, &mut a);
+            if let Some(t) = translation(at) {
+                let translated = translate_whole(t, at.plan.dialect.binding, id, &mut a);
                 if let Err(e) = translated {
-                    answer::check_whole(at.plan.binding, id, status, &a.body, false)
+                    let (binding, id) = (at.plan.dialect.binding, agent_id(at, shape));
+                    answer::check_whole(binding, id, status, &a.body, false)
                         .map_err(|w| invalid(gw, at, w, status))?;
                     return Err(untranslatable(gw, at.name(), &e, status));
                 }
@@ -148,31 +178,60 @@ pub(super) fn vet<'c>(
     }
 }
 
-/// A 0.3 agent's whole answer `a` to `op`, translated in place: a JSON-RPC response's body; over
-/// HTTP+JSON the status too (200 for JS 0.3.14's 201/202/204, the 1.0 error table's for an
-/// error) and the type of the JSON the caller now gets. What is no A2A answer of the agent's (an
-/// HTTP-level page) is left as it came, for [`answer::check_whole`] to judge as from any agent.
+/// An agent's whole answer `a`, translated in place ([`Translation`]): from a 0.3 agent, a
+/// JSON-RPC response's body, over HTTP+JSON the status too (200 for JS 0.3.14's 201/202/204, the
+/// 1.0 error table's for an error); then, from an agent on the binding the caller does not
+/// speak, the caller's binding's answer (`id`: the caller's JSON-RPC id). The type of the JSON
+/// the caller gets is set with a new body. What is no A2A answer of the agent's (an HTTP-level
+/// page) is left as it came, for [`answer::check_whole`] to judge as from any agent.
 fn translate_whole(
-    op: Op,
-    binding: crate::profile::Binding,
+    t: Translation,
+    agent: Binding,
+    id: Option<&str>,
     a: &mut super::exchange::Answer,
 ) -> Result<(), TranslateError> {
-    let status = a.status();
-    if binding != crate::profile::Binding::HttpJson {
-        if answer::carries_rpc(status, &a.body) {
-            a.body = Bytes::from(translate::answer_to10(op, &a.body)?.json);
+    let op = t.op;
+    if t.from_03 {
+        match agent {
+            Binding::HttpJson => {
+                if let Some(r) = translate::rest_answer_to10(op, a.status(), &a.body)? {
+                    set(a, r.status, r.json)?;
+                }
+            }
+            _ => {
+                if answer::carries_rpc(a.status(), &a.body) {
+                    a.body = Bytes::from(translate::answer_to10(op, &a.body)?.json);
+                }
+            }
         }
-        return Ok(());
     }
-    let Some(t) = translate::rest_answer_to10(op, status, &a.body)? else {
-        return Ok(());
-    };
+    match t.cross {
+        Some(Binding::HttpJson) => {
+            let id = id.unwrap_or("null");
+            if let Some((status, json)) =
+                translate::binding::rest_answer_to_rpc(op, id, a.status(), &a.body)?
+            {
+                set(a, status, json)?;
+            }
+        }
+        Some(Binding::JsonRpc) if answer::carries_rpc(a.status(), &a.body) => {
+            let gateway = translate::binding::GATEWAY_ID;
+            let (status, json) = translate::binding::rpc_answer_to_rest(gateway, &a.body)?;
+            set(a, status, json)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Gives answer `a` the translator's `status` and JSON `body`.
+fn set(a: &mut super::exchange::Answer, status: u16, body: Vec<u8>) -> Result<(), TranslateError> {
     let bad = |_| TranslateError::untranslatable("status", "is not an HTTP status");
-    a.head.set_status(t.status).map_err(bad)?;
+    a.head.set_status(status).map_err(bad)?;
     a.head
         .insert_header(http::header::CONTENT_TYPE, "application/json")
         .map_err(bad)?;
-    a.body = Bytes::from(t.json);
+    a.body = Bytes::from(body);
     Ok(())
 }
 
@@ -273,13 +332,15 @@ pub(super) fn report(gw: &Gateway, name: &str, why: Invalid, status: u16) -> Den
 pub(super) struct Events<'a> {
     gw: &'a Gateway,
     name: &'a str,
-    binding: crate::profile::Binding,
+    /// The caller's binding (the events' once translated).
+    binding: Binding,
+    /// The caller's JSON-RPC id.
     id: Option<&'a str>,
+    /// The agent's binding and the id its JSON-RPC events carry: what an event is judged as.
+    agent: (Binding, Option<&'a str>),
     status: u16,
-    /// The stream's operation, when its events come from a 0.3 agent and are translated.
-    op: Option<Op>,
-    /// The events are HTTP+JSON `StreamResponse`s (else JSON-RPC responses).
-    rest: bool,
+    /// What the events go through, when they come from a 0.3 agent or one on the other binding.
+    translation: Option<Translation>,
     /// The first task and context ids an event named, kept only when the call has spans.
     ids: Option<std::sync::OnceLock<(Option<String>, Option<String>)>>,
     /// The guard that records findings in events (`[guard] inbound = "record"`).
@@ -302,35 +363,61 @@ impl<'a> Events<'a> {
             name: &at.state.integration.name,
             binding: at.plan.binding,
             id: request_id(shape),
+            agent: (at.plan.dialect.binding, agent_id(at, shape)),
             status,
-            op: translated_op(at),
-            rest: at.plan.binding == crate::profile::Binding::HttpJson,
+            translation: translation(at),
             inbound: super::inbound::guard_of(at.state.integration.guard.as_ref()),
         }
     }
 
-    /// Event data as the caller gets it: `None` when it passes unchanged (a 1.0 agent), else the
-    /// 1.0 form of a 0.3 agent's event, or the refusal of one that does not translate.
+    /// Event data as the caller gets it: `None` when it passes unchanged (a 1.0 agent on the
+    /// caller's binding), else the caller's form of it ([`Translation`]), or the refusal of one
+    /// that does not translate.
     pub(super) fn translate(&self, data: &[u8]) -> Result<Option<Translated>, Deny> {
-        let Some(op) = self.op else { return Ok(None) };
-        let translated = if self.rest {
-            translate::rest_event_to10(op, data)
-        } else {
-            translate::event_to10(op, data)
+        let Some(t) = self.translation else {
+            return Ok(None);
         };
-        match translated {
+        match self.translated(t, data) {
             Ok(t) => Ok(Some(t)),
             Err(e) => {
-                tracing::warn!(integration = self.name, error = %e, "an A2A 0.3 stream event does not translate");
+                tracing::warn!(integration = self.name, error = %e, "an agent's stream event does not translate");
                 Err(report(self.gw, self.name, invalid_of(&e), self.status))
             }
         }
     }
 
+    /// The steps of [`Events::translate`]: 0.3 to 1.0, then to the caller's binding; the event
+    /// is the last when either step says so.
+    fn translated(&self, t: Translation, data: &[u8]) -> Result<Translated, TranslateError> {
+        let op = t.op;
+        let mut out = match (t.from_03, self.agent.0) {
+            (false, _) => None,
+            (true, Binding::HttpJson) => Some(translate::rest_event_to10(op, data)?),
+            (true, _) => Some(translate::event_to10(op, data)?),
+        };
+        let data = out.as_ref().map_or(data, |o| &o.json[..]);
+        let moved = match t.cross {
+            Some(Binding::HttpJson) => {
+                let id = self.id.unwrap_or("null");
+                Some(translate::binding::rest_event_to_rpc(op, id, data)?)
+            }
+            Some(Binding::JsonRpc) => {
+                let gateway = translate::binding::GATEWAY_ID;
+                Some(translate::binding::rpc_event_to_rest(gateway, data)?)
+            }
+            _ => None,
+        };
+        if let Some(m) = moved {
+            let last = m.last || out.as_ref().is_some_and(|o| o.last);
+            out = Some(Translated { last, ..m });
+        }
+        out.ok_or_else(|| TranslateError::untranslatable("data", "has no translation"))
+    }
+
     /// The refusal of an event too large to hold when the stream is translated: its bytes are
     /// 0.3 and may not reach the caller untranslated.
     pub(super) fn too_large(&self) -> Option<Deny> {
-        self.op?;
+        self.translation?;
         Some(report(
             self.gw,
             self.name,
@@ -356,7 +443,8 @@ impl<'a> Events<'a> {
     /// (counted, logged, marking stale as [`invalid`] does).
     pub(super) fn judge(&self, data: &[u8]) -> Option<Deny> {
         let keep = self.ids.as_ref().is_some_and(|k| k.get().is_none());
-        match answer::check_event(self.binding, self.id, data, keep) {
+        let (binding, id) = self.agent;
+        match answer::check_event(binding, id, data, keep) {
             Ok(ids) => {
                 if let Some(keep) = &self.ids
                     && !ids.is_empty()

@@ -1,0 +1,495 @@
+//! One 1.0 call moved between the two HTTP bindings (pure, no I/O): a JSON-RPC request as the
+//! HTTP+JSON request of the same operation and back, and every answer, stream event and error the
+//! other way, so an orchestrator on either binding reaches an agent on the other (issue 20 item 5).
+//!
+//! The request and response messages are the same ProtoJSON objects on both bindings (FACTS §5,
+//! §6): what moves is the envelope, the route with its path and query parameters, the tenant (a
+//! `params` member ⇄ a path prefix) and the error's shape (a JSON-RPC error object ⇄ an HTTP
+//! status with a `google.rpc.Status` body). Every value copied keeps its bytes ([`super::raw`]),
+//! a key that appears twice is refused, and a member the route or the envelope has no place for is
+//! left out. An agent's 0.3 answer is made 1.0 first (`rpc`, `rest`); this module sees 1.0 only.
+
+use serde_json::value::RawValue;
+
+use super::raw::{Obj, Out, boolean, integer, member, text};
+use super::{Op, TranslateError, Translated};
+
+/// The `id` (JSON text) of the JSON-RPC requests the gateway makes from an HTTP+JSON caller's:
+/// each goes out alone on its connection use, and the agent's answer must carry it back.
+pub const GATEWAY_ID: &str = "\"a2a-egress\"";
+
+/// An HTTP+JSON request made from a JSON-RPC one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestCall {
+    /// The HTTP method of the operation's route.
+    pub method: &'static str,
+    /// The tenant the request named (`params.tenant`), the route's prefix.
+    pub tenant: Option<String>,
+    /// The route below the interface URL and the tenant (`/tasks/t%201:cancel`).
+    pub route: String,
+    /// The query, when the request has parameters for it.
+    pub query: Option<String>,
+    /// The body (empty for a route that takes none).
+    pub body: Vec<u8>,
+}
+
+impl RestCall {
+    /// The path below the interface URL: the tenant's prefix, the route and the query.
+    pub fn path(&self) -> String {
+        let mut p = match &self.tenant {
+            Some(t) => format!("/{}", segment(t)),
+            None => String::new(),
+        };
+        p.push_str(&self.route);
+        if let Some(q) = &self.query {
+            p.push('?');
+            p.push_str(q);
+        }
+        p
+    }
+}
+
+/// A path segment (a tenant, a task or config id) percent-encoded, a space as `%20`.
+pub fn segment(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20")
+}
+
+/// The JSON type a query parameter has in its request message.
+#[derive(Clone, Copy)]
+enum Kind {
+    Str,
+    Int,
+    Bool,
+}
+
+/// The query parameters of `op`'s route (FACTS §6), with their types.
+fn query_params(op: Op) -> &'static [(&'static str, Kind)] {
+    match op {
+        Op::GetTask => &[("historyLength", Kind::Int)],
+        Op::ListTasks => &[
+            ("contextId", Kind::Str),
+            ("status", Kind::Str),
+            ("pageSize", Kind::Int),
+            ("pageToken", Kind::Str),
+            ("historyLength", Kind::Int),
+            ("statusTimestampAfter", Kind::Str),
+            ("includeArtifacts", Kind::Bool),
+        ],
+        Op::ListPushConfigs => &[("pageSize", Kind::Int), ("pageToken", Kind::Str)],
+        _ => &[],
+    }
+}
+
+/// Whether `op`'s route takes the request message (less its path parameters) as its body.
+fn has_body(op: Op) -> bool {
+    matches!(
+        op,
+        Op::SendMessage | Op::SendStreamingMessage | Op::CancelTask | Op::CreatePushConfig
+    )
+}
+
+/// The 1.0 JSON-RPC request `body` for `op` as its HTTP+JSON request: the route with the params'
+/// path members, the tenant as the path's prefix, the query members, and the rest as the body.
+pub fn rpc_request_to_rest(op: Op, body: &[u8]) -> Result<RestCall, TranslateError> {
+    let text_ = std::str::from_utf8(body)
+        .map_err(|_| TranslateError::untranslatable("body", "is not UTF-8"))?;
+    let env = Obj::parse_str(text_, "body")?;
+    let params = match env.get("params") {
+        Some(p) => Obj::parse(p, "params")?,
+        None if op == Op::GetExtendedAgentCard => Obj::parse_str("{}", "params")?,
+        None => return Err(TranslateError::untranslatable("params", "is required")),
+    };
+    let (method, route) = route_of(op, &params)?;
+    let tenant = match params.get("tenant") {
+        Some(t) => Some(text(t, "params.tenant")?),
+        None => None,
+    };
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    let mut any = false;
+    for (key, kind) in query_params(op) {
+        let Some(v) = params.get(key) else { continue };
+        let f = member("params", key);
+        let value = match kind {
+            Kind::Str => text(v, &f)?,
+            Kind::Int => integer(v, &f)?.to_json(),
+            Kind::Bool => boolean(v, &f)?.to_string(),
+        };
+        query.append_pair(key, &value);
+        any = true;
+    }
+    let query = any.then(|| query.finish());
+    // What the route's path carries is not repeated in the body: the tenant, the task's id.
+    let in_path: &[&str] = match op {
+        Op::CancelTask => &["tenant", "id"],
+        Op::CreatePushConfig => &["tenant", "taskId"],
+        _ => &["tenant"],
+    };
+    let body = if has_body(op) {
+        let kept = params
+            .entries()
+            .filter(|(k, _)| !in_path.contains(&k.as_str()));
+        Out::Map(kept.collect()).to_json().into_bytes()
+    } else {
+        Vec::new()
+    };
+    Ok(RestCall {
+        method,
+        tenant,
+        route,
+        query,
+        body,
+    })
+}
+
+/// `op`'s HTTP method and route (below the tenant), with the path members of its request `params`.
+fn route_of(op: Op, params: &Obj<'_>) -> Result<(&'static str, String), TranslateError> {
+    let seg = |key: &str| -> Result<String, TranslateError> {
+        let f = member("params", key);
+        let v =
+            (params.get(key)).ok_or_else(|| TranslateError::untranslatable(&f, "is required"))?;
+        Ok(segment(&text(v, &f)?))
+    };
+    let configs = |id: bool| -> Result<String, TranslateError> {
+        let mut p = format!("/tasks/{}/pushNotificationConfigs", seg("taskId")?);
+        if id {
+            p.push('/');
+            p.push_str(&seg("id")?);
+        }
+        Ok(p)
+    };
+    Ok(match op {
+        Op::SendMessage => ("POST", "/message:send".to_owned()),
+        Op::SendStreamingMessage => ("POST", "/message:stream".to_owned()),
+        Op::GetTask => ("GET", format!("/tasks/{}", seg("id")?)),
+        Op::ListTasks => ("GET", "/tasks".to_owned()),
+        Op::CancelTask => ("POST", format!("/tasks/{}:cancel", seg("id")?)),
+        // The route SPEC §11.3 and both SDK clients use (PROTO says GET; both servers take both).
+        Op::SubscribeToTask => ("POST", format!("/tasks/{}:subscribe", seg("id")?)),
+        Op::CreatePushConfig => ("POST", configs(false)?),
+        Op::GetPushConfig => ("GET", configs(true)?),
+        Op::ListPushConfigs => ("GET", configs(false)?),
+        Op::DeletePushConfig => ("DELETE", configs(true)?),
+        Op::GetExtendedAgentCard => ("GET", "/extendedAgentCard".to_owned()),
+    })
+}
+
+/// The path parameters of an HTTP+JSON route below the interface (`/tasks/{id}:cancel`,
+/// `/tasks/{taskId}/pushNotificationConfigs/{id}`, …), percent-decoded, as request members.
+pub(super) fn path_members(op: Op, path: &str) -> Vec<(&'static str, String)> {
+    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let decoded = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let strip = |s: &str| {
+        s.trim_end_matches(":cancel")
+            .trim_end_matches(":subscribe")
+            .to_owned()
+    };
+    match (op, segs.as_slice()) {
+        (Op::GetTask | Op::CancelTask | Op::SubscribeToTask, ["tasks", id]) => {
+            vec![("id", decoded(&strip(id)))]
+        }
+        (Op::CreatePushConfig | Op::ListPushConfigs, ["tasks", task, ..]) => {
+            vec![("taskId", decoded(task))]
+        }
+        (Op::GetPushConfig | Op::DeletePushConfig, ["tasks", task, _, id]) => {
+            vec![("taskId", decoded(task)), ("id", decoded(id))]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// The query parameters `op` reads (FACTS §6), as request members with their ProtoJSON types; a
+/// parameter the route does not define is left out, as an unknown member is.
+pub(super) fn query_members(
+    op: Op,
+    query: Option<&str>,
+) -> Result<Vec<(String, serde_json::Value)>, TranslateError> {
+    use serde_json::Value;
+    let mut out = Vec::new();
+    for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        let Some((_, kind)) = query_params(op).iter().find(|(name, _)| *name == k) else {
+            continue;
+        };
+        let field = || format!("query.{k}");
+        let value =
+            match kind {
+                Kind::Int => v.parse::<i64>().map(Value::from).map_err(|_| {
+                    TranslateError::Untranslatable {
+                        field: field(),
+                        why: "is not an integer",
+                    }
+                })?,
+                Kind::Bool => Value::Bool(match v.as_ref() {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(TranslateError::Untranslatable {
+                            field: field(),
+                            why: "is not true or false",
+                        });
+                    }
+                }),
+                Kind::Str => Value::String(v.into_owned()),
+            };
+        out.push((k.into_owned(), value));
+    }
+    Ok(out)
+}
+
+/// `op`'s 1.0 HTTP+JSON request (its route `path` below the interface, without the tenant, its
+/// `query` and `body`; `tenant` the one it goes with) as the JSON-RPC request of id `id` (JSON
+/// text): `params` is the body with the path's and the query's parameters and the tenant set.
+pub fn rest_request_to_rpc(
+    op: Op,
+    path: &str,
+    query: Option<&str>,
+    body: &[u8],
+    tenant: Option<&str>,
+    id: &str,
+) -> Result<Vec<u8>, TranslateError> {
+    let json = |v: &serde_json::Value| Out::Owned(v.to_string());
+    let mut set: Vec<(String, Out<'_>)> = Vec::new();
+    for (k, v) in path_members(op, path) {
+        set.push((k.to_owned(), json(&serde_json::Value::String(v))));
+    }
+    for (k, v) in query_members(op, query)? {
+        set.push((k, json(&v)));
+    }
+    if let Some(t) = tenant {
+        set.push(("tenant".into(), json(&serde_json::Value::from(t))));
+    }
+    let read = has_body(op) && !body.trim_ascii().is_empty();
+    let text_ = if read {
+        std::str::from_utf8(body)
+            .map_err(|_| TranslateError::untranslatable("body", "is not UTF-8"))?
+    } else {
+        "{}"
+    };
+    let obj = Obj::parse_str(text_, "body")?;
+    let mut params: Vec<(String, Out<'_>)> = obj
+        .entries()
+        .filter(|(k, _)| !set.iter().any(|(s, _)| s == k))
+        .collect();
+    params.extend(set);
+    let envelope = Out::Obj(vec![
+        ("jsonrpc", Some(Out::Lit("\"2.0\""))),
+        ("id", Some(Out::Owned(id.to_owned()))),
+        ("method", Some(Out::Owned(format!("\"{}\"", op.as_str())))),
+        ("params", Some(Out::Map(params))),
+    ]);
+    Ok(envelope.to_json().into_bytes())
+}
+
+/// A JSON-RPC response of id `id` (JSON text) with `member` (`result` or `error`) `value`.
+fn envelope(id: &str, member: &'static str, value: Out<'_>) -> Vec<u8> {
+    Out::Obj(vec![
+        ("jsonrpc", Some(Out::Lit("\"2.0\""))),
+        ("id", Some(Out::Owned(id.to_owned()))),
+        (member, Some(value)),
+    ])
+    .to_json()
+    .into_bytes()
+}
+
+/// The one JSON value an HTTP+JSON 2xx body or event is, which must be an object.
+fn object_body<'a>(text_: &'a str, field: &str) -> Result<&'a RawValue, TranslateError> {
+    let v: &RawValue = serde_json::from_str(text_)
+        .map_err(|_| TranslateError::untranslatable(field, "is not JSON"))?;
+    if !v.get().starts_with('{') {
+        return Err(TranslateError::untranslatable(field, "is not an object"));
+    }
+    Ok(v)
+}
+
+/// The JSON-RPC code of a `google.rpc.Status` answering `op`: the one its A2A ErrorInfo names
+/// (domain `a2a-protocol.org`), else the one of its code name, as for a gRPC status: NOT_FOUND is
+/// TaskNotFoundError, INVALID_ARGUMENT InvalidParamsError, UNIMPLEMENTED MethodNotFoundError
+/// (UnsupportedOperationError on a streaming operation), anything else InternalError.
+fn code_of_status(op: Op, status: &Obj<'_>, details: Option<&RawValue>) -> i64 {
+    let infos: Vec<&RawValue> = details
+        .and_then(|d| serde_json::from_str(d.get()).ok())
+        .unwrap_or_default();
+    let named = infos.iter().find_map(|i| {
+        let o = Obj::parse(i, "details").ok()?;
+        let is_a2a = o.get("domain").map(RawValue::get) == Some("\"a2a-protocol.org\"");
+        let reason = text(o.get("reason")?, "reason").ok()?;
+        is_a2a
+            .then(|| super::errors::code_of_reason(&reason))
+            .flatten()
+    });
+    if let Some(c) = named {
+        return c;
+    }
+    let name = status.get("status").and_then(|s| text(s, "status").ok());
+    let streams = matches!(op, Op::SendStreamingMessage | Op::SubscribeToTask);
+    match name.as_deref() {
+        Some("NOT_FOUND") => -32001,
+        Some("INVALID_ARGUMENT") => -32602,
+        Some("UNIMPLEMENTED") if streams => -32004,
+        Some("UNIMPLEMENTED") => -32601,
+        _ => -32603,
+    }
+}
+
+/// An HTTP+JSON error body (`{"error": google.rpc.Status}`) as the JSON-RPC error object;
+/// `None` when it is not one.
+fn status_to_error<'a>(op: Op, body: &'a str) -> Option<Out<'a>> {
+    let outer = Obj::parse_str(body, "body").ok()?;
+    let status = Obj::parse(outer.get("error")?, "error").ok()?;
+    let message = status.get("message").filter(|m| m.get().starts_with('"'));
+    let details = status.get("details").filter(|d| d.get().starts_with('['));
+    let code = code_of_status(op, &status, details);
+    Some(Out::Obj(vec![
+        ("code", Some(Out::Owned(code.to_string()))),
+        ("message", Some(message.map_or(Out::Lit("\"\""), Out::Raw))),
+        ("data", details.map(Out::Raw)),
+    ]))
+}
+
+/// A 1.0 HTTP+JSON whole answer of `status` to `op` as the JSON-RPC answer to the request of id
+/// `id` (JSON text), with its HTTP status: a 2xx body as `result` (an empty one, JS's 204 to a
+/// delete, as `null`), an A2A error as the JSON-RPC error, on HTTP 200 as JSON-RPC agents answer.
+/// `None` for what is no A2A answer (a redirect, a proxy's page, a 401 without body): it passes as
+/// it came, and is judged as any agent's.
+pub fn rest_answer_to_rpc(
+    op: Op,
+    id: &str,
+    status: u16,
+    body: &[u8],
+) -> Result<Option<(u16, Vec<u8>)>, TranslateError> {
+    match status {
+        200..=299 => {
+            let text_ = TranslateError::checked_text(body, "body").or_else(|e| {
+                // An empty body is JSON's nothing, not a fault (the check refuses it).
+                if body.trim_ascii().is_empty() {
+                    Ok("")
+                } else {
+                    Err(e)
+                }
+            })?;
+            let result = if text_.trim().is_empty() {
+                Out::Lit("null")
+            } else {
+                Out::Raw(object_body(text_, "body")?)
+            };
+            Ok(Some((200, envelope(id, "result", result))))
+        }
+        400..=599 => {
+            let Ok(text_) = TranslateError::checked_text(body, "body") else {
+                return Ok(None);
+            };
+            Ok(status_to_error(op, text_).map(|e| (200, envelope(id, "error", e))))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// One event of a 1.0 HTTP+JSON stream (a `StreamResponse`, or `{"error": …}` after `event:
+/// error`) as the JSON-RPC stream's event for the request of id `id`; an error is the last.
+pub fn rest_event_to_rpc(op: Op, id: &str, data: &[u8]) -> Result<Translated, TranslateError> {
+    let text_ = TranslateError::checked_text(data, "data")?;
+    let v = object_body(text_, "data")?;
+    let o = Obj::parse(v, "data")?;
+    let answer = ["task", "message", "statusUpdate", "artifactUpdate"];
+    if o.has("error") && !answer.iter().any(|k| o.has(k)) {
+        let e = status_to_error(op, text_)
+            .ok_or_else(|| TranslateError::untranslatable("data.error", "is not a Status"))?;
+        return Ok(Translated {
+            json: envelope(id, "error", e),
+            last: true,
+            error: true,
+        });
+    }
+    Ok(Translated {
+        json: envelope(id, "result", Out::Raw(v)),
+        last: false,
+        error: false,
+    })
+}
+
+/// A JSON-RPC error object as an HTTP+JSON error: the HTTP status and the
+/// `google.rpc.Status` body of the 1.0 error table (a code outside it is a 500), with the agent's
+/// message and ErrorInfo (the one A2A requires, from the code, when the agent sent none).
+fn error_to_status(raw: &RawValue) -> Result<(u16, Out<'_>), TranslateError> {
+    let e = Obj::parse(raw, "error")?;
+    let code: i64 = (e.get("code"))
+        .and_then(|c| c.get().parse().ok())
+        .ok_or_else(|| TranslateError::untranslatable("error.code", "is not an integer"))?;
+    let message = e.get("message").filter(|m| m.get().starts_with('"'));
+    let data = e.get("data").filter(|d| d.get().starts_with('['));
+    let (http, name) = super::errors::http_of(code).unwrap_or((500, "INTERNAL"));
+    let carries_info = data.is_some_and(|d| d.get().contains("google.rpc.ErrorInfo"));
+    let details = match data {
+        Some(d) if carries_info => Some(Out::Raw(d)),
+        _ => super::errors::info_of(code),
+    };
+    let status = Out::Obj(vec![
+        ("code", Some(Out::Owned(http.to_string()))),
+        ("status", Some(Out::Owned(format!("\"{name}\"")))),
+        ("message", Some(message.map_or(Out::Lit("\"\""), Out::Raw))),
+        ("details", details),
+    ]);
+    Ok((http, Out::Obj(vec![("error", Some(status))])))
+}
+
+/// The parsed JSON-RPC response `text_`, held to answering the request of id `id`.
+fn response<'a>(text_: &'a str, id: &str) -> Result<Obj<'a>, TranslateError> {
+    let o = Obj::parse_str(text_, "body")?;
+    if o.get("jsonrpc").map(RawValue::get) != Some("\"2.0\"") {
+        return Err(TranslateError::untranslatable("jsonrpc", "is not \"2.0\""));
+    }
+    if o.raw("id").map(RawValue::get) != Some(id) {
+        return Err(TranslateError::untranslatable("id", "is not the request's"));
+    }
+    Ok(o)
+}
+
+/// A 1.0 JSON-RPC whole answer (to the request of id `id`) as the HTTP+JSON answer: the
+/// `result` on 200 (`{}` for a `null` one, a delete's), or the error's HTTP status and body.
+pub fn rpc_answer_to_rest(id: &str, body: &[u8]) -> Result<(u16, Vec<u8>), TranslateError> {
+    let o = response(TranslateError::checked_text(body, "body")?, id)?;
+    match (o.get("result"), o.get("error")) {
+        (Some(_), Some(_)) => Err(TranslateError::untranslatable(
+            "body",
+            "has both result and error",
+        )),
+        (Some(r), None) => Ok((200, r.get().as_bytes().to_vec())),
+        (None, Some(e)) => {
+            let (http, status) = error_to_status(e)?;
+            Ok((http, status.to_json().into_bytes()))
+        }
+        (None, None) if o.has_key("result") => Ok((200, b"{}".to_vec())),
+        (None, None) => Err(TranslateError::untranslatable(
+            "body",
+            "has neither result nor error",
+        )),
+    }
+}
+
+/// One event of a 1.0 JSON-RPC stream (a response to the request of id `id`) as the HTTP+JSON
+/// stream's: the `StreamResponse`, or an error's `{"error": …}` (the last, sent after `event:
+/// error`).
+pub fn rpc_event_to_rest(id: &str, data: &[u8]) -> Result<Translated, TranslateError> {
+    let o = response(TranslateError::checked_text(data, "data")?, id)?;
+    match (o.get("result"), o.get("error")) {
+        (Some(r), None) if r.get().starts_with('{') => Ok(Translated {
+            json: r.get().as_bytes().to_vec(),
+            last: false,
+            error: false,
+        }),
+        (None, Some(e)) => Ok(Translated {
+            json: error_to_status(e)?.1.to_json().into_bytes(),
+            last: true,
+            error: true,
+        }),
+        _ => Err(TranslateError::untranslatable(
+            "data",
+            "is not a result or an error",
+        )),
+    }
+}
