@@ -20,7 +20,7 @@ use prometheus::{
 };
 
 use crate::state::{LockVerdict, ReasonCode, Snapshot, StaleCause};
-use crate::translate::Protocol;
+use crate::translate::Dialect;
 
 /// Upstream latency buckets, seconds: 1 ms .. 60 s. Twelve buckets per integration keeps the
 /// series count small while covering both unary calls and long streams.
@@ -111,17 +111,18 @@ pub fn histograms(registry: &Registry, name: &str, help: &str, buckets: &[f64]) 
     register(registry, HistogramVec::new(opts, &["integration"]))
 }
 
-/// `a2a_egress_upstream_duration_seconds{integration, protocol}` (see [`Metrics::upstream_duration`]).
+/// `a2a_egress_upstream_duration_seconds{integration, protocol, binding}` (see
+/// [`Metrics::upstream_duration`]).
 fn upstream_histograms(registry: &Registry) -> HistogramVec {
     let opts = HistogramOpts::new(
         "a2a_egress_upstream_duration_seconds",
-        "Time from sending a request upstream to its response header, by the A2A version the \
-         call went out in.",
+        "Time from sending a request upstream to its response header, by the A2A version and \
+         the binding the call went out in.",
     )
     .buckets(LATENCY_BUCKETS.to_vec());
     register(
         registry,
-        HistogramVec::new(opts, &["integration", "protocol"]),
+        HistogramVec::new(opts, &["integration", "protocol", "binding"]),
     )
 }
 
@@ -279,9 +280,10 @@ pub struct Metrics {
     /// `a2a_egress_answer_headers_dropped_total{integration}`: allowlisted agent headers not
     /// passed to the caller because the answer's headers were over the count or size cap.
     pub answer_headers_dropped: IntCounterVec,
-    /// `a2a_egress_upstream_duration_seconds{integration, protocol}`: time to the upstream's
-    /// response header; `protocol` is the A2A version the call went out in (`1.0`, or `0.3` for a
-    /// translated call: [`crate::translate::Protocol`]).
+    /// `a2a_egress_upstream_duration_seconds{integration, protocol, binding}`: time to the
+    /// upstream's response header; `protocol` is the A2A version the call went out in (`1.0`, or
+    /// `0.3` for a translated call: [`crate::translate::Protocol`]), `binding` the agent's
+    /// (`JSONRPC`, `HTTP+JSON`, `GRPC`), whatever the caller's.
     pub upstream_duration: HistogramVec,
     /// `a2a_egress_gateway_overhead_seconds{integration}`: the gateway's own time on a forwarded
     /// call: from the request's start until the upstream's answer was in hand, minus the time
@@ -376,8 +378,8 @@ struct Series {
     /// integrations see a few methods).
     requests: [OnceLock<Box<Outcomes>>; METHOD_SLOTS],
     overhead: OnceLock<Histogram>,
-    /// By [`Protocol`] (its index in [`Protocol::ALL`]).
-    upstream: [OnceLock<Histogram>; 2],
+    /// By protocol and binding ([`Dialect::slot`]).
+    upstream: [OnceLock<Histogram>; 6],
 }
 
 type Outcomes = [OnceLock<IntCounter>; OUTCOME_SLOTS];
@@ -633,15 +635,12 @@ impl Metrics {
 
     /// Observes the time to an upstream's response header for `integration`
     /// (`a2a_egress_upstream_duration_seconds`).
-    pub fn observe_upstream(&self, integration: &str, protocol: Protocol, seconds: f64) {
-        let slot = Protocol::ALL
-            .iter()
-            .position(|p| *p == protocol)
-            .unwrap_or(0);
+    pub fn observe_upstream(&self, integration: &str, dialect: Dialect, seconds: f64) {
+        let (protocol, binding) = (dialect.protocol.as_str(), dialect.binding.as_str());
         let seen = self.series_of(integration, |s| {
-            if let Some(cell) = s.upstream.get(slot) {
+            if let Some(cell) = s.upstream.get(dialect.slot()) {
                 let h = cell.get_or_init(|| {
-                    (self.upstream_duration).with_label_values(&[&s.name, protocol.as_str()])
+                    (self.upstream_duration).with_label_values(&[&s.name, protocol, binding])
                 });
                 h.observe(seconds);
             }
@@ -649,7 +648,7 @@ impl Metrics {
         if !seen {
             (self
                 .upstream_duration
-                .with_label_values(&[integration, protocol.as_str()]))
+                .with_label_values(&[integration, protocol, binding]))
             .observe(seconds);
         }
     }
@@ -813,7 +812,7 @@ mod tests {
             .with_label_values(&["echo", "SendMessage", "ok"])
             .inc();
         m.upstream_duration
-            .with_label_values(&["echo", "1.0"])
+            .with_label_values(&["echo", "1.0", "JSONRPC"])
             .observe(0.01);
         let text = m.render();
         assert!(
@@ -863,7 +862,7 @@ mod tests {
                 .inc();
             m.downgrades.with_label_values(&[n, "agent_refused"]).inc();
             m.upstream_duration
-                .with_label_values(&[n, "0.3"])
+                .with_label_values(&[n, "0.3", "GRPC"])
                 .observe(0.1);
             m.overhead.with_label_values(&[n]).observe(0.1);
             m.artifact_mismatches.with_label_values(&[n]).inc();
@@ -925,8 +924,12 @@ mod tests {
         };
         m.record_call("b", far, OK, None);
         m.record_call("a", SEND, far, Some(0.001));
-        m.observe_upstream("a", Protocol::V1_0, 0.002);
-        m.observe_upstream("a", Protocol::V0_3, 0.002);
+        use crate::profile::Binding;
+        use crate::translate::Protocol;
+        let dialect = |protocol, binding| Dialect { protocol, binding };
+        m.observe_upstream("a", dialect(Protocol::V1_0, Binding::JsonRpc), 0.002);
+        m.observe_upstream("a", dialect(Protocol::V0_3, Binding::HttpJson), 0.002);
+        m.observe_upstream("a", dialect(Protocol::V1_0, Binding::Grpc), 0.002);
         assert_eq!(requests(&m, "a"), Some(3));
         let far_outcome = "a2a_egress_requests_total{integration=\"a\",method=\"SendMessage\",outcome=\"SendMessage\"} 1";
         assert!(m.render().contains(far_outcome));
@@ -936,8 +939,9 @@ mod tests {
         let text = m.render();
         for family in [
             "a2a_egress_gateway_overhead_seconds_count{integration=\"a\"} 1",
-            "a2a_egress_upstream_duration_seconds_count{integration=\"a\",protocol=\"1.0\"} 1",
-            "a2a_egress_upstream_duration_seconds_count{integration=\"a\",protocol=\"0.3\"} 1",
+            "a2a_egress_upstream_duration_seconds_count{binding=\"JSONRPC\",integration=\"a\",protocol=\"1.0\"} 1",
+            "a2a_egress_upstream_duration_seconds_count{binding=\"HTTP+JSON\",integration=\"a\",protocol=\"0.3\"} 1",
+            "a2a_egress_upstream_duration_seconds_count{binding=\"GRPC\",integration=\"a\",protocol=\"1.0\"} 1",
         ] {
             assert!(text.contains(family), "{family}: {text}");
         }

@@ -1177,6 +1177,48 @@ data_classes = ["public"]
         assert!(e.contains("0.3 is not in [client] versions"), "{e}");
     }
 
+    /// `offer`: the bindings the gateway serves, in order, none twice; the default follows the
+    /// agent's binding.
+    #[test]
+    fn offer_names_bindings_the_gateway_serves() {
+        use crate::profile::Binding;
+        let one = |extra: &str| {
+            Config::parse(
+                &format!(
+                    "[[integrations]]\nname=\"a\"\ncard=\"https://a.example/c\"\norigins=[\"https://a.example\"]\nskills=[\"s\"]\ndata_classes=[\"p\"]\n{extra}\n"
+                ),
+                Path::new("g.toml"),
+            )
+        };
+        let c = one("offer=[\"HTTP+JSON\",\"JSONRPC\"]").unwrap();
+        let i = &c.integrations[0];
+        assert_eq!(i.offer, [Binding::HttpJson, Binding::JsonRpc]);
+        assert_eq!(
+            i.offered(Binding::Grpc),
+            [Binding::HttpJson, Binding::JsonRpc]
+        );
+        let plain = one("").unwrap();
+        let i = &plain.integrations[0];
+        assert_eq!(i.offered(Binding::HttpJson), [Binding::HttpJson]);
+        assert_eq!(i.offered(Binding::JsonRpc), [Binding::JsonRpc]);
+        assert_eq!(
+            i.offered(Binding::Grpc),
+            [Binding::JsonRpc, Binding::HttpJson]
+        );
+        let e = one("offer=[\"GRPC\",\"jsonrpc\",\"JSONRPC\",\"JSONRPC\"]")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("offer: the gateway serves JSON-RPC and HTTP+JSON, not gRPC"),
+            "{e}"
+        );
+        assert!(
+            e.contains("offer: \"jsonrpc\" is not \"JSONRPC\" or \"HTTP+JSON\""),
+            "{e}"
+        );
+        assert!(e.contains("offer: \"JSONRPC\" is named twice"), "{e}");
+    }
+
     #[test]
     fn pass_through_and_none_credentials() {
         let c = Config::parse(

@@ -793,7 +793,7 @@ async fn send<'g>(
     Ok(Sent::Whole(resp.read_all(MAX_ANSWER_BYTES, caller).await?))
 }
 
-/// Times one call to the agent (`a2a_egress_upstream_duration_seconds`, by protocol), unless the
+/// Times one call to the agent (`a2a_egress_upstream_duration_seconds`, by protocol and binding), unless the
 /// caller left first: that wait is the caller's, not the agent's.
 fn observe<T>(
     gw: &Gateway,
@@ -802,8 +802,8 @@ fn observe<T>(
     sent: &std::result::Result<T, ClientError>,
 ) {
     if !matches!(sent, Err(ClientError::CallerGone)) {
-        let protocol = at.plan.dialect.protocol;
-        (gw.metrics).observe_upstream(at.name(), protocol, started.elapsed().as_secs_f64());
+        let dialect = at.plan.dialect;
+        (gw.metrics).observe_upstream(at.name(), dialect, started.elapsed().as_secs_f64());
     }
 }
 

@@ -5,7 +5,7 @@
 //! The request and response messages are the same ProtoJSON objects on both bindings (FACTS §5,
 //! §6): what moves is the envelope, the route with its path and query parameters, the tenant (a
 //! `params` member ⇄ a path prefix) and the error's shape (a JSON-RPC error object ⇄ an HTTP
-//! status with a `google.rpc.Status` body). Every value copied keeps its bytes ([`super::raw`]),
+//! status with a `google.rpc.Status` body). Every value copied keeps its bytes (`raw`),
 //! a key that appears twice is refused, and a member the route or the envelope has no place for is
 //! left out. An agent's 0.3 answer is made 1.0 first (`rpc`, `rest`); this module sees 1.0 only.
 

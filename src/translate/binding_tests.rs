@@ -20,11 +20,14 @@ fn parsed(b: &[u8]) -> Value {
     serde_json::from_slice(b).unwrap()
 }
 
-/// Every operation's route, method, query and body from its JSON-RPC params.
-#[test]
-fn every_json_rpc_request_has_its_route() {
+/// One golden request: the operation, its JSON-RPC params, and the HTTP+JSON method, path and
+/// body (`null`: none).
+type RouteCase = (Op, Value, &'static str, &'static str, Value);
+
+/// The message and task operations' golden requests.
+fn route_cases() -> Vec<RouteCase> {
     let msg = json!({"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]});
-    let cases: Vec<(Op, Value, &str, &str, Value)> = vec![
+    vec![
         (
             Op::SendMessage,
             json!({"tenant": "t 1/x", "message": msg, "metadata": {"n": 1}}),
@@ -63,11 +66,17 @@ fn every_json_rpc_request_has_its_route() {
         ),
         (
             Op::SubscribeToTask,
-            json!({"id": "t1"}),
+            json!({"id": "t"}),
             "POST",
-            "/tasks/t1:subscribe",
+            "/tasks/t:subscribe",
             Value::Null,
         ),
+    ]
+}
+
+/// The push config operations' golden requests, and the extended card's.
+fn push_cases() -> Vec<RouteCase> {
+    vec![
         (
             Op::CreatePushConfig,
             json!({"taskId": "t1", "id": "c1", "url": "https://h/p"}),
@@ -103,8 +112,13 @@ fn every_json_rpc_request_has_its_route() {
             "/extendedAgentCard",
             Value::Null,
         ),
-    ];
-    for (op, params, method, path, body) in cases {
+    ]
+}
+
+/// Every operation's route, method, query and body from its JSON-RPC params.
+#[test]
+fn every_json_rpc_request_has_its_route() {
+    for (op, params, method, path, body) in route_cases().into_iter().chain(push_cases()) {
         let call = rpc_request_to_rest(op, &rpc(op.as_str(), params)).unwrap();
         assert_eq!(
             (call.method, call.path().as_str()),

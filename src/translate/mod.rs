@@ -101,6 +101,20 @@ impl Dialect {
         })
     }
 
+    /// The dialect's index among the six protocol × binding pairs (per-integration metric cells).
+    pub fn slot(self) -> usize {
+        let p = match self.protocol {
+            Protocol::V1_0 => 0,
+            Protocol::V0_3 => 1,
+        };
+        let b = match self.binding {
+            Binding::JsonRpc => 0,
+            Binding::HttpJson => 1,
+            Binding::Grpc => 2,
+        };
+        p * 3 + b
+    }
+
     /// Whether calls in this dialect are translated between the versions (1.0 ⇄ 0.3).
     pub fn translates(self) -> bool {
         self.protocol == Protocol::V0_3

@@ -18,10 +18,13 @@ async fn gateway(agent: &SdkAgent, offer: &str) -> InProcess {
     InProcess::start(&config).await
 }
 
+/// One SDK client driver with its URL and binding set: it takes the rest of the arguments.
+type Client = Box<dyn Fn(&[&str]) -> SdkRun>;
+
 /// Both 1.0 SDK clients, preferring `binding`, against integration `x`.
-fn clients(gw: &InProcess, binding: &'static str) -> [Box<dyn Fn(&[&str]) -> SdkRun>; 2] {
+fn clients(gw: &InProcess, binding: &'static str) -> [Client; 2] {
     let base = gw.agent_url("x");
-    let with = |run: fn(&[&str]) -> SdkRun| -> Box<dyn Fn(&[&str]) -> SdkRun> {
+    let with = |run: fn(&[&str]) -> SdkRun| -> Client {
         let base = base.clone();
         Box::new(move |args: &[&str]| {
             let mut all = vec!["--url", base.as_str(), "--binding", binding];
@@ -234,6 +237,29 @@ async fn json_rpc_orchestrators_drive_a_0_3_http_json_agent() {
         &m,
         "a2a_egress_upstream_duration_seconds_count",
         &[("integration", "x"), ("protocol", "0.3")],
+    );
+    assert!(n >= 16.0, "{m}");
+}
+
+/// An HTTP+JSON orchestrator reaches an A2A 0.3 agent that serves only JSON-RPC (the official
+/// Python a2a-sdk 0.3.26): moved to JSON-RPC, then made 0.3, and back.
+#[tokio::test]
+async fn http_json_orchestrators_drive_a_0_3_json_rpc_agent() {
+    let agent = SdkAgent::start_v03(&["--transport", "jsonrpc"]);
+    let gw = gateway(&agent, "[\"HTTP+JSON\"]").await;
+    assert_eq!(offered(&gw).await, ["HTTP+JSON"]);
+    for run in clients(&gw, "HTTP+JSON") {
+        drives_tasks(&*run);
+    }
+    let m = gw.metrics().await;
+    let n = crate::common::gateway::metric(
+        &m,
+        "a2a_egress_upstream_duration_seconds_count",
+        &[
+            ("integration", "x"),
+            ("protocol", "0.3"),
+            ("binding", "JSONRPC"),
+        ],
     );
     assert!(n >= 16.0, "{m}");
 }
