@@ -157,6 +157,7 @@ fn per_request(snapshot: &Snapshot, headers: &HeaderMap, body: &Bytes) -> (usize
         rest_body: None,
         default_data_class: "internal",
         body,
+        request_id: "bench",
     };
     let state = policy::lock_route(snapshot, state, policy::method_of(&facts)).expect("route");
     let plan = policy::decide(&state, &facts).expect("allowed");

@@ -617,6 +617,7 @@ impl<'a> Job<'a> {
         out: Outgoing<'_>,
     ) -> std::result::Result<Sent<'a>, ClientError> {
         self.begin_span(at, &out);
+        let out_downgraded = out.downgraded;
         let started = std::time::Instant::now();
         let sent = if at.plan.dialect.grpc() {
             self.send_grpc(at, out).await
@@ -628,7 +629,8 @@ impl<'a> Job<'a> {
             self.ctx.upstream_status = s.status();
         }
         let spans = (self.ctx.spans.as_mut()).filter(|_| vet::names_the_task(at.plan.method));
-        let vetted = sent.and_then(|s| vet::vet(self.gw, at, &self.ctx.shape, s, spans));
+        let shape = &self.ctx.shape;
+        let vetted = sent.and_then(|s| vet::vet(self.gw, at, shape, s, out_downgraded, spans));
         if let Some(spans) = &mut self.ctx.spans {
             match &vetted {
                 Ok(s) => spans.answered(s.status(), matches!(s, Sent::Whole(_))),

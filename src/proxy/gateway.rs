@@ -401,6 +401,9 @@ struct RequestHead {
     data_class: DataClasses,
     /// The first `A2A-Version` line (read as text where the facts are made).
     a2a_version: Option<http::HeaderValue>,
+    /// An id unique to this call, whatever the caller's `X-Request-Id` (which a caller may
+    /// reuse): [`Facts::request_id`].
+    call_id: super::trace::RequestId,
 }
 
 impl RequestHead {
@@ -415,6 +418,7 @@ impl RequestHead {
                     .map(|v| v.as_bytes()),
             ),
             a2a_version: req.headers.get("a2a-version").cloned(),
+            call_id: super::trace::RequestId::generate(),
         }
     }
 
@@ -435,6 +439,7 @@ impl RequestHead {
             rest_body: parsed.rest.as_ref(),
             default_data_class,
             body,
+            request_id: self.call_id.as_str(),
         }
     }
 }

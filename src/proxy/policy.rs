@@ -87,6 +87,9 @@ pub struct Facts<'a> {
     pub default_data_class: &'a str,
     /// The request body as the caller sent it (the guard scans it).
     pub body: &'a [u8],
+    /// An id the gateway made for this request alone: a JSON-RPC request it makes from an
+    /// HTTP+JSON one carries it in its `id` ([`translate::binding::gateway_id`]).
+    pub request_id: &'a str,
 }
 
 /// What to send upstream.
@@ -121,6 +124,9 @@ pub struct Plan {
     pub findings: Vec<guard::Finding>,
     /// Bytes of the body the guard left unscanned and `on_unscanned = "allow"` let leave.
     pub unscanned_bytes: usize,
+    /// The JSON text of the `id` of the JSON-RPC request the gateway made from an HTTP+JSON
+    /// caller's, which the agent's answers must carry; `None` when it made none.
+    pub rpc_id: Option<String>,
 }
 
 impl Plan {
@@ -353,6 +359,7 @@ pub fn decide(state: &IntegrationState, f: &Facts<'_>) -> Result<Plan, Deny> {
         dialect,
         findings,
         unscanned_bytes,
+        rpc_id: None,
     };
     to_agent(&mut plan, f, rest_path, &upstream.base_path)?;
     Ok(plan)
@@ -439,9 +446,10 @@ fn as_other_binding(
         Some(path) => {
             let body = plan.rewritten_body.as_deref().unwrap_or(f.body);
             let tenant = plan.tenant.as_deref();
-            let id = translate::binding::GATEWAY_ID;
-            let rpc = translate::binding::rest_request_to_rpc(op, path, f.query, body, tenant, id)
+            let id = translate::binding::gateway_id(f.request_id);
+            let rpc = translate::binding::rest_request_to_rpc(op, path, f.query, body, tenant, &id)
                 .map_err(refused)?;
+            plan.rpc_id = Some(id);
             let at = if base.is_empty() { "/" } else { base };
             plan.upstream_path = at.to_owned();
             plan.send_path = at.to_owned();
@@ -822,6 +830,7 @@ mod tests {
             rest_body: None,
             default_data_class: "internal",
             body: rpc.map_or(&[][..], |r| &r.body()[..]),
+            request_id: "r-1",
         }
     }
 
@@ -937,13 +946,13 @@ mod tests {
         let jr = Route::JsonRpc {
             name: "echo".into(),
         };
-        let req = rpc("GetTask", json!({"id": "a/b", "historyLength": 2}));
+        let req = rpc("GetTask", json!({"id": "a b", "historyLength": 2}));
         let plan = decide(&rest_agent, &facts(&jr, Some(&req))).unwrap();
         assert_eq!(plan.binding, Binding::JsonRpc);
         assert!(plan.crosses());
         assert_eq!(
             (plan.upstream_method, plan.upstream_path.as_str()),
-            (Some("GET"), "/rest/t%201/tasks/a%2Fb?historyLength=2")
+            (Some("GET"), "/rest/t%201/tasks/a%20b?historyLength=2")
         );
         assert_eq!(plan.rewritten_body.as_deref(), Some(&b""[..]));
         let stream = rpc("SendStreamingMessage", text_msg());
@@ -980,7 +989,7 @@ mod tests {
         let sent: Value = serde_json::from_slice(&plan.rewritten_body.unwrap()).unwrap();
         assert_eq!(
             sent,
-            json!({"jsonrpc": "2.0", "id": "a2a-egress", "method": "GetTask",
+            json!({"jsonrpc": "2.0", "id": "a2a-egress-r-1", "method": "GetTask",
                    "params": {"id": "x", "historyLength": 1}})
         );
         // Both offered: the caller's own binding is not moved.

@@ -154,6 +154,7 @@ mod tests {
             send_path: "/a2a".into(),
             upstream_method: None,
             rewritten_body: None,
+            rpc_id: None,
             version: "1.0".into(),
             dialect: Dialect {
                 protocol: Protocol::V1_0,

@@ -14,9 +14,13 @@ use serde_json::value::RawValue;
 use super::raw::{Obj, Out, boolean, integer, member, text};
 use super::{Op, TranslateError, Translated};
 
-/// The `id` (JSON text) of the JSON-RPC requests the gateway makes from an HTTP+JSON caller's:
-/// each goes out alone on its connection use, and the agent's answer must carry it back.
-pub const GATEWAY_ID: &str = "\"a2a-egress\"";
+/// The `id` (JSON text) of the JSON-RPC request the gateway makes from an HTTP+JSON caller's
+/// request, from `request_id`, an id the gateway made for that request alone: the agent's answer
+/// must carry it back, so an answer meant for another request (one left on a
+/// pooled connection) is refused as for any JSON-RPC caller.
+pub fn gateway_id(request_id: &str) -> String {
+    serde_json::Value::String(format!("a2a-egress-{request_id}")).to_string()
+}
 
 /// An HTTP+JSON request made from a JSON-RPC one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,18 +102,24 @@ pub fn rpc_request_to_rest(op: Op, body: &[u8]) -> Result<RestCall, TranslateErr
     let env = Obj::parse_str(text_, "body")?;
     let params = match env.get("params") {
         Some(p) => Obj::parse(p, "params")?,
-        None if op == Op::GetExtendedAgentCard => Obj::parse_str("{}", "params")?,
+        // Every member of these requests is optional.
+        None if matches!(op, Op::GetExtendedAgentCard | Op::ListTasks) => {
+            Obj::parse_str("{}", "params")?
+        }
         None => return Err(TranslateError::untranslatable("params", "is required")),
     };
     let (method, route) = route_of(op, &params)?;
+    // An empty tenant is none (as the request parser reads it): no empty path segment.
     let tenant = match params.get("tenant") {
-        Some(t) => Some(text(t, "params.tenant")?),
+        Some(t) => Some(text(t, "params.tenant")?).filter(|t| !t.is_empty()),
         None => None,
     };
     let mut query = url::form_urlencoded::Serializer::new(String::new());
     let mut any = false;
     for (key, kind) in query_params(op) {
-        let Some(v) = params.get(key) else { continue };
+        let Some(v) = get_either(&params, key) else {
+            continue;
+        };
         let f = member("params", key);
         let value = match kind {
             Kind::Str => text(v, &f)?,
@@ -123,7 +133,7 @@ pub fn rpc_request_to_rest(op: Op, body: &[u8]) -> Result<RestCall, TranslateErr
     // What the route's path carries is not repeated in the body: the tenant, the task's id.
     let in_path: &[&str] = match op {
         Op::CancelTask => &["tenant", "id"],
-        Op::CreatePushConfig => &["tenant", "taskId"],
+        Op::CreatePushConfig => &["tenant", "taskId", "task_id"],
         _ => &["tenant"],
     };
     let body = if has_body(op) {
@@ -143,13 +153,49 @@ pub fn rpc_request_to_rest(op: Op, body: &[u8]) -> Result<RestCall, TranslateErr
     })
 }
 
+/// The value of member `key` of `params`, or of its proto field name (`task_id` for `taskId`:
+/// ProtoJSON readers take both).
+fn get_either<'a>(params: &Obj<'a>, key: &str) -> Option<&'a RawValue> {
+    params.get(key).or_else(|| {
+        let mut snake = String::with_capacity(key.len() + 4);
+        for c in key.chars() {
+            if c.is_ascii_uppercase() {
+                snake.push('_');
+                snake.push(c.to_ascii_lowercase());
+            } else {
+                snake.push(c);
+            }
+        }
+        (snake != key).then(|| params.get(&snake)).flatten()
+    })
+}
+
+/// Whether an id can be one path segment of a route without changing which route it is: not
+/// empty, no dot-segment, no `/` (servers decode `%2F` before routing, FACTS §6), and not ending
+/// in a custom verb (`x:cancel` would be read as CancelTask of `x`).
+fn is_segment(id: &str) -> bool {
+    !(id.is_empty()
+        || id == "."
+        || id == ".."
+        || id.contains('/')
+        || id.ends_with(":cancel")
+        || id.ends_with(":subscribe"))
+}
+
 /// `op`'s HTTP method and route (below the tenant), with the path members of its request `params`.
 fn route_of(op: Op, params: &Obj<'_>) -> Result<(&'static str, String), TranslateError> {
     let seg = |key: &str| -> Result<String, TranslateError> {
         let f = member("params", key);
-        let v =
-            (params.get(key)).ok_or_else(|| TranslateError::untranslatable(&f, "is required"))?;
-        Ok(segment(&text(v, &f)?))
+        let v = get_either(params, key)
+            .ok_or_else(|| TranslateError::untranslatable(&f, "is required"))?;
+        let id = text(v, &f)?;
+        if !is_segment(&id) {
+            return Err(TranslateError::untranslatable(
+                &f,
+                "cannot be one path segment of the HTTP+JSON route",
+            ));
+        }
+        Ok(segment(&id))
     };
     let configs = |id: bool| -> Result<String, TranslateError> {
         let mut p = format!("/tasks/{}/pushNotificationConfigs", seg("taskId")?);
@@ -184,10 +230,11 @@ pub(super) fn path_members(op: Op, path: &str) -> Vec<(&'static str, String)> {
             .decode_utf8_lossy()
             .into_owned()
     };
-    let strip = |s: &str| {
-        s.trim_end_matches(":cancel")
-            .trim_end_matches(":subscribe")
-            .to_owned()
+    // The route's own verb, once: `a:cancel:cancel` cancels the task `a:cancel`.
+    let strip = |s: &'_ str| match op {
+        Op::CancelTask => s.strip_suffix(":cancel").unwrap_or(s).to_owned(),
+        Op::SubscribeToTask => s.strip_suffix(":subscribe").unwrap_or(s).to_owned(),
+        _ => s.to_owned(),
     };
     match (op, segs.as_slice()) {
         (Op::GetTask | Op::CancelTask | Op::SubscribeToTask, ["tasks", id]) => {
@@ -216,6 +263,13 @@ pub(super) fn query_members(
             continue;
         };
         let field = || format!("query.{k}");
+        // Which of two values a reader takes is not agreed on, as for a key twice in JSON.
+        if out.iter().any(|(seen, _): &(String, _)| *seen == k) {
+            return Err(TranslateError::Untranslatable {
+                field: field(),
+                why: "appears twice",
+            });
+        }
         let value =
             match kind {
                 Kind::Int => v.parse::<i64>().map(Value::from).map_err(|_| {
@@ -306,56 +360,102 @@ fn object_body<'a>(text_: &'a str, field: &str) -> Result<&'a RawValue, Translat
     Ok(v)
 }
 
-/// The JSON-RPC code of a `google.rpc.Status` answering `op`: the one its A2A ErrorInfo names
-/// (domain `a2a-protocol.org`), else the one of its code name, as for a gRPC status: NOT_FOUND is
-/// TaskNotFoundError, INVALID_ARGUMENT InvalidParamsError, UNIMPLEMENTED MethodNotFoundError
-/// (UnsupportedOperationError on a streaming operation), anything else InternalError.
-fn code_of_status(op: Op, status: &Obj<'_>, details: Option<&RawValue>) -> i64 {
+/// Statuses that say something about the HTTP exchange (authentication, a proxy, a rate limit)
+/// rather than the A2A call: they cross as they came, on either binding (FACTS §7: auth
+/// failures are outside the error table).
+fn http_level(status: u16) -> Option<&'static str> {
+    Some(match status {
+        401 | 407 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        429 => "RESOURCE_EXHAUSTED",
+        _ => return None,
+    })
+}
+
+/// Whether `details` (a JSON array) holds an A2A ErrorInfo, and the JSON-RPC code its reason
+/// names.
+fn a2a_info(details: Option<&RawValue>) -> (bool, Option<i64>) {
     let infos: Vec<&RawValue> = details
         .and_then(|d| serde_json::from_str(d.get()).ok())
         .unwrap_or_default();
-    let named = infos.iter().find_map(|i| {
-        let o = Obj::parse(i, "details").ok()?;
+    let mut any = false;
+    for i in infos {
+        let Ok(o) = Obj::parse(i, "details") else {
+            continue;
+        };
+        if o.get("@type").map(RawValue::get) != Some("\"type.googleapis.com/google.rpc.ErrorInfo\"")
+        {
+            continue;
+        }
+        any = true;
         let is_a2a = o.get("domain").map(RawValue::get) == Some("\"a2a-protocol.org\"");
-        let reason = text(o.get("reason")?, "reason").ok()?;
-        is_a2a
-            .then(|| super::errors::code_of_reason(&reason))
-            .flatten()
-    });
-    if let Some(c) = named {
+        let reason = o.get("reason").and_then(|r| text(r, "reason").ok());
+        if let (true, Some(r)) = (is_a2a, reason)
+            && let Some(c) = super::errors::code_of_reason(&r)
+        {
+            return (true, Some(c));
+        }
+    }
+    (any, None)
+}
+
+/// The JSON-RPC code of a `google.rpc.Status` of HTTP `http` answering `op`: the one its A2A
+/// ErrorInfo names (domain `a2a-protocol.org`), else the one of its code name or HTTP status, as
+/// for a gRPC status: NOT_FOUND (404) is TaskNotFoundError, INVALID_ARGUMENT InvalidParamsError,
+/// UNIMPLEMENTED (501) MethodNotFoundError or, on a streaming operation, UnsupportedOperationError;
+/// anything else InternalError.
+fn code_of_status(op: Op, http: u16, status: &Obj<'_>, details: Option<&RawValue>) -> i64 {
+    if let (_, Some(c)) = a2a_info(details) {
         return c;
     }
     let name = status.get("status").and_then(|s| text(s, "status").ok());
     let streams = matches!(op, Op::SendStreamingMessage | Op::SubscribeToTask);
-    match name.as_deref() {
-        Some("NOT_FOUND") => -32001,
-        Some("INVALID_ARGUMENT") => -32602,
-        Some("UNIMPLEMENTED") if streams => -32004,
-        Some("UNIMPLEMENTED") => -32601,
+    match (name.as_deref(), http) {
+        (Some("NOT_FOUND"), _) | (None, 404) => -32001,
+        (Some("INVALID_ARGUMENT"), _) => -32602,
+        (Some("UNIMPLEMENTED"), _) | (None, 501) if streams => -32004,
+        (Some("UNIMPLEMENTED"), _) | (None, 501) => -32601,
         _ => -32603,
     }
 }
 
-/// An HTTP+JSON error body (`{"error": google.rpc.Status}`) as the JSON-RPC error object;
-/// `None` when it is not one.
-fn status_to_error<'a>(op: Op, body: &'a str) -> Option<Out<'a>> {
+/// An HTTP+JSON error body of HTTP `http` as the JSON-RPC error object: a `google.rpc.Status`
+/// (`{"error": …}`), or the `{"detail"}` of a web framework whose routes did not take the call
+/// (FastAPI: no A2A handler ran), read as the 0.3 translation reads it; `None` when it is
+/// neither.
+fn status_to_error<'a>(op: Op, http: u16, body: &'a str) -> Option<Out<'a>> {
     let outer = Obj::parse_str(body, "body").ok()?;
-    let status = Obj::parse(outer.get("error")?, "error").ok()?;
-    let message = status.get("message").filter(|m| m.get().starts_with('"'));
-    let details = status.get("details").filter(|d| d.get().starts_with('['));
-    let code = code_of_status(op, &status, details);
+    let string = |v: Option<&'a RawValue>| v.filter(|m| m.get().starts_with('"'));
+    let (code, message, data) = match outer.get("error") {
+        Some(e) => {
+            let status = Obj::parse(e, "error").ok()?;
+            let details = status.get("details").filter(|d| d.get().starts_with('['));
+            let code = code_of_status(op, http, &status, details);
+            (code, string(status.get("message")), details)
+        }
+        None => {
+            let detail = string(outer.get("detail"));
+            let code = match http {
+                404 | 405 => -32601,
+                422 => -32602,
+                _ if outer.has_key("detail") => -32603,
+                _ => return None,
+            };
+            (code, detail, None)
+        }
+    };
     Some(Out::Obj(vec![
         ("code", Some(Out::Owned(code.to_string()))),
         ("message", Some(message.map_or(Out::Lit("\"\""), Out::Raw))),
-        ("data", details.map(Out::Raw)),
+        ("data", data.map(Out::Raw)),
     ]))
 }
 
 /// A 1.0 HTTP+JSON whole answer of `status` to `op` as the JSON-RPC answer to the request of id
-/// `id` (JSON text), with its HTTP status: a 2xx body as `result` (an empty one, JS's 204 to a
+/// `id` (JSON text), with its HTTP status: a 2xx body as `result` (a 204's empty one, JS's to a
 /// delete, as `null`), an A2A error as the JSON-RPC error, on HTTP 200 as JSON-RPC agents answer.
-/// `None` for what is no A2A answer (a redirect, a proxy's page, a 401 without body): it passes as
-/// it came, and is judged as any agent's.
+/// `None` for what is no A2A answer (a redirect, a proxy's page) and for the HTTP-level statuses
+/// (401, 403, 407, 429): it passes as it came, and is judged as any agent's.
 pub fn rest_answer_to_rpc(
     op: Op,
     id: &str,
@@ -363,27 +463,25 @@ pub fn rest_answer_to_rpc(
     body: &[u8],
 ) -> Result<Option<(u16, Vec<u8>)>, TranslateError> {
     match status {
-        200..=299 => {
-            let text_ = TranslateError::checked_text(body, "body").or_else(|e| {
-                // An empty body is JSON's nothing, not a fault (the check refuses it).
-                if body.trim_ascii().is_empty() {
-                    Ok("")
-                } else {
-                    Err(e)
-                }
-            })?;
-            let result = if text_.trim().is_empty() {
-                Out::Lit("null")
+        200..=299 if body.trim_ascii().is_empty() => {
+            // Only where the binding lets a success say nothing (`answer::check_whole`'s rule).
+            if status == 204 || op == Op::DeletePushConfig {
+                Ok(Some((200, envelope(id, "result", Out::Lit("null")))))
             } else {
-                Out::Raw(object_body(text_, "body")?)
-            };
+                Err(TranslateError::untranslatable("body", "is empty"))
+            }
+        }
+        200..=299 => {
+            let text_ = TranslateError::checked_text(body, "body")?;
+            let result = Out::Raw(object_body(text_, "body")?);
             Ok(Some((200, envelope(id, "result", result))))
         }
+        _ if http_level(status).is_some() => Ok(None),
         400..=599 => {
             let Ok(text_) = TranslateError::checked_text(body, "body") else {
                 return Ok(None);
             };
-            Ok(status_to_error(op, text_).map(|e| (200, envelope(id, "error", e))))
+            Ok(status_to_error(op, status, text_).map(|e| (200, envelope(id, "error", e))))
         }
         _ => Ok(None),
     }
@@ -396,8 +494,15 @@ pub fn rest_event_to_rpc(op: Op, id: &str, data: &[u8]) -> Result<Translated, Tr
     let v = object_body(text_, "data")?;
     let o = Obj::parse(v, "data")?;
     let answer = ["task", "message", "statusUpdate", "artifactUpdate"];
-    if o.has("error") && !answer.iter().any(|k| o.has(k)) {
-        let e = status_to_error(op, text_)
+    let answers = answer.iter().any(|k| o.has(k));
+    if o.has("error") && answers {
+        return Err(TranslateError::untranslatable(
+            "data",
+            "is both an error and an answer",
+        ));
+    }
+    if o.has("error") {
+        let e = status_to_error(op, 500, text_)
             .ok_or_else(|| TranslateError::untranslatable("data.error", "is not a Status"))?;
         return Ok(Translated {
             json: envelope(id, "error", e),
@@ -412,20 +517,24 @@ pub fn rest_event_to_rpc(op: Op, id: &str, data: &[u8]) -> Result<Translated, Tr
     })
 }
 
-/// A JSON-RPC error object as an HTTP+JSON error: the HTTP status and the
-/// `google.rpc.Status` body of the 1.0 error table (a code outside it is a 500), with the agent's
-/// message and ErrorInfo (the one A2A requires, from the code, when the agent sent none).
-fn error_to_status(raw: &RawValue) -> Result<(u16, Out<'_>), TranslateError> {
+/// A JSON-RPC error object that came with HTTP `agent` as an HTTP+JSON error: the HTTP status
+/// and the `google.rpc.Status` body of the 1.0 error table (a code outside it is a 500; an
+/// HTTP-level status the agent answered with, such as 401, is kept), with the agent's message and
+/// ErrorInfo (the one A2A requires, from the code, when the agent sent none).
+fn error_to_status(agent: u16, raw: &RawValue) -> Result<(u16, Out<'_>), TranslateError> {
     let e = Obj::parse(raw, "error")?;
     let code: i64 = (e.get("code"))
         .and_then(|c| c.get().parse().ok())
         .ok_or_else(|| TranslateError::untranslatable("error.code", "is not an integer"))?;
     let message = e.get("message").filter(|m| m.get().starts_with('"'));
     let data = e.get("data").filter(|d| d.get().starts_with('['));
-    let (http, name) = super::errors::http_of(code).unwrap_or((500, "INTERNAL"));
-    let carries_info = data.is_some_and(|d| d.get().contains("google.rpc.ErrorInfo"));
+    let (http, name) = match (http_level(agent), super::errors::http_of(code)) {
+        (Some(name), _) => (agent, name),
+        (None, Some(table)) => table,
+        (None, None) => (500, "INTERNAL"),
+    };
     let details = match data {
-        Some(d) if carries_info => Some(Out::Raw(d)),
+        Some(d) if a2a_info(Some(d)).0 => Some(Out::Raw(d)),
         _ => super::errors::info_of(code),
     };
     let status = Out::Obj(vec![
@@ -437,37 +546,61 @@ fn error_to_status(raw: &RawValue) -> Result<(u16, Out<'_>), TranslateError> {
     Ok((http, Out::Obj(vec![("error", Some(status))])))
 }
 
-/// The parsed JSON-RPC response `text_`, held to answering the request of id `id`.
-fn response<'a>(text_: &'a str, id: &str) -> Result<Obj<'a>, TranslateError> {
+/// The parsed JSON-RPC response `text_`, held to answering the request of id `id` (an error may
+/// carry `null`: JSON-RPC's id of a request the server could not read), with its `result` (which
+/// may be `null`, a delete's) or its `error`.
+fn response<'a>(text_: &'a str, id: &str) -> Result<(Obj<'a>, Member<'a>), TranslateError> {
     let o = Obj::parse_str(text_, "body")?;
     if o.get("jsonrpc").map(RawValue::get) != Some("\"2.0\"") {
         return Err(TranslateError::untranslatable("jsonrpc", "is not \"2.0\""));
     }
-    if o.raw("id").map(RawValue::get) != Some(id) {
+    let member = match (o.raw("result"), o.raw("error")) {
+        (Some(_), Some(_)) => {
+            return Err(TranslateError::untranslatable(
+                "body",
+                "has both result and error",
+            ));
+        }
+        (Some(r), None) => Member::Result(r),
+        (None, Some(e)) if e.get().starts_with('{') => Member::Error(e),
+        (None, Some(_)) => return Err(TranslateError::untranslatable("error", "is not an object")),
+        (None, None) => {
+            return Err(TranslateError::untranslatable(
+                "body",
+                "has neither result nor error",
+            ));
+        }
+    };
+    let said = o.raw("id").map(RawValue::get);
+    let null_error = matches!(member, Member::Error(_)) && said == Some("null");
+    if said != Some(id) && !null_error {
         return Err(TranslateError::untranslatable("id", "is not the request's"));
     }
-    Ok(o)
+    Ok((o, member))
 }
 
-/// A 1.0 JSON-RPC whole answer (to the request of id `id`) as the HTTP+JSON answer: the
-/// `result` on 200 (`{}` for a `null` one, a delete's), or the error's HTTP status and body.
-pub fn rpc_answer_to_rest(id: &str, body: &[u8]) -> Result<(u16, Vec<u8>), TranslateError> {
-    let o = response(TranslateError::checked_text(body, "body")?, id)?;
-    match (o.get("result"), o.get("error")) {
-        (Some(_), Some(_)) => Err(TranslateError::untranslatable(
-            "body",
-            "has both result and error",
-        )),
-        (Some(r), None) => Ok((200, r.get().as_bytes().to_vec())),
-        (None, Some(e)) => {
-            let (http, status) = error_to_status(e)?;
-            Ok((http, status.to_json().into_bytes()))
+/// What a JSON-RPC response carries.
+enum Member<'a> {
+    Result(&'a RawValue),
+    Error(&'a RawValue),
+}
+
+/// A 1.0 JSON-RPC whole answer of HTTP `status` (to the request of id `id`) as the HTTP+JSON
+/// answer: the `result` on 200 (`{}` for a `null` one, a delete's), or the error's HTTP status
+/// and body.
+pub fn rpc_answer_to_rest(
+    status: u16,
+    id: &str,
+    body: &[u8],
+) -> Result<(u16, Vec<u8>), TranslateError> {
+    let (_, member) = response(TranslateError::checked_text(body, "body")?, id)?;
+    match member {
+        Member::Result(r) if r.get() == "null" => Ok((200, b"{}".to_vec())),
+        Member::Result(r) => Ok((200, r.get().as_bytes().to_vec())),
+        Member::Error(e) => {
+            let (http, out) = error_to_status(status, e)?;
+            Ok((http, out.to_json().into_bytes()))
         }
-        (None, None) if o.has_key("result") => Ok((200, b"{}".to_vec())),
-        (None, None) => Err(TranslateError::untranslatable(
-            "body",
-            "has neither result nor error",
-        )),
     }
 }
 
@@ -475,21 +608,18 @@ pub fn rpc_answer_to_rest(id: &str, body: &[u8]) -> Result<(u16, Vec<u8>), Trans
 /// stream's: the `StreamResponse`, or an error's `{"error": …}` (the last, sent after `event:
 /// error`).
 pub fn rpc_event_to_rest(id: &str, data: &[u8]) -> Result<Translated, TranslateError> {
-    let o = response(TranslateError::checked_text(data, "data")?, id)?;
-    match (o.get("result"), o.get("error")) {
-        (Some(r), None) if r.get().starts_with('{') => Ok(Translated {
+    let (_, member) = response(TranslateError::checked_text(data, "data")?, id)?;
+    match member {
+        Member::Result(r) if r.get().starts_with('{') => Ok(Translated {
             json: r.get().as_bytes().to_vec(),
             last: false,
             error: false,
         }),
-        (None, Some(e)) => Ok(Translated {
-            json: error_to_status(e)?.1.to_json().into_bytes(),
+        Member::Error(e) => Ok(Translated {
+            json: error_to_status(200, e)?.1.to_json().into_bytes(),
             last: true,
             error: true,
         }),
-        _ => Err(TranslateError::untranslatable(
-            "data",
-            "is not a result or an error",
-        )),
+        Member::Result(_) => Err(TranslateError::untranslatable("result", "is not an object")),
     }
 }

@@ -6,9 +6,12 @@ use serde_json::{Value, json};
 
 use super::Op;
 use super::binding::{
-    GATEWAY_ID, rest_answer_to_rpc, rest_event_to_rpc, rest_request_to_rpc, rpc_answer_to_rest,
+    gateway_id, rest_answer_to_rpc, rest_event_to_rpc, rest_request_to_rpc, rpc_answer_to_rest,
     rpc_event_to_rest, rpc_request_to_rest,
 };
+
+/// The id of the gateway's own JSON-RPC requests in these tests.
+const GATEWAY: &str = "\"a2a-egress-r1\"";
 
 fn rpc(method: &str, params: Value) -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
@@ -44,9 +47,9 @@ fn route_cases() -> Vec<RouteCase> {
         ),
         (
             Op::GetTask,
-            json!({"id": "tâsk/1", "historyLength": 3}),
+            json!({"id": "tâsk 1", "historyLength": 3}),
             "GET",
-            "/tasks/t%C3%A2sk%2F1?historyLength=3",
+            "/tasks/t%C3%A2sk%201?historyLength=3",
             Value::Null,
         ),
         (
@@ -215,10 +218,10 @@ fn every_http_json_request_has_its_json_rpc_params() {
     ];
     for (op, path, query, body, params) in cases {
         let out =
-            rest_request_to_rpc(op, path, query, body.as_bytes(), Some("t1"), GATEWAY_ID).unwrap();
+            rest_request_to_rpc(op, path, query, body.as_bytes(), Some("t1"), GATEWAY).unwrap();
         let v = parsed(&out);
         assert_eq!(v["jsonrpc"], "2.0");
-        assert_eq!(v["id"], "a2a-egress");
+        assert_eq!(v["id"], "a2a-egress-r1");
         assert_eq!(v["method"], op.as_str());
         assert_eq!(v["params"], params, "{op:?}");
     }
@@ -306,17 +309,18 @@ fn http_json_answers_become_json_rpc_answers() {
 /// Answers and errors from a JSON-RPC agent, as an HTTP+JSON caller's.
 #[test]
 fn json_rpc_answers_become_http_json_answers() {
-    let ok = br#"{"jsonrpc":"2.0","id":"a2a-egress","result":{"task":{"id":"t"}}}"#;
-    let (status, body) = rpc_answer_to_rest(GATEWAY_ID, ok).unwrap();
+    let ok = br#"{"jsonrpc":"2.0","id":"a2a-egress-r1","result":{"task":{"id":"t"}}}"#;
+    let (status, body) = rpc_answer_to_rest(200, GATEWAY, ok).unwrap();
     assert_eq!((status, &body[..]), (200, &br#"{"task":{"id":"t"}}"#[..]));
-    let null = br#"{"jsonrpc":"2.0","id":"a2a-egress","result":null}"#;
+    let null = br#"{"jsonrpc":"2.0","id":"a2a-egress-r1","result":null}"#;
     assert_eq!(
-        rpc_answer_to_rest(GATEWAY_ID, null).unwrap(),
+        rpc_answer_to_rest(200, GATEWAY, null).unwrap(),
         (200, b"{}".to_vec())
     );
     // An error without ErrorInfo gains the one A2A requires over HTTP+JSON.
-    let e = br#"{"jsonrpc":"2.0","id":"a2a-egress","error":{"code":-32001,"message":"no task"}}"#;
-    let (status, body) = rpc_answer_to_rest(GATEWAY_ID, e).unwrap();
+    let e =
+        br#"{"jsonrpc":"2.0","id":"a2a-egress-r1","error":{"code":-32001,"message":"no task"}}"#;
+    let (status, body) = rpc_answer_to_rest(200, GATEWAY, e).unwrap();
     assert_eq!(status, 404);
     assert_eq!(
         parsed(&body),
@@ -324,20 +328,21 @@ fn json_rpc_answers_become_http_json_answers() {
             {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "TASK_NOT_FOUND",
              "domain": "a2a-protocol.org"}]}})
     );
-    let other = br#"{"jsonrpc":"2.0","id":"a2a-egress","error":{"code":-32099,"message":"own"}}"#;
-    let (status, body) = rpc_answer_to_rest(GATEWAY_ID, other).unwrap();
+    let other =
+        br#"{"jsonrpc":"2.0","id":"a2a-egress-r1","error":{"code":-32099,"message":"own"}}"#;
+    let (status, body) = rpc_answer_to_rest(200, GATEWAY, other).unwrap();
     assert_eq!(status, 500);
     assert_eq!(parsed(&body)["error"]["status"], "INTERNAL");
     assert!(parsed(&body)["error"].get("details").is_none());
     // Another request's answer, both members, neither, no 2.0: refused.
     for bad in [
         &br#"{"jsonrpc":"2.0","id":"x","result":{}}"#[..],
-        br#"{"jsonrpc":"2.0","id":"a2a-egress","result":{},"error":{"code":1,"message":""}}"#,
+        br#"{"jsonrpc":"2.0","id":"a2a-egress-r1","result":{},"error":{"code":1,"message":""}}"#,
         br#"{"jsonrpc":"2.0","id":"a2a-egress"}"#,
-        br#"{"jsonrpc":"1.0","id":"a2a-egress","result":{}}"#,
+        br#"{"jsonrpc":"1.0","id":"a2a-egress-r1","result":{}}"#,
     ] {
         assert!(
-            rpc_answer_to_rest(GATEWAY_ID, bad).is_err(),
+            rpc_answer_to_rest(200, GATEWAY, bad).is_err(),
             "{}",
             String::from_utf8_lossy(bad)
         );
@@ -411,10 +416,124 @@ proptest! {
         if let Some(t) = &tenant {
             params["tenant"] = json!(t);
         }
-        let call = rpc_request_to_rest(op, &rpc(op.as_str(), params.clone())).unwrap();
+        assert_eq!(gateway_id("r1"), GATEWAY);
+        let segments = [&id, &context];
+        let one_segment = |s: &String| {
+            !(s.contains('/') || s == "." || s == ".." || s.ends_with(":cancel"))
+        };
+        let in_path = match op {
+            Op::GetTask | Op::CancelTask => &segments[..1],
+            Op::DeletePushConfig => &segments[..],
+            _ => &[],
+        };
+        let made = rpc_request_to_rest(op, &rpc(op.as_str(), params.clone()));
+        if !in_path.iter().all(|s| one_segment(s)) {
+            prop_assert!(made.is_err());
+            return Ok(());
+        }
+        let call = made.unwrap();
         let back = rest_request_to_rpc(
             op, &call.route, call.query.as_deref(), &call.body, call.tenant.as_deref(), "1",
         ).unwrap();
         prop_assert_eq!(&parsed(&back)["params"], &params);
     }
+}
+
+/// What a path segment cannot carry without naming another route is refused; an empty tenant is
+/// none; a route's own verb is taken off once; snake_case members and an absent `params` read as
+/// ProtoJSON readers take them.
+#[test]
+fn route_confusion_is_refused() {
+    for id in ["", ".", "..", "a/b", "x:cancel", "x:subscribe"] {
+        let e = rpc_request_to_rest(Op::GetTask, &rpc("GetTask", json!({"id": id}))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "params.id cannot be one path segment of the HTTP+JSON route",
+            "{id:?}"
+        );
+    }
+    let call = rpc_request_to_rest(
+        Op::GetTask,
+        &rpc("GetTask", json!({"id": "t", "tenant": ""})),
+    )
+    .unwrap();
+    assert_eq!(call.path(), "/tasks/t");
+    let call = rpc_request_to_rest(
+        Op::ListPushConfigs,
+        &rpc(
+            "ListTaskPushNotificationConfigs",
+            json!({"task_id": "t", "page_size": 2}),
+        ),
+    )
+    .unwrap();
+    assert_eq!(call.path(), "/tasks/t/pushNotificationConfigs?pageSize=2");
+    let bare = br#"{"jsonrpc":"2.0","id":1,"method":"ListTasks"}"#;
+    assert_eq!(
+        rpc_request_to_rest(Op::ListTasks, bare).unwrap().path(),
+        "/tasks"
+    );
+    let out = rest_request_to_rpc(
+        Op::CancelTask,
+        "/tasks/a:cancel:cancel",
+        None,
+        b"",
+        None,
+        "1",
+    )
+    .unwrap();
+    assert_eq!(parsed(&out)["params"]["id"], "a:cancel");
+    let e = rest_request_to_rpc(
+        Op::GetTask,
+        "/tasks/t",
+        Some("historyLength=1&historyLength=500"),
+        b"",
+        None,
+        "1",
+    )
+    .unwrap_err();
+    assert_eq!(e.to_string(), "query.historyLength appears twice");
+}
+
+/// HTTP-level statuses cross as they came; a JSON-RPC agent's 401 stays one; an error with a
+/// null id is the agent's; a framework's `{"detail"}` is MethodNotFound; an empty success is
+/// not a result unless the binding lets it be; a `data` that only mentions ErrorInfo gains one.
+#[test]
+fn edges_of_the_error_mapping() {
+    let status = json!({"error": {"code": 401, "status": "UNAUTHENTICATED", "message": "who"}});
+    let body = status.to_string();
+    assert_eq!(
+        rest_answer_to_rpc(Op::GetTask, "1", 401, body.as_bytes()).unwrap(),
+        None
+    );
+    assert_eq!(
+        rest_answer_to_rpc(Op::GetTask, "1", 429, b"slow down").unwrap(),
+        None
+    );
+    let auth = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32099,"message":"who"}}"#;
+    let (status, body) = rpc_answer_to_rest(401, GATEWAY, auth).unwrap();
+    assert_eq!(status, 401);
+    assert_eq!(parsed(&body)["error"]["status"], "UNAUTHENTICATED");
+    let (_, e) = rest_answer_to_rpc(Op::GetTask, "1", 404, br#"{"detail":"Not Found"}"#)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        parsed(&e)["error"],
+        json!({"code": -32601, "message": "Not Found"})
+    );
+    assert!(rest_answer_to_rpc(Op::SendMessage, "1", 200, b"").is_err());
+    assert!(
+        rest_answer_to_rpc(Op::SendMessage, "1", 204, b"")
+            .unwrap()
+            .is_some()
+    );
+    let mention = br#"{"jsonrpc":"2.0","id":"a2a-egress-r1","error":{"code":-32001,"message":"m","data":["google.rpc.ErrorInfo"]}}"#;
+    let (_, body) = rpc_answer_to_rest(200, GATEWAY, mention).unwrap();
+    assert_eq!(
+        parsed(&body)["error"]["details"][0]["reason"],
+        "TASK_NOT_FOUND"
+    );
+    let both = br#"{"jsonrpc":"2.0","id":"a2a-egress-r1","result":{},"error":null}"#;
+    assert!(rpc_answer_to_rest(200, GATEWAY, both).is_err());
+    let both = br#"{"task":{"id":"t"},"error":{"code":500,"message":"x"}}"#;
+    assert!(rest_event_to_rpc(Op::SendStreamingMessage, "1", both).is_err());
 }

@@ -429,6 +429,7 @@ fn known_values() -> BTreeMap<&'static str, BTreeSet<String>> {
     );
     m.insert("version", set(&[env!("CARGO_PKG_VERSION")]));
     m.insert("protocol", set(&["1.0"]));
+    m.insert("binding", set(&["JSONRPC", "HTTP+JSON", "GRPC"]));
     m
 }
 

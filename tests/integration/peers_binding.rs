@@ -219,6 +219,59 @@ async fn streams_are_downgraded_across_the_bindings() {
         ["POST /message:stream", "POST /message:send"],
         "{routes:?}"
     );
+
+    // An HTTP+JSON caller's stream that a JSON-RPC agent refuses (its card says it streams).
+    let refusing = SdkAgent::start(&["--binding", "jsonrpc", "--refuse-streaming"]);
+    let gw = gateway(&refusing, "[\"HTTP+JSON\"]").await;
+    let msg = send_request("1", "SendStreamingMessage", "task refused")["params"].clone();
+    let (status, text) = raw(&gw, reqwest::Method::POST, "/message:stream", Some(msg)).await;
+    assert_eq!(status, 200, "{text}");
+    let events = sse_events(&text);
+    assert_eq!(events.len(), 1, "{text}");
+    assert!(events[0]["task"].is_object(), "{text}");
+    let methods: Vec<_> = (refusing.seen().await.into_iter())
+        .filter_map(|s| s.rpc_method)
+        .collect();
+    assert_eq!(
+        methods,
+        ["SendStreamingMessage", "SendMessage"],
+        "{methods:?}"
+    );
+}
+
+/// The downgrade across the bindings toward A2A 0.3 agents (Python a2a-sdk 0.3.26): a card
+/// without streaming is sent `message/send` (JSON-RPC agent, HTTP+JSON caller) or
+/// `/v1/message:send` (HTTP+JSON agent, JSON-RPC caller), answered as one SSE event.
+#[tokio::test]
+async fn streams_to_0_3_agents_are_downgraded_across_the_bindings() {
+    let rpc = SdkAgent::start_v03(&["--transport", "jsonrpc", "--no-streaming"]);
+    let gw = gateway(&rpc, "[\"HTTP+JSON\"]").await;
+    let msg = send_request("1", "SendStreamingMessage", "task streamed")["params"].clone();
+    let (status, text) = raw(&gw, reqwest::Method::POST, "/message:stream", Some(msg)).await;
+    assert_eq!(status, 200, "{text}");
+    let events = sse_events(&text);
+    assert_eq!(events.len(), 1, "{text}");
+    assert!(
+        events[0]["task"].is_object() || events[0]["message"].is_object(),
+        "{text}"
+    );
+
+    let rest = SdkAgent::start_v03(&["--transport", "rest", "--no-streaming"]);
+    let gw = gateway(&rest, "[\"JSONRPC\"]").await;
+    let req = send_request("s-9", "SendStreamingMessage", "task streamed");
+    let (status, text) = raw(&gw, reqwest::Method::POST, "", Some(req)).await;
+    assert_eq!(status, 200, "{text}");
+    let events = sse_events(&text);
+    assert_eq!(events.len(), 1, "{text}");
+    assert_eq!(events[0]["id"], "s-9", "{text}");
+    assert!(events[0]["result"].is_object(), "{text}");
+    let m = gw.metrics().await;
+    let downgrades = crate::common::gateway::metric(
+        &m,
+        "a2a_egress_downgrades_total",
+        &[("integration", "x"), ("cause", "declared_off")],
+    );
+    assert_eq!(downgrades, 1.0, "{m}");
 }
 
 /// A JSON-RPC orchestrator reaches an A2A 0.3 agent that serves only HTTP+JSON (the official

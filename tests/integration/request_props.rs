@@ -82,6 +82,7 @@ fn facts<'a>(rpc: Option<&'a RpcRequest>) -> Facts<'a> {
         rest_body: None,
         default_data_class: "internal",
         body: rpc.map_or(&[][..], |r| &r.body()[..]),
+        request_id: "r-1",
     }
 }
 
@@ -396,6 +397,7 @@ proptest! {
             rest_body: Some(&facts),
             default_data_class: "internal",
             body: body.as_bytes(),
+            request_id: "r-1",
         };
         if let Ok(plan) = policy::decide(&st, &f) {
             prop_assert_eq!(plan.tenant.as_deref(), Some(PINNED));

@@ -32,27 +32,34 @@ struct Translation {
     cross: Option<Binding>,
 }
 
-/// The translation of the attempt's answers, when they have one.
-fn translation(at: Attempt<'_>) -> Option<Translation> {
+/// The translation of the attempt's answers, when they have one; `downgraded`: the request
+/// was the SendMessage of a streaming call, whose answers are SendMessage's.
+fn translation(at: Attempt<'_>, downgraded: bool) -> Option<Translation> {
     let from_03 = at.plan.dialect.translates();
     let cross = at.plan.crosses().then_some(at.plan.dialect.binding);
     if !from_03 && cross.is_none() {
         return None;
     }
-    Some(Translation {
-        op: Op::from_v10(at.plan.method.as_str())?,
-        from_03,
-        cross,
-    })
+    let op = match downgraded {
+        true => Op::SendMessage,
+        false => Op::from_v10(at.plan.method.as_str())?,
+    };
+    Some(Translation { op, from_03, cross })
 }
 
-/// The JSON text of the id the agent's JSON-RPC answers must carry: the caller's, or the
-/// gateway's own when the caller's request was HTTP+JSON; none for an HTTP+JSON agent.
-fn agent_id<'s>(at: Attempt<'_>, shape: &'s Shape) -> Option<&'s str> {
-    match (at.plan.dialect.binding, request_id(shape)) {
-        (Binding::HttpJson, _) => None,
-        (_, Some(id)) => Some(id),
-        (_, None) => Some(translate::binding::GATEWAY_ID),
+/// What the agent's answers are judged as before any move to the caller's binding: its binding,
+/// and the JSON text of the id its JSON-RPC answers must carry (the caller's, or the gateway's
+/// own when the caller's request was HTTP+JSON; none over HTTP+JSON). A gRPC agent's answers are
+/// made in the caller's binding by the gRPC client itself.
+fn judged<'s>(at: Attempt<'s>, shape: &'s Shape) -> (Binding, Option<&'s str>) {
+    let plan = at.plan;
+    match plan.dialect.binding {
+        Binding::Grpc => (plan.binding, request_id(shape)),
+        Binding::HttpJson => (Binding::HttpJson, None),
+        Binding::JsonRpc => (
+            Binding::JsonRpc,
+            plan.rpc_id.as_deref().or(request_id(shape)),
+        ),
     }
 }
 
@@ -112,6 +119,7 @@ pub(super) fn vet<'c>(
     at: Attempt<'_>,
     shape: &Shape,
     sent: Sent<'c>,
+    downgraded: bool,
     spans: Option<&mut CallSpans>,
 ) -> Result<Sent<'c>, ClientError> {
     match sent {
@@ -132,11 +140,14 @@ pub(super) fn vet<'c>(
             // is what is held to being A2A (its id is the agent's, copied): a 0.3 answer may lack
             // what 1.0 requires (Python 0.3.26 leaves a null `result` out). One that does not
             // translate is judged as it came, so it is refused for what is wrong with it.
-            if let Some(t) = translation(at) {
-                let translated = translate_whole(t, at.plan.dialect.binding, id, &mut a);
+            if let Some(t) = translation(at, downgraded) {
+                let (binding, agent_id) = judged(at, shape);
+                let translated = translate_whole(t, (binding, agent_id), id, &mut a);
                 if let Err(e) = translated {
-                    let (binding, id) = (at.plan.dialect.binding, agent_id(at, shape));
-                    answer::check_whole(binding, id, status, &a.body, false)
+                    // Judged as it came (or as the 0.3 step made it), so it is refused for what
+                    // is wrong with it.
+                    let status = a.status();
+                    answer::check_whole(binding, agent_id, status, &a.body, false)
                         .map_err(|w| invalid(gw, at, w, status))?;
                     return Err(untranslatable(gw, at.name(), &e, status));
                 }
@@ -186,7 +197,7 @@ pub(super) fn vet<'c>(
 /// page) is left as it came, for [`answer::check_whole`] to judge as from any agent.
 fn translate_whole(
     t: Translation,
-    agent: Binding,
+    (agent, agent_id): (Binding, Option<&str>),
     id: Option<&str>,
     a: &mut super::exchange::Answer,
 ) -> Result<(), TranslateError> {
@@ -205,8 +216,15 @@ fn translate_whole(
             }
         }
     }
-    match t.cross {
-        Some(Binding::HttpJson) => {
+    if t.cross.is_none() {
+        return Ok(());
+    }
+    // What crosses is first held to being the agent's binding's answer, as any answer is: the
+    // move must not make a broken one valid.
+    let bad = |_| TranslateError::untranslatable("body", "is not an A2A answer");
+    answer::check_whole(agent, agent_id, a.status(), &a.body, false).map_err(bad)?;
+    match agent {
+        Binding::HttpJson => {
             let id = id.unwrap_or("null");
             if let Some((status, json)) =
                 translate::binding::rest_answer_to_rpc(op, id, a.status(), &a.body)?
@@ -214,9 +232,10 @@ fn translate_whole(
                 set(a, status, json)?;
             }
         }
-        Some(Binding::JsonRpc) if answer::carries_rpc(a.status(), &a.body) => {
-            let gateway = translate::binding::GATEWAY_ID;
-            let (status, json) = translate::binding::rpc_answer_to_rest(gateway, &a.body)?;
+        Binding::JsonRpc if answer::carries_rpc(a.status(), &a.body) => {
+            let gateway = agent_id.unwrap_or("null");
+            let (status, json) =
+                translate::binding::rpc_answer_to_rest(a.status(), gateway, &a.body)?;
             set(a, status, json)?;
         }
         _ => {}
@@ -363,9 +382,9 @@ impl<'a> Events<'a> {
             name: &at.state.integration.name,
             binding: at.plan.binding,
             id: request_id(shape),
-            agent: (at.plan.dialect.binding, agent_id(at, shape)),
+            agent: judged(at, shape),
             status,
-            translation: translation(at),
+            translation: translation(at, false),
             inbound: super::inbound::guard_of(at.state.integration.guard.as_ref()),
         }
     }
@@ -402,7 +421,7 @@ impl<'a> Events<'a> {
                 Some(translate::binding::rest_event_to_rpc(op, id, data)?)
             }
             Some(Binding::JsonRpc) => {
-                let gateway = translate::binding::GATEWAY_ID;
+                let gateway = self.agent.1.unwrap_or("null");
                 Some(translate::binding::rpc_event_to_rest(gateway, data)?)
             }
             _ => None,

@@ -87,6 +87,7 @@ fn facts<'a>(r: &'a RpcRequest) -> Facts<'a> {
         rest_body: None,
         default_data_class: "internal",
         body: &r.body()[..],
+        request_id: "r-1",
     }
 }
 
