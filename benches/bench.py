@@ -1379,6 +1379,15 @@ def targets_table(S, ctx):
                      "≤ +15%",
                      f"+{extra / gw['cpu_us'] * 100:.1f}% ({extra:.2f} µs over {gw['cpu_us']:.1f} µs)",
                      extra / gw["cpu_us"] <= 0.15))
+    cross, cross_back = crit.get("request/1k_cross"), crit.get("translate/cross_answer_1k")
+    if cross and cross_back and gw and gw.get("cpu_us"):
+        # Issue 20 item 5: a JSON-RPC caller's call moved to an HTTP+JSON agent (the request made
+        # the agent's route and body, the answer put in the caller's envelope), read the same way.
+        extra = (cross - (pol or 0)) + cross_back
+        rows.append(("1 KB SendMessage moved JSON-RPC → HTTP+JSON: CPU per request vs unmoved",
+                     "≤ +15%",
+                     f"+{extra / gw['cpu_us'] * 100:.1f}% ({extra:.2f} µs over {gw['cpu_us']:.1f} µs)",
+                     extra / gw["cpu_us"] <= 0.15))
     rows += constrained.targets(ctx)
     sc = [r["cpu_us"] for r in ctx["scale"] if r["cpu_us"]]
     if len(sc) >= 2:

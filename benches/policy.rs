@@ -11,6 +11,9 @@
 //!   completed Task) translated into the 1.0 `SendMessageResponse`; `request/1k_grpc` and
 //!   `translate/grpc_answer_1k` the two halves of a call to a 1.0 gRPC agent (the JSON-RPC
 //!   params made the protobuf request, the protobuf answer made the JSON-RPC answer);
+//!   `request/1k_cross` and `translate/cross_answer_1k` those of a JSON-RPC caller's call to a
+//!   1.0 HTTP+JSON agent (the request moved to the agent's route, the answer into the caller's
+//!   JSON-RPC envelope);
 //! - `body/…`: the body parse alone (`parse_jsonrpc`, `parse_rest_body`) on the 1 KB and 10 KB
 //!   bodies above and on a 64 KB one whose metadata holds many small objects and numbers (what
 //!   a parse that visits every value pays for);
@@ -60,6 +63,11 @@ fn config_at(n: usize, tenant: bool, v03: bool) -> Config {
 
 /// `config` with `client` lines added to `[client]` (which interface of the card is chosen).
 fn config_with(n: usize, tenant: bool, client: &str) -> Config {
+    config_full(n, tenant, client, "")
+}
+
+/// `config_with`, each integration with the `extra` lines.
+fn config_full(n: usize, tenant: bool, client: &str, extra: &str) -> Config {
     let mut text = format!(
         "[client]\nallow_plain_http = true\n{client}[listen]\nproxy = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n",
     );
@@ -67,7 +75,7 @@ fn config_with(n: usize, tenant: bool, client: &str) -> Config {
         text.push_str(&format!(
             "[[integrations]]\nname = \"agent{i}\"\ncard = \"{ORIGIN}/.well-known/agent-card.json\"\n\
              origins = [\"{ORIGIN}\"]\nskills = [\"echo\"]\ndata_classes = [\"internal\"]\n\
-             credential = {{ type = \"none\" }}\n"
+             credential = {{ type = \"none\" }}\n{extra}"
         ));
         if tenant {
             text.push_str("tenant = \"acme\"\n");
@@ -83,7 +91,9 @@ fn card_bytes() -> Vec<u8> {
             "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": format!("{ORIGIN}/a2a/v03"),
             "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
-            {"url": ORIGIN, "protocolBinding": "GRPC", "protocolVersion": "1.0"}],
+            {"url": ORIGIN, "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+            {"url": format!("{ORIGIN}/a2a/rest"),
+            "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}],
         "capabilities": {"streaming": true},
         "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
         "skills": [{"id": "echo", "name": "Echo", "description": "echo", "tags": ["echo"],
@@ -208,6 +218,18 @@ fn bench_request(c: &mut Criterion) {
     g.bench_function("1k_grpc", |b| {
         b.iter(|| per_request(black_box(&grpc), &headers, black_box(&body)))
     });
+    let cross = config_full(
+        1,
+        false,
+        "bindings = [\"HTTP+JSON\"]\n",
+        "offer = [\"JSONRPC\"]\n",
+    );
+    let cross = snapshot_of(&cross);
+    let (_, sent) = per_request(&cross, &headers, &body);
+    assert!(sent > 0, "the JSON-RPC request is moved to HTTP+JSON");
+    g.bench_function("1k_cross", |b| {
+        b.iter(|| per_request(black_box(&cross), &headers, black_box(&body)))
+    });
     g.finish();
     let mut g = c.benchmark_group("translate");
     let answer = v03_answer(1024);
@@ -219,6 +241,14 @@ fn bench_request(c: &mut Criterion) {
     assert!(translate::grpc::answer_to_rpc(Op::SendMessage, "7", &answer).is_ok());
     g.bench_function("grpc_answer_1k", |b| {
         b.iter(|| translate::grpc::answer_to_rpc(Op::SendMessage, "7", black_box(&answer)))
+    });
+    let answer = rest_answer(1024);
+    let moved = translate::binding::rest_answer_to_rpc(Op::SendMessage, "7", 200, &answer);
+    assert!(matches!(moved, Ok(Some(_))));
+    g.bench_function("cross_answer_1k", |b| {
+        b.iter(|| {
+            translate::binding::rest_answer_to_rpc(Op::SendMessage, "7", 200, black_box(&answer))
+        })
     });
     g.finish();
     // The bound computed before a tree of an answer is built (artifact schema, 0.3 translation,
@@ -254,6 +284,19 @@ fn v03_answer(size: usize) -> Vec<u8> {
         "artifacts": [{"artifactId": "a-1", "name": "echo", "parts": [{"kind": "text", "text": pad}]}],
         "history": [{"kind": "message", "messageId": "m-1", "role": "user", "contextId": "c-1",
             "taskId": "t-1", "parts": [{"kind": "text", "text": "hi"}]}]}})
+    .to_string()
+    .into_bytes()
+}
+
+/// An HTTP+JSON `SendMessage` answer of about `size` bytes: the same completed Task as
+/// [`v03_answer`], as a 1.0 HTTP+JSON agent sends it.
+fn rest_answer(size: usize) -> Vec<u8> {
+    let pad = "x".repeat(size.saturating_sub(300));
+    json!({"task": {"id": "t-1", "contextId": "c-1",
+        "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-12-02T14:12:26.833925Z"},
+        "artifacts": [{"artifactId": "a-1", "name": "echo", "parts": [{"text": pad}]}],
+        "history": [{"messageId": "m-1", "role": "ROLE_USER", "contextId": "c-1",
+            "taskId": "t-1", "parts": [{"text": "hi"}]}]}})
     .to_string()
     .into_bytes()
 }

@@ -12,8 +12,8 @@ use std::sync::{Arc, OnceLock};
 
 use a2a_egress::card;
 use a2a_egress::config::{Config, StreamingMode};
-use a2a_egress::state::IntegrationState;
 use a2a_egress::proxy::card::effective_card;
+use a2a_egress::state::IntegrationState;
 use a2a_egress::state::Upstream;
 use a2a_egress_fuzz::{check_errors, check_profile, is_control_or_bidi};
 use libfuzzer_sys::fuzz_target;

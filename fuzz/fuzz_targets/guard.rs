@@ -15,15 +15,28 @@ fn guard() -> &'static (Detectors, Policy) {
     static G: OnceLock<(Detectors, Policy)> = OnceLock::new();
     G.get_or_init(|| {
         let all = Detectors::compile(Vec::new()).expect("built-ins compile");
-        let names: Vec<String> = guard::BUILTIN_NAMES.iter().map(|n| (*n).to_owned()).collect();
-        let policy = Policy::new(&all, &names, Action::Redact, &BTreeMap::new(), None, 1 << 20, OnUnscanned::Allow)
-            .expect("built-in policy");
+        let names: Vec<String> = guard::BUILTIN_NAMES
+            .iter()
+            .map(|n| (*n).to_owned())
+            .collect();
+        let policy = Policy::new(
+            &all,
+            &names,
+            Action::Redact,
+            &BTreeMap::new(),
+            None,
+            1 << 20,
+            OnUnscanned::Allow,
+        )
+        .expect("built-in policy");
         (all, policy)
     })
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(body) = std::str::from_utf8(data) else { return };
+    let Ok(body) = std::str::from_utf8(data) else {
+        return;
+    };
     if serde_json::from_str::<IgnoredAny>(body).is_err()
         || !duplicate_keys(body, 1).is_ok_and(|d| d.is_empty())
     {
@@ -34,7 +47,10 @@ fuzz_target!(|data: &[u8]| {
         let verdict = guard::scan_request(all, policy, body, shape);
         match verdict.redact(body) {
             Ok(out) => {
-                assert!(serde_json::from_str::<IgnoredAny>(&out).is_ok(), "redacted body is not JSON");
+                assert!(
+                    serde_json::from_str::<IgnoredAny>(&out).is_ok(),
+                    "redacted body is not JSON"
+                );
                 assert!(duplicate_keys(&out, 1).is_ok_and(|d| d.is_empty()));
             }
             Err(guard::GuardError::DuplicateKey { .. }) => {}

@@ -8,9 +8,9 @@
 #![no_main]
 
 use a2a_egress::json::duplicate_keys;
+use a2a_egress::proxy::body;
 use a2a_egress::proxy::body::parse_rest_body;
 use a2a_egress::proxy::feedback::as_send_message;
-use a2a_egress::proxy::body;
 use a2a_egress::proxy::route::{self, Method, Route};
 use a2a_egress_fuzz::has_duplicate_key;
 use bytes::Bytes;

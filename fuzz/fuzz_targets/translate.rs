@@ -35,7 +35,12 @@ fuzz_target!(|data: &[u8]| {
     if has_duplicate_key(body) != Some(false) {
         return;
     }
-    assert_eq!(has_duplicate_key(&out), Some(false), "{}", String::from_utf8_lossy(&out));
+    assert_eq!(
+        has_duplicate_key(&out),
+        Some(false),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
     let (Some(got), Some(came)) = (members(&out), members(body)) else {
         panic!("not one JSON object: {}", String::from_utf8_lossy(&out));
     };

@@ -24,7 +24,9 @@ fuzz_target!(|data: &[u8]| {
             let _ = request_to_pb(op, rest);
         }
         1 => {
-            let Ok(json) = answer_to_rpc(op, "\"id-1\"", rest) else { return };
+            let Ok(json) = answer_to_rpc(op, "\"id-1\"", rest) else {
+                return;
+            };
             let text = String::from_utf8_lossy(&json);
             assert_eq!(has_duplicate_key(&json), Some(false), "{text}");
             let v: Value = serde_json::from_slice(&json).unwrap_or_else(|e| panic!("{e}: {text}"));

@@ -33,23 +33,33 @@ fuzz_target!(|data: &[u8]| {
                 Some(n) => (&rest[..n], &rest[n + 1..]),
                 None => (rest, &[][..]),
             };
-            let Ok(line) = std::str::from_utf8(line) else { return };
+            let Ok(line) = std::str::from_utf8(line) else {
+                return;
+            };
             let (path, query) = match line.split_once('?') {
                 Some((p, q)) => (p, Some(q)),
                 None => (line, None),
             };
-            let Ok(r) = rest_request_to03(op, path, query, body) else { return };
+            let Ok(r) = rest_request_to03(op, path, query, body) else {
+                return;
+            };
             assert!(r.path.starts_with("/v1/"), "{}", r.path);
             if r.body.is_empty() || has_duplicate_key(body) != Some(false) {
                 return;
             }
             assert_eq!(has_duplicate_key(&r.body), Some(false));
-            assert!(object(&r.body).is_some(), "{}", String::from_utf8_lossy(&r.body));
+            assert!(
+                object(&r.body).is_some(),
+                "{}",
+                String::from_utf8_lossy(&r.body)
+            );
         }
         1 => {
             let [a, b, body @ ..] = rest else { return };
             let status = 100 + u16::from_le_bytes([*a, *b]) % 500;
-            let Ok(Some(a)) = rest_answer_to10(op, status, body) else { return };
+            let Ok(Some(a)) = rest_answer_to10(op, status, body) else {
+                return;
+            };
             if has_duplicate_key(body) != Some(false) {
                 return;
             }
@@ -62,7 +72,9 @@ fuzz_target!(|data: &[u8]| {
             assert!(!a.error || o.contains_key("error"), "{text}");
         }
         _ => {
-            let Ok(t) = rest_event_to10(op, rest) else { return };
+            let Ok(t) = rest_event_to10(op, rest) else {
+                return;
+            };
             if has_duplicate_key(rest) != Some(false) {
                 return;
             }

@@ -75,6 +75,7 @@ pub(super) fn rest_request(
         url: url.to_string(),
         headers,
         body: (!t.body.is_empty()).then(|| Bytes::from(t.body)),
+        grpc: None,
     })
 }
 

@@ -62,11 +62,6 @@ pub fn request(check: &Check, target: &Target, n: usize) -> Result<Request, NotP
         });
     }
     let iface = &target.interface;
-    // The probes' client speaks HTTP; a gRPC agent is not probed (no probe traffic in the
-    // wrong protocol): its claims stay declared.
-    if target.dialect.grpc() {
-        return Err(NotProbed::Unsendable("probes over gRPC are not built"));
-    }
     let version = match check {
         Check::RefusesOtherVersion(v) => v.as_str(),
         _ => iface.version.as_str(),
@@ -116,6 +111,9 @@ pub fn request(check: &Check, target: &Target, n: usize) -> Result<Request, NotP
             json!({"message": message(target, mt, n)?}),
         ),
     };
+    if dialect.grpc() {
+        return grpc(target, headers, op, params, n);
+    }
     if !is_jsonrpc(iface.binding) {
         let r = rest(target, headers, &path, op != Op::GetTask, params).ok_or(
             NotProbed::Unsendable("the interface URL cannot take a path"),
@@ -150,7 +148,31 @@ fn jsonrpc(
         url,
         headers,
         body: Some(Bytes::from(body.to_string())),
+        grpc: None,
     }
+}
+
+/// gRPC: the JSON-RPC request of [`jsonrpc`] made into the rpc's protobuf request, as the data
+/// plane makes a JSON-RPC caller's; the headers go as metadata (no `Content-Type`, which is
+/// gRPC's own).
+fn grpc(
+    target: &Target,
+    headers: HeaderMap,
+    op: Op,
+    params: Value,
+    n: usize,
+) -> Result<Request, NotProbed> {
+    use crate::translate::grpc as g;
+    let url = target.interface.call_url().into_owned();
+    let mut r = jsonrpc(url, headers, op.as_str(), params, target, n);
+    let body = r.body.take().unwrap_or_default();
+    let pb = g::request_to_pb(op, &body)
+        .map_err(|_| NotProbed::Unsendable("the probe cannot be said in protobuf"))?;
+    r.headers.remove(http::header::CONTENT_TYPE);
+    r.headers.remove(http::header::ACCEPT);
+    r.body = Some(Bytes::from(pb));
+    r.grpc = Some(g::path(op));
+    Ok(r)
 }
 
 /// HTTP+JSON: `{interface url}[/{tenant}]/{path}`, the tenant one path segment.
@@ -182,6 +204,7 @@ fn rest(
         url: url.to_string(),
         headers,
         body,
+        grpc: None,
     })
 }
 

@@ -22,6 +22,10 @@
 //! and the answer and every stream event are translated back before the same judgement
 //! (`dialect`). `version` and `extension:<uri>` ask about errors 0.3 does not have: they are
 //! not sent, and their result is inconclusive with the reason (`not probed: …`), never failed.
+//!
+//! Toward a gRPC agent each request is the JSON-RPC one made into the rpc's protobuf request, as
+//! a data-plane call is, with the same headers as metadata; the transport answers with the
+//! JSON-RPC answer (or event stream) a JSON-RPC agent would have given.
 
 use std::time::SystemTime;
 
@@ -173,8 +177,12 @@ pub struct Request {
     pub url: String,
     /// Headers (A2A-Version and A2A-Extensions, or 0.3's X-A2A-Extensions; content negotiation).
     pub headers: http::HeaderMap,
-    /// JSON body, if any.
+    /// JSON body, if any (for a gRPC agent, the rpc's protobuf request).
     pub body: Option<Bytes>,
+    /// Toward a gRPC agent, the rpc the call is (its path, `/lf.a2a.v1.A2AService/GetTask`):
+    /// `url` is the interface's, `headers` go as metadata, and the transport answers as a
+    /// JSON-RPC agent would ([`crate::translate::grpc`]), so the judgement is the same.
+    pub grpc: Option<&'static str>,
 }
 
 /// The agent's answer, read within the transport's size cap.

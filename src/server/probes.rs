@@ -6,6 +6,8 @@
 use std::sync::Arc;
 
 use crate::config::Config;
+use bytes::Bytes;
+
 use crate::control::fetch::{CardFetcher, FetchPolicy, Outgoing};
 use crate::control::refresh::ControlHandle;
 use crate::probe::runner::{Connect, NoTransport};
@@ -36,9 +38,94 @@ impl Direct {
     }
 }
 
+/// The id of the JSON-RPC answers a gRPC agent's are made into (the judgement reads no id).
+const PROBE_ID: &str = "\"a2a-egress-probe\"";
+
+/// The most messages a streaming probe reads: the judgement needs the first; a few more show
+/// the stream goes on, and the bound keeps a probe from reading a stream forever.
+const STREAM_MESSAGES: usize = 8;
+
+impl Direct {
+    /// A probe of a gRPC agent: rpc `path` with the request's protobuf body, its headers (and the
+    /// credential) as metadata, answered as the JSON-RPC answer (or event stream) a JSON-RPC
+    /// agent would give ([`crate::translate::grpc`]).
+    async fn send_grpc(&self, path: &'static str, r: Request) -> Result<Response, TransportError> {
+        use crate::translate::grpc as g;
+        let failed = |e: crate::control::fetch::FetchError| TransportError {
+            kind: e.kind(),
+            detail: e.to_string(),
+        };
+        let op = g::op_of_path(path).ok_or_else(|| TransportError {
+            kind: "request",
+            detail: format!("{path} is no rpc of the A2A service"),
+        })?;
+        let mut headers = r.headers;
+        if let Some(a) = &self.authorization {
+            headers.insert(http::header::AUTHORIZATION, a.clone());
+        }
+        let metadata = tonic::metadata::MetadataMap::from_headers(headers);
+        let body = r.body.unwrap_or_default();
+        let call = crate::control::grpc_call::streaming;
+        let json = |body: Vec<u8>| Response {
+            status: 200,
+            content_type: Some("application/json".into()),
+            body: Bytes::from(body),
+        };
+        let status_json = |s: &tonic::Status| {
+            let status = g::Status {
+                code: s.code() as i32,
+                message: s.message(),
+                details: s.details(),
+            };
+            g::status_to_rpc(op, PROBE_ID, status)
+        };
+        if !g::streams(op) {
+            let got = crate::control::grpc_call::unary(&r.url, path, body, metadata, &self.policy)
+                .await
+                .map_err(failed)?;
+            return Ok(json(match got {
+                Ok(bytes) => g::answer_to_rpc(op, PROBE_ID, &bytes).unwrap_or_default(),
+                Err(s) => status_json(&s),
+            }));
+        }
+        let got = call(&r.url, path, body, metadata, &self.policy, STREAM_MESSAGES)
+            .await
+            .map_err(failed)?;
+        // Refused before any message: a plain JSON-RPC error, as JSON-RPC agents answer.
+        if let (true, Some(s)) = (got.messages.is_empty(), &got.status) {
+            return Ok(json(status_json(s)));
+        }
+        let mut sse = Vec::new();
+        for m in &got.messages {
+            // A message that does not decode is left out: the judgement counts what is A2A.
+            if let Ok(event) = g::answer_to_rpc(op, PROBE_ID, m) {
+                push_event(&mut sse, &event);
+            }
+        }
+        if let Some(s) = &got.status {
+            push_event(&mut sse, &status_json(s));
+        }
+        Ok(Response {
+            status: 200,
+            content_type: Some("text/event-stream".into()),
+            body: Bytes::from(sse),
+        })
+    }
+}
+
+/// One SSE event of `json` (compact JSON, one line: what the translator writes).
+fn push_event(sse: &mut Vec<u8>, json: &[u8]) {
+    sse.extend_from_slice(b"data: ");
+    sse.extend_from_slice(json);
+    sse.extend_from_slice(b"\n\n");
+}
+
 #[async_trait::async_trait]
 impl Transport for Direct {
     async fn send(&self, r: Request) -> Result<Response, TransportError> {
+        if let Some(path) = r.grpc {
+            return self.send_grpc(path, r).await;
+        }
         let mut headers = r.headers;
         if let Some(a) = &self.authorization {
             headers.insert(http::header::AUTHORIZATION, a.clone());

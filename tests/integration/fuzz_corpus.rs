@@ -445,3 +445,69 @@ fn translate_grpc_corpus_keeps_its_invariants() {
         "every direction translates a seed: {translated:?}"
     );
 }
+
+/// The `translate_binding` corpus (fuzz/fuzz_targets/translate_binding.rs), replayed on stable:
+/// whatever moves between the bindings is one JSON object without duplicate keys (a JSON-RPC one
+/// with the id and one of `result`/`error`), a route is ASCII without spaces; every direction
+/// moves a seed.
+#[test]
+fn translate_binding_corpus_keeps_its_invariants() {
+    use a2a_egress::translate::Op;
+    use a2a_egress::translate::binding as b;
+    const STATUSES: [u16; 8] = [200, 204, 400, 404, 500, 401, 429, 302];
+    let object = |json: &[u8], id: Option<&str>, at: &str| {
+        let text = std::str::from_utf8(json).unwrap();
+        let dup = a2a_egress::json::duplicate_keys(text, 1).unwrap();
+        assert!(dup.is_empty(), "{at}: {text}");
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert!(v.is_object(), "{at}: {text}");
+        if let Some(id) = id {
+            assert_eq!(v["id"].to_string(), id, "{at}: {text}");
+            assert!(
+                v.get("result").is_some() != v.get("error").is_some(),
+                "{at}"
+            );
+        }
+    };
+    let mut moved = [0; 6];
+    for (path, bytes) in corpus("translate_binding") {
+        let Some((&pick, rest)) = bytes.split_first() else {
+            continue;
+        };
+        let op = Op::ALL[usize::from(pick / 6) % Op::ALL.len()];
+        let at = path.display().to_string();
+        let status = rest.first().map(|s| STATUSES[usize::from(*s) % 8]);
+        let d = usize::from(pick % 6);
+        let ok = match d {
+            0 => b::rpc_request_to_rest(op, rest)
+                .map(|c| {
+                    let p = c.path();
+                    assert!(p.bytes().all(|c| c.is_ascii_graphic()), "{at}: {p}");
+                    if !c.body.is_empty() {
+                        object(&c.body, None, &at);
+                    }
+                })
+                .is_ok(),
+            1 => b::rest_request_to_rpc(op, "/tasks/x", None, rest, Some("t"), "\"g\"").is_ok(),
+            2 => matches!(
+                status.map(|s| b::rest_answer_to_rpc(op, "\"c\"", s, &rest[1..])),
+                Some(Ok(Some((_, ref json)))) if { object(json, Some("\"c\""), &at); true }
+            ),
+            3 => matches!(
+                status.map(|s| b::rpc_answer_to_rest(s, "\"g\"", &rest[1..])),
+                Some(Ok((_, ref json))) if { object(json, None, &at); true }
+            ),
+            4 => b::rest_event_to_rpc(op, "\"c\"", rest)
+                .map(|t| object(&t.json, Some("\"c\""), &at))
+                .is_ok(),
+            _ => b::rpc_event_to_rest("\"g\"", rest)
+                .map(|t| object(&t.json, None, &at))
+                .is_ok(),
+        };
+        moved[d] += usize::from(ok);
+    }
+    assert!(
+        moved.iter().all(|n| *n > 0),
+        "every direction moves a seed: {moved:?}"
+    );
+}

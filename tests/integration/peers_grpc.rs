@@ -320,16 +320,20 @@ async fn a_bare_host_port_grpc_interface_is_called_with_tls() {
     );
 }
 
-/// The probes speak HTTP: a gRPC agent is never sent one (its claims stay declared), and the
-/// probe run says why.
+/// A gRPC agent is probed over gRPC: each probe is the rpc of the JSON-RPC request it would be,
+/// with the metadata, judged as the JSON-RPC answer it is made into. The Python 1.3.0 gRPC
+/// server does not read `a2a-version` (FACTS), so the version claim fails honestly; the
+/// interface, streaming and media-type claims hold, and the probe messages reach only the
+/// probe skill.
 #[tokio::test]
-async fn a_grpc_agent_is_not_probed_in_the_wrong_protocol() {
+async fn a_grpc_agent_is_probed_over_grpc() {
     let agent = SdkAgent::start(&["--binding", "grpc"]);
     let dir = tempfile::tempdir().unwrap();
     let config = config_head(&[]).replace(
         "bindings = [\"JSONRPC\", \"HTTP+JSON\"]",
         "bindings = [\"JSONRPC\", \"HTTP+JSON\", \"GRPC\"]",
-    ) + &integration_over(&agent, "").await;
+    ) + &integration_over(&agent, "").await
+        + "[integrations.probe]\nskill = \"echo\"\ntext = \"probe hello\"\n";
     let path = dir.path().join("gateway.toml");
     std::fs::write(&path, config).unwrap();
     agent.reset().await;
@@ -339,15 +343,28 @@ async fn a_grpc_agent_is_not_probed_in_the_wrong_protocol() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
+    let all = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(
-        text.contains("not probed: probes over gRPC are not built"),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+        text.contains("interface: ok (answered with error TASK_NOT_FOUND)"),
+        "{all}"
     );
-    let calls: Vec<_> = (agent.seen().await.into_iter())
-        .filter(|s| !s.is_card_fetch())
+    assert!(text.contains("version: failed (took A2A-Version"), "{all}");
+    assert!(text.contains("streaming: ok"), "{all}");
+    assert!(text.contains("input:text/plain: ok"), "{all}");
+    let rpcs: Vec<_> = (agent.seen().await.into_iter())
+        .filter_map(|s| s.grpc_method.map(|m| (m, s.a2a_version)))
         .collect();
-    assert!(calls.is_empty(), "{calls:#?}");
+    assert!(
+        rpcs.contains(&("GetTask".into(), Some("1.0".into())))
+            && rpcs.contains(&("SendStreamingMessage".into(), Some("1.0".into())))
+            && rpcs.contains(&("SendMessage".into(), Some("1.0".into()))),
+        "{rpcs:?}"
+    );
+    assert!(
+        rpcs.iter()
+            .any(|(m, v)| m == "GetTask" && v.as_deref() != Some("1.0")),
+        "the version probe sends another version: {rpcs:?}"
+    );
 }
 
 /// No gRPC call outlives its caller or its deadlines: a caller that hangs up mid-stream ends the
