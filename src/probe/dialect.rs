@@ -88,8 +88,7 @@ pub(super) fn answer_to10(
     op: Op,
     resp: Response,
 ) -> Result<Response, TranslateError> {
-    // A gRPC agent's answers come from the transport already as 1.0 JSON-RPC answers.
-    if !dialect.translates() || dialect.grpc() {
+    if !dialect.translates() {
         return Ok(resp);
     }
     let rest = dialect.binding == Binding::HttpJson;
