@@ -544,15 +544,7 @@ impl Checker<'_> {
     /// only the JSON names (A2A §5.5), so such a card is refused with a message that says why.
     fn missing(&mut self, m: &Map<String, Value>, key: &str, p: &Path<'_>) {
         let path = p.key(key).to_string();
-        let mut snake = String::with_capacity(key.len() + 4);
-        for c in key.chars() {
-            if c.is_ascii_uppercase() {
-                snake.push('_');
-                snake.push(c.to_ascii_lowercase());
-            } else {
-                snake.push(c);
-            }
-        }
+        let snake = crate::types::proto_name::proto_field_name(key);
         if snake != key && m.contains_key(&snake) {
             self.errors
                 .push(CardError::ProtoName { path, proto: snake });

@@ -71,6 +71,31 @@ fn transport(url: &str, reason: String) -> FetchError {
     }
 }
 
+/// A client for the agent at `url` ([`connect`]) whose connection is up and ready for a call.
+async fn ready(
+    url: &str,
+    policy: &FetchPolicy,
+) -> Result<tonic::client::Grpc<tonic::transport::Channel>, FetchError> {
+    let mut client = connect(url, policy).await?;
+    client
+        .ready()
+        .await
+        .map_err(|e| transport(url, e.to_string()))?;
+    Ok(client)
+}
+
+/// `call`, cut at the policy's total timeout (which covers connecting too).
+async fn within<T>(
+    policy: &FetchPolicy,
+    call: impl std::future::Future<Output = Result<T, FetchError>>,
+) -> Result<T, FetchError> {
+    tokio::time::timeout(policy.total_timeout, call)
+        .await
+        .map_err(|_| FetchError::Timeout {
+            after: policy.total_timeout,
+        })?
+}
+
 /// `request` with `body`, `metadata` and the policy's deadline.
 fn request(body: Bytes, metadata: MetadataMap, policy: &FetchPolicy) -> tonic::Request<Bytes> {
     let mut request = tonic::Request::new(body);
@@ -107,24 +132,13 @@ pub async fn unary(
     policy: &FetchPolicy,
 ) -> Result<Answered, FetchError> {
     let call = async {
-        let mut client = connect(url, policy).await?;
-        client
-            .ready()
-            .await
-            .map_err(|e| transport(url, e.to_string()))?;
+        let mut client = ready(url, policy).await?;
         let path = http::uri::PathAndQuery::from_static(path);
-        Ok::<_, FetchError>(
-            client
-                .unary(request(body, metadata, policy), path, grpc::Raw)
-                .await,
-        )
+        Ok(client
+            .unary(request(body, metadata, policy), path, grpc::Raw)
+            .await)
     };
-    let got = tokio::time::timeout(policy.total_timeout, call)
-        .await
-        .map_err(|_| FetchError::Timeout {
-            after: policy.total_timeout,
-        })??;
-    match got {
+    match within(policy, call).await? {
         Ok(r) => Ok(Ok(r.into_inner())),
         Err(s) => answered(url, s, policy).map(Err),
     }
@@ -152,11 +166,7 @@ pub async fn streaming(
     max_messages: usize,
 ) -> Result<Streamed, FetchError> {
     let call = async {
-        let mut client = connect(url, policy).await?;
-        client
-            .ready()
-            .await
-            .map_err(|e| transport(url, e.to_string()))?;
+        let mut client = ready(url, policy).await?;
         let path = http::uri::PathAndQuery::from_static(path);
         let mut out = Streamed {
             messages: Vec::new(),
@@ -180,11 +190,7 @@ pub async fn streaming(
                 }
             }
         }
-        Ok::<_, FetchError>(out)
+        Ok(out)
     };
-    tokio::time::timeout(policy.total_timeout, call)
-        .await
-        .map_err(|_| FetchError::Timeout {
-            after: policy.total_timeout,
-        })?
+    within(policy, call).await
 }

@@ -323,7 +323,7 @@ impl Gateway {
             Ok(facts) => facts,
             Err(d) => return self.deny(session, ctx, d).await,
         };
-        let head = RequestHead::of(session.req_header());
+        let head = RequestHead::of(session.req_header(), &ctx.trace);
         let facts = head.facts(&r, &parsed, &self.default_data_class, &body);
         // A breaking change that falls back sends new delegations to the fallback integration:
         // its state (profile, upstream) serves the request from here on.
@@ -407,7 +407,7 @@ struct RequestHead {
 }
 
 impl RequestHead {
-    fn of(req: &RequestHeader) -> RequestHead {
+    fn of(req: &RequestHeader, trace: &super::trace::Trace) -> RequestHead {
         RequestHead {
             http_method: req.method.clone(),
             query: req.uri.query().map(str::to_owned),
@@ -418,7 +418,7 @@ impl RequestHead {
                     .map(|v| v.as_bytes()),
             ),
             a2a_version: req.headers.get("a2a-version").cloned(),
-            call_id: super::trace::RequestId::generate(),
+            call_id: trace.unique_id(),
         }
     }
 

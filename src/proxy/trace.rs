@@ -126,6 +126,8 @@ pub struct Trace {
     /// The `traceparent` the next upstream request sends instead of the caller's: the gateway's
     /// CLIENT span for it, when tracing is on.
     pub parent: Option<HeaderValue>,
+    /// The gateway made `id` (the caller sent none it could use): it is unique to this request.
+    pub own_id: bool,
 }
 
 impl Trace {
@@ -139,6 +141,17 @@ impl Trace {
             tracestate: None,
             baggage: None,
             parent: None,
+            own_id: false,
+        }
+    }
+
+    /// An id unique to this request: its own when the gateway made it, else a new one (a caller
+    /// may send the same `X-Request-Id` twice).
+    pub fn unique_id(&self) -> RequestId {
+        if self.own_id {
+            self.id
+        } else {
+            RequestId::generate()
         }
     }
 
@@ -171,15 +184,15 @@ impl Trace {
         let baggage = has_baggage
             .then(|| joined(h, "baggage", MAX_BAGGAGE))
             .flatten();
-        let id = request_id
+        let theirs = request_id
             .and_then(|v| RequestId::parse(v.as_bytes()))
             .or_else(|| {
                 let tp = traceparent.as_ref()?.as_bytes();
                 RequestId::parse(tp.get(3..35)?)
-            })
-            .unwrap_or_else(RequestId::generate);
+            });
         Trace {
-            id,
+            own_id: theirs.is_none(),
+            id: theirs.unwrap_or_else(RequestId::generate),
             traceparent,
             tracestate,
             baggage,
@@ -273,6 +286,19 @@ mod tests {
     use super::*;
 
     const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    /// The gateway's own id is the request's unique id; a caller's (which it may send twice) is
+    /// not: each request gets a fresh one.
+    #[test]
+    fn a_unique_id_is_never_the_callers() {
+        let own = Trace::of(&HeaderMap::new());
+        assert!(own.own_id);
+        assert_eq!(own.unique_id(), own.id);
+        let theirs = Trace::of(&headers(&[("x-request-id", b"same-id")]));
+        assert!(!theirs.own_id);
+        let (a, b) = (theirs.unique_id(), theirs.unique_id());
+        assert!(a != theirs.id && b != theirs.id && a != b);
+    }
 
     fn headers(pairs: &[(&str, &[u8])]) -> HeaderMap {
         let mut h = HeaderMap::new();

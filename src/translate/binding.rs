@@ -157,15 +157,7 @@ pub fn rpc_request_to_rest(op: Op, body: &[u8]) -> Result<RestCall, TranslateErr
 /// ProtoJSON readers take both).
 fn get_either<'a>(params: &Obj<'a>, key: &str) -> Option<&'a RawValue> {
     params.get(key).or_else(|| {
-        let mut snake = String::with_capacity(key.len() + 4);
-        for c in key.chars() {
-            if c.is_ascii_uppercase() {
-                snake.push('_');
-                snake.push(c.to_ascii_lowercase());
-            } else {
-                snake.push(c);
-            }
-        }
+        let snake = crate::types::proto_name::proto_field_name(key);
         (snake != key).then(|| params.get(&snake)).flatten()
     })
 }

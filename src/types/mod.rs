@@ -13,6 +13,7 @@ pub mod etag;
 pub mod file;
 pub mod media_type;
 pub mod origin;
+pub mod proto_name;
 pub mod rfc3339;
 pub mod sse;
 pub mod status;

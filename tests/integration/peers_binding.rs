@@ -64,6 +64,16 @@ async fn raw(
     (r.status().as_u16(), r.text().await.unwrap())
 }
 
+/// At least `min` calls went to integration `x`'s agent with `labels` (the agent's protocol and
+/// binding on `a2a_egress_upstream_duration_seconds`).
+async fn assert_upstream_calls(gw: &InProcess, labels: &[(&str, &str)], min: f64) {
+    let m = gw.metrics().await;
+    let mut all = vec![("integration", "x")];
+    all.extend_from_slice(labels);
+    let n = crate::common::gateway::metric(&m, "a2a_egress_upstream_duration_seconds_count", &all);
+    assert!(n >= min, "{labels:?}: {n} calls\n{m}");
+}
+
 /// JSON-RPC orchestrators reach an agent that serves only HTTP+JSON (under a tenant): every call
 /// leaves as the agent's route with the tenant as its prefix, answers and errors come back as
 /// JSON-RPC with the caller's id, and a route the card does not offer is refused.
@@ -274,45 +284,28 @@ async fn streams_to_0_3_agents_are_downgraded_across_the_bindings() {
     assert_eq!(downgrades, 1.0, "{m}");
 }
 
-/// A JSON-RPC orchestrator reaches an A2A 0.3 agent that serves only HTTP+JSON (the official
-/// Python a2a-sdk 0.3.26): moved to HTTP+JSON, then made 0.3, and back.
-#[tokio::test]
-async fn json_rpc_orchestrators_drive_a_0_3_http_json_agent() {
-    let agent = SdkAgent::start_v03(&["--transport", "rest"]);
-    let gw = gateway(&agent, "[\"JSONRPC\"]").await;
-    assert_eq!(offered(&gw).await, ["JSONRPC"]);
-    for run in clients(&gw, "JSONRPC") {
+/// Both 1.0 SDK clients on `face` drive an A2A 0.3 agent (the official Python a2a-sdk 0.3.26)
+/// serving only `transport` (its binding `agent`): each call is moved to the agent's binding,
+/// then made 0.3, and back (the 0.3 agent records no requests: the gateway's metrics say where
+/// every call went).
+async fn drive_a_0_3_agent(transport: &str, face: &'static str, agent: &str) {
+    let peer = SdkAgent::start_v03(&["--transport", transport]);
+    let gw = gateway(&peer, &format!("[\"{face}\"]")).await;
+    assert_eq!(offered(&gw).await, [face]);
+    for run in clients(&gw, face) {
         drives_tasks(&*run);
     }
-    // Every call went out in 0.3 (the 0.3 agent records no requests of its own).
-    let m = gw.metrics().await;
-    let n = crate::common::gateway::metric(
-        &m,
-        "a2a_egress_upstream_duration_seconds_count",
-        &[("integration", "x"), ("protocol", "0.3")],
-    );
-    assert!(n >= 16.0, "{m}");
+    assert_upstream_calls(&gw, &[("protocol", "0.3"), ("binding", agent)], 16.0).await;
 }
 
-/// An HTTP+JSON orchestrator reaches an A2A 0.3 agent that serves only JSON-RPC (the official
-/// Python a2a-sdk 0.3.26): moved to JSON-RPC, then made 0.3, and back.
+/// A JSON-RPC orchestrator reaches a 0.3 agent that serves only HTTP+JSON.
+#[tokio::test]
+async fn json_rpc_orchestrators_drive_a_0_3_http_json_agent() {
+    drive_a_0_3_agent("rest", "JSONRPC", "HTTP+JSON").await;
+}
+
+/// An HTTP+JSON orchestrator reaches a 0.3 agent that serves only JSON-RPC.
 #[tokio::test]
 async fn http_json_orchestrators_drive_a_0_3_json_rpc_agent() {
-    let agent = SdkAgent::start_v03(&["--transport", "jsonrpc"]);
-    let gw = gateway(&agent, "[\"HTTP+JSON\"]").await;
-    assert_eq!(offered(&gw).await, ["HTTP+JSON"]);
-    for run in clients(&gw, "HTTP+JSON") {
-        drives_tasks(&*run);
-    }
-    let m = gw.metrics().await;
-    let n = crate::common::gateway::metric(
-        &m,
-        "a2a_egress_upstream_duration_seconds_count",
-        &[
-            ("integration", "x"),
-            ("protocol", "0.3"),
-            ("binding", "JSONRPC"),
-        ],
-    );
-    assert!(n >= 16.0, "{m}");
+    drive_a_0_3_agent("jsonrpc", "HTTP+JSON", "JSONRPC").await;
 }
