@@ -304,39 +304,10 @@ fn rest_answer(size: usize) -> Vec<u8> {
 /// A gRPC `SendMessage` answer of about `size` bytes: the same completed Task as [`v03_answer`],
 /// as the protobuf `SendMessageResponse` a 1.0 gRPC agent sends.
 fn grpc_answer(size: usize) -> Vec<u8> {
-    use a2a_pb::protojson as pb;
+    use a2a_egress::testkit::pb;
     use prost::Message;
-    let text = |t: &str| pb::Part {
-        content: Some(pb::part::Content::Text(t.into())),
-        ..Default::default()
-    };
-    let task = pb::Task {
-        id: "t-1".into(),
-        context_id: "c-1".into(),
-        status: Some(pb::TaskStatus {
-            state: pb::TaskState::Completed as i32,
-            ..Default::default()
-        }),
-        artifacts: vec![pb::Artifact {
-            artifact_id: "a-1".into(),
-            name: "echo".into(),
-            parts: vec![text(&"x".repeat(size.saturating_sub(120)))],
-            ..Default::default()
-        }],
-        history: vec![pb::Message {
-            message_id: "m-1".into(),
-            role: pb::Role::User as i32,
-            context_id: "c-1".into(),
-            task_id: "t-1".into(),
-            parts: vec![text("hi")],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    pb::SendMessageResponse {
-        payload: Some(pb::send_message_response::Payload::Task(task)),
-    }
-    .encode_to_vec()
+    let task = pb::completed_task(Some(&"x".repeat(size.saturating_sub(120))));
+    pb::send_response(task).encode_to_vec()
 }
 
 /// A `SendMessage` of about 64 KB whose metadata holds many small objects with numbers.

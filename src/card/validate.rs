@@ -96,6 +96,7 @@ pub enum SignatureStatus {
 pub struct ValidatedCard {
     card: a2a::AgentCard,
     json: Value,
+    interface_urls: Vec<String>,
     digest: String,
     signature: SignatureStatus,
     uncovered: Vec<String>,
@@ -110,6 +111,11 @@ impl ValidatedCard {
     /// The card as parsed JSON (document order kept; unknown members kept).
     pub fn json(&self) -> &Value {
         &self.json
+    }
+    /// Each `supportedInterfaces` entry's `url` as the card wrote it (a 0.3 card's, as its
+    /// conversion wrote it), in order.
+    pub fn interface_urls(&self) -> &[String] {
+        &self.interface_urls
     }
     /// `sha256:<hex>` of the RFC 8785 canonical card without `signatures`.
     pub fn digest(&self) -> &str {
@@ -231,6 +237,7 @@ fn validate_inner(
         None => None,
     };
     let model = converted.as_ref().unwrap_or(&parsed.value);
+    let interface_urls = written_urls(model);
     ck.card(model);
     if !ck.errors.is_empty() {
         return Err(CardErrors(ck.errors));
@@ -250,11 +257,23 @@ fn validate_inner(
     Ok(ValidatedCard {
         card,
         json: parsed.value,
+        interface_urls,
         digest,
         signature,
         uncovered,
         warnings: ck.warnings,
     })
+}
+
+/// The interface URLs as written (in the 1.0 shape, a 0.3 card's converted): the typed model
+/// reads a gRPC `http://host:port` as `host:port`, losing what says plaintext.
+fn written_urls(model: &Value) -> Vec<String> {
+    (model["supportedInterfaces"]
+        .as_array()
+        .into_iter()
+        .flatten())
+    .map(|i| i["url"].as_str().unwrap_or_default().to_owned())
+    .collect()
 }
 
 /// What a verified or unverified signature leaves to say: the empty values its payload form did

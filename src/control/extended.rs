@@ -143,6 +143,15 @@ pub async fn fetch_extended(
             body: None,
             follow_redirects: false,
         },
+        // The 0.3 service answers with its proto `AgentCard`, whose ProtoJSON is not the 0.3 JSON
+        // card the card rules read (security schemes, for one, are proto oneofs): not read.
+        Binding::Grpc if v03 => {
+            return Err(ExtendedError::Malformed(
+                "the extended card of an A2A 0.3 gRPC agent is not read (its proto AgentCard is \
+                 not the 0.3 JSON card)"
+                    .into(),
+            ));
+        }
         Binding::Grpc => return fetch_grpc(iface, tenant, headers, policy).await,
     };
     let binding = iface.binding;

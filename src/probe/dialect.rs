@@ -88,7 +88,8 @@ pub(super) fn answer_to10(
     op: Op,
     resp: Response,
 ) -> Result<Response, TranslateError> {
-    if !dialect.translates() {
+    // A gRPC agent's answers come from the transport already as 1.0 JSON-RPC answers.
+    if !dialect.translates() || dialect.grpc() {
         return Ok(resp);
     }
     let rest = dialect.binding == Binding::HttpJson;

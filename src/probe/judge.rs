@@ -166,12 +166,25 @@ fn grpc(
     let url = target.interface.call_url().into_owned();
     let mut r = jsonrpc(url, headers, op.as_str(), params, target, n);
     let body = r.body.take().unwrap_or_default();
-    let pb = g::request_to_pb(op, &body)
-        .map_err(|_| NotProbed::Unsendable("the probe cannot be said in protobuf"))?;
+    let (pb, path) = if target.dialect.translates() {
+        // 0.3's service: the 0.3 HTTP+JSON request of the probe, made into its rpc's message,
+        // as the data plane makes a call (`translate::grpc03`).
+        let call = crate::translate::binding::rpc_request_to_rest(op, &body)?;
+        let query = call.query.as_deref();
+        let r03 = crate::translate::rest_request_to03(op, &call.route, query, &call.body)?;
+        let pb = crate::translate::grpc03::request_to_pb(op, &r03.path, &r03.body)?;
+        let path = crate::translate::grpc03::path(op)
+            .ok_or(NotProbed::Unsendable("the operation has no A2A 0.3 rpc"))?;
+        (pb, path)
+    } else {
+        let pb = g::request_to_pb(op, &body)
+            .map_err(|_| NotProbed::Unsendable("the probe cannot be said in protobuf"))?;
+        (pb, g::path(op))
+    };
     r.headers.remove(http::header::CONTENT_TYPE);
     r.headers.remove(http::header::ACCEPT);
     r.body = Some(Bytes::from(pb));
-    r.grpc = Some(g::path(op));
+    r.grpc = Some(path);
     Ok(r)
 }
 

@@ -10,7 +10,7 @@
 //! - **translation**: a chosen interface the gateway cannot call → unusable
 //!   ([`Unusable::TranslationNotBuilt`]), so no untranslated call leaves: 1.0 over JSON-RPC and
 //!   HTTP+JSON go as they come, 0.3 over either is translated by the data plane
-//!   ([`Interface::callable`]), and 1.0 gRPC from the gateway's JSON-RPC face; 0.3 gRPC is not built;
+//!   ([`Interface::callable`]), and gRPC at 1.0 and 0.3 from the gateway's faces;
 //! - **required extensions**: a `required` extension whose URI the client does not know → unusable
 //!   ([`Unusable::RequiredExtensions`], naming every such URI, sorted). When both rules fail, the
 //!   interface reason is reported (it is checked first);
@@ -71,7 +71,7 @@ impl Default for ClientCaps {
 /// Compiles a validated card for a client with capabilities `caps`.
 pub fn compile(card: &ValidatedCard, caps: &ClientCaps) -> Profile {
     let c = card.card();
-    let (interface, offered, choices) = interfaces(c, card.json(), caps);
+    let (interface, offered, choices) = interfaces(c, card.interface_urls(), caps);
     let (extensions, required_extensions, missing) = extensions(c, caps);
     let unusable = if let Some(i) = interface.as_ref().filter(|i| !i.callable()) {
         Some(Unusable::TranslationNotBuilt {
@@ -144,9 +144,8 @@ fn warnings(card: &ValidatedCard) -> Vec<String> {
 /// The URL of interface `at` as the card wrote it. `a2a-lf` reads a gRPC `http://host:port` as
 /// `host:port`, which would lose what says plaintext (see [`Interface::call_url`]): the card's
 /// own text is kept when it is that same URL with `http://`.
-fn wire_url(json: &serde_json::Value, at: usize, i: &a2a::AgentInterface) -> String {
-    let written = json["supportedInterfaces"][at]["url"].as_str();
-    match written {
+fn wire_url(written: &[String], at: usize, i: &a2a::AgentInterface) -> String {
+    match written.get(at).map(String::as_str) {
         Some(w) if w.strip_prefix("http://") == Some(i.url.as_str()) => w.to_owned(),
         _ => i.url.clone(),
     }
@@ -158,7 +157,7 @@ fn wire_url(json: &serde_json::Value, at: usize, i: &a2a::AgentInterface) -> Str
 /// deduplicated, and every interface of the card with why it was or was not chosen.
 fn interfaces(
     c: &a2a::AgentCard,
-    json: &serde_json::Value,
+    written: &[String],
     caps: &ClientCaps,
 ) -> (Option<Interface>, Vec<BindingVersion>, Vec<InterfaceChoice>) {
     let mut offered: Vec<BindingVersion> = Vec::new();
@@ -168,7 +167,7 @@ fn interfaces(
             let binding = Binding::from_wire(&i.protocol_binding)?;
             caps.supports(&i.protocol_binding, &i.protocol_version)
                 .then(|| Interface {
-                    url: wire_url(json, at, i),
+                    url: wire_url(written, at, i),
                     binding,
                     version: i.protocol_version.clone(),
                     tenant: i.tenant.clone().filter(|t| !t.is_empty()),
@@ -457,13 +456,13 @@ mod tests {
         assert!(p.skills.contains_key("echo"));
     }
 
-    /// What the gateway can call: 0.3 over JSON-RPC and HTTP+JSON (translated) and 1.0 gRPC
-    /// are usable; 0.3 gRPC (the `a2a.v1` service) is chosen but unusable: it is not built.
+    /// What the gateway can call: every binding at 1.0 and 0.3 (0.3 translated, gRPC from the
+    /// gateway's faces) is usable; a version it does not speak is chosen but unusable.
     #[test]
-    fn a_chosen_0_3_interface_is_usable_and_0_3_grpc_waits() {
+    fn a_chosen_0_3_interface_is_usable_and_another_version_is_not() {
         let caps = ClientCaps {
             bindings: vec![Binding::JsonRpc, Binding::HttpJson, Binding::Grpc],
-            versions: vec!["1.0".into(), "0.3".into()],
+            versions: vec!["1.0".into(), "0.3".into(), "1.1".into()],
             ..ClientCaps::default()
         };
         let with = |binding: &str, version: &str| {
@@ -478,28 +477,30 @@ mod tests {
         assert!(with("HTTP+JSON", "1.0").is_usable());
         assert!(with("HTTP+JSON", "0.3").is_usable());
         assert!(with("GRPC", "1.0").is_usable());
+        assert!(with("GRPC", "0.3").is_usable());
         assert_eq!(
-            with("GRPC", "0.3").unusable().cloned(),
+            with("JSONRPC", "1.1").unusable().cloned(),
             Some(Unusable::TranslationNotBuilt {
-                binding: "GRPC".into(),
-                version: "0.3".into()
+                binding: "JSONRPC".into(),
+                version: "1.1".into()
             })
         );
     }
 
-    /// The choice skips what the gateway cannot call: a 0.3 card listing gRPC first is called
-    /// over its JSON-RPC, and the gRPC interface says why it was passed over; with nothing
-    /// callable, the first supported one is chosen and says why it is unusable.
+    /// The choice skips what the gateway cannot call: a card listing a version the gateway does
+    /// not speak first (a client that allows it) is called over its 0.3 JSON-RPC, and the first
+    /// interface says why it was passed over; with nothing callable, the first supported one is
+    /// chosen and says why it is unusable.
     #[test]
     fn the_choice_passes_over_an_interface_the_gateway_cannot_call() {
         let caps = ClientCaps {
             bindings: vec![Binding::JsonRpc, Binding::HttpJson, Binding::Grpc],
-            versions: vec!["1.0".into(), "0.3".into()],
+            versions: vec!["1.0".into(), "0.3".into(), "1.1".into()],
             ..ClientCaps::default()
         };
         let mut card = minimal();
         card["supportedInterfaces"] = json!([
-            {"url":"https://a.example:50051","protocolBinding":"GRPC","protocolVersion":"0.3"},
+            {"url":"https://a.example:50051","protocolBinding":"GRPC","protocolVersion":"1.1"},
             {"url":"https://a.example/rpc","protocolBinding":"JSONRPC","protocolVersion":"0.3"}
         ]);
         let p = build(&card, &caps);
@@ -508,11 +509,11 @@ mod tests {
         assert_eq!((i.binding, i.version.as_str()), (Binding::JsonRpc, "0.3"));
         assert_eq!(
             p.interfaces[0].not_chosen.as_deref(),
-            Some("GRPC 0.3 cannot be called (not built); a later interface was chosen")
+            Some("GRPC 1.1 cannot be called (not built); a later interface was chosen")
         );
         assert!(p.interfaces[1].chosen);
         card["supportedInterfaces"] = json!([
-            {"url":"https://a.example:50051","protocolBinding":"GRPC","protocolVersion":"0.3"}
+            {"url":"https://a.example:50051","protocolBinding":"GRPC","protocolVersion":"1.1"}
         ]);
         let p = build(&card, &caps);
         assert!(matches!(

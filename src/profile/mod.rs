@@ -110,15 +110,12 @@ impl Interface {
     }
 
     /// Whether the gateway can send calls to this interface: 1.0 over JSON-RPC or HTTP+JSON as
-    /// they come, 0.3 over JSON-RPC or HTTP+JSON translated, 1.0 gRPC translated from JSON-RPC
-    /// (0.3's `a2a.v1` gRPC service is not built). The one place of the rule: the compiler makes
-    /// a chosen interface that is not callable unusable, and the data plane's translator reads
-    /// its dialect only from callable ones.
+    /// they come, 0.3 over either translated, gRPC at 1.0 (`lf.a2a.v1`) and 0.3 (`a2a.v1`)
+    /// translated from the caller's binding; any other version is not. The one place of the
+    /// rule: the compiler makes a chosen interface that is not callable unusable, and the data
+    /// plane's translator reads its dialect only from callable ones.
     pub fn callable(&self) -> bool {
-        matches!(
-            (self.version.as_str(), self.binding),
-            ("1.0" | "0.3", Binding::JsonRpc | Binding::HttpJson) | ("1.0", Binding::Grpc)
-        )
+        matches!(self.version.as_str(), "1.0" | "0.3")
     }
 
     /// The URL calls go to. A gRPC interface is often written `host:port`, without a scheme (as
@@ -188,9 +185,8 @@ impl std::fmt::Display for Unusable {
             }
             Unusable::TranslationNotBuilt { binding, version } => write!(
                 f,
-                "the chosen interface is {binding} {version}: calls to it need the 0.3 gRPC \
-                 service, which is not built yet (JSON-RPC and HTTP+JSON are callable at 1.0 and \
-                 0.3, gRPC at 1.0)"
+                "the chosen interface is {binding} {version}: the gateway calls A2A 1.0 and 0.3 \
+                 only (JSON-RPC, HTTP+JSON and gRPC at each)"
             ),
             Unusable::RequiredExtensions { uris } => {
                 write!(f, "required extensions not supported: {}", uris.join(", "))

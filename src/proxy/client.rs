@@ -664,6 +664,7 @@ impl<'a> Job<'a> {
                 Some(id) => grpc::Face::JsonRpc(id.to_owned()),
                 None => grpc::Face::Rest,
             },
+            v03: at.plan.dialect.translates(),
         };
         let started = std::time::Instant::now();
         let sent = grpc::send(up, rpc, self.session, &self.gw.limits.upstream).await;

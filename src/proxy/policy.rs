@@ -374,8 +374,10 @@ fn to_agent(
     base: &str,
 ) -> Result<(), Deny> {
     let dialect = plan.dialect;
-    if dialect.grpc() {
-        return as_grpc(plan, f, rest_path);
+    match (dialect.grpc(), dialect.translates()) {
+        (true, false) => return as_grpc(plan, f, rest_path),
+        (true, true) => return as_grpc03(plan, f, rest_path),
+        _ => {}
     }
     // The 1.0 request in the agent's binding: moved to it when the caller's is the other one.
     let route = if plan.binding == dialect.binding {
@@ -503,6 +505,34 @@ fn as_grpc(plan: &mut Plan, f: &Facts<'_>, rest_path: Option<&str>) -> Result<()
     })?;
     plan.upstream_path = translate::grpc::path(op).to_owned();
     plan.send_path = translate::grpc::path(Op::SendMessage).to_owned();
+    plan.rewritten_body = Some(Bytes::from(pb));
+    Ok(())
+}
+
+/// Makes `plan` the call to a 0.3 gRPC agent ([`translate::grpc03`]): the 1.0 request as
+/// HTTP+JSON (moved there from a JSON-RPC caller's, the tenant spliced and the guard's redaction
+/// included), then as the 0.3 HTTP+JSON request, then as the rpc's protobuf request; or refused
+/// (an operation 0.3 lacks, a field it cannot say) before anything leaves.
+fn as_grpc03(plan: &mut Plan, f: &Facts<'_>, rest_path: Option<&str>) -> Result<(), Deny> {
+    let op = Op::from_v10(plan.method.as_str()).ok_or(Deny::MethodNotFound)?;
+    let refused = refused(plan.method);
+    let moved;
+    let (route, query, body): (&str, Option<&str>, &[u8]) = match rest_path {
+        Some(p) => (p, f.query, plan.rewritten_body.as_deref().unwrap_or(f.body)),
+        None => {
+            let rpc = f.rpc.ok_or(Deny::InvalidRequest("missing body"))?;
+            let body = plan.rewritten_body.as_deref().unwrap_or(rpc.body());
+            moved = translate::binding::rpc_request_to_rest(op, body).map_err(&refused)?;
+            (&moved.route, moved.query.as_deref(), &moved.body)
+        }
+    };
+    let r03 = translate::rest_request_to03(op, route, query, body).map_err(&refused)?;
+    let pb = translate::grpc03::request_to_pb(op, &r03.path, &r03.body).map_err(&refused)?;
+    let path = translate::grpc03::path(op).ok_or(Deny::NotInAgentVersion(plan.method))?;
+    plan.upstream_path = path.to_owned();
+    plan.send_path = translate::grpc03::path(Op::SendMessage)
+        .unwrap_or_default()
+        .to_owned();
     plan.rewritten_body = Some(Bytes::from(pb));
     Ok(())
 }

@@ -102,6 +102,24 @@ pub fn tls_fault(e: &pingora::Error) -> Option<TlsFault> {
     Some(classify_tls_text(&e.to_string()))
 }
 
+/// Names the TLS fault of a rustls error (the gRPC path's own connector keeps the error itself,
+/// so its variant is read, not its text).
+pub fn rustls_fault(e: &rustls::Error) -> TlsFault {
+    use rustls::CertificateError as C;
+    match e {
+        rustls::Error::InvalidCertificate(C::UnknownIssuer | C::BadSignature) => {
+            TlsFault::UnknownIssuer
+        }
+        rustls::Error::InvalidCertificate(
+            C::NotValidForName | C::NotValidForNameContext { .. },
+        ) => TlsFault::NameMismatch,
+        rustls::Error::InvalidCertificate(
+            C::Expired | C::ExpiredContext { .. } | C::NotValidYet | C::NotValidYetContext { .. },
+        ) => TlsFault::Expired,
+        _ => TlsFault::Handshake,
+    }
+}
+
 fn classify_tls_text(text: &str) -> TlsFault {
     let has = |s: &str| text.contains(s);
     // `BadSignature`: a CA with a trusted CA's name but another key signed it (an impostor of a

@@ -45,65 +45,106 @@ const PROBE_ID: &str = "\"a2a-egress-probe\"";
 /// the stream goes on, and the bound keeps a probe from reading a stream forever.
 const STREAM_MESSAGES: usize = 8;
 
+/// How a probe rpc's answers read as the JSON-RPC answers a JSON-RPC agent would give, in 1.0:
+/// the operation, and whether the agent is on the 0.3 service.
+#[derive(Clone, Copy)]
+struct Answers {
+    op: crate::translate::Op,
+    v03: bool,
+}
+
+impl Answers {
+    /// A unary answer (an empty body when it does not decode: no A2A answer to judge).
+    fn whole(self, bytes: &[u8]) -> Vec<u8> {
+        use crate::translate::{grpc, grpc03};
+        match self.v03 {
+            true => grpc03::answer_to10(self.op, Some(PROBE_ID), bytes),
+            false => grpc::answer_to_rpc(self.op, PROBE_ID, bytes),
+        }
+        .unwrap_or_default()
+    }
+
+    /// A stream message; `None` when it does not decode (the judgement counts what is A2A).
+    fn event(self, bytes: &[u8]) -> Option<Vec<u8>> {
+        use crate::translate::{grpc, grpc03};
+        match self.v03 {
+            true => grpc03::event_to10(self.op, Some(PROBE_ID), bytes).map(|t| t.json),
+            false => grpc::answer_to_rpc(self.op, PROBE_ID, bytes),
+        }
+        .ok()
+    }
+
+    /// The agent's error status.
+    fn status(self, s: &tonic::Status) -> Vec<u8> {
+        use crate::translate::{grpc, grpc03};
+        let code = s.code() as i32;
+        if self.v03 {
+            return grpc03::status_to10(self.op, Some(PROBE_ID), code, s.message()).1;
+        }
+        let status = grpc::Status {
+            code,
+            message: s.message(),
+            details: s.details(),
+        };
+        grpc::status_to_rpc(self.op, PROBE_ID, status)
+    }
+}
+
 impl Direct {
-    /// A probe of a gRPC agent: rpc `path` with the request's protobuf body, its headers (and the
-    /// credential) as metadata, answered as the JSON-RPC answer (or event stream) a JSON-RPC
-    /// agent would give ([`crate::translate::grpc`]).
+    /// A probe of a gRPC agent: rpc `path` (of the 1.0 or the 0.3 service) with the request's
+    /// protobuf body, its headers (and the credential) as metadata, answered as the JSON-RPC
+    /// answer (or event stream) a JSON-RPC agent would give ([`crate::translate::grpc`],
+    /// [`crate::translate::grpc03`]).
     async fn send_grpc(&self, path: &'static str, r: Request) -> Result<Response, TransportError> {
-        use crate::translate::grpc as g;
+        use crate::control::grpc_call;
         let failed = |e: crate::control::fetch::FetchError| TransportError {
             kind: e.kind(),
             detail: e.to_string(),
         };
-        let op = g::op_of_path(path).ok_or_else(|| TransportError {
-            kind: "request",
-            detail: format!("{path} is no rpc of the A2A service"),
+        let v03 = crate::translate::grpc03::op_of_path(path);
+        let op = (v03.or_else(|| crate::translate::grpc::op_of_path(path))).ok_or_else(|| {
+            TransportError {
+                kind: "request",
+                detail: format!("{path} is no rpc of the A2A service"),
+            }
         })?;
+        let answers = Answers {
+            op,
+            v03: v03.is_some(),
+        };
         let mut headers = r.headers;
         if let Some(a) = &self.authorization {
             headers.insert(http::header::AUTHORIZATION, a.clone());
         }
         let metadata = tonic::metadata::MetadataMap::from_headers(headers);
         let body = r.body.unwrap_or_default();
-        let call = crate::control::grpc_call::streaming;
         let json = |body: Vec<u8>| Response {
             status: 200,
             content_type: Some("application/json".into()),
             body: Bytes::from(body),
         };
-        let status_json = |s: &tonic::Status| {
-            let status = g::Status {
-                code: s.code() as i32,
-                message: s.message(),
-                details: s.details(),
-            };
-            g::status_to_rpc(op, PROBE_ID, status)
-        };
-        if !g::streams(op) {
-            let got = crate::control::grpc_call::unary(&r.url, path, body, metadata, &self.policy)
+        if !crate::translate::grpc::streams(op) {
+            let got = grpc_call::unary(&r.url, path, body, metadata, &self.policy)
                 .await
                 .map_err(failed)?;
             return Ok(json(match got {
-                Ok(bytes) => g::answer_to_rpc(op, PROBE_ID, &bytes).unwrap_or_default(),
-                Err(s) => status_json(&s),
+                Ok(bytes) => answers.whole(&bytes),
+                Err(s) => answers.status(&s),
             }));
         }
-        let got = call(&r.url, path, body, metadata, &self.policy, STREAM_MESSAGES)
+        let got = grpc_call::streaming(&r.url, path, body, metadata, &self.policy, STREAM_MESSAGES)
             .await
             .map_err(failed)?;
         // Refused before any message: a plain JSON-RPC error, as JSON-RPC agents answer.
         if let (true, Some(s)) = (got.messages.is_empty(), &got.status) {
-            return Ok(json(status_json(s)));
+            return Ok(json(answers.status(s)));
         }
         let mut sse = Vec::new();
-        for m in &got.messages {
-            // A message that does not decode is left out: the judgement counts what is A2A.
-            if let Ok(event) = g::answer_to_rpc(op, PROBE_ID, m) {
-                push_event(&mut sse, &event);
-            }
+        for m in got.messages.iter().filter_map(|m| answers.event(m)) {
+            push_event(&mut sse, &m);
         }
         if let Some(s) = &got.status {
-            push_event(&mut sse, &status_json(s));
+            push_event(&mut sse, &answers.status(s));
         }
         Ok(Response {
             status: 200,

@@ -10,7 +10,8 @@
 //! - [`ConfigToml`] and [`IntegrationToml`]: config *text* (what the gateway reads from disk),
 //!   and [`ConfigToml::parse`] for a validated [`Config`](crate::config::Config);
 //! - [`CardJson`]: Agent Card JSON as an agent serves it;
-//! - [`hostile`]: the one set of hostile-input generators (proptest strategies).
+//! - [`hostile`]: the one set of hostile-input generators (proptest strategies);
+//! - [`pb`]: the gRPC binding's protobuf messages as an agent sends them.
 //!
 //! A usable state from the two builders is `state::IntegrationState::for_tests`, kept in `state`
 //! itself: the kit uses nothing above `config` and `profile`, so the tests of `state` and of
@@ -27,6 +28,7 @@ mod card;
 mod config;
 pub mod hostile;
 mod integration;
+pub mod pb;
 mod profile;
 
 pub use card::CardJson;

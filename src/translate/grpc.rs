@@ -163,7 +163,10 @@ fn count_fields(mut buf: &[u8], depth: u32, left: &mut usize) -> Result<(), Walk
     Ok(())
 }
 
-fn decode<T: Message + Default + Serialize>(bytes: &[u8]) -> Result<String, TranslateError> {
+/// `T` decoded from `bytes` within the decode budget, as its ProtoJSON (also the 0.3 service's).
+pub(super) fn decode_json<T: Message + Default + Serialize>(
+    bytes: &[u8],
+) -> Result<String, TranslateError> {
     let mut left = MAX_FIELDS;
     if let Err(Walk::OverBudget) = count_fields(bytes, 0, &mut left) {
         return Err(TranslateError::TooLarge {
@@ -177,18 +180,20 @@ fn decode<T: Message + Default + Serialize>(bytes: &[u8]) -> Result<String, Tran
 /// The JSON-RPC result of `op`'s protobuf answer (a stream message for the streaming rpcs).
 fn result_of(op: Op, bytes: &[u8]) -> Result<String, TranslateError> {
     match op {
-        Op::SendMessage => decode::<pb::SendMessageResponse>(bytes),
-        Op::SendStreamingMessage | Op::SubscribeToTask => decode::<pb::StreamResponse>(bytes),
-        Op::GetTask | Op::CancelTask => decode::<pb::Task>(bytes),
-        Op::ListTasks => decode::<pb::ListTasksResponse>(bytes),
-        Op::CreatePushConfig | Op::GetPushConfig => decode::<pb::TaskPushNotificationConfig>(bytes),
-        Op::ListPushConfigs => decode::<pb::ListTaskPushNotificationConfigsResponse>(bytes),
+        Op::SendMessage => decode_json::<pb::SendMessageResponse>(bytes),
+        Op::SendStreamingMessage | Op::SubscribeToTask => decode_json::<pb::StreamResponse>(bytes),
+        Op::GetTask | Op::CancelTask => decode_json::<pb::Task>(bytes),
+        Op::ListTasks => decode_json::<pb::ListTasksResponse>(bytes),
+        Op::CreatePushConfig | Op::GetPushConfig => {
+            decode_json::<pb::TaskPushNotificationConfig>(bytes)
+        }
+        Op::ListPushConfigs => decode_json::<pb::ListTaskPushNotificationConfigsResponse>(bytes),
         // google.protobuf.Empty: what both SDKs' JSON-RPC servers answer it with.
         Op::DeletePushConfig => {
             empty(bytes)?;
             Ok("null".into())
         }
-        Op::GetExtendedAgentCard => decode::<pb::AgentCard>(bytes),
+        Op::GetExtendedAgentCard => decode_json::<pb::AgentCard>(bytes),
     }
 }
 

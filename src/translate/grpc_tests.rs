@@ -88,18 +88,8 @@ fn members_the_proto_does_not_define_are_dropped_and_wrong_types_refused() {
 
 #[test]
 fn answers_are_json_rpc_answers_with_the_callers_id() {
-    let task = pb::Task {
-        id: "t-1".into(),
-        context_id: "c-1".into(),
-        status: Some(pb::TaskStatus {
-            state: pb::TaskState::Completed as i32,
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let sent = pb::SendMessageResponse {
-        payload: Some(pb::send_message_response::Payload::Task(task.clone())),
-    };
+    let task = crate::testkit::pb::completed_task(None);
+    let sent = crate::testkit::pb::send_response(task.clone());
     let v = answer(Op::SendMessage, "\"abc\"", &sent);
     assert_eq!(v["jsonrpc"], "2.0");
     assert_eq!(v["id"], "abc");

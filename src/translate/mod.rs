@@ -20,12 +20,14 @@
 //! before it.
 //!
 //! The 1.0 gRPC binding is the other translation here (`grpc`): the gateway's JSON-RPC face ⇄
-//! the agent's protobuf messages, through the official generated types. 0.3's gRPC service is not
-//! built (its profiles stay unusable).
+//! the agent's protobuf messages, through the official generated types; 0.3's (`grpc03`) is the
+//! 0.3 HTTP+JSON request made into its protobuf request and its answers read back as 0.3
+//! HTTP+JSON, both with types generated from the official 0.3 SDK's schema.
 
 pub mod binding;
 mod errors;
 pub mod grpc;
+pub mod grpc03;
 mod objects;
 mod raw;
 mod rest;
@@ -84,7 +86,7 @@ pub struct Dialect {
 impl Dialect {
     /// The dialect of a chosen interface, when the gateway can call it: 1.0 over JSON-RPC or
     /// HTTP+JSON as it comes, 0.3 over either translated, 1.0 gRPC from JSON-RPC; `None` for
-    /// 0.3 gRPC, which the compiler leaves unusable.
+    /// a version the gateway does not speak.
     pub fn of(iface: &Interface) -> Option<Dialect> {
         // Which interfaces can be called at all is the profile's rule; this only names the dialect.
         if !iface.callable() {

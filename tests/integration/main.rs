@@ -56,6 +56,7 @@ mod lock_runtime;
 mod observability;
 mod peers_binding;
 mod peers_grpc;
+mod peers_grpc03;
 mod peers_js03;
 mod peers_smoke;
 mod peers_v03;

@@ -8,8 +8,10 @@ as a real 0.3 peer: it binds 127.0.0.1:0 itself and prints ONE JSON line on stdo
 The card is the SDK's own 0.3 `AgentCard` (top-level `url`, `preferredTransport`,
 `additionalInterfaces`, `protocolVersion` "0.3.0"), served by the SDK's app on its well-known
 route. `--transport` picks the main interface: `jsonrpc` serves JSON-RPC at `/jsonrpc` (the SDK's
-Starlette app), `rest` serves HTTP+JSON at `/rest` (the SDK's FastAPI app); the other binding is
-listed in `additionalInterfaces` only when `--both` is given (and then also served).
+Starlette app), `rest` serves HTTP+JSON at `/rest` (the SDK's FastAPI app), `grpc` serves the 0.3
+gRPC service `a2a.v1.A2AService` (the SDK's `GrpcHandler`, plaintext, on a second port the card
+names as `http://127.0.0.1:PORT`); the other HTTP binding is listed in `additionalInterfaces` only
+when `--both` is given (and then also served).
 
 What the agent does with a message, by its text:
 - `task …`: a Task (submitted), a `working` status update, one artifact echoing the text, then
@@ -96,10 +98,13 @@ class EchoExecutor(AgentExecutor):
             released.set()
 
 
-def build_card(base, transport, both, streaming=True, push=False, extended=False, skills=None):
+def build_card(base, transport, both, streaming=True, push=False, extended=False, skills=None,
+               grpc_url=None):
     urls = {'JSONRPC': base + JSONRPC_PATH, 'HTTP+JSON': base + REST_PATH}
-    main = 'JSONRPC' if transport == 'jsonrpc' else 'HTTP+JSON'
-    others = [t for t in urls if t != main] if both else []
+    if grpc_url:
+        urls['GRPC'] = grpc_url
+    main = {'jsonrpc': 'JSONRPC', 'rest': 'HTTP+JSON', 'grpc': 'GRPC'}[transport]
+    others = [t for t in urls if t != main and t != 'GRPC'] if both else []
     return AgentCard(
         name='SDK 0.3 echo',
         description='Echo agent built from the official a2a-sdk 0.3.26',
@@ -120,7 +125,7 @@ def build_card(base, transport, both, streaming=True, push=False, extended=False
 
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument('--transport', choices=['jsonrpc', 'rest'], default='jsonrpc')
+    p.add_argument('--transport', choices=['jsonrpc', 'rest', 'grpc'], default='jsonrpc')
     p.add_argument('--both', action='store_true', help='list and serve the other binding too')
     p.add_argument('--no-streaming', action='store_true', help='capabilities.streaming false')
     p.add_argument('--refuse-streams', action='store_true',
@@ -139,7 +144,18 @@ def main(argv):
     port = sock.getsockname()[1]
     base = f'http://127.0.0.1:{port}'
     streams = not (args.no_streaming or args.refuse_streams)
-    flags = dict(streaming=streams, push=args.push, extended=args.extended)
+    grpc_server, grpc_url = None, None
+    # One loop for both servers, set before the gRPC server is made (grpc.aio binds to it).
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    if args.transport == 'grpc':
+        import grpc
+        from a2a.grpc import a2a_pb2_grpc
+        from a2a.server.request_handlers import GrpcHandler
+        grpc_server = grpc.aio.server()
+        grpc_port = grpc_server.add_insecure_port('127.0.0.1:0')
+        grpc_url = f'http://127.0.0.1:{grpc_port}'
+    flags = dict(streaming=streams, push=args.push, extended=args.extended, grpc_url=grpc_url)
     card = build_card(base, args.transport, args.both, **flags)
     extended = None
     if args.extended:
@@ -164,10 +180,17 @@ def main(argv):
                                          extended_agent_card=extended, card_modifier=claim).build()
         routes.append(Mount(REST_PATH, app=rest))
     app = Starlette(routes=routes)
-    print(json.dumps({'event': 'listening', 'addr': f'127.0.0.1:{port}',
-                      'card_url': f'{base}/.well-known/agent-card.json'}), flush=True)
     config = uvicorn.Config(app, log_level='warning', lifespan='off')
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+
+    async def serve():
+        if grpc_server is not None:
+            a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(card, handler), grpc_server)
+            await grpc_server.start()
+        print(json.dumps({'event': 'listening', 'addr': f'127.0.0.1:{port}',
+                          'card_url': f'{base}/.well-known/agent-card.json'}), flush=True)
+        await uvicorn.Server(config).serve(sockets=[sock])
+
+    loop.run_until_complete(serve())
 
 
 if __name__ == '__main__':

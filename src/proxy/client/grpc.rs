@@ -71,6 +71,8 @@ pub(super) struct Rpc<'a> {
     pub metadata: tonic::metadata::MetadataMap,
     /// The binding the caller called on (and its JSON-RPC id).
     pub face: Face,
+    /// The agent speaks A2A 0.3 (`a2a.v1`): its answers are made 1.0 ([`translate::grpc03`]).
+    pub v03: bool,
 }
 
 /// Sends `rpc` to `up` and reads as much of the answer as deciding the caller's answer needs: a
@@ -96,8 +98,11 @@ async fn call<'c>(
     caller: &mut Session,
     deadlines: &UpstreamDeadlines,
 ) -> Result<super::Sent<'c>, ClientError> {
-    let op = translate::grpc::op_of_path(rpc.path)
-        .ok_or_else(|| ClientError::Grpc(format!("no rpc {:?}", rpc.path)))?;
+    let op = match rpc.v03 {
+        true => translate::grpc03::op_of_path(rpc.path),
+        false => translate::grpc::op_of_path(rpc.path),
+    }
+    .ok_or_else(|| ClientError::Grpc(format!("no rpc {:?}", rpc.path)))?;
     let mut grpc = tonic::client::Grpc::new(channel(up)?)
         .max_decoding_message_size(MAX_ANSWER_BYTES)
         .max_encoding_message_size(MAX_ANSWER_BYTES);
@@ -119,10 +124,10 @@ async fn call<'c>(
         return match answered {
             Ok(r) => {
                 let head = head(200, r.metadata(), "text/event-stream")?;
-                let events = Events::new(r.into_inner(), op, rpc.face, deadlines.idle);
+                let events = Events::new(r.into_inner(), (op, rpc.v03), rpc.face, deadlines.idle);
                 Ok(super::Sent::Stream(Response::grpc(head, Box::new(events))))
             }
-            Err(status) => failed(&status, op, &rpc.face).map(super::Sent::Whole),
+            Err(status) => failed(&status, (op, rpc.v03), &rpc.face).map(super::Sent::Whole),
         };
     }
     // One deadline for the whole unary answer, as its head and body have together elsewhere;
@@ -142,13 +147,13 @@ async fn call<'c>(
     let answer = match answered {
         Ok(r) => {
             let head = head(200, r.metadata(), "application/json")?;
-            let body = rpc.face.answer(op, r.get_ref())?;
+            let body = rpc.face.answer(op, rpc.v03, r.get_ref())?;
             Answer {
                 head,
                 body: Bytes::from(body),
             }
         }
-        Err(status) => failed(&status, op, &rpc.face)?,
+        Err(status) => failed(&status, (op, rpc.v03), &rpc.face)?,
     };
     Ok(super::Sent::Whole(answer))
 }
@@ -161,11 +166,15 @@ fn transport(e: tonic::transport::Error) -> ClientError {
 /// The answer to a status the rpc ended with before any message: the agent's A2A error as a
 /// JSON-RPC error answer, or, for a status that is the connection's and not the agent's, the
 /// failure the caller gets as 502/504.
-fn failed(status: &tonic::Status, op: translate::Op, face: &Face) -> Result<Answer, ClientError> {
+fn failed(
+    status: &tonic::Status,
+    (op, v03): (translate::Op, bool),
+    face: &Face,
+) -> Result<Answer, ClientError> {
     if let Some(e) = not_the_agents(status) {
         return Err(e);
     }
-    let (code, body) = face.error(op, status);
+    let (code, body) = face.error(op, v03, status);
     Ok(Answer {
         head: head(code, status.metadata(), "application/json")?,
         body: Bytes::from(body),

@@ -45,17 +45,39 @@ pub(super) enum Face {
 }
 
 impl Face {
-    /// The answer body of `op`'s protobuf answer (or stream message).
-    pub(super) fn answer(&self, op: Op, bytes: &[u8]) -> Result<Vec<u8>, ClientError> {
-        let json = match self {
-            Face::JsonRpc(id) => translate::grpc::answer_to_rpc(op, id, bytes),
-            Face::Rest => translate::grpc::answer_to_rest(op, bytes),
+    /// The JSON-RPC id the answers carry, `None` on HTTP+JSON.
+    fn id(&self) -> Option<&str> {
+        match self {
+            Face::JsonRpc(id) => Some(id),
+            Face::Rest => None,
+        }
+    }
+
+    /// The answer body of `op`'s protobuf answer; `v03`: of the 0.3 service's.
+    pub(super) fn answer(&self, op: Op, v03: bool, bytes: &[u8]) -> Result<Vec<u8>, ClientError> {
+        let json = match (v03, self) {
+            (true, face) => translate::grpc03::answer_to10(op, face.id(), bytes),
+            (false, Face::JsonRpc(id)) => translate::grpc::answer_to_rpc(op, id, bytes),
+            (false, Face::Rest) => translate::grpc::answer_to_rest(op, bytes),
         };
         capped(json.map_err(untranslatable)?)
     }
 
+    /// A stream message of `op` as the event data, and whether it is the last (0.3's `final`).
+    fn event(&self, op: Op, v03: bool, bytes: &[u8]) -> Result<(Vec<u8>, bool), ClientError> {
+        if !v03 {
+            return Ok((self.answer(op, false, bytes)?, false));
+        }
+        let t = translate::grpc03::event_to10(op, self.id(), bytes).map_err(untranslatable)?;
+        Ok((capped(t.json)?, t.last))
+    }
+
     /// The HTTP status and body of an agent's error answering `op`.
-    pub(super) fn error(&self, op: Op, status: &tonic::Status) -> (u16, Vec<u8>) {
+    pub(super) fn error(&self, op: Op, v03: bool, status: &tonic::Status) -> (u16, Vec<u8>) {
+        if v03 {
+            let code = status.code() as i32;
+            return translate::grpc03::status_to10(op, self.id(), code, status.message());
+        }
         match self {
             Face::JsonRpc(id) => (
                 200,
@@ -95,11 +117,37 @@ pub(super) fn not_the_agents(status: &tonic::Status) -> Option<ClientError> {
     if expired {
         return Some(ClientError::Timeout(Deadline::Header));
     }
+    if let Some(fault) = tls_fault_in(source) {
+        let error = pingora::Error::explain(
+            pingora::ErrorType::TLSHandshakeFailure,
+            format!("the gRPC call to the agent failed: {}", status.message()),
+        );
+        return Some(ClientError::Tls { fault, error });
+    }
     if source.is_some() {
         return Some(ClientError::Grpc(format!(
             "the call to the agent failed: {}",
             status.message()
         )));
+    }
+    None
+}
+
+/// The TLS fault of a failed handshake in an error's source chain: the gRPC connector's rustls
+/// error, as tokio-rustls hands it up (inside an `io::Error`).
+fn tls_fault_in(
+    mut chain: Option<&(dyn std::error::Error + 'static)>,
+) -> Option<crate::proxy::upstream::TlsFault> {
+    while let Some(e) = chain {
+        let io = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref());
+        let rustls = (io.and_then(|i| i.downcast_ref::<rustls::Error>()))
+            .or_else(|| e.downcast_ref::<rustls::Error>());
+        if let Some(r) = rustls {
+            return Some(crate::proxy::upstream::rustls_fault(r));
+        }
+        chain = e.source();
     }
     None
 }
@@ -129,22 +177,26 @@ fn made_by_tonic(status: &tonic::Status) -> Option<ClientError> {
 pub(super) struct Events {
     stream: tonic::Streaming<Bytes>,
     op: Op,
+    /// The agent speaks A2A 0.3.
+    v03: bool,
     face: Face,
     idle: Duration,
     done: bool,
 }
 
 impl Events {
-    /// The events of `stream`, the answers of `op` on the caller's `face`.
+    /// The events of `stream`, the answers of `op` (of the 0.3 service with `v03`) on the
+    /// caller's `face`.
     pub(super) fn new(
         stream: tonic::Streaming<Bytes>,
-        op: Op,
+        (op, v03): (Op, bool),
         face: Face,
         idle: Duration,
     ) -> Events {
         Events {
             stream,
             op,
+            v03,
             face,
             idle,
             done: false,
@@ -168,13 +220,18 @@ impl Events {
         };
         let (event, json) = match message {
             Ok(None) => return Ok(None),
-            Ok(Some(m)) => (None, self.face.answer(self.op, &m)?),
+            Ok(Some(m)) => {
+                let (json, last) = self.face.event(self.op, self.v03, &m)?;
+                // 0.3's `final: true`: nothing follows, whether or not the agent closes.
+                self.done = last;
+                (None, json)
+            }
             Err(status) => {
                 self.done = true;
                 if let Some(e) = not_the_agents(&status) {
                     return Err(e);
                 }
-                (Some("error"), self.face.error(self.op, &status).1)
+                (Some("error"), self.face.error(self.op, self.v03, &status).1)
             }
         };
         let mut out = Vec::with_capacity(json.len() + 24);
@@ -187,5 +244,36 @@ impl Events {
         out.extend_from_slice(&json);
         out.extend_from_slice(b"\n\n");
         Ok(Some(Bytes::from(out)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proxy::upstream::TlsFault;
+
+    /// A handshake refused by the certificate check is the TLS fault it names, whether tonic's
+    /// status holds the rustls error directly or inside the `io::Error` tokio-rustls makes.
+    #[test]
+    fn a_refused_certificate_is_a_tls_fault_not_an_unavailable_agent() {
+        let unknown = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, unknown);
+        let status = tonic::Status::from_error(Box::new(io));
+        match not_the_agents(&status) {
+            Some(ClientError::Tls { fault, .. }) => assert_eq!(fault, TlsFault::UnknownIssuer),
+            other => panic!("{other:?}"),
+        }
+        let expired = rustls::Error::InvalidCertificate(rustls::CertificateError::Expired);
+        let status = tonic::Status::from_error(Box::new(expired));
+        match not_the_agents(&status) {
+            Some(ClientError::Tls { fault, .. }) => assert_eq!(fault, TlsFault::Expired),
+            other => panic!("{other:?}"),
+        }
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let status = tonic::Status::from_error(Box::new(refused));
+        assert!(matches!(
+            not_the_agents(&status),
+            Some(ClientError::Grpc(_))
+        ));
     }
 }

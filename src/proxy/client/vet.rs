@@ -35,7 +35,8 @@ struct Translation {
 /// The translation of the attempt's answers, when they have one; `downgraded`: the request
 /// was the SendMessage of a streaming call, whose answers are SendMessage's.
 fn translation(at: Attempt<'_>, downgraded: bool) -> Option<Translation> {
-    let from_03 = at.plan.dialect.translates();
+    // A 0.3 gRPC agent's answers are made 1.0, in the caller's binding, by the gRPC client.
+    let from_03 = at.plan.dialect.translates() && !at.plan.dialect.grpc();
     let cross = at.plan.crosses().then_some(at.plan.dialect.binding);
     if !from_03 && cross.is_none() {
         return None;
