@@ -797,8 +797,8 @@ mod tests {
             check_contract(&v, &profile("https://a.example/a2a")),
             Err(ContractError::VersionPinned { .. })
         ));
-        // A 0.3 interface the gateway cannot call yet (gRPC 0.3): a pinned tenant cannot be
-        // sent; a 1.0 pin says why, before the profile's own "not built yet".
+        // A chosen 0.3 interface whose profile is unusable (built so here): a pinned tenant
+        // cannot be sent; a 1.0 pin says why, before the profile's own reason.
         let v03 = Profile::builder()
             .url("https://a.example/a2a")
             .binding(Binding::Grpc)
@@ -823,7 +823,11 @@ mod tests {
             "protocol version pinned to 1.0 but the profile chose 0.3"
         );
         let e = check_contract(&integration(), &v03).unwrap_err();
-        assert!(e.to_string().contains("which is not built yet"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("the gateway calls A2A 1.0 and 0.3 only"),
+            "{e}"
+        );
         let mut s = integration();
         s.skills = vec!["other".into()];
         assert!(

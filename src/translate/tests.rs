@@ -597,7 +597,9 @@ fn dialects() {
     );
     let grpc = Dialect::of(&iface(Binding::Grpc, "1.0")).unwrap();
     assert!(grpc.grpc() && !grpc.translates());
-    assert_eq!(Dialect::of(&iface(Binding::Grpc, "0.3")), None);
+    let grpc03 = Dialect::of(&iface(Binding::Grpc, "0.3")).unwrap();
+    assert!(grpc03.grpc() && grpc03.translates());
+    assert_eq!(Dialect::of(&iface(Binding::JsonRpc, "1.1")), None);
     for op in Op::ALL {
         assert_eq!(Op::from_v10(op.as_str()), Some(op));
     }
