@@ -11,10 +11,8 @@
 //! - the pinned (binding, version) no longer offered is breaking; still offered but another
 //!   interface preferred is review (re-run probes); the chosen interface being the pinned binding
 //!   at another protocol version (an agent moving 0.3 -> 1.0, or back) is review too: the binding
-//!   and the skills are what the workflow needs. It is reached only for a usable profile: a
-//!   chosen JSON-RPC or HTTP+JSON 0.3 interface is callable (translated), so both directions are
-//!   review; a chosen gRPC one is `TranslationNotBuilt` (unusable, so breaking by the first rule,
-//!   and no lock can be pinned on it);
+//!   and the skills are what the workflow needs. It is reached only for a usable profile: every
+//!   chosen 0.3 interface is callable (translated, gRPC included), so both directions are review;
 //! - pinned streaming lost is breaking when the integration requires streaming, else review;
 //! - per pinned skill: removed (or hidden from this caller), an input type the workflow sends no
 //!   longer accepted, none of its output types offered any more, or security that no alternative

@@ -154,9 +154,9 @@ pub enum Unusable {
         /// The (binding, version) pairs the card offered, in card order.
         offered: Vec<(String, String)>,
     },
-    /// The chosen interface speaks a binding that the gateway records but cannot call yet: gRPC
-    /// (issue 20, item 3), at either version, so no call may leave for it. Remove this variant
-    /// when the gRPC client exists.
+    /// The chosen interface is at a protocol version the gateway records but cannot call (one
+    /// other than 1.0 and 0.3, admitted by a `[client] versions` entry), so no call may leave
+    /// for it.
     TranslationNotBuilt {
         /// The chosen interface's binding (wire name).
         binding: String,

@@ -168,7 +168,7 @@ fn caps_with_03() -> ClientCaps {
 }
 
 #[test]
-fn every_03_fixture_compiles_recording_version_and_binding_and_is_callable_but_on_grpc() {
+fn every_03_fixture_compiles_recording_version_and_binding_and_is_callable_on_every_binding() {
     let files = fixtures("cards/valid/v03");
     assert!(
         files.len() >= 3,
@@ -193,34 +193,20 @@ fn every_03_fixture_compiles_recording_version_and_binding_and_is_callable_but_o
                 f.display()
             );
         }
-        // With 0.3 allowed: chosen in the card's order among what the gateway can call (0.3's
-        // gRPC service is not built: passed over, saying so); usable on JSON-RPC and HTTP+JSON
-        // (translated); a card offering only 0.3 gRPC is unusable, saying why.
+        // With 0.3 allowed: the card's first interface is chosen, whatever its binding (0.3's
+        // gRPC service is called too), and the profile is usable unless it requires an extension.
         let p = profile::compile(&v, &caps_with_03());
         let iface = p.interface.as_ref().expect("an interface is chosen");
         assert_eq!(iface.version, "0.3");
-        let at = p.interfaces.iter().position(|i| i.chosen).unwrap();
-        assert_eq!(p.interfaces[at].binding, iface.binding.as_str());
-        for skipped in &p.interfaces[..at] {
-            assert_eq!(skipped.binding, "GRPC", "{}", f.display());
-            assert!(
-                (skipped.not_chosen.as_deref().unwrap_or_default()).contains("cannot be called"),
-                "{}: {skipped:?}",
-                f.display()
-            );
-        }
-        let grpc = iface.binding == profile::Binding::Grpc;
-        if !grpc && p.required_extensions.is_empty() {
+        assert!(
+            p.interfaces[0].chosen,
+            "{}: {:?}",
+            f.display(),
+            p.interfaces
+        );
+        assert_eq!(p.interfaces[0].binding, iface.binding.as_str());
+        if p.required_extensions.is_empty() {
             assert!(p.is_usable(), "{}: {:?}", f.display(), p.reason());
-        } else if grpc {
-            assert!(
-                p.reason()
-                    .unwrap()
-                    .contains("need the 0.3 gRPC service, which is not built yet"),
-                "{}: {:?}",
-                f.display(),
-                p.reason()
-            );
         }
     }
 }
@@ -284,16 +270,15 @@ fn a_03_card_maps_interfaces_security_media_types_and_the_extended_card_flag() {
     assert_eq!(
         got,
         [
-            ("GRPC", "grpc.a.example:443", false),
-            ("HTTP+JSON", "https://a.example/rest", true),
+            ("GRPC", "grpc.a.example:443", true),
+            ("HTTP+JSON", "https://a.example/rest", false),
             ("JSONRPC", "https://a.example/a2a", false),
         ]
     );
-    // The preferred 0.3 gRPC interface cannot be called (its service is not built): the next
-    // one in the card's order is.
+    // The preferred 0.3 gRPC interface is called (the a2a.v1 service).
     assert_eq!(
         p.interface.as_ref().unwrap().binding,
-        profile::Binding::HttpJson
+        profile::Binding::Grpc
     );
     assert!(p.is_usable(), "{:?}", p.reason());
     assert!(p.extended_card && p.streaming && !p.push);

@@ -811,18 +811,10 @@ fn compiled_pricing_03() -> Profile {
     crate::profile::compile(&v, &caps)
 }
 
-/// [`compiled_pricing_03`] as `compile` will build it once JSON-RPC 0.3 is callable (the
-/// translation landing on branch v03rpc): the same profile, usable. Today's compiler marks it
-/// `TranslationNotBuilt`, and only that verdict is lifted here, so these tests read the profile
-/// the gateway will really judge.
+/// [`compiled_pricing_03`], checked usable: a chosen JSON-RPC 0.3 interface is callable
+/// (translated), offering both 0.3 HTTP bindings.
 fn pricing_profile_03() -> Profile {
-    let mut p = compiled_pricing_03();
-    if let crate::profile::Verdict::Unusable(Unusable::TranslationNotBuilt { binding, version }) =
-        &p.verdict
-    {
-        assert_eq!((binding.as_str(), version.as_str()), ("JSONRPC", "0.3"));
-        p.verdict = crate::profile::Verdict::Usable;
-    }
+    let p = compiled_pricing_03();
     assert!(p.is_usable(), "{:?}", p.verdict);
     assert_eq!(
         p.offered,
@@ -840,35 +832,17 @@ fn pricing_profile_03() -> Profile {
     p
 }
 
-/// Today's real path: a chosen 0.3 interface is `TranslationNotBuilt`, so the 0.3 profile is
-/// unusable and, against the lock pinned on it (`pricing-v03.lock.json`), breaking with that
-/// reason and nothing else. Once JSON-RPC 0.3 is callable the same card against its own lock is
-/// compatible: the test says which of the two the compiler does now.
+/// A 0.3 profile against the lock pinned on it (`pricing-v03.lock.json`) is compatible: the
+/// gateway calls it through translation.
 #[test]
-fn a_0_3_profile_the_gateway_cannot_call_yet_is_breaking_against_its_lock() {
+fn a_0_3_profile_is_compatible_with_the_lock_pinned_on_it() {
     let path = format!(
         "{}/tests/fixtures/lock/pricing-v03.lock.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let l = crate::lock::wire::parse(&std::fs::read(&path).unwrap(), &path).unwrap();
-    let p = compiled_pricing_03();
-    match &p.verdict {
-        crate::profile::Verdict::Unusable(Unusable::TranslationNotBuilt { .. }) => {
-            let why = p.reason().unwrap();
-            assert!(why.contains("JSONRPC 0.3"), "{why}");
-            let expected = [format!("breaking: usable: true -> false ({why})")];
-            assert_eq!(lines(&check_against_lock(&p, &l)), expected);
-            // Between two such profiles with the lock: the same one finding.
-            let v = diff_profiles(&p, &p, Some(&l));
-            assert_eq!(lines(&v), expected);
-            assert_eq!(v.class, Class::Breaking);
-        }
-        crate::profile::Verdict::Usable => {
-            let v = check_against_lock(&p, &l);
-            assert_eq!(v.class, Class::Compatible, "{:?}", lines(&v));
-        }
-        other => panic!("{other:?}"),
-    }
+    let v = check_against_lock(&pricing_profile_03(), &l);
+    assert_eq!(v.class, Class::Compatible, "{:?}", lines(&v));
 }
 
 #[test]
