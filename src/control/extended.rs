@@ -143,16 +143,7 @@ pub async fn fetch_extended(
             body: None,
             follow_redirects: false,
         },
-        // The 0.3 service answers with its proto `AgentCard`, whose ProtoJSON is not the 0.3 JSON
-        // card the card rules read (security schemes, for one, are proto oneofs): not read.
-        Binding::Grpc if v03 => {
-            return Err(ExtendedError::Malformed(
-                "the extended card of an A2A 0.3 gRPC agent is not read (its proto AgentCard is \
-                 not the 0.3 JSON card)"
-                    .into(),
-            ));
-        }
-        Binding::Grpc => return fetch_grpc(iface, tenant, headers, policy).await,
+        Binding::Grpc => return fetch_grpc(iface, tenant, headers, policy, v03).await,
     };
     let binding = iface.binding;
     let resp = fetcher.send(req, policy).await?;
@@ -174,30 +165,44 @@ pub async fn fetch_extended(
     }
 }
 
-/// The `GetExtendedAgentCard` rpc of a 1.0 gRPC agent, through the control plane's guarded gRPC
-/// call: the JSON-RPC request's params made the protobuf request, and the answer or status made
-/// the JSON-RPC answer a JSON-RPC agent would give (`translate::grpc`), read as one. `headers`
-/// (the version and the credential) go as metadata.
+/// The extended card of a gRPC agent, through the control plane's guarded gRPC call, with
+/// `headers` (the version and the credential) as metadata. A 1.0 agent's `GetExtendedAgentCard`
+/// rpc: the JSON-RPC request's params made the protobuf request, and the answer or status made
+/// the JSON-RPC answer a JSON-RPC agent would give (`translate::grpc`). A 0.3 agent's
+/// `GetAgentCard` (what the official 0.3 client calls for the extended card): its proto
+/// `AgentCard` made the 0.3 JSON card (`translate::grpc03::card_to_json`), which validation then
+/// converts like any 0.3 card; a status is the 0.3 error it names.
 async fn fetch_grpc(
     iface: &Interface,
     tenant: Option<&str>,
     mut headers: http::HeaderMap,
     policy: &FetchPolicy,
+    v03: bool,
 ) -> Result<ExtendedOutcome, ExtendedError> {
-    use translate::grpc as g;
+    use translate::{grpc as g, grpc03 as g03};
     let op = Op::GetExtendedAgentCard;
-    let request = g::request_to_pb(op, &jsonrpc_body(false, tenant))
-        .map_err(|e| ExtendedError::Malformed(e.to_string()))?;
+    let malformed = |e: translate::TranslateError| ExtendedError::Malformed(e.to_string());
+    let (path, request) = if v03 {
+        // `GetAgentCardRequest` has no fields: its encoding is empty.
+        (g03::path(op).expect("0.3 has GetAgentCard"), Vec::new())
+    } else {
+        let body = jsonrpc_body(false, tenant);
+        (g::path(op), g::request_to_pb(op, &body).map_err(malformed)?)
+    };
     headers.remove(http::header::ACCEPT);
     let metadata = tonic::metadata::MetadataMap::from_headers(headers);
     let url = iface.call_url();
     let answered =
-        crate::control::grpc_call::unary(&url, g::path(op), Bytes::from(request), metadata, policy)
+        crate::control::grpc_call::unary(&url, path, Bytes::from(request), metadata, policy)
             .await?;
     let id = serde_json::to_string(RPC_ID).expect("a string");
     let json = match answered {
-        Ok(bytes) => g::answer_to_rpc(op, &id, &bytes)
-            .map_err(|e| ExtendedError::Malformed(e.to_string()))?,
+        Ok(bytes) if v03 => {
+            return Ok(ExtendedOutcome::Card(Bytes::from(
+                g03::card_to_json(&bytes).map_err(malformed)?,
+            )));
+        }
+        Ok(bytes) => g::answer_to_rpc(op, &id, &bytes).map_err(malformed)?,
         Err(status) => {
             // The gRPC binding's refusals of the credential.
             match status.code() {
@@ -209,12 +214,16 @@ async fn fetch_grpc(
                 }
                 _ => {}
             }
-            let s = g::Status {
-                code: status.code() as i32,
-                message: status.message(),
-                details: status.details(),
-            };
-            g::status_to_rpc(op, &id, s)
+            if v03 {
+                g03::status_to10(op, Some(&id), status.code() as i32, status.message()).1
+            } else {
+                let s = g::Status {
+                    code: status.code() as i32,
+                    message: status.message(),
+                    details: status.details(),
+                };
+                g::status_to_rpc(op, &id, s)
+            }
         }
     };
     parse_jsonrpc(200, &Bytes::from(json))

@@ -163,18 +163,22 @@ fn count_fields(mut buf: &[u8], depth: u32, left: &mut usize) -> Result<(), Walk
     Ok(())
 }
 
-/// `T` decoded from `bytes` within the decode budget, as its ProtoJSON (also the 0.3 service's).
-pub(super) fn decode_json<T: Message + Default + Serialize>(
-    bytes: &[u8],
-) -> Result<String, TranslateError> {
+/// `T` decoded from `bytes` within the decode budget (also the 0.3 service's messages).
+pub(super) fn decode_within<T: Message + Default>(bytes: &[u8]) -> Result<T, TranslateError> {
     let mut left = MAX_FIELDS;
     if let Err(Walk::OverBudget) = count_fields(bytes, 0, &mut left) {
         return Err(TranslateError::TooLarge {
             mib: crate::json::TREE_BUDGET >> 20,
         });
     }
-    let m = T::decode(bytes).map_err(|_| undecodable())?;
-    serde_json::to_string(&m).map_err(|_| undecodable())
+    T::decode(bytes).map_err(|_| undecodable())
+}
+
+/// `T` decoded from `bytes` within the decode budget, as its ProtoJSON (also the 0.3 service's).
+pub(super) fn decode_json<T: Message + Default + Serialize>(
+    bytes: &[u8],
+) -> Result<String, TranslateError> {
+    serde_json::to_string(&decode_within::<T>(bytes)?).map_err(|_| undecodable())
 }
 
 /// The JSON-RPC result of `op`'s protobuf answer (a stream message for the streaming rpcs).

@@ -17,6 +17,9 @@ use serde::de::DeserializeOwned;
 use super::grpc::decode_json as decode;
 use super::{Op, TranslateError};
 
+mod card;
+pub use card::card_to_json;
+
 /// The generated 0.3 messages (`a2a.v1`).
 #[allow(
     clippy::all,

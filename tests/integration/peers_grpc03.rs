@@ -122,3 +122,46 @@ async fn raw_calls_and_probes_reach_the_0_3_service() {
     assert!(stdout.contains("streaming: ok"), "{all}");
     assert!(stdout.contains("input:text/plain: ok"), "{all}");
 }
+
+/// A 0.3 gRPC agent's extended card is its `GetAgentCard` rpc (what the official 0.3 client
+/// calls): with a credential, the proto card (security schemes as oneofs, requirements as
+/// `schemes` maps) becomes the 0.3 JSON card, is validated strictly and compiled for that
+/// credential, so its extra skill is in the profile; without one the public card is all there is.
+#[tokio::test]
+async fn the_extended_card_of_a_0_3_grpc_agent_is_its_get_agent_card_rpc() {
+    use std::os::unix::fs::PermissionsExt;
+    const TOKEN: &str = "grpc03-admin-token-0123456789abcdef";
+    let agent = SdkAgent::start_v03(&["--transport", "grpc", "--extended"]);
+    let view = |extra: &'static str| {
+        let agent = &agent;
+        async move {
+            let dir = tempfile::tempdir().unwrap();
+            for (name, text) in [("admin.token", TOKEN), ("partner.token", "partner-secret")] {
+                let path = dir.path().join(name);
+                std::fs::write(&path, format!("{text}\n")).unwrap();
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+            }
+            let text = format!(
+                "{}\n[admin]\ntoken_file = \"admin.token\"\n",
+                config(agent, extra).await
+            );
+            let gw = InProcess::start_in(dir, &text).await;
+            let r = crate::common::http()
+                .get(gw.admin_url("/v1/integrations/g"))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap();
+            r.json::<Value>().await.unwrap()
+        }
+    };
+    let v = view("credential = { type = \"bearer\", file = \"partner.token\" }").await;
+    assert_eq!(v["usable"], true, "{v:#}");
+    // The card the SDK's proto carried (with its two security schemes and the skill's
+    // requirement) passed the strict 0.3 schema, or its skill would not be here.
+    let skills = |v: &Value| v["untrusted"]["other_skills"].clone();
+    assert_eq!(skills(&v), serde_json::json!(["secret"]), "{v:#}");
+    let v = view("").await;
+    assert_eq!(v["usable"], true, "{v:#}");
+    assert_eq!(skills(&v), serde_json::json!([]), "{v:#}");
+}

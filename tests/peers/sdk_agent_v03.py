@@ -28,7 +28,9 @@ Flags for the 0.3 features the gateway translates:
   -32603 "Streaming is not supported by the agent" (the card claims what the server refuses);
 - `--push`: `capabilities.pushNotifications: true`, with the SDK's in-memory push config store;
 - `--extended`: `supportsAuthenticatedExtendedCard: true`, serving an extended card with one more
-  skill (`secret`) on `agent/getAuthenticatedExtendedCard`.
+  skill (`secret`, requiring the `bearer` scheme) and two security schemes on
+  `agent/getAuthenticatedExtendedCard`, `GET /v1/card`, and (with `--transport grpc`) the gRPC
+  service's `GetAgentCard`.
 """
 
 import argparse
@@ -48,7 +50,8 @@ from a2a.server.apps import A2ARESTFastAPIApplication, A2AStarletteApplication
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryPushNotificationConfigStore, InMemoryTaskStore, TaskUpdater
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TextPart
+from a2a.types import (AgentCapabilities, AgentCard, AgentInterface, AgentSkill, APIKeySecurityScheme,
+                       HTTPAuthSecurityScheme, In, Part, SecurityScheme, TextPart)
 from a2a.utils import new_agent_text_message, new_task
 
 JSONRPC_PATH = '/jsonrpc'
@@ -160,8 +163,14 @@ def main(argv):
     extended = None
     if args.extended:
         secret = AgentSkill(id='secret', name='Secret', description='only on the extended card',
-                            tags=['extended'], input_modes=['text/plain'], output_modes=['text/plain'])
+                            tags=['extended'], input_modes=['text/plain'], output_modes=['text/plain'],
+                            security=[{'bearer': []}])
         extended = build_card(base, args.transport, args.both, skills=[secret], **flags)
+        # Security schemes of two kinds, which the gRPC service's proto holds as oneofs.
+        extended.security_schemes = {
+            'bearer': SecurityScheme(root=HTTPAuthSecurityScheme(scheme='bearer', bearer_format='opaque')),
+            'key': SecurityScheme(root=APIKeySecurityScheme(name='X-Key', in_=In.header)),
+        }
     handler = DefaultRequestHandler(
         agent_executor=EchoExecutor(), task_store=InMemoryTaskStore(),
         push_config_store=InMemoryPushNotificationConfigStore() if args.push else None)
@@ -184,7 +193,10 @@ def main(argv):
 
     async def serve():
         if grpc_server is not None:
-            a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(card, handler), grpc_server)
+            # The 0.3 service has one card rpc (GetAgentCard), which the 0.3 client calls for the
+            # extended card: the SDK's handler answers it with the card it is given.
+            served = GrpcHandler(extended or card, handler)
+            a2a_pb2_grpc.add_A2AServiceServicer_to_server(served, grpc_server)
             await grpc_server.start()
         print(json.dumps({'event': 'listening', 'addr': f'127.0.0.1:{port}',
                           'card_url': f'{base}/.well-known/agent-card.json'}), flush=True)
