@@ -511,3 +511,84 @@ fn translate_binding_corpus_keeps_its_invariants() {
         "every direction moves a seed: {moved:?}"
     );
 }
+
+/// The `translate_grpc03` corpus (fuzz/fuzz_targets/translate_grpc03.rs), replayed on stable:
+/// whatever translates is one JSON object without duplicate keys (a JSON-RPC one keeps the id,
+/// with exactly one of `result`/`error`); a status always is one; a card that converts is read by
+/// the card rules; the seeds (written by the official a2a-sdk 0.3.26 generated types) translate
+/// in every direction.
+#[test]
+fn translate_grpc03_corpus_keeps_its_invariants() {
+    use a2a_egress::translate::Op;
+    use a2a_egress::translate::grpc03 as g;
+    let object = |json: &[u8], rpc: bool, at: &str| {
+        let text = std::str::from_utf8(json).unwrap();
+        let dup = a2a_egress::json::duplicate_keys(text, 1).unwrap();
+        assert!(dup.is_empty(), "{at}: {text}");
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert!(v.is_object(), "{at}: {text}");
+        if rpc {
+            assert_eq!(v["id"], "id-1", "{at}: {text}");
+            assert!(
+                v.get("result").is_some() != v.get("error").is_some(),
+                "{at}"
+            );
+        }
+    };
+    let mut moved = [0; 5];
+    for (path, bytes) in corpus("translate_grpc03") {
+        let Some((&pick, rest)) = bytes.split_first() else {
+            continue;
+        };
+        let op = Op::ALL[usize::from(pick / 5) % Op::ALL.len()];
+        let at = path.display().to_string();
+        let d = usize::from(pick % 5);
+        let ok = match d {
+            0 => std::str::from_utf8(rest).is_ok_and(|text| {
+                let (route, body) = text.split_once('\n').unwrap_or((text, ""));
+                g::request_to_pb(op, route, body.as_bytes()).is_ok()
+            }),
+            1 => {
+                let rpc = g::answer_to10(op, Some("\"id-1\""), rest);
+                let rest_ = g::answer_to10(op, None, rest);
+                if let (Ok(a), Ok(b)) = (&rpc, &rest_) {
+                    object(a, true, &at);
+                    object(b, false, &at);
+                }
+                rpc.is_ok() && rest_.is_ok()
+            }
+            2 => {
+                let rpc = g::event_to10(op, Some("\"id-1\""), rest);
+                let rest_ = g::event_to10(op, None, rest);
+                if let (Ok(a), Ok(b)) = (&rpc, &rest_) {
+                    object(&a.json, true, &at);
+                    object(&b.json, false, &at);
+                }
+                rpc.is_ok() && rest_.is_ok()
+            }
+            3 => {
+                let Some((code, message)) = rest.split_first() else {
+                    continue;
+                };
+                let message = String::from_utf8_lossy(message);
+                let code = i32::from(*code % 17);
+                object(
+                    &g::status_to10(op, Some("\"id-1\""), code, &message).1,
+                    true,
+                    &at,
+                );
+                object(&g::status_to10(op, None, code, &message).1, false, &at);
+                true
+            }
+            _ => g::card_to_json(rest).is_ok_and(|json| {
+                object(&json, false, &at);
+                a2a_egress::card::validate(&json, &CardPolicy::default(), None).is_ok()
+            }),
+        };
+        moved[d] += usize::from(ok);
+    }
+    assert!(
+        moved.iter().all(|n| *n > 0),
+        "every direction translates a seed: {moved:?}"
+    );
+}

@@ -429,4 +429,44 @@ mod tests {
         assert!(e.to_string().contains("securitySchemes"), "{e}");
         assert!(card_to_json(b"\xff\xff\xff").is_err());
     }
+
+    mod props {
+        use proptest::prelude::*;
+
+        use super::*;
+        use crate::testkit::hostile::hostile_string;
+
+        proptest! {
+            /// Hostile text (multi-byte, control, bidi) in every string and map key is written
+            /// unchanged, and a message sent twice over (protobuf merges: repeated fields grow,
+            /// a map key seen again replaces the first) still gives one JSON object without
+            /// duplicate keys.
+            #[test]
+            fn hostile_names_and_repeated_map_keys_stay_one_object(
+                name in hostile_string(),
+                scheme_name in hostile_string(),
+                scope in hostile_string(),
+            ) {
+                let mut c = card();
+                c.name = name.clone();
+                let bearer = c.security_schemes["bearer"].clone();
+                c.security_schemes.insert(scheme_name.clone(), bearer);
+                c.security.push(requirement(&scheme_name, &[&scope]));
+                let once = c.encode_to_vec();
+                let twice = [once.clone(), once.clone()].concat();
+                for bytes in [once, twice] {
+                    let json = card_to_json(&bytes).unwrap();
+                    let text = std::str::from_utf8(&json).unwrap();
+                    prop_assert!(crate::json::duplicate_keys(text, 1).unwrap().is_empty(), "{}", text);
+                    let v: Value = serde_json::from_str(text).unwrap();
+                    prop_assert_eq!(v["name"].as_str(), Some(name.as_str()));
+                    prop_assert!(v["securitySchemes"].get(&scheme_name).is_some(), "{}", text);
+                    prop_assert_eq!(
+                        &v["security"][1][&scheme_name][0],
+                        &Value::from(scope.as_str())
+                    );
+                }
+            }
+        }
+    }
 }
