@@ -806,6 +806,69 @@ def sse_targets(procs, agent, nginx_agent, bare_agent, gw):
     ], body, hdrs
 
 
+# Issue 20's SSE row: a stream through the 0.3 translation. The official Python a2a-sdk 0.3.26
+# agent (tests/peers/sdk_agent_v03.py, in the .venv03 that scripts/test.sh makes) answers a
+# `task …` stream with four events; it is read direct (0.3 `message/stream`) and through a
+# gateway of its own (1.0 SendStreamingMessage, translated both ways), alternating.
+V03_PYTHON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".venv03", "bin", "python")
+V03_AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "peers",
+                         "sdk_agent_v03.py")
+
+
+def sse_v03(procs, out, bin_path, rounds):
+    """Time to first event, direct to the 0.3 agent and through a2a-egress (rows of the SSE
+    table); {} when the 0.3 venv is missing (say so)."""
+    if not os.path.exists(V03_PYTHON):
+        print(f"    (no {V03_PYTHON}: run scripts/test.sh once; the 0.3 SSE rows are skipped)",
+              flush=True)
+        return {}
+    _, line = procs.start("agent-v03", [V03_PYTHON, V03_AGENT], CPU_LOAD, first_line=True)
+    card = line["card_url"]
+    origin = card.split("/.well-known")[0]
+    cfg = os.path.join(out, "gateway-v03.toml")
+    with open(cfg, "w") as f:
+        f.write(f"""[client]
+allow_plain_http = true
+versions = ["1.0", "0.3"]
+[listen]
+proxy = "127.0.0.1:0"
+admin = "127.0.0.1:0"
+
+[[integrations]]
+name = "v03"
+card = "{card}"
+origins = ["{origin}"]
+data_classes = ["internal"]
+credential = {{ type = "none" }}
+skills = ["echo"]
+""")
+    _, gline = start_gateway(procs, "gateway-v03", bin_path, cfg, log=True)
+    direct = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {
+        "message": {"kind": "message", "messageId": "m-1", "role": "user",
+                    "parts": [{"kind": "text", "text": "task stream"}]}}})
+    through = message_body(0, method="SendStreamingMessage", text="task stream")
+    hdrs = dict(HEADERS, accept="text/event-stream")
+    hdrs03 = {"content-type": "application/json", "accept": "text/event-stream"}
+    targets = [("direct (0.3 agent)", line["addr"], "/jsonrpc", direct, hdrs03),
+               ("a2a-egress → 0.3 agent", gline["proxy"], "/agents/v03", through, hdrs)]
+    rows = {}
+    for name, addr, path, body, h in targets:
+        host, port = addr.split(":")
+        sse_once(host, int(port), path, body, h)  # warm-up: connection set-up, first compile
+    runs = {name: [] for name, *_ in targets}
+    for _ in range(rounds):
+        for name, addr, path, body, h in targets:
+            host, port = addr.split(":")
+            runs[name].append(sse_once(host, int(port), path, body, h))
+    for name, got in runs.items():
+        rows[name] = {"ttfe_ms": median([r[0] * 1e3 if r else None for r in got]),
+                      "events": median([len(r) for r in got]),
+                      "span_ms": median([(r[-1] - r[0]) * 1e3 if len(r) > 1 else None for r in got]),
+                      "gaps": [round((b - a) * 1e3, 1) for a, b in zip(got[-1], got[-1][1:])]
+                      if got and got[-1] else []}
+    return rows
+
+
 def run_sse(targets, body, hdrs, rounds):
     res = {name: [] for name, _, _ in targets}
     for _ in range(rounds):
@@ -1183,7 +1246,8 @@ def write_results(path, ctx):
               f"{'' if t.key.startswith('direct') else fmt(add99)} | {s['errors']} | "
               f"{s['up_conns']}{reuse} | {rss} |")
         w("")
-    w("## SSE pass-through (reference agent, 10 parts 20 ms apart)")
+    w("## SSE pass-through (reference agent, 10 parts 20 ms apart; the 0.3 rows: the official "
+      "Python a2a-sdk 0.3.26 agent, 4 events, translated both ways)")
     w("")
     w("| target | time to first event ms | events | first → last event ms | gaps of the last run ms |")
     w("|---|---|---|---|---|")
@@ -1333,6 +1397,12 @@ def targets_table(S, ctx):
         rows.append(("upstream connection reuse (a2a-egress, nginx upstream)", "≥ 99.9%",
                      f"{min(reuse):.3f}%", min(reuse) >= 99.9))
     sse = ctx["sse"]
+    d03, g03 = sse.get("direct (0.3 agent)"), sse.get("a2a-egress → 0.3 agent")
+    if d03 and g03 and d03["ttfe_ms"] is not None and g03["ttfe_ms"] is not None:
+        dt = g03["ttfe_ms"] - d03["ttfe_ms"]
+        rows.append(("SSE time to first event through the 0.3 translation vs direct",
+                     "within +0.5 ms", f"{dt:+.2f} ms ({g03['events']} of {d03['events']} events)",
+                     dt <= 0.5 and g03["events"] == d03["events"]))
     if "direct" in sse and "a2a-egress" in sse and sse["direct"]["ttfe_ms"] is not None:
         dt = sse["a2a-egress"]["ttfe_ms"] - sse["direct"]["ttfe_ms"]
         rows.append(("SSE time to first event vs direct", "within 1 ms", f"+{dt:.2f} ms", dt <= 1.0))
@@ -1758,6 +1828,7 @@ def main():
         print("==> SSE pass-through", flush=True)
         st, body, hdrs = sse_targets(procs, agent, nx[2], bare_a, gw[1]["proxy"])
         ctx["sse"] = run_sse(st, body, hdrs, 3 if args.quick else 10)
+        ctx["sse"].update(sse_v03(procs, args.out, args.bin, 3 if args.quick else 20))
         ctx["threads"] = {"a2a-egress": threads(gw[0]), "bare pingora": threads(P["bare-fixed"]),
                           "nginx proxy": threads(P["nginx-proxy"])}
         # Issue 22's rows: a gateway pair of their own (their card takes data parts), stopped after.

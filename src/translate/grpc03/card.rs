@@ -268,13 +268,63 @@ mod tests {
         }
     }
 
-    /// A 0.3 card with every kind of security scheme, a skill requirement and an extension, as
-    /// the official SDK's gRPC server sends it.
-    fn card() -> pb::AgentCard {
+    /// One scheme of every kind the 0.3 proto's oneof holds.
+    fn schemes() -> HashMap<String, pb::SecurityScheme> {
         let scopes = HashMap::from([
             ("write".to_owned(), "Write".to_owned()),
             ("read".to_owned(), "Read".to_owned()),
         ]);
+        HashMap::from([
+            (
+                "key".to_owned(),
+                scheme(Scheme::ApiKeySecurityScheme(pb::ApiKeySecurityScheme {
+                    location: "header".into(),
+                    name: "X-Key".into(),
+                    ..Default::default()
+                })),
+            ),
+            (
+                "bearer".to_owned(),
+                scheme(Scheme::HttpAuthSecurityScheme(pb::HttpAuthSecurityScheme {
+                    scheme: "bearer".into(),
+                    bearer_format: "JWT".into(),
+                    description: "tokens".into(),
+                })),
+            ),
+            (
+                "oauth".to_owned(),
+                scheme(Scheme::Oauth2SecurityScheme(pb::OAuth2SecurityScheme {
+                    flows: Some(pb::OAuthFlows {
+                        flow: Some(pb::o_auth_flows::Flow::ClientCredentials(
+                            pb::ClientCredentialsOAuthFlow {
+                                token_url: "https://a.example/token".into(),
+                                scopes,
+                                ..Default::default()
+                            },
+                        )),
+                    }),
+                    ..Default::default()
+                })),
+            ),
+            (
+                "oidc".to_owned(),
+                scheme(Scheme::OpenIdConnectSecurityScheme(
+                    pb::OpenIdConnectSecurityScheme {
+                        open_id_connect_url: "https://a.example/.well-known/openid".into(),
+                        ..Default::default()
+                    },
+                )),
+            ),
+            (
+                "mtls".to_owned(),
+                scheme(Scheme::MtlsSecurityScheme(Default::default())),
+            ),
+        ])
+    }
+
+    /// A 0.3 card with every kind of security scheme, a skill requirement and an extension, as
+    /// the official SDK's gRPC server sends it.
+    fn card() -> pb::AgentCard {
         pb::AgentCard {
             protocol_version: "0.3.0".into(),
             name: "g".into(),
@@ -296,52 +346,7 @@ mod tests {
                 }],
                 ..Default::default()
             }),
-            security_schemes: HashMap::from([
-                (
-                    "key".to_owned(),
-                    scheme(Scheme::ApiKeySecurityScheme(pb::ApiKeySecurityScheme {
-                        location: "header".into(),
-                        name: "X-Key".into(),
-                        ..Default::default()
-                    })),
-                ),
-                (
-                    "bearer".to_owned(),
-                    scheme(Scheme::HttpAuthSecurityScheme(pb::HttpAuthSecurityScheme {
-                        scheme: "bearer".into(),
-                        bearer_format: "JWT".into(),
-                        description: "tokens".into(),
-                    })),
-                ),
-                (
-                    "oauth".to_owned(),
-                    scheme(Scheme::Oauth2SecurityScheme(pb::OAuth2SecurityScheme {
-                        flows: Some(pb::OAuthFlows {
-                            flow: Some(pb::o_auth_flows::Flow::ClientCredentials(
-                                pb::ClientCredentialsOAuthFlow {
-                                    token_url: "https://a.example/token".into(),
-                                    scopes,
-                                    ..Default::default()
-                                },
-                            )),
-                        }),
-                        ..Default::default()
-                    })),
-                ),
-                (
-                    "oidc".to_owned(),
-                    scheme(Scheme::OpenIdConnectSecurityScheme(
-                        pb::OpenIdConnectSecurityScheme {
-                            open_id_connect_url: "https://a.example/.well-known/openid".into(),
-                            ..Default::default()
-                        },
-                    )),
-                ),
-                (
-                    "mtls".to_owned(),
-                    scheme(Scheme::MtlsSecurityScheme(Default::default())),
-                ),
-            ]),
+            security_schemes: schemes(),
             security: vec![requirement("bearer", &[])],
             default_input_modes: vec!["text/plain".into()],
             default_output_modes: vec!["text/plain".into()],
