@@ -47,6 +47,12 @@ use a2a_egress::state::{IntegrationState, Snapshot, Store};
 use a2a_egress::translate::{self, Op};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+
+// What the binary pays: the gateway runs on mimalloc (`src/main.rs`), and the translations'
+// small allocations cost several times as much on glibc malloc (as `benches/compile.rs` found).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use http::{HeaderMap, HeaderValue};
 use serde_json::json;
 

@@ -16,7 +16,9 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 
 mod tree;
-pub use tree::{TREE_BUDGET, check_tree, check_tree_text, tree_bound};
+pub use tree::{
+    Bound, MAX_TREE_PER_BYTE, TREE_BUDGET, TREE_FIXED, check_tree, check_tree_text, tree_bound,
+};
 
 /// Deepest nesting scanned (serde_json's own default limit, so both agree on what is too deep).
 pub const MAX_DEPTH: usize = 128;
@@ -65,19 +67,21 @@ enum Frame<'a> {
 pub enum Token {
     /// `{` (`object`) or `[` opens a container, at byte offset `at`.
     Open { object: bool, at: usize },
-    /// `}` or `]` closes the innermost container.
-    Close,
+    /// `}` or `]`, at byte offset `at`, closes the innermost container.
+    Close { at: usize },
     /// `,` inside an array: the next element begins.
     NextIndex,
     /// An object key: the string literal whose quotes are at `open` and `close`.
     Key { open: usize, close: usize },
     /// A string value: the literal whose quotes are at `open` and `close`.
     Str { open: usize, close: usize },
+    /// A number, `true`, `false` or `null`: the bytes `start..end`.
+    Scalar { start: usize, end: usize },
 }
 
 /// The one walk over JSON text every reader of this module shares: calls `on` for each container,
-/// array element boundary, key and string value, in document order; numbers, literals and
-/// whitespace are skipped. Fails on nesting deeper than [`MAX_DEPTH`] and on unbalanced or
+/// array element boundary, key, string value and other scalar, in document order; whitespace and
+/// separators are skipped. Fails on nesting deeper than [`MAX_DEPTH`] and on unbalanced or
 /// unterminated text (for anything else the events are unspecified but the walk terminates).
 pub fn walk(
     text: &str,
@@ -104,7 +108,7 @@ pub fn walk(
             b'}' | b']' => {
                 objects.pop().ok_or(ScanError::Malformed)?;
                 expect_key = false;
-                on(Token::Close)?;
+                on(Token::Close { at: i })?;
             }
             b',' => match objects.last() {
                 Some(false) => on(Token::NextIndex)?,
@@ -120,6 +124,19 @@ pub fn walk(
                 })?;
                 expect_key = false;
                 i = close;
+            }
+            b'-' | b'0'..=b'9' | b't' | b'f' | b'n' => {
+                let len = bytes
+                    .get(i..)
+                    .unwrap_or_default()
+                    .iter()
+                    .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                    .unwrap_or(bytes.len() - i);
+                on(Token::Scalar {
+                    start: i,
+                    end: i + len,
+                })?;
+                i += len - 1;
             }
             _ => {}
         }
@@ -172,7 +189,7 @@ pub fn visit_strings<'a>(
                     Seg::Index(0)
                 });
             }
-            Token::Close => {
+            Token::Close { .. } => {
                 segs.pop();
             }
             Token::NextIndex => {
@@ -200,6 +217,7 @@ pub fn visit_strings<'a>(
                     close,
                 });
             }
+            Token::Scalar { .. } => {}
         }
         Ok(())
     })
@@ -238,7 +256,7 @@ pub fn duplicate_keys(text: &str, limit: usize) -> Result<Vec<String>, ScanError
             } else {
                 Frame::Array { index: 0 }
             }),
-            Token::Close => {
+            Token::Close { .. } => {
                 if let Some(Frame::Object { start, .. }) = stack.pop() {
                     keys.truncate(start);
                 }
@@ -265,7 +283,7 @@ pub fn duplicate_keys(text: &str, limit: usize) -> Result<Vec<String>, ScanError
                     }
                 }
             }
-            Token::Str { .. } => {}
+            Token::Str { .. } | Token::Scalar { .. } => {}
         }
         Ok(())
     })?;

@@ -30,6 +30,15 @@ use serde_json::Value;
 
 use super::{ScanError, Token, unescape, walk};
 
+/// More bytes of `Value` tree than this per byte of text, plus [`TREE_FIXED`], no document takes
+/// ([`tree_bound`]'s costliest shape, `[[[…]]]` 127 deep, about 145: a 4-element `Vec<Value>`
+/// and its growth per two bytes), nested raw-value texts aside. A reader may skip the bound of a text so short that this
+/// stays well within [`TREE_BUDGET`] (`tests` holds the shapes that cost most to it).
+pub const MAX_TREE_PER_BYTE: usize = 256;
+
+/// The part of that limit a small document takes whatever its length (one object's table).
+pub const TREE_FIXED: usize = 4096;
+
 /// Most bytes the `Value` tree of one agent answer may take (see the module doc): 64 MiB. The
 /// checks that build one run without awaiting while it lives, so at most one per worker thread
 /// exists at once; the sidecar's memory limit counts `worker_threads × TREE_BUDGET`.
@@ -185,45 +194,80 @@ fn next_is(bytes: &[u8], at: usize, want: u8) -> bool {
 }
 
 fn bound_at(text: &str, nesting: usize) -> Result<usize, ScanError> {
-    let bytes = text.as_bytes();
-    let mut open: Vec<Level> = Vec::new();
-    let mut sum = Sum::default();
-    // The next string value is the text of a `RAW_VALUE_KEY` member.
-    let mut raw_next = false;
-    walk(text, |t| {
+    let mut bound = Bound::at(text, nesting);
+    walk(text, |t| bound.on(t))?;
+    Ok(bound.total())
+}
+
+/// [`tree_bound`] fed one token at a time, so a reader with a walk of its own over the text
+/// (the translator's index) judges the budget in that same walk instead of a second one.
+pub struct Bound<'t> {
+    text: &'t str,
+    nesting: usize,
+    open: Vec<Level>,
+    sum: Sum,
+    /// The next string value is the text of a `RAW_VALUE_KEY` member.
+    raw_next: bool,
+}
+
+impl<'t> Bound<'t> {
+    /// The bound of `text`, whose tokens [`Bound::on`] is then given in order.
+    pub fn of(text: &'t str) -> Bound<'t> {
+        Bound::at(text, 0)
+    }
+
+    fn at(text: &'t str, nesting: usize) -> Bound<'t> {
+        Bound {
+            text,
+            nesting,
+            open: Vec::new(),
+            sum: Sum::default(),
+            raw_next: false,
+        }
+    }
+
+    /// Counts the next token of the walk over the text.
+    pub fn on(&mut self, t: Token) -> Result<(), ScanError> {
+        let bytes = self.text.as_bytes();
         match t {
             Token::Open { object, at } => {
                 let n = usize::from(!object && !next_is(bytes, at, b']'));
-                open.push(Level { object, n });
-                raw_next = false;
+                self.open.push(Level { object, n });
+                self.raw_next = false;
             }
             Token::NextIndex => {
-                if let Some(l) = open.last_mut() {
+                if let Some(l) = self.open.last_mut() {
                     l.n += 1;
                 }
             }
-            Token::Close => {
-                if let Some(l) = open.pop() {
-                    sum.close(&l);
+            Token::Close { .. } => {
+                if let Some(l) = self.open.pop() {
+                    self.sum.close(&l);
                 }
             }
             Token::Key { open: o, close } => {
-                if let Some(l) = open.last_mut() {
+                if let Some(l) = self.open.last_mut() {
                     l.n += 1;
                 }
-                sum.string(bytes, o, close);
-                raw_next = is_raw_value_key(text, o, close)?;
+                self.sum.string(bytes, o, close);
+                self.raw_next = is_raw_value_key(self.text, o, close)?;
             }
             Token::Str { open: o, close } => {
-                sum.string(bytes, o, close);
-                if std::mem::take(&mut raw_next) {
-                    sum.nested = sum.nested.saturating_add(nested(text, o, close, nesting)?);
+                self.sum.string(bytes, o, close);
+                if std::mem::take(&mut self.raw_next) {
+                    let inner = nested(self.text, o, close, self.nesting)?;
+                    self.sum.nested = self.sum.nested.saturating_add(inner);
                 }
             }
+            Token::Scalar { .. } => self.raw_next = false,
         }
         Ok(())
-    })?;
-    Ok(sum.total())
+    }
+
+    /// The bound, once every token was counted.
+    pub fn total(&self) -> usize {
+        self.sum.total()
+    }
 }
 
 /// Whether the key literal at `open`..`close` is [`RAW_VALUE_KEY`] (unescaped only when it could
@@ -250,6 +294,34 @@ fn nested(text: &str, open: usize, close: usize, nesting: usize) -> Result<usize
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_costly_shape_takes_more_than_the_factor_per_byte_of_text() {
+        for n in [1, 2, 7, 100, 1000] {
+            let list = |unit: &str| format!("[{}]", vec![unit; n].join(","));
+            let deep = n.clamp(1, 127);
+            let wide: Vec<String> = (0..n).map(|i| format!("\"k{i}\":0")).collect();
+            for text in [
+                list("0"),
+                list(r#"{"a":0}"#),
+                list(r#"{"":0}"#),
+                list("[0]"),
+                list(r#"{"":[0]}"#),
+                list(r#""\u00e9""#),
+                format!("{{{}}}", wide.join(",")),
+                format!("{}0{}", "[".repeat(deep), "]".repeat(deep)),
+                format!("{}0{}", "{\"\":".repeat(deep), "}".repeat(deep)),
+            ] {
+                let bound = tree_bound(&text).unwrap();
+                let most = MAX_TREE_PER_BYTE * text.len() + TREE_FIXED;
+                assert!(
+                    bound <= most,
+                    "{bound} for {} bytes: {text:.40}",
+                    text.len()
+                );
+            }
+        }
+    }
 
     #[test]
     fn empty_containers_and_scalars_take_nothing() {

@@ -9,9 +9,7 @@
 //! a key that appears twice is refused, and a member the route or the envelope has no place for is
 //! left out. An agent's 0.3 answer is made 1.0 first (`rpc`, `rest`); this module sees 1.0 only.
 
-use serde_json::value::RawValue;
-
-use super::raw::{Obj, Out, boolean, integer, member, text};
+use super::raw::{Doc, Obj, Out, Val, boolean, integer, member, text};
 use super::{Op, TranslateError, Translated};
 
 /// The `id` (JSON text) of the JSON-RPC request the gateway makes from an HTTP+JSON caller's
@@ -99,19 +97,18 @@ fn has_body(op: Op) -> bool {
 pub fn rpc_request_to_rest(op: Op, body: &[u8]) -> Result<RestCall, TranslateError> {
     let text_ = std::str::from_utf8(body)
         .map_err(|_| TranslateError::untranslatable("body", "is not UTF-8"))?;
-    let env = Obj::parse_str(text_, "body")?;
+    let doc = Doc::parse(text_, "body")?;
+    let env = Obj::parse(doc.root(), "body")?;
     let params = match env.get("params") {
         Some(p) => Obj::parse(p, "params")?,
         // Every member of these requests is optional.
-        None if matches!(op, Op::GetExtendedAgentCard | Op::ListTasks) => {
-            Obj::parse_str("{}", "params")?
-        }
+        None if matches!(op, Op::GetExtendedAgentCard | Op::ListTasks) => Obj::empty(),
         None => return Err(TranslateError::untranslatable("params", "is required")),
     };
     let (method, route) = route_of(op, &params)?;
     // An empty tenant is none (as the request parser reads it): no empty path segment.
     let tenant = match params.get("tenant") {
-        Some(t) => Some(text(t, "params.tenant")?).filter(|t| !t.is_empty()),
+        Some(t) => Some(text(t, "params.tenant")?.into_owned()).filter(|t| !t.is_empty()),
         None => None,
     };
     let mut query = url::form_urlencoded::Serializer::new(String::new());
@@ -122,7 +119,7 @@ pub fn rpc_request_to_rest(op: Op, body: &[u8]) -> Result<RestCall, TranslateErr
         };
         let f = member("params", key);
         let value = match kind {
-            Kind::Str => text(v, &f)?,
+            Kind::Str => text(v, &f)?.into_owned(),
             Kind::Int => integer(v, &f)?.to_json(),
             Kind::Bool => boolean(v, &f)?.to_string(),
         };
@@ -155,7 +152,7 @@ pub fn rpc_request_to_rest(op: Op, body: &[u8]) -> Result<RestCall, TranslateErr
 
 /// The value of member `key` of `params`, or of its proto field name (`task_id` for `taskId`:
 /// ProtoJSON readers take both).
-fn get_either<'a>(params: &Obj<'a>, key: &str) -> Option<&'a RawValue> {
+fn get_either<'a>(params: &Obj<'a>, key: &str) -> Option<Val<'a>> {
     params.get(key).or_else(|| {
         let snake = crate::types::proto_name::proto_field_name(key);
         (snake != key).then(|| params.get(&snake)).flatten()
@@ -316,7 +313,8 @@ pub fn rest_request_to_rpc(
     } else {
         "{}"
     };
-    let obj = Obj::parse_str(text_, "body")?;
+    let doc = Doc::parse(text_, "body")?;
+    let obj = Obj::parse(doc.root(), "body")?;
     let mut params: Vec<(String, Out<'_>)> = obj
         .entries()
         .filter(|(k, _)| !set.iter().any(|(s, _)| s == k))
@@ -343,9 +341,8 @@ fn envelope(id: &str, member: &'static str, value: Out<'_>) -> Vec<u8> {
 }
 
 /// The one JSON value an HTTP+JSON 2xx body or event is, which must be an object.
-fn object_body<'a>(text_: &'a str, field: &str) -> Result<&'a RawValue, TranslateError> {
-    let v: &RawValue = serde_json::from_str(text_)
-        .map_err(|_| TranslateError::untranslatable(field, "is not JSON"))?;
+fn object_body<'a>(doc: &'a Doc<'a>, field: &str) -> Result<Val<'a>, TranslateError> {
+    let v = doc.root();
     if !v.get().starts_with('{') {
         return Err(TranslateError::untranslatable(field, "is not an object"));
     }
@@ -366,21 +363,20 @@ fn http_level(status: u16) -> Option<&'static str> {
 
 /// Whether `details` (a JSON array) holds an A2A ErrorInfo, and the JSON-RPC code its reason
 /// names.
-fn a2a_info(details: Option<&RawValue>) -> (bool, Option<i64>) {
-    let infos: Vec<&RawValue> = details
-        .and_then(|d| serde_json::from_str(d.get()).ok())
+fn a2a_info(details: Option<Val<'_>>) -> (bool, Option<i64>) {
+    let infos: Vec<Val<'_>> = details
+        .and_then(|d| super::raw::array(d, "details").ok())
         .unwrap_or_default();
     let mut any = false;
     for i in infos {
         let Ok(o) = Obj::parse(i, "details") else {
             continue;
         };
-        if o.get("@type").map(RawValue::get) != Some("\"type.googleapis.com/google.rpc.ErrorInfo\"")
-        {
+        if o.get("@type").map(Val::get) != Some("\"type.googleapis.com/google.rpc.ErrorInfo\"") {
             continue;
         }
         any = true;
-        let is_a2a = o.get("domain").map(RawValue::get) == Some("\"a2a-protocol.org\"");
+        let is_a2a = o.get("domain").map(Val::get) == Some("\"a2a-protocol.org\"");
         let reason = o.get("reason").and_then(|r| text(r, "reason").ok());
         if let (true, Some(r)) = (is_a2a, reason)
             && let Some(c) = super::errors::code_of_reason(&r)
@@ -396,7 +392,7 @@ fn a2a_info(details: Option<&RawValue>) -> (bool, Option<i64>) {
 /// for a gRPC status: NOT_FOUND (404) is TaskNotFoundError, INVALID_ARGUMENT InvalidParamsError,
 /// UNIMPLEMENTED (501) MethodNotFoundError or, on a streaming operation, UnsupportedOperationError;
 /// anything else InternalError.
-fn code_of_status(op: Op, http: u16, status: &Obj<'_>, details: Option<&RawValue>) -> i64 {
+fn code_of_status(op: Op, http: u16, status: &Obj<'_>, details: Option<Val<'_>>) -> i64 {
     if let (_, Some(c)) = a2a_info(details) {
         return c;
     }
@@ -415,9 +411,9 @@ fn code_of_status(op: Op, http: u16, status: &Obj<'_>, details: Option<&RawValue
 /// (`{"error": …}`), or the `{"detail"}` of a web framework whose routes did not take the call
 /// (FastAPI: no A2A handler ran), read as the 0.3 translation reads it; `None` when it is
 /// neither.
-fn status_to_error<'a>(op: Op, http: u16, body: &'a str) -> Option<Out<'a>> {
-    let outer = Obj::parse_str(body, "body").ok()?;
-    let string = |v: Option<&'a RawValue>| v.filter(|m| m.get().starts_with('"'));
+fn status_to_error<'a>(op: Op, http: u16, body: &'a Doc<'a>) -> Option<Out<'a>> {
+    let outer = Obj::parse(body.root(), "body").ok()?;
+    let string = |v: Option<Val<'a>>| v.filter(|m| m.get().starts_with('"'));
     let (code, message, data) = match outer.get("error") {
         Some(e) => {
             let status = Obj::parse(e, "error").ok()?;
@@ -438,8 +434,11 @@ fn status_to_error<'a>(op: Op, http: u16, body: &'a str) -> Option<Out<'a>> {
     };
     Some(Out::Obj(vec![
         ("code", Some(Out::Owned(code.to_string()))),
-        ("message", Some(message.map_or(Out::Lit("\"\""), Out::Raw))),
-        ("data", data.map(Out::Raw)),
+        (
+            "message",
+            Some(message.map_or(Out::Lit("\"\""), |m| Out::Raw(m.get()))),
+        ),
+        ("data", data.map(|d| Out::Raw(d.get()))),
     ]))
 }
 
@@ -464,16 +463,18 @@ pub fn rest_answer_to_rpc(
             }
         }
         200..=299 => {
-            let text_ = TranslateError::checked_text(body, "body")?;
-            let result = Out::Raw(object_body(text_, "body")?);
+            let doc = Doc::answer(TranslateError::checked_text(body, "body")?, "body")?;
+            let result = Out::Raw(object_body(&doc, "body")?.get());
             Ok(Some((200, envelope(id, "result", result))))
         }
         _ if http_level(status).is_some() => Ok(None),
         400..=599 => {
-            let Ok(text_) = TranslateError::checked_text(body, "body") else {
+            let read =
+                TranslateError::checked_text(body, "body").and_then(|t| Doc::answer(t, "body"));
+            let Ok(doc) = read else {
                 return Ok(None);
             };
-            Ok(status_to_error(op, status, text_).map(|e| (200, envelope(id, "error", e))))
+            Ok(status_to_error(op, status, &doc).map(|e| (200, envelope(id, "error", e))))
         }
         _ => Ok(None),
     }
@@ -482,8 +483,8 @@ pub fn rest_answer_to_rpc(
 /// One event of a 1.0 HTTP+JSON stream (a `StreamResponse`, or `{"error": …}` after `event:
 /// error`) as the JSON-RPC stream's event for the request of id `id`; an error is the last.
 pub fn rest_event_to_rpc(op: Op, id: &str, data: &[u8]) -> Result<Translated, TranslateError> {
-    let text_ = TranslateError::checked_text(data, "data")?;
-    let v = object_body(text_, "data")?;
+    let doc = Doc::answer(TranslateError::checked_text(data, "data")?, "data")?;
+    let v = object_body(&doc, "data")?;
     let o = Obj::parse(v, "data")?;
     let answer = ["task", "message", "statusUpdate", "artifactUpdate"];
     let answers = answer.iter().any(|k| o.has(k));
@@ -494,7 +495,7 @@ pub fn rest_event_to_rpc(op: Op, id: &str, data: &[u8]) -> Result<Translated, Tr
         ));
     }
     if o.has("error") {
-        let e = status_to_error(op, 500, text_)
+        let e = status_to_error(op, 500, &doc)
             .ok_or_else(|| TranslateError::untranslatable("data.error", "is not a Status"))?;
         return Ok(Translated {
             json: envelope(id, "error", e),
@@ -503,7 +504,7 @@ pub fn rest_event_to_rpc(op: Op, id: &str, data: &[u8]) -> Result<Translated, Tr
         });
     }
     Ok(Translated {
-        json: envelope(id, "result", Out::Raw(v)),
+        json: envelope(id, "result", Out::Raw(v.get())),
         last: false,
         error: false,
     })
@@ -513,7 +514,7 @@ pub fn rest_event_to_rpc(op: Op, id: &str, data: &[u8]) -> Result<Translated, Tr
 /// and the `google.rpc.Status` body of the 1.0 error table (a code outside it is a 500; an
 /// HTTP-level status the agent answered with, such as 401, is kept), with the agent's message and
 /// ErrorInfo (the one A2A requires, from the code, when the agent sent none).
-fn error_to_status(agent: u16, raw: &RawValue) -> Result<(u16, Out<'_>), TranslateError> {
+fn error_to_status(agent: u16, raw: Val<'_>) -> Result<(u16, Out<'_>), TranslateError> {
     let e = Obj::parse(raw, "error")?;
     let code: i64 = (e.get("code"))
         .and_then(|c| c.get().parse().ok())
@@ -526,13 +527,16 @@ fn error_to_status(agent: u16, raw: &RawValue) -> Result<(u16, Out<'_>), Transla
         (None, None) => (500, "INTERNAL"),
     };
     let details = match data {
-        Some(d) if a2a_info(Some(d)).0 => Some(Out::Raw(d)),
+        Some(d) if a2a_info(Some(d)).0 => Some(Out::Raw(d.get())),
         _ => super::errors::info_of(code),
     };
     let status = Out::Obj(vec![
         ("code", Some(Out::Owned(http.to_string()))),
         ("status", Some(Out::Owned(format!("\"{name}\"")))),
-        ("message", Some(message.map_or(Out::Lit("\"\""), Out::Raw))),
+        (
+            "message",
+            Some(message.map_or(Out::Lit("\"\""), |m| Out::Raw(m.get()))),
+        ),
         ("details", details),
     ]);
     Ok((http, Out::Obj(vec![("error", Some(status))])))
@@ -541,9 +545,9 @@ fn error_to_status(agent: u16, raw: &RawValue) -> Result<(u16, Out<'_>), Transla
 /// The parsed JSON-RPC response `text_`, held to answering the request of id `id` (an error may
 /// carry `null`: JSON-RPC's id of a request the server could not read), with its `result` (which
 /// may be `null`, a delete's) or its `error`.
-fn response<'a>(text_: &'a str, id: &str) -> Result<(Obj<'a>, Member<'a>), TranslateError> {
-    let o = Obj::parse_str(text_, "body")?;
-    if o.get("jsonrpc").map(RawValue::get) != Some("\"2.0\"") {
+fn response<'a>(doc: &'a Doc<'a>, id: &str) -> Result<(Obj<'a>, Member<'a>), TranslateError> {
+    let o = Obj::parse(doc.root(), "body")?;
+    if o.get("jsonrpc").map(Val::get) != Some("\"2.0\"") {
         return Err(TranslateError::untranslatable("jsonrpc", "is not \"2.0\""));
     }
     let member = match (o.raw("result"), o.raw("error")) {
@@ -563,7 +567,7 @@ fn response<'a>(text_: &'a str, id: &str) -> Result<(Obj<'a>, Member<'a>), Trans
             ));
         }
     };
-    let said = o.raw("id").map(RawValue::get);
+    let said = o.raw("id").map(Val::get);
     let null_error = matches!(member, Member::Error(_)) && said == Some("null");
     if said != Some(id) && !null_error {
         return Err(TranslateError::untranslatable("id", "is not the request's"));
@@ -573,8 +577,8 @@ fn response<'a>(text_: &'a str, id: &str) -> Result<(Obj<'a>, Member<'a>), Trans
 
 /// What a JSON-RPC response carries.
 enum Member<'a> {
-    Result(&'a RawValue),
-    Error(&'a RawValue),
+    Result(Val<'a>),
+    Error(Val<'a>),
 }
 
 /// A 1.0 JSON-RPC whole answer of HTTP `status` (to the request of id `id`) as the HTTP+JSON
@@ -585,7 +589,8 @@ pub fn rpc_answer_to_rest(
     id: &str,
     body: &[u8],
 ) -> Result<(u16, Vec<u8>), TranslateError> {
-    let (_, member) = response(TranslateError::checked_text(body, "body")?, id)?;
+    let doc = Doc::answer(TranslateError::checked_text(body, "body")?, "body")?;
+    let (_, member) = response(&doc, id)?;
     match member {
         Member::Result(r) if r.get() == "null" => Ok((200, b"{}".to_vec())),
         Member::Result(r) => Ok((200, r.get().as_bytes().to_vec())),
@@ -600,7 +605,8 @@ pub fn rpc_answer_to_rest(
 /// stream's: the `StreamResponse`, or an error's `{"error": …}` (the last, sent after `event:
 /// error`).
 pub fn rpc_event_to_rest(id: &str, data: &[u8]) -> Result<Translated, TranslateError> {
-    let (_, member) = response(TranslateError::checked_text(data, "data")?, id)?;
+    let doc = Doc::answer(TranslateError::checked_text(data, "data")?, "data")?;
+    let (_, member) = response(&doc, id)?;
     match member {
         Member::Result(r) if r.get().starts_with('{') => Ok(Translated {
             json: r.get().as_bytes().to_vec(),

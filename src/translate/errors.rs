@@ -21,9 +21,7 @@
 //!   it streams and whose server refuses anyway: it becomes -32004 UnsupportedOperationError, the
 //!   refusal the gateway's refused-stream downgrade acts on. Any other -32603 stays InternalError.
 
-use serde_json::value::RawValue;
-
-use super::raw::{Obj, Out, text};
+use super::raw::{Doc, Obj, Out, Val, text};
 use super::{Op, TranslateError};
 
 /// The ErrorInfo `@type`.
@@ -125,7 +123,7 @@ fn mapped(op: Op, code: i64, said: &str) -> (i64, Option<Out<'static>>) {
 }
 
 /// A 0.3 error object answering `op` → the 1.0 error object.
-pub(super) fn error_to10<'a>(op: Op, raw: &'a RawValue) -> Result<Out<'a>, TranslateError> {
+pub(super) fn error_to10<'a>(op: Op, raw: Val<'a>) -> Result<Out<'a>, TranslateError> {
     let f = "error";
     let e = Obj::parse(raw, f)?;
     let code: i64 = e
@@ -139,7 +137,7 @@ pub(super) fn error_to10<'a>(op: Op, raw: &'a RawValue) -> Result<Out<'a>, Trans
     let (code, data) = mapped(op, code, &said);
     Ok(Out::Obj(vec![
         ("code", Some(Out::Owned(code.to_string()))),
-        ("message", Some(Out::Raw(message))),
+        ("message", Some(Out::Raw(message.get()))),
         ("data", data),
     ]))
 }
@@ -192,8 +190,8 @@ fn code_of_status(op: Op, status: u16, framework: bool) -> i64 {
 pub(super) fn rest_error_to10(op: Op, status: u16, body: &[u8]) -> Option<(u16, String)> {
     // An error body is read up to the answer cap too: one whose tree would be over the budget
     // (or that the walk cannot read) is not parsed, and passes as it came.
-    crate::json::check_tree(body).ok()?;
-    let e = Obj::parse_str(std::str::from_utf8(body).ok()?, "body").ok()?;
+    let doc = Doc::answer(std::str::from_utf8(body).ok()?, "body").ok()?;
+    let e = Obj::parse(doc.root(), "body").ok()?;
     let said = e.get("message").and_then(text_of);
     let detail = e.get("detail").and_then(text_of);
     let code = match e.get("code") {
@@ -208,15 +206,15 @@ pub(super) fn rest_error_to10(op: Op, status: u16, body: &[u8]) -> Option<(u16, 
     let error = Out::Obj(vec![
         ("code", Some(Out::Owned(http.to_string()))),
         ("status", Some(Out::Lit(quoted_status(name)))),
-        ("message", message.map(|(raw, _)| Out::Raw(raw))),
+        ("message", message.map(|(raw, _)| Out::Raw(raw.get()))),
         ("details", info),
     ]);
     Some((http, Out::Obj(vec![("error", Some(error))]).to_json()))
 }
 
 /// A JSON string's raw text and its value.
-fn text_of(raw: &RawValue) -> Option<(&RawValue, String)> {
-    text(raw, "").ok().map(|t| (raw, t))
+fn text_of(raw: Val<'_>) -> Option<(Val<'_>, String)> {
+    text(raw, "").ok().map(|t| (raw, t.into_owned()))
 }
 
 /// A `google.rpc.Code` name as JSON text.

@@ -260,22 +260,10 @@ pub enum TranslateError {
 
 impl TranslateError {
     /// The text of an agent's answer (or event) `body`, its member name `field` in errors:
-    /// refused when not UTF-8, when its tree would be over the budget, or when the walk cannot
-    /// read it (its parse would build the prefix before the fault). Read once: the caller parses
-    /// the text it returns.
+    /// refused when not UTF-8. Its memory bound and depth are judged where it is read, by the one
+    /// walk that indexes it (`raw::Doc::answer`), not by a walk of their own.
     pub(crate) fn checked_text<'b>(body: &'b [u8], field: &str) -> Result<&'b str, TranslateError> {
-        use crate::json::ScanError;
-        let text = std::str::from_utf8(body)
-            .map_err(|_| TranslateError::untranslatable(field, "is not UTF-8"))?;
-        match crate::json::check_tree_text(text) {
-            Ok(()) => Ok(text),
-            Err(ScanError::TooLarge { mib }) => Err(TranslateError::TooLarge { mib }),
-            Err(ScanError::TooDeep) => Err(TranslateError::untranslatable(
-                field,
-                "is nested too deeply",
-            )),
-            Err(ScanError::Malformed) => Err(TranslateError::untranslatable(field, "is not JSON")),
-        }
+        std::str::from_utf8(body).map_err(|_| TranslateError::untranslatable(field, "is not UTF-8"))
     }
 
     pub(crate) fn untranslatable(field: &str, why: &'static str) -> TranslateError {

@@ -12,11 +12,11 @@
 //! state, a part, a discriminator, a member name), so a fix to one object is a fix on both
 //! bindings (`tests/fixtures/wire/v03/` holds both SDKs' recordings of either).
 
-use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 use super::TranslateError;
 use super::raw::{
-    Obj, Out, boolean, each, index, integer, member, object, opt, req, string, strings, text,
+    Obj, Out, Val, boolean, each, index, integer, member, object, opt, req, string, strings, text,
 };
 
 type R<'a> = Result<Option<Out<'a>>, TranslateError>;
@@ -35,7 +35,7 @@ pub(super) enum Wire {
 }
 
 /// 1.0 `Role` (name or ProtoJSON number) → 0.3 role (the proto's own name on HTTP+JSON).
-fn role_to03<'a>(w: Wire, raw: &RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+fn role_to03<'a>(w: Wire, raw: Val<'_>, field: &str) -> Result<Out<'a>, TranslateError> {
     let user = match raw.get() {
         "\"ROLE_USER\"" | "1" => true,
         "\"ROLE_AGENT\"" | "2" => false,
@@ -55,9 +55,9 @@ fn role_to03<'a>(w: Wire, raw: &RawValue, field: &str) -> Result<Out<'a>, Transl
 }
 
 /// 0.3 role → 1.0 `Role`.
-fn role_to10<'a>(w: Wire, raw: &RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+fn role_to10<'a>(w: Wire, raw: Val<'_>, field: &str) -> Result<Out<'a>, TranslateError> {
     match (w, raw.get()) {
-        (Wire::Rpc, _) => match text(raw, field)?.as_str() {
+        (Wire::Rpc, _) => match &*text(raw, field)? {
             "user" => Ok(Out::Lit("\"ROLE_USER\"")),
             "agent" => Ok(Out::Lit("\"ROLE_AGENT\"")),
             _ => Err(TranslateError::untranslatable(
@@ -129,13 +129,16 @@ const STATES: [(&str, &str, &str); 9] = [
 /// 0.3 `TaskState` → 1.0 (`unknown` is `TASK_STATE_UNSPECIFIED`).
 pub(super) fn state_to10<'a>(
     w: Wire,
-    raw: &RawValue,
+    raw: Val<'_>,
     field: &str,
 ) -> Result<Out<'a>, TranslateError> {
     let found = match w {
         Wire::Rpc => {
-            let name = format!("\"{}\"", text(raw, field)?);
-            STATES.iter().find(|(_, v03, _)| *v03 == name)
+            let name = text(raw, field)?;
+            // The table holds JSON text: the name between its quotes.
+            STATES
+                .iter()
+                .find(|(_, v03, _)| v03.get(1..v03.len() - 1) == Some(&*name))
         }
         Wire::Rest => {
             let t = raw.get();
@@ -155,7 +158,7 @@ pub(super) fn state_to10<'a>(
 #[cfg(test)]
 pub(super) fn state_to03(
     w: Wire,
-    raw: &RawValue,
+    raw: Val<'_>,
     field: &str,
 ) -> Result<Out<'static>, TranslateError> {
     let t = raw.get();
@@ -169,11 +172,7 @@ pub(super) fn state_to03(
 
 /// 1.0 `Part` (one of `text`/`raw`/`url`/`data`) → 0.3 `TextPart`/`FilePart`/`DataPart`.
 /// `mediaType` and `filename` have a place only on a file; 0.3 data must be an object.
-pub(super) fn part_to03<'a>(
-    w: Wire,
-    raw: &'a RawValue,
-    field: &str,
-) -> Result<Out<'a>, TranslateError> {
+pub(super) fn part_to03<'a>(w: Wire, raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     let p = Obj::parse(raw, field)?;
     let meta = opt(&p, "metadata", field, object)?;
     let which: Vec<&str> = ["text", "raw", "url", "data"]
@@ -279,13 +278,13 @@ fn data_part_to03<'a>(
         }
         _ => format!("{{{marker}}}"),
     };
-    let wrapped = Out::Obj(vec![("value", Some(Out::Raw(data)))]);
+    let wrapped = Out::Obj(vec![("value", Some(Out::Raw(data.get())))]);
     Ok(data_part(w, wrapped, Some(Out::Owned(metadata))))
 }
 
 /// Whether a JSON value is true as Python reads it (the SDKs' `if data_part_compat:`): not
 /// `false`, `null`, `0`, `""`, `[]` or `{}`.
-fn truthy(raw: &RawValue) -> bool {
+fn truthy(raw: Val<'_>) -> bool {
     match raw.get() {
         "true" => true,
         "false" | "null" | "\"\"" => false,
@@ -303,7 +302,7 @@ fn truthy(raw: &RawValue) -> bool {
 /// escaped name may come back escaped differently).
 fn data_part_to10<'a>(
     p: &Obj<'a>,
-    data: &'a RawValue,
+    data: Val<'a>,
     df: &str,
     field: &str,
 ) -> Result<Out<'a>, TranslateError> {
@@ -330,7 +329,7 @@ fn data_part_to10<'a>(
         .filter(|(k, _)| k != DATA_PART_COMPAT)
         .collect();
     Ok(Out::Obj(vec![
-        ("data", Some(Out::Raw(value))),
+        ("data", Some(Out::Raw(value.get()))),
         ("metadata", (!rest.is_empty()).then_some(Out::Map(rest))),
     ]))
 }
@@ -344,7 +343,7 @@ fn part_kind(w: Wire, p: &Obj<'_>, field: &str) -> Result<String, TranslateError
             let kind = p
                 .get("kind")
                 .ok_or_else(|| TranslateError::untranslatable(&kf, "is required"))?;
-            text(kind, &kf)
+            text(kind, &kf).map(Cow::into_owned)
         }
         Wire::Rest => {
             let which: Vec<&str> = ["text", "file", "data"]
@@ -363,11 +362,7 @@ fn part_kind(w: Wire, p: &Obj<'_>, field: &str) -> Result<String, TranslateError
 }
 
 /// 0.3 part → 1.0 `Part`.
-pub(super) fn part_to10<'a>(
-    w: Wire,
-    raw: &'a RawValue,
-    field: &str,
-) -> Result<Out<'a>, TranslateError> {
+pub(super) fn part_to10<'a>(w: Wire, raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     let p = Obj::parse(raw, field)?;
     let kind = part_kind(w, &p, field)?;
     let meta = opt(&p, "metadata", field, object)?;
@@ -450,7 +445,7 @@ fn parts_to10<'a>(w: Wire, o: &Obj<'a>, key: &str, field: &str) -> R<'a> {
 /// `referenceTaskIds`: over HTTP+JSON they have no place and are left out.
 pub(super) fn message_to03<'a>(
     w: Wire,
-    raw: &'a RawValue,
+    raw: Val<'a>,
     field: &str,
 ) -> Result<Out<'a>, TranslateError> {
     let m = Obj::parse(raw, field)?;
@@ -483,7 +478,7 @@ pub(super) fn message_to03<'a>(
 /// 0.3 `Message` → 1.0 `Message`.
 pub(super) fn message_to10<'a>(
     w: Wire,
-    raw: &'a RawValue,
+    raw: Val<'a>,
     field: &str,
 ) -> Result<Out<'a>, TranslateError> {
     message_to10_of(w, &Obj::parse(raw, field)?, field)
@@ -511,7 +506,7 @@ fn message_to10_of<'a>(w: Wire, m: &Obj<'a>, field: &str) -> Result<Out<'a>, Tra
 }
 
 /// 0.3 `TaskStatus` → 1.0.
-fn status_to10<'a>(w: Wire, raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+fn status_to10<'a>(w: Wire, raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     let s = Obj::parse(raw, field)?;
     Ok(Out::Obj(vec![
         (
@@ -527,7 +522,7 @@ fn status_to10<'a>(w: Wire, raw: &'a RawValue, field: &str) -> Result<Out<'a>, T
 }
 
 /// 0.3 `Artifact` → 1.0 (the same members; its parts translated).
-fn artifact_to10<'a>(w: Wire, raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+fn artifact_to10<'a>(w: Wire, raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     let a = Obj::parse(raw, field)?;
     Ok(Out::Obj(vec![
         ("artifactId", req(&a, "artifactId", field, string)?),
@@ -542,11 +537,7 @@ fn artifact_to10<'a>(w: Wire, raw: &'a RawValue, field: &str) -> Result<Out<'a>,
 }
 
 /// 0.3 `Task` → 1.0 `Task`.
-pub(super) fn task_to10<'a>(
-    w: Wire,
-    raw: &'a RawValue,
-    field: &str,
-) -> Result<Out<'a>, TranslateError> {
+pub(super) fn task_to10<'a>(w: Wire, raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     task_to10_of(w, &Obj::parse(raw, field)?, field)
 }
 
@@ -628,7 +619,7 @@ pub(super) fn kind_in(o: &Obj<'_>, field: &str) -> Result<Kind, TranslateError> 
     let k = o
         .get("kind")
         .ok_or_else(|| TranslateError::untranslatable(&kf, "is required"))?;
-    match text(k, &kf)?.as_str() {
+    match &*text(k, &kf)? {
         "task" => Ok(Kind::Task),
         "message" => Ok(Kind::Message),
         "status-update" => Ok(Kind::StatusUpdate),
@@ -642,10 +633,7 @@ pub(super) fn kind_in(o: &Obj<'_>, field: &str) -> Result<Kind, TranslateError> 
 
 /// The wrapped object of a 0.3 HTTP+JSON result or event (`{task}`, `{message}`,
 /// `{statusUpdate}`, `{artifactUpdate}`: the proto's oneof), its kind and its path.
-fn unwrap_rest<'a>(
-    raw: &'a RawValue,
-    field: &str,
-) -> Result<(Kind, &'a RawValue, String), TranslateError> {
+fn unwrap_rest<'a>(raw: Val<'a>, field: &str) -> Result<(Kind, Val<'a>, String), TranslateError> {
     let o = Obj::parse(raw, field)?;
     let found: Vec<(Kind, &str)> = [
         (Kind::Task, "task"),
@@ -670,7 +658,7 @@ fn unwrap_rest<'a>(
 /// `final: true`.
 pub(super) fn wrapped_to10<'a>(
     w: Wire,
-    raw: &'a RawValue,
+    raw: Val<'a>,
     field: &str,
     allow_events: bool,
 ) -> Result<(Out<'a>, bool), TranslateError> {
@@ -713,7 +701,7 @@ pub(super) fn wrapped_to10<'a>(
 }
 
 /// 1.0 `AuthenticationInfo{scheme, credentials}` → 0.3 `{schemes: [scheme], credentials}`.
-fn auth_to03<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+fn auth_to03<'a>(raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     let a = Obj::parse(raw, field)?;
     Ok(Out::Obj(vec![
         (
@@ -728,7 +716,7 @@ fn auth_to03<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateErr
 
 /// 0.3 `{schemes, credentials}` → 1.0 `{scheme, credentials}`: 1.0 holds one scheme, so the
 /// first is kept (the one a client tries first); none left means no authentication member.
-fn auth_to10<'a>(raw: &'a RawValue, field: &str) -> R<'a> {
+fn auth_to10<'a>(raw: Val<'a>, field: &str) -> R<'a> {
     let a = Obj::parse(raw, field)?;
     let sf = member(field, "schemes");
     let schemes = match a.get("schemes") {
@@ -739,16 +727,13 @@ fn auth_to10<'a>(raw: &'a RawValue, field: &str) -> R<'a> {
         return Ok(None);
     };
     Ok(Some(Out::Obj(vec![
-        ("scheme", Some(string(first, &index(&sf, 0))?)),
+        ("scheme", Some(string(*first, &index(&sf, 0))?)),
         ("credentials", opt(&a, "credentials", field, string)?),
     ])))
 }
 
 /// The members of a 1.0 `TaskPushNotificationConfig` that 0.3's `PushNotificationConfig` holds.
-pub(super) fn push_config_to03<'a>(
-    raw: &'a RawValue,
-    field: &str,
-) -> Result<Out<'a>, TranslateError> {
+pub(super) fn push_config_to03<'a>(raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     let c = Obj::parse(raw, field)?;
     Ok(Out::Obj(vec![
         ("id", opt(&c, "id", field, string)?),
@@ -764,7 +749,7 @@ pub(super) fn push_config_to03<'a>(
 /// A 1.0 `TaskPushNotificationConfig` (flat) → 0.3 `{taskId, pushNotificationConfig}` (the
 /// JSON-RPC params; the HTTP+JSON request names the task in its path and body: see `rest`).
 pub(super) fn task_push_config_to03<'a>(
-    raw: &'a RawValue,
+    raw: Val<'a>,
     field: &str,
 ) -> Result<Out<'a>, TranslateError> {
     let c = Obj::parse(raw, field)?;
@@ -779,7 +764,7 @@ pub(super) fn task_push_config_to03<'a>(
 
 /// The task id in a 0.3 proto resource name `tasks/{task}/pushNotificationConfigs/{id}`, as a
 /// JSON string (the name's bytes between the separators, escaped as they came).
-fn task_of_name<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+fn task_of_name<'a>(raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     let name = text(raw, field)?;
     let task = name
         .strip_prefix("tasks/")
@@ -798,7 +783,7 @@ fn task_of_name<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, Translate
 /// in its resource `name`) → the flat 1.0 one.
 pub(super) fn task_push_config_to10<'a>(
     w: Wire,
-    raw: &'a RawValue,
+    raw: Val<'a>,
     field: &str,
 ) -> Result<Out<'a>, TranslateError> {
     let c = Obj::parse(raw, field)?;
@@ -831,7 +816,7 @@ pub(super) fn task_push_config_to10<'a>(
 /// fact 8). The proto names the push config `pushNotification`.
 pub(super) fn send_config_to03<'a>(
     w: Wire,
-    raw: &'a RawValue,
+    raw: Val<'a>,
     field: &str,
 ) -> Result<Out<'a>, TranslateError> {
     let c = Obj::parse(raw, field)?;

@@ -1,85 +1,260 @@
-//! Raw JSON for the translator (pure, no I/O): an object read as its members, each value kept as
-//! the agent's or the caller's exact text, and a small output tree written back from those texts.
+//! Raw JSON for the translator (pure, no I/O): a document read once into the byte ranges of its
+//! values, an object read as its members, each value kept as the agent's or the caller's exact
+//! text, and a small output tree written back from those texts.
 //!
 //! Why not `serde_json::Value`: without `arbitrary_precision` it turns a 30-digit id or a long
 //! decimal into an `f64`, and it re-escapes strings. Here every value that is copied (ids,
 //! numbers, strings, metadata, a data part's data) keeps its bytes; only the structure the two
 //! protocol versions disagree on is rebuilt.
+//!
+//! Why a [`Doc`] and not a `RawValue` per level: reading a `RawValue`'s members scans all the
+//! text it holds, so a text part five levels down was scanned once per level (a 1 KB 0.3 call
+//! spent most of its translation there). The document is validated once by serde_json and
+//! walked once ([`crate::json::walk`]); every read after that is a lookup.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use serde::Deserialize;
-use serde::de::{MapAccess, Visitor};
-use serde_json::value::RawValue;
-
 use super::TranslateError;
+use crate::json::{
+    Bound, MAX_TREE_PER_BYTE, ScanError, TREE_BUDGET, TREE_FIXED, Token, unescape, walk,
+};
+
+/// No key (an array element, the root) or no next sibling.
+const NONE: u32 = u32::MAX;
+
+/// One value of a [`Doc`]: its text's byte range, the opening quote of its key when it is an
+/// object's member, and the next value of the same container. The first member of a non-empty
+/// container is the node right after it (document order), so no child link is kept: 20 bytes
+/// a value, under the 32 of a `serde_json::Value` (the tree budget's bound holds).
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    start: u32,
+    end: u32,
+    key: u32,
+    key_end: u32,
+    next: u32,
+}
+
+/// A JSON document validated by serde_json and indexed by one walk (see the module doc).
+#[derive(Debug)]
+pub(super) struct Doc<'a> {
+    text: &'a str,
+    nodes: Vec<Node>,
+}
+
+impl<'a> Doc<'a> {
+    /// Reads `text` (a caller's request), `field` naming it in the error: refused when it is not
+    /// one JSON value, when it nests deeper than [`crate::json::MAX_DEPTH`], and when it holds
+    /// more values than a `serde_json::Value` tree within [`TREE_BUDGET`] could (each takes at
+    /// least one `Value` there; a [`Node`] is 20 bytes of its 32), before the index grows past that.
+    pub(super) fn parse(text: &'a str, field: &str) -> Result<Doc<'a>, TranslateError> {
+        Doc::read(text, field, false)
+    }
+
+    /// [`Doc::parse`] of an agent's answer or event, refused too when its `Value` tree would be
+    /// over [`TREE_BUDGET`] ([`crate::json::tree_bound`], counted in the same walk): what every
+    /// reader of an answer refuses, so a translated one is no exception.
+    pub(super) fn answer(text: &'a str, field: &str) -> Result<Doc<'a>, TranslateError> {
+        Doc::read(text, field, true)
+    }
+
+    fn read(text: &'a str, field: &str, bounded: bool) -> Result<Doc<'a>, TranslateError> {
+        let refused = || TranslateError::untranslatable(field, "is not JSON");
+        if u32::try_from(text.len()).is_err() {
+            return Err(refused());
+        }
+        // A text too short for its tree to reach the budget is not counted (the bound costs as
+        // much as the rest of the walk): nested raw-value texts aside, which only
+        // `serde_json::Value` readers unfold, and they judge the budget themselves.
+        let counted = bounded && text.len() > SMALL_ANSWER;
+        let mut bound = counted.then(|| Bound::of(text));
+        // The walk first: it names depth and size, which serde_json would report as a syntax
+        // error. It only locates, so the strict parse after it still judges the text.
+        let over = |mib: usize| TranslateError::TooLarge { mib };
+        let nodes = index_of(text, bound.as_mut()).map_err(|e| match e {
+            ScanError::TooDeep => TranslateError::untranslatable(field, "is nested too deeply"),
+            // Stopped at the node cap: the bound of the whole text names the size.
+            ScanError::TooLarge { .. } => over(
+                crate::json::tree_bound(text)
+                    .unwrap_or(usize::MAX)
+                    .div_ceil(1 << 20)
+                    .max((TREE_BUDGET >> 20) + 1),
+            ),
+            ScanError::Malformed => refused(),
+        })?;
+        if let Some(n) = bound.map(|b| b.total()).filter(|n| *n > TREE_BUDGET) {
+            return Err(over(n.div_ceil(1 << 20)));
+        }
+        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|_| refused())?;
+        if nodes.is_empty() {
+            return Err(refused());
+        }
+        Ok(Doc { text, nodes })
+    }
+
+    /// The document's value.
+    pub(super) fn root(&'a self) -> Val<'a> {
+        Val { doc: self, i: 0 }
+    }
+}
+
+/// The longest answer whose tree bound is not counted: its tree takes at most
+/// `MAX_TREE_PER_BYTE` per byte plus `TREE_FIXED`, half the budget at this length.
+const SMALL_ANSWER: usize = (TREE_BUDGET / 2 - TREE_FIXED) / MAX_TREE_PER_BYTE;
+
+/// Most values a [`Doc`] indexes: as many as the smallest `serde_json::Value` tree within
+/// [`TREE_BUDGET`] holds.
+const MAX_NODES: usize = TREE_BUDGET / size_of::<serde_json::Value>();
+
+/// The nodes of `text` in document order, through the one walk ([`walk`]); `TooLarge` past
+/// [`MAX_NODES`], counting each token into `bound` when given. `text` is shorter than `u32::MAX` (the caller checked).
+fn index_of(text: &str, mut bound: Option<&mut Bound<'_>>) -> Result<Vec<Node>, ScanError> {
+    let mut nodes: Vec<Node> = Vec::new();
+    // Each open container and its latest member.
+    let mut open: Vec<(u32, u32)> = Vec::new();
+    let mut key = (NONE, NONE);
+    let at = |n: usize| u32::try_from(n).unwrap_or(NONE);
+    walk(text, |t| {
+        if let Some(b) = bound.as_deref_mut() {
+            b.on(t)?;
+        }
+        let (start, end, container) = match t {
+            Token::Open { at: a, .. } => (a, a, true),
+            Token::Str { open: o, close } => (o, close + 1, false),
+            Token::Scalar { start, end } => (start, end, false),
+            Token::Key { open: o, close } => {
+                key = (at(o), at(close));
+                return Ok(());
+            }
+            Token::Close { at: a } => {
+                if let Some((c, _)) = open.pop()
+                    && let Some(n) = nodes.get_mut(c as usize)
+                {
+                    n.end = at(a + 1);
+                }
+                return Ok(());
+            }
+            Token::NextIndex => return Ok(()),
+        };
+        if nodes.len() >= MAX_NODES {
+            return Err(ScanError::TooLarge { mib: 0 });
+        }
+        let i = at(nodes.len());
+        let key = std::mem::replace(&mut key, (NONE, NONE));
+        nodes.push(Node {
+            start: at(start),
+            end: at(end),
+            key: key.0,
+            key_end: key.1,
+            next: NONE,
+        });
+        if let Some((_, last)) = open.last_mut() {
+            if let Some(prev) = nodes.get_mut(*last as usize) {
+                prev.next = i;
+            }
+            *last = i;
+        }
+        if container {
+            open.push((i, NONE));
+        }
+        Ok(())
+    })?;
+    Ok(nodes)
+}
+
+/// One value of a [`Doc`]: its exact text, and for a container its members without a rescan.
+#[derive(Clone, Copy)]
+pub(super) struct Val<'a> {
+    doc: &'a Doc<'a>,
+    i: u32,
+}
+
+impl std::fmt::Debug for Val<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.get())
+    }
+}
+
+impl<'a> Val<'a> {
+    fn node(self) -> Node {
+        self.doc
+            .nodes
+            .get(self.i as usize)
+            .copied()
+            .unwrap_or(Node {
+                start: 0,
+                end: 0,
+                key: NONE,
+                key_end: NONE,
+                next: NONE,
+            })
+    }
+
+    /// The value's text as it came.
+    pub(super) fn get(self) -> &'a str {
+        let n = self.node();
+        self.doc
+            .text
+            .get(n.start as usize..n.end as usize)
+            .unwrap_or_default()
+    }
+
+    /// The members (an object) or elements (an array), in order; none for a scalar.
+    fn children(self) -> impl Iterator<Item = Val<'a>> {
+        let n = self.node();
+        let first = self.i + 1;
+        let mut next = match self.doc.nodes.get(first as usize) {
+            Some(c) if lead(self) == b'{' || lead(self) == b'[' => {
+                if c.start < n.end {
+                    first
+                } else {
+                    NONE
+                }
+            }
+            _ => NONE,
+        };
+        let doc = self.doc;
+        std::iter::from_fn(move || {
+            let i = next;
+            let c = doc.nodes.get(i as usize)?;
+            next = c.next;
+            Some(Val { doc, i })
+        })
+    }
+
+    /// The member's name, unescaped (borrowed from the text unless it has escapes).
+    fn key(self) -> Option<Cow<'a, str>> {
+        let n = self.node();
+        if n.key == NONE {
+            return None;
+        }
+        unescape(self.doc.text, n.key as usize, n.key_end as usize).ok()
+    }
+}
 
 /// One JSON object's members in order, each value as its raw text. A key that appears twice is
 /// refused ([`TranslateError::Untranslatable`]): which of the two a reader takes is not agreed on.
 pub(super) struct Obj<'a> {
-    members: Vec<(Cow<'a, str>, &'a RawValue)>,
-}
-
-struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-/// A member name, borrowed from the text unless it has escapes (an owned `String` for every
-/// name of every object read was a good part of a translation's allocations).
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-impl<'de> Deserialize<'de> for Members<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(4).min(64));
-                while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
-                    let v: &'de RawValue = map.next_value()?;
-                    out.push((k, v));
-                }
-                Ok(Members(out))
-            }
-        }
-        d.deserialize_map(V)
-    }
+    members: Vec<(Cow<'a, str>, Val<'a>)>,
 }
 
 impl<'a> Obj<'a> {
     /// Reads `raw` as an object; `field` names it in the error.
-    pub(super) fn parse(raw: &'a RawValue, field: &str) -> Result<Obj<'a>, TranslateError> {
-        Self::parse_str(raw.get(), field)
-    }
-
-    /// Reads JSON text as an object; `field` names it in the error.
-    pub(super) fn parse_str(text: &'a str, field: &str) -> Result<Obj<'a>, TranslateError> {
-        let Members(members) = serde_json::from_str(text)
-            .map_err(|_| TranslateError::untranslatable(field, "is not a JSON object"))?;
+    pub(super) fn parse(raw: Val<'a>, field: &str) -> Result<Obj<'a>, TranslateError> {
+        if lead(raw) != b'{' {
+            return Err(TranslateError::untranslatable(
+                field,
+                "is not a JSON object",
+            ));
+        }
+        let mut members = Vec::with_capacity(8);
+        for v in raw.children() {
+            let k = v
+                .key()
+                .ok_or_else(|| TranslateError::untranslatable(field, "is not a JSON object"))?;
+            members.push((k, v));
+        }
         // Pairwise for the small objects of the protocol (no vector to sort); sorted for others.
         let twice = if members.len() <= 16 {
             members
@@ -100,8 +275,15 @@ impl<'a> Obj<'a> {
         Ok(Obj { members })
     }
 
+    /// An object without members (a request's params left out).
+    pub(super) fn empty() -> Obj<'a> {
+        Obj {
+            members: Vec::new(),
+        }
+    }
+
     /// The value of `key`, unless absent or `null` (ProtoJSON and both SDKs read `null` as unset).
-    pub(super) fn get(&self, key: &str) -> Option<&'a RawValue> {
+    pub(super) fn get(&self, key: &str) -> Option<Val<'a>> {
         self.members
             .iter()
             .find(|(k, _)| k == key)
@@ -110,7 +292,7 @@ impl<'a> Obj<'a> {
     }
 
     /// The value of `key` as written, `null` included (a JSON-RPC id of `null` is not "no id").
-    pub(super) fn raw(&self, key: &str) -> Option<&'a RawValue> {
+    pub(super) fn raw(&self, key: &str) -> Option<Val<'a>> {
         self.members.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
     }
 
@@ -128,7 +310,7 @@ impl<'a> Obj<'a> {
     pub(super) fn entries(&self) -> impl Iterator<Item = (String, Out<'a>)> + '_ {
         self.members
             .iter()
-            .map(|(k, v)| (k.clone().into_owned(), Out::Raw(v)))
+            .map(|(k, v)| (k.clone().into_owned(), Out::Raw(v.get())))
     }
 
     /// Whether `key` is present with a value other than `null`.
@@ -137,46 +319,46 @@ impl<'a> Obj<'a> {
     }
 }
 
-/// The first byte of a raw value's text (never whitespace: serde_json trims raw values).
-fn lead(raw: &RawValue) -> u8 {
+/// The first byte of a value's text (never whitespace: the walk starts a value at its first byte).
+fn lead(raw: Val<'_>) -> u8 {
     raw.get().as_bytes().first().copied().unwrap_or(b' ')
 }
 
 /// `raw` when it is a JSON string.
-pub(super) fn string<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+pub(super) fn string<'a>(raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     match lead(raw) {
-        b'"' => Ok(Out::Raw(raw)),
+        b'"' => Ok(Out::Raw(raw.get())),
         _ => Err(TranslateError::untranslatable(field, "is not a string")),
     }
 }
 
 /// `raw` when it is a JSON object (copied whole: metadata, a data part's data).
-pub(super) fn object<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+pub(super) fn object<'a>(raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     match lead(raw) {
-        b'{' => Ok(Out::Raw(raw)),
+        b'{' => Ok(Out::Raw(raw.get())),
         _ => Err(TranslateError::untranslatable(field, "is not an object")),
     }
 }
 
 /// `raw` when it is a JSON array of strings (copied whole).
-pub(super) fn strings<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+pub(super) fn strings<'a>(raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     let items = array(raw, field)?;
     for (i, v) in items.iter().enumerate() {
-        string(v, &index(field, i))?;
+        string(*v, &index(field, i))?;
     }
-    Ok(Out::Raw(raw))
+    Ok(Out::Raw(raw.get()))
 }
 
 /// `raw` when it is a JSON integer (copied as written), or ProtoJSON's quoted form of one
 /// (`"5"`, which 1.0 parsers accept for an int32), written as the number.
-pub(super) fn integer<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, TranslateError> {
+pub(super) fn integer<'a>(raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
     let is_int = |t: &str| {
         let digits = t.strip_prefix('-').unwrap_or(t);
         !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
     };
     let t = raw.get();
     if is_int(t) {
-        return Ok(Out::Raw(raw));
+        return Ok(Out::Raw(raw.get()));
     }
     match t.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
         Some(inner) if is_int(inner) => Ok(Out::Owned(inner.to_owned())),
@@ -185,7 +367,7 @@ pub(super) fn integer<'a>(raw: &'a RawValue, field: &str) -> Result<Out<'a>, Tra
 }
 
 /// `raw` read as a boolean.
-pub(super) fn boolean(raw: &RawValue, field: &str) -> Result<bool, TranslateError> {
+pub(super) fn boolean(raw: Val<'_>, field: &str) -> Result<bool, TranslateError> {
     match raw.get() {
         "true" => Ok(true),
         "false" => Ok(false),
@@ -194,21 +376,22 @@ pub(super) fn boolean(raw: &RawValue, field: &str) -> Result<bool, TranslateErro
 }
 
 /// `raw` read as an array of raw values.
-pub(super) fn array<'a>(
-    raw: &'a RawValue,
-    field: &str,
-) -> Result<Vec<&'a RawValue>, TranslateError> {
+pub(super) fn array<'a>(raw: Val<'a>, field: &str) -> Result<Vec<Val<'a>>, TranslateError> {
     match lead(raw) {
-        b'[' => serde_json::from_str(raw.get())
-            .map_err(|_| TranslateError::untranslatable(field, "is not an array")),
+        b'[' => Ok(raw.children().collect()),
         _ => Err(TranslateError::untranslatable(field, "is not an array")),
     }
 }
 
-/// `raw` read as a string's value (for enums and discriminators; never copied back).
-pub(super) fn text(raw: &RawValue, field: &str) -> Result<String, TranslateError> {
-    serde_json::from_str::<String>(raw.get())
-        .map_err(|_| TranslateError::untranslatable(field, "is not a string"))
+/// `raw` read as a string's value (for enums and discriminators; never copied back), borrowed
+/// from the text unless it has escapes.
+pub(super) fn text<'a>(raw: Val<'a>, field: &str) -> Result<Cow<'a, str>, TranslateError> {
+    let n = raw.node();
+    let not = || TranslateError::untranslatable(field, "is not a string");
+    if lead(raw) != b'"' || n.end < n.start + 2 {
+        return Err(not());
+    }
+    unescape(raw.doc.text, n.start as usize, n.end as usize - 1).map_err(|_| not())
 }
 
 /// A JSON value being written: copied raw text, a literal the translator chose, an object of
@@ -216,7 +399,7 @@ pub(super) fn text(raw: &RawValue, field: &str) -> Result<String, TranslateError
 #[derive(Debug)]
 pub(super) enum Out<'a> {
     /// Text copied as it came.
-    Raw(&'a RawValue),
+    Raw(&'a str),
     /// JSON text the translator writes (`"user"`, `true`, `null`).
     Lit(&'static str),
     /// JSON text the translator built (a code it chose, a string it escaped).
@@ -233,14 +416,20 @@ pub(super) enum Out<'a> {
 impl Out<'_> {
     /// The JSON text.
     pub(super) fn to_json(&self) -> String {
-        let mut s = String::new();
+        self.to_json_sized(0)
+    }
+
+    /// [`Out::to_json`] into a buffer of `hint` bytes at first (the text it came from: the
+    /// translation is about as long, and growing from empty copies it several times).
+    pub(super) fn to_json_sized(&self, hint: usize) -> String {
+        let mut s = String::with_capacity(hint);
         self.write(&mut s);
         s
     }
 
     fn write(&self, s: &mut String) {
         match self {
-            Out::Raw(r) => s.push_str(r.get()),
+            Out::Raw(r) => s.push_str(r),
             Out::Lit(l) => s.push_str(l),
             Out::Owned(t) => s.push_str(t),
             Out::Obj(members) => {
@@ -310,13 +499,15 @@ pub(super) fn index(field: &str, i: usize) -> String {
 
 /// Each element of the array `raw` through `f`, with its path `field[i]`.
 pub(super) fn each<'a>(
-    raw: &'a RawValue,
+    raw: Val<'a>,
     field: &str,
-    f: impl Fn(&'a RawValue, &str) -> Result<Out<'a>, TranslateError>,
+    f: impl Fn(Val<'a>, &str) -> Result<Out<'a>, TranslateError>,
 ) -> Result<Out<'a>, TranslateError> {
-    let items = array(raw, field)?;
-    let mut out = Vec::with_capacity(items.len());
-    for (i, v) in items.into_iter().enumerate() {
+    if lead(raw) != b'[' {
+        return Err(TranslateError::untranslatable(field, "is not an array"));
+    }
+    let mut out = Vec::new();
+    for (i, v) in raw.children().enumerate() {
         out.push(f(v, &index(field, i))?);
     }
     Ok(Out::Arr(out))
@@ -327,7 +518,7 @@ pub(super) fn opt<'a>(
     o: &Obj<'a>,
     key: &str,
     field: &str,
-    f: impl FnOnce(&'a RawValue, &str) -> Result<Out<'a>, TranslateError>,
+    f: impl FnOnce(Val<'a>, &str) -> Result<Out<'a>, TranslateError>,
 ) -> Result<Option<Out<'a>>, TranslateError> {
     o.get(key).map(|v| f(v, &member(field, key))).transpose()
 }
@@ -337,7 +528,7 @@ pub(super) fn req<'a>(
     o: &Obj<'a>,
     key: &str,
     field: &str,
-    f: impl FnOnce(&'a RawValue, &str) -> Result<Out<'a>, TranslateError>,
+    f: impl FnOnce(Val<'a>, &str) -> Result<Out<'a>, TranslateError>,
 ) -> Result<Option<Out<'a>>, TranslateError> {
     let path = member(field, key);
     match o.get(key) {
@@ -359,20 +550,55 @@ mod tests {
         assert_eq!(member("", "a"), ".a");
     }
 
+    /// `text` read as an object, as the translators read an envelope.
+    fn obj_of(text: &str) -> Result<usize, TranslateError> {
+        let doc = Doc::parse(text, "r")?;
+        Obj::parse(doc.root(), "r").map(|o| o.members.len())
+    }
+
     #[test]
     fn escaped_member_names_are_read_and_duplicates_refused_at_any_size() {
-        let o = Obj::parse_str(r#"{"k\u0069nd":"task","id":"t"}"#, "r").unwrap();
-        assert_eq!(o.get("kind").map(RawValue::get), Some(r#""task""#));
-        let e = Obj::parse_str(r#"{"kind":1,"k\u0069nd":2}"#, "r")
-            .err()
-            .unwrap();
+        let doc = Doc::parse(r#"{"k\u0069nd":"task","id":"t"}"#, "r").unwrap();
+        let o = Obj::parse(doc.root(), "r").unwrap();
+        assert_eq!(o.get("kind").map(Val::get), Some(r#""task""#));
+        let e = obj_of(r#"{"kind":1,"k\u0069nd":2}"#).err().unwrap();
         assert!(e.to_string().contains("appears twice"), "{e}");
         for n in [16, 17, 40] {
             let members: Vec<String> = (0..n).map(|i| format!("\"m{i}\":{i}")).collect();
             let body = format!("{{{},\"m3\":0}}", members.join(","));
-            let e = Obj::parse_str(&body, "r").err().unwrap();
+            let e = obj_of(&body).err().unwrap();
             assert!(e.to_string().contains("appears twice"), "{n}: {e}");
-            assert!(Obj::parse_str(&format!("{{{}}}", members.join(",")), "r").is_ok());
+            assert_eq!(obj_of(&format!("{{{}}}", members.join(","))), Ok(n));
+        }
+    }
+
+    #[test]
+    fn every_value_is_located_with_its_exact_text_and_members_in_order() {
+        let text = r#" {"a" : [1, -2.5e3 ,"x\"y", {}, [], {"b":null}],"c":{"d":true,"e":[false]}, "f":"" } "#;
+        let doc = Doc::parse(text, "r").unwrap();
+        let root = Obj::parse(doc.root(), "r").unwrap();
+        let a = array(root.raw("a").unwrap(), "a").unwrap();
+        let texts: Vec<&str> = a.iter().map(|v| v.get()).collect();
+        assert_eq!(
+            texts,
+            ["1", "-2.5e3", r#""x\"y""#, "{}", "[]", r#"{"b":null}"#]
+        );
+        assert!(Obj::parse(a[3], "a").unwrap().is_empty());
+        assert!(array(a[4], "a").unwrap().is_empty());
+        let b = Obj::parse(a[5], "a").unwrap();
+        assert!(b.has_key("b") && !b.has("b"));
+        let c = Obj::parse(root.get("c").unwrap(), "c").unwrap();
+        assert_eq!(c.get("d").map(Val::get), Some("true"));
+        assert_eq!(array(c.get("e").unwrap(), "e").unwrap()[0].get(), "false");
+        assert_eq!(root.get("f").map(Val::get), Some(r#""""#));
+        let keys: Vec<String> = root.entries().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["a", "c", "f"]);
+        for scalar in ["5", "\"s\"", "null", " [ ] "] {
+            let d = Doc::parse(scalar, "r").unwrap();
+            assert_eq!(d.root().get(), scalar.trim());
+        }
+        for bad in ["", "{", "[1,]", "{\"a\":1}x", "nul"] {
+            assert!(Doc::parse(bad, "r").is_err(), "{bad}");
         }
     }
 }

@@ -15,13 +15,11 @@
 //! The objects are translated by `objects` with [`Wire::Rest`]: one conversion per object for
 //! both 0.3 bindings.
 
-use serde_json::value::RawValue;
-
 use super::objects::{
     Wire, message_to03, push_config_to03, send_config_to03, task_push_config_to10, task_to10,
     wrapped_to10,
 };
-use super::raw::{Obj, Out, each, member, object, opt, req, string, text};
+use super::raw::{Doc, Obj, Out, Val, each, member, object, opt, req, string, text};
 use super::rpc::Translated;
 use super::{Op, TranslateError};
 
@@ -209,7 +207,8 @@ fn send_body(body: &[u8]) -> Result<String, TranslateError> {
     let f = "body";
     let text =
         std::str::from_utf8(body).map_err(|_| TranslateError::untranslatable(f, "is not UTF-8"))?;
-    let p = Obj::parse_str(text, f)?;
+    let doc = Doc::parse(text, f)?;
+    let p = Obj::parse(doc.root(), f)?;
     let config = match opt(&p, "configuration", f, |v, f| {
         send_config_to03(Wire::Rest, v, f)
     })? {
@@ -235,8 +234,8 @@ fn create_push_body(task: &str, body: &[u8]) -> Result<String, TranslateError> {
     let f = "body";
     let text_body =
         std::str::from_utf8(body).map_err(|_| TranslateError::untranslatable(f, "is not UTF-8"))?;
-    let raw: &RawValue = serde_json::from_str(text_body)
-        .map_err(|_| TranslateError::untranslatable(f, "is not a JSON object"))?;
+    let doc = Doc::parse(text_body, f)?;
+    let raw = doc.root();
     let c = Obj::parse(raw, f)?;
     if let Some(t) = c.get("taskId")
         && text(t, "body.taskId")? != decoded(task)?
@@ -295,18 +294,18 @@ pub fn rest_answer_to10(
     }
     let f = "body";
     let text = TranslateError::checked_text(body, f)?;
-    let raw: &RawValue = serde_json::from_str(text.trim())
-        .map_err(|_| TranslateError::untranslatable(f, "is not JSON"))?;
+    let doc = Doc::answer(text, f)?;
+    let raw = doc.root();
     let out = result_to10(op, raw, f)?;
     Ok(Some(RestAnswer {
         status: 200,
-        json: out.to_json().into_bytes(),
+        json: out.to_json_sized(text.len() + 64).into_bytes(),
         error: false,
     }))
 }
 
 /// The 0.3 HTTP+JSON result of `op` → 1.0.
-fn result_to10<'a>(op: Op, raw: &'a RawValue, f: &str) -> Result<Out<'a>, TranslateError> {
+fn result_to10<'a>(op: Op, raw: Val<'a>, f: &str) -> Result<Out<'a>, TranslateError> {
     Ok(match op {
         Op::SendMessage | Op::SendStreamingMessage | Op::SubscribeToTask => {
             wrapped_to10(Wire::Rest, raw, f, false)?.0
@@ -344,8 +343,8 @@ fn result_to10<'a>(op: Op, raw: &'a RawValue, f: &str) -> Result<Out<'a>, Transl
 pub fn rest_event_to10(op: Op, data: &[u8]) -> Result<Translated, TranslateError> {
     let f = "data";
     let text = TranslateError::checked_text(data, f)?;
-    let raw: &RawValue = serde_json::from_str(text.trim())
-        .map_err(|_| TranslateError::untranslatable(f, "is not JSON"))?;
+    let doc = Doc::answer(text, f)?;
+    let raw = doc.root();
     let o = Obj::parse(raw, f)?;
     if o.has_key("code") {
         // An error after the stream started carries no HTTP status: the 1.0 code's is written.
@@ -359,7 +358,7 @@ pub fn rest_event_to10(op: Op, data: &[u8]) -> Result<Translated, TranslateError
     }
     let (out, last) = wrapped_to10(Wire::Rest, raw, f, true)?;
     Ok(Translated {
-        json: out.to_json().into_bytes(),
+        json: out.to_json_sized(text.len() + 64).into_bytes(),
         last,
         error: false,
     })

@@ -3,13 +3,11 @@
 //!
 //! The envelope's `id` is copied as its exact text both ways, so a 30-digit id stays one.
 
-use serde_json::value::RawValue;
-
 use super::objects::{
     Wire, message_to03, send_config_to03, task_push_config_to03, task_push_config_to10,
     task_to10_of, wrapped_to10,
 };
-use super::raw::{Obj, Out, each, integer, member, object, opt, req, string};
+use super::raw::{Doc, Obj, Out, Val, each, integer, member, object, opt, req, string};
 use super::{Op, TranslateError};
 
 /// The 0.3 JSON-RPC method of a 1.0 operation; `None` where 0.3 has none (ListTasks).
@@ -31,18 +29,12 @@ pub fn method_03(op: Op) -> Option<&'static str> {
 
 /// The parsed members of a JSON-RPC envelope the translator reads.
 struct Envelope<'a> {
-    id: Option<&'a RawValue>,
+    id: Option<Val<'a>>,
     obj: Obj<'a>,
 }
 
-fn envelope(body: &[u8]) -> Result<Envelope<'_>, TranslateError> {
-    let text = std::str::from_utf8(body)
-        .map_err(|_| TranslateError::untranslatable("body", "is not UTF-8"))?;
-    envelope_of(text)
-}
-
-fn envelope_of(text: &str) -> Result<Envelope<'_>, TranslateError> {
-    let obj = Obj::parse_str(text, "body")?;
+fn envelope_of<'a>(doc: &'a Doc<'a>) -> Result<Envelope<'a>, TranslateError> {
+    let obj = Obj::parse(doc.root(), "body")?;
     let id = obj.raw("id");
     Ok(Envelope { id, obj })
 }
@@ -54,7 +46,10 @@ pub fn request_to03(op: Op, body: &[u8]) -> Result<Vec<u8>, TranslateError> {
     let method = method_03(op).ok_or(TranslateError::NotInVersion {
         method: op.as_str(),
     })?;
-    let env = envelope(body)?;
+    let text = std::str::from_utf8(body)
+        .map_err(|_| TranslateError::untranslatable("body", "is not UTF-8"))?;
+    let doc = Doc::parse(text, "body")?;
+    let env = envelope_of(&doc)?;
     let params = match env.obj.get("params") {
         Some(p) => Some(params_to03(op, p)?),
         None if op == Op::GetExtendedAgentCard => None,
@@ -62,11 +57,11 @@ pub fn request_to03(op: Op, body: &[u8]) -> Result<Vec<u8>, TranslateError> {
     };
     let out = Out::Obj(vec![
         ("jsonrpc", Some(Out::Lit("\"2.0\""))),
-        ("id", env.id.map(Out::Raw)),
+        ("id", env.id.map(|v| Out::Raw(v.get()))),
         ("method", Some(Out::Lit(quoted(method)))),
         ("params", params),
     ]);
-    Ok(out.to_json().into_bytes())
+    Ok(out.to_json_sized(body.len() + 64).into_bytes())
 }
 
 /// A 0.3 method name as JSON text.
@@ -86,7 +81,7 @@ fn quoted(method: &'static str) -> &'static str {
 }
 
 /// The params of `op`, 1.0 → 0.3.
-fn params_to03<'a>(op: Op, raw: &'a RawValue) -> Result<Out<'a>, TranslateError> {
+fn params_to03<'a>(op: Op, raw: Val<'a>) -> Result<Out<'a>, TranslateError> {
     let f = "params";
     let p = Obj::parse(raw, f)?;
     Ok(match op {
@@ -152,7 +147,8 @@ pub fn event_to10(op: Op, data: &[u8]) -> Result<Translated, TranslateError> {
 }
 
 fn translate_answer(op: Op, body: &[u8], event: bool) -> Result<Translated, TranslateError> {
-    let env = envelope_of(TranslateError::checked_text(body, "body")?)?;
+    let doc = Doc::answer(TranslateError::checked_text(body, "body")?, "body")?;
+    let env = envelope_of(&doc)?;
     // What a 1.0 agent's answer would be refused for is refused here too: the translation writes
     // a fresh 2.0 envelope, so it must not turn a broken one into a valid answer.
     if env.obj.get("jsonrpc").map(|v| v.get()) != Some("\"2.0\"") {
@@ -184,22 +180,21 @@ fn translate_answer(op: Op, body: &[u8], event: bool) -> Result<Translated, Tran
     };
     let out = Out::Obj(vec![
         ("jsonrpc", Some(Out::Lit("\"2.0\""))),
-        ("id", Some(env.id.map_or(Out::Lit("null"), Out::Raw))),
+        (
+            "id",
+            Some(env.id.map_or(Out::Lit("null"), |v| Out::Raw(v.get()))),
+        ),
         (member, Some(value)),
     ]);
     Ok(Translated {
-        json: out.to_json().into_bytes(),
+        json: out.to_json_sized(body.len() + 64).into_bytes(),
         last,
         error,
     })
 }
 
 /// The result of `op`, 0.3 → 1.0, and whether it ends a stream.
-fn result_to10<'a>(
-    op: Op,
-    raw: &'a RawValue,
-    event: bool,
-) -> Result<(Out<'a>, bool), TranslateError> {
+fn result_to10<'a>(op: Op, raw: Val<'a>, event: bool) -> Result<(Out<'a>, bool), TranslateError> {
     let f = "result";
     Ok(match op {
         Op::SendMessage | Op::SendStreamingMessage | Op::SubscribeToTask => {

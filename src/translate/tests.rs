@@ -436,9 +436,10 @@ fn every_task_state() {
     for (v03, v10) in states {
         let t = json!({"kind":"task","id":"t","contextId":"c","status":{"state":v03}});
         assert_eq!(answer(Op::GetTask, t)["status"]["state"], v10);
-        let raw = serde_json::value::RawValue::from_string(format!("\"{v10}\"")).unwrap();
+        let quoted = format!("\"{v10}\"");
+        let doc = super::raw::Doc::parse(&quoted, "s").unwrap();
         assert_eq!(
-            objects::state_to03(objects::Wire::Rpc, &raw, "s")
+            objects::state_to03(objects::Wire::Rpc, doc.root(), "s")
                 .unwrap()
                 .to_json(),
             format!("\"{v03}\"")
@@ -606,8 +607,8 @@ fn dialects() {
 }
 
 mod props {
+    use super::super::raw::Doc;
     use proptest::prelude::*;
-    use serde_json::value::RawValue;
 
     use super::super::objects::{
         Wire, message_to03, message_to10, task_push_config_to03, task_push_config_to10,
@@ -749,10 +750,10 @@ mod props {
         #[test]
         fn message_round_trip(m in message(), st in style()) {
             let text = m.render(st);
-            let raw = RawValue::from_string(text.clone()).unwrap();
-            let v03 = message_to03(Wire::Rpc, &raw, "m").unwrap().to_json();
-            let raw03 = RawValue::from_string(v03).unwrap();
-            let back = message_to10(Wire::Rpc, &raw03, "m").unwrap().to_json();
+            let doc = Doc::parse(&text, "m").unwrap();
+            let v03 = message_to03(Wire::Rpc, doc.root(), "m").unwrap().to_json();
+            let doc03 = Doc::parse(&v03, "m").unwrap();
+            let back = message_to10(Wire::Rpc, doc03.root(), "m").unwrap().to_json();
             // Same members, same order, same bytes of every leaf: compact text comes back as it
             // was, but for the metadata names beside wrapped (non-object) data, which are
             // written anew on the way back (same names, maybe escaped differently).
@@ -772,10 +773,10 @@ mod props {
         #[test]
         fn message_round_trip_over_http_json(m in message(), st in style()) {
             let text = m.render(st);
-            let raw = RawValue::from_string(text.clone()).unwrap();
-            let v03 = message_to03(Wire::Rest, &raw, "m").unwrap().to_json();
-            let raw03 = RawValue::from_string(v03).unwrap();
-            let back = message_to10(Wire::Rest, &raw03, "m").unwrap().to_json();
+            let doc = Doc::parse(&text, "m").unwrap();
+            let v03 = message_to03(Wire::Rest, doc.root(), "m").unwrap().to_json();
+            let doc03 = Doc::parse(&v03, "m").unwrap();
+            let back = message_to10(Wire::Rest, doc03.root(), "m").unwrap().to_json();
             if st == Style::Compact && !rewraps(&m) {
                 prop_assert_eq!(&back, &text);
             }
@@ -818,9 +819,11 @@ mod props {
             let mut auth = json!({"scheme": scheme});
             if let Some(cr) = cred { auth["credentials"] = json!(cr); }
             c["authentication"] = auth;
-            let raw = RawValue::from_string(c.to_string()).unwrap();
-            let v03 = task_push_config_to03(&raw, "c").unwrap().to_json();
-            let back = task_push_config_to10(Wire::Rpc, &RawValue::from_string(v03).unwrap(), "c").unwrap().to_json();
+            let text = c.to_string();
+            let doc = Doc::parse(&text, "c").unwrap();
+            let v03 = task_push_config_to03(doc.root(), "c").unwrap().to_json();
+            let doc03 = Doc::parse(&v03, "c").unwrap();
+            let back = task_push_config_to10(Wire::Rpc, doc03.root(), "c").unwrap().to_json();
             prop_assert_eq!(serde_json::from_str::<Value>(&back).unwrap(), c);
         }
 
@@ -851,8 +854,8 @@ mod props {
             // A duplicate in an object the translator reads is refused; one inside copied
             // metadata or data is copied with the rest of that value (the request parser refuses
             // it before). Either way the translator never keeps one of the two values silently.
-            let raw = RawValue::from_string(text).unwrap();
-            match message_to03(Wire::Rpc, &raw, "m") {
+            let doc = Doc::parse(&text, "m").unwrap();
+            match message_to03(Wire::Rpc, doc.root(), "m") {
                 // Copied inside metadata or data: the duplicate is still there, both values.
                 Ok(out) => {
                     let out = out.to_json();
