@@ -130,7 +130,10 @@ pub fn walk(
                     .get(i..)
                     .unwrap_or_default()
                     .iter()
-                    .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                    // A quote too: in text that is not JSON (`[t"]`) the string is still seen.
+                    .position(|b| {
+                        matches!(b, b',' | b'}' | b']' | b'"' | b' ' | b'\t' | b'\n' | b'\r')
+                    })
                     .unwrap_or(bytes.len() - i);
                 on(Token::Scalar {
                     start: i,
@@ -400,6 +403,22 @@ mod tests {
 
     fn dups(text: &str) -> Vec<String> {
         duplicate_keys(text, usize::MAX).unwrap()
+    }
+
+    #[test]
+    fn scalars_are_tokens_with_their_exact_bytes_and_a_quote_after_one_is_still_a_string() {
+        let mut seen = Vec::new();
+        let text = "[-0.5e+10, true,false ,null,{\"a\":7}]";
+        walk(text, |t| {
+            if let Token::Scalar { start, end } = t {
+                seen.push(&text[start..end]);
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, ["-0.5e+10", "true", "false", "null", "7"]);
+        // Not JSON: the quote opens an unterminated string, as it did before scalars were seen.
+        assert_eq!(walk("[t\"]", |_| Ok(())), Err(ScanError::Malformed));
     }
 
     #[test]

@@ -423,7 +423,8 @@ fn refused(method: Method) -> impl Fn(TranslateError) -> Deny {
     move |e| match e {
         TranslateError::NotInVersion { .. } => Deny::NotInAgentVersion(method),
         TranslateError::Untranslatable { field, why } => Deny::Untranslatable { field, why },
-        // Only an agent's answer is measured, never a request.
+        // A request's tree bound is not counted; only its values are, by the translator's index
+        // (as many as a tree within the budget holds: far past the default body cap).
         TranslateError::TooLarge { .. } => Deny::Untranslatable {
             field: "body".into(),
             why: "is too large to read",

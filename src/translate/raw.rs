@@ -74,13 +74,12 @@ impl<'a> Doc<'a> {
         let over = |mib: usize| TranslateError::TooLarge { mib };
         let nodes = index_of(text, bound.as_mut()).map_err(|e| match e {
             ScanError::TooDeep => TranslateError::untranslatable(field, "is nested too deeply"),
-            // Stopped at the node cap: the bound of the whole text names the size.
-            ScanError::TooLarge { .. } => over(
-                crate::json::tree_bound(text)
-                    .unwrap_or(usize::MAX)
-                    .div_ceil(1 << 20)
-                    .max((TREE_BUDGET >> 20) + 1),
-            ),
+            // Stopped at the node cap: the bound of the whole text names the size (text it
+            // cannot read is no JSON, whatever its size).
+            ScanError::TooLarge { .. } => match crate::json::tree_bound(text) {
+                Ok(n) => over(n.div_ceil(1 << 20).max((TREE_BUDGET >> 20) + 1)),
+                Err(_) => refused(),
+            },
             ScanError::Malformed => refused(),
         })?;
         if let Some(n) = bound.map(|b| b.total()).filter(|n| *n > TREE_BUDGET) {
@@ -600,5 +599,21 @@ mod tests {
         for bad in ["", "{", "[1,]", "{\"a\":1}x", "nul"] {
             assert!(Doc::parse(bad, "r").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn an_index_past_the_value_cap_is_refused_as_too_large_and_broken_text_as_no_json() {
+        let over = format!("[{}0]", "0,".repeat(MAX_NODES));
+        let e = Doc::parse(&over, "body").unwrap_err();
+        assert!(
+            matches!(e, TranslateError::TooLarge { mib } if mib > TREE_BUDGET >> 20),
+            "{e:?}"
+        );
+        // One value fewer (the array is one) is within it.
+        let within = format!("[{}0]", "0,".repeat(MAX_NODES - 2));
+        assert!(Doc::parse(&within, "body").is_ok());
+        let broken = format!("[{}0", "0,".repeat(MAX_NODES));
+        let e = Doc::parse(&broken, "body").unwrap_err();
+        assert_eq!(e.to_string(), "body is not JSON");
     }
 }

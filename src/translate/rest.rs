@@ -294,7 +294,8 @@ pub fn rest_answer_to10(
     }
     let f = "body";
     let text = TranslateError::checked_text(body, f)?;
-    let doc = Doc::answer(text, f)?;
+    // As read before the index: surrounding whitespace of any kind is not the answer's.
+    let doc = Doc::answer(text.trim(), f)?;
     let raw = doc.root();
     let out = result_to10(op, raw, f)?;
     Ok(Some(RestAnswer {
@@ -343,7 +344,8 @@ fn result_to10<'a>(op: Op, raw: Val<'a>, f: &str) -> Result<Out<'a>, TranslateEr
 pub fn rest_event_to10(op: Op, data: &[u8]) -> Result<Translated, TranslateError> {
     let f = "data";
     let text = TranslateError::checked_text(data, f)?;
-    let doc = Doc::answer(text, f)?;
+    // As read before the index: surrounding whitespace of any kind is not the answer's.
+    let doc = Doc::answer(text.trim(), f)?;
     let raw = doc.root();
     let o = Obj::parse(raw, f)?;
     if o.has_key("code") {

@@ -486,3 +486,18 @@ fn an_error_body_over_the_tree_budget_is_not_parsed_and_passes_as_it_came() {
     let small = rest_answer_to10(Op::SendMessage, 500, br#"{"message":"boom"}"#).unwrap();
     assert!(small.is_some_and(|a| a.error));
 }
+
+#[test]
+fn whitespace_of_any_kind_around_an_answer_or_event_is_not_the_answer() {
+    let task = r#"{"task":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_COMPLETED"}}}"#;
+    for pad in ["\u{c}", "\n\u{a0}", "\u{2028} "] {
+        let body = format!("{pad}{task}{pad}");
+        let a = rest_answer_to10(Op::SendMessage, 200, body.as_bytes())
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&a.json).unwrap();
+        assert_eq!(v["task"]["id"], "t", "{pad:?}");
+        let e = rest_event_to10(Op::SendStreamingMessage, body.as_bytes()).unwrap();
+        assert!(!e.error, "{pad:?}");
+    }
+}
