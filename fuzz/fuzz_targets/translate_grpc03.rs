@@ -24,7 +24,10 @@ fn object(json: &[u8], rpc: bool) {
     assert!(v.is_object(), "{text}");
     if rpc {
         assert_eq!(v["id"], "id-1", "{text}");
-        assert!(v.get("result").is_some() != v.get("error").is_some(), "{text}");
+        assert!(
+            v.get("result").is_some() != v.get("error").is_some(),
+            "{text}"
+        );
     }
 }
 
