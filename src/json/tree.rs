@@ -66,7 +66,12 @@ pub fn check_tree(body: &[u8]) -> Result<(), ScanError> {
 
 /// [`check_tree`] of text already known to be UTF-8 (no second validation).
 pub fn check_tree_text(text: &str) -> Result<(), ScanError> {
-    match tree_bound(text)? {
+    within_budget(tree_bound(text)?)
+}
+
+/// A bound over [`TREE_BUDGET`] refused, naming its size in MiB.
+fn within_budget(bound: usize) -> Result<(), ScanError> {
+    match bound {
         n if n > TREE_BUDGET => Err(ScanError::TooLarge {
             mib: n.div_ceil(1 << 20),
         }),
@@ -267,6 +272,11 @@ impl<'t> Bound<'t> {
     /// The bound, once every token was counted.
     pub fn total(&self) -> usize {
         self.sum.total()
+    }
+
+    /// [`check_tree_text`]'s verdict on the bound, once every token was counted.
+    pub fn check(&self) -> Result<(), ScanError> {
+        within_budget(self.total())
     }
 }
 

@@ -463,14 +463,13 @@ pub fn rest_answer_to_rpc(
             }
         }
         200..=299 => {
-            let doc = Doc::answer(TranslateError::checked_text(body, "body")?, "body")?;
+            let doc = Doc::answer(TranslateError::utf8_text(body, "body")?, "body")?;
             let result = Out::Raw(object_body(&doc, "body")?.get());
             Ok(Some((200, envelope(id, "result", result))))
         }
         _ if http_level(status).is_some() => Ok(None),
         400..=599 => {
-            let read =
-                TranslateError::checked_text(body, "body").and_then(|t| Doc::answer(t, "body"));
+            let read = TranslateError::utf8_text(body, "body").and_then(|t| Doc::answer(t, "body"));
             let Ok(doc) = read else {
                 return Ok(None);
             };
@@ -483,7 +482,7 @@ pub fn rest_answer_to_rpc(
 /// One event of a 1.0 HTTP+JSON stream (a `StreamResponse`, or `{"error": …}` after `event:
 /// error`) as the JSON-RPC stream's event for the request of id `id`; an error is the last.
 pub fn rest_event_to_rpc(op: Op, id: &str, data: &[u8]) -> Result<Translated, TranslateError> {
-    let doc = Doc::answer(TranslateError::checked_text(data, "data")?, "data")?;
+    let doc = Doc::answer(TranslateError::utf8_text(data, "data")?, "data")?;
     let v = object_body(&doc, "data")?;
     let o = Obj::parse(v, "data")?;
     let answer = ["task", "message", "statusUpdate", "artifactUpdate"];
@@ -589,7 +588,7 @@ pub fn rpc_answer_to_rest(
     id: &str,
     body: &[u8],
 ) -> Result<(u16, Vec<u8>), TranslateError> {
-    let doc = Doc::answer(TranslateError::checked_text(body, "body")?, "body")?;
+    let doc = Doc::answer(TranslateError::utf8_text(body, "body")?, "body")?;
     let (_, member) = response(&doc, id)?;
     match member {
         Member::Result(r) if r.get() == "null" => Ok((200, b"{}".to_vec())),
@@ -605,7 +604,7 @@ pub fn rpc_answer_to_rest(
 /// stream's: the `StreamResponse`, or an error's `{"error": …}` (the last, sent after `event:
 /// error`).
 pub fn rpc_event_to_rest(id: &str, data: &[u8]) -> Result<Translated, TranslateError> {
-    let doc = Doc::answer(TranslateError::checked_text(data, "data")?, "data")?;
+    let doc = Doc::answer(TranslateError::utf8_text(data, "data")?, "data")?;
     let (_, member) = response(&doc, id)?;
     match member {
         Member::Result(r) if r.get().starts_with('{') => Ok(Translated {

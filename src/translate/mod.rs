@@ -262,7 +262,7 @@ impl TranslateError {
     /// The text of an agent's answer (or event) `body`, its member name `field` in errors:
     /// refused when not UTF-8. Its memory bound and depth are judged where it is read, by the one
     /// walk that indexes it (`raw::Doc::answer`), not by a walk of their own.
-    pub(crate) fn checked_text<'b>(body: &'b [u8], field: &str) -> Result<&'b str, TranslateError> {
+    pub(crate) fn utf8_text<'b>(body: &'b [u8], field: &str) -> Result<&'b str, TranslateError> {
         std::str::from_utf8(body).map_err(|_| TranslateError::untranslatable(field, "is not UTF-8"))
     }
 

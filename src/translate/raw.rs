@@ -82,8 +82,8 @@ impl<'a> Doc<'a> {
             },
             ScanError::Malformed => refused(),
         })?;
-        if let Some(n) = bound.map(|b| b.total()).filter(|n| *n > TREE_BUDGET) {
-            return Err(over(n.div_ceil(1 << 20)));
+        if let Some(Err(ScanError::TooLarge { mib })) = bound.map(|b| b.check()) {
+            return Err(over(mib));
         }
         serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|_| refused())?;
         if nodes.is_empty() {
@@ -203,14 +203,9 @@ impl<'a> Val<'a> {
     fn children(self) -> impl Iterator<Item = Val<'a>> {
         let n = self.node();
         let first = self.i + 1;
+        // The node after a container is its first member only when it starts inside it.
         let mut next = match self.doc.nodes.get(first as usize) {
-            Some(c) if lead(self) == b'{' || lead(self) == b'[' => {
-                if c.start < n.end {
-                    first
-                } else {
-                    NONE
-                }
-            }
+            Some(c) if matches!(lead(self), b'{' | b'[') && c.start < n.end => first,
             _ => NONE,
         };
         let doc = self.doc;
@@ -341,9 +336,8 @@ pub(super) fn object<'a>(raw: Val<'a>, field: &str) -> Result<Out<'a>, Translate
 
 /// `raw` when it is a JSON array of strings (copied whole).
 pub(super) fn strings<'a>(raw: Val<'a>, field: &str) -> Result<Out<'a>, TranslateError> {
-    let items = array(raw, field)?;
-    for (i, v) in items.iter().enumerate() {
-        string(*v, &index(field, i))?;
+    for (i, v) in elements(raw, field)?.enumerate() {
+        string(v, &index(field, i))?;
     }
     Ok(Out::Raw(raw.get()))
 }
@@ -376,8 +370,16 @@ pub(super) fn boolean(raw: Val<'_>, field: &str) -> Result<bool, TranslateError>
 
 /// `raw` read as an array of raw values.
 pub(super) fn array<'a>(raw: Val<'a>, field: &str) -> Result<Vec<Val<'a>>, TranslateError> {
+    elements(raw, field).map(Iterator::collect)
+}
+
+/// The elements of the array `raw`, in order, without collecting them.
+fn elements<'a>(
+    raw: Val<'a>,
+    field: &str,
+) -> Result<impl Iterator<Item = Val<'a>>, TranslateError> {
     match lead(raw) {
-        b'[' => Ok(raw.children().collect()),
+        b'[' => Ok(raw.children()),
         _ => Err(TranslateError::untranslatable(field, "is not an array")),
     }
 }
@@ -502,11 +504,8 @@ pub(super) fn each<'a>(
     field: &str,
     f: impl Fn(Val<'a>, &str) -> Result<Out<'a>, TranslateError>,
 ) -> Result<Out<'a>, TranslateError> {
-    if lead(raw) != b'[' {
-        return Err(TranslateError::untranslatable(field, "is not an array"));
-    }
     let mut out = Vec::new();
-    for (i, v) in raw.children().enumerate() {
+    for (i, v) in elements(raw, field)?.enumerate() {
         out.push(f(v, &index(field, i))?);
     }
     Ok(Out::Arr(out))

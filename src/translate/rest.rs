@@ -293,7 +293,7 @@ pub fn rest_answer_to10(
         }));
     }
     let f = "body";
-    let text = TranslateError::checked_text(body, f)?;
+    let text = TranslateError::utf8_text(body, f)?;
     // As read before the index: surrounding whitespace of any kind is not the answer's.
     let doc = Doc::answer(text.trim(), f)?;
     let raw = doc.root();
@@ -343,7 +343,7 @@ fn result_to10<'a>(op: Op, raw: Val<'a>, f: &str) -> Result<Out<'a>, TranslateEr
 /// its object translated, or `{"error": google.rpc.Status}` (the last event).
 pub fn rest_event_to10(op: Op, data: &[u8]) -> Result<Translated, TranslateError> {
     let f = "data";
-    let text = TranslateError::checked_text(data, f)?;
+    let text = TranslateError::utf8_text(data, f)?;
     // As read before the index: surrounding whitespace of any kind is not the answer's.
     let doc = Doc::answer(text.trim(), f)?;
     let raw = doc.root();

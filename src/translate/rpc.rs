@@ -147,7 +147,7 @@ pub fn event_to10(op: Op, data: &[u8]) -> Result<Translated, TranslateError> {
 }
 
 fn translate_answer(op: Op, body: &[u8], event: bool) -> Result<Translated, TranslateError> {
-    let doc = Doc::answer(TranslateError::checked_text(body, "body")?, "body")?;
+    let doc = Doc::answer(TranslateError::utf8_text(body, "body")?, "body")?;
     let env = envelope_of(&doc)?;
     // What a 1.0 agent's answer would be refused for is refused here too: the translation writes
     // a fresh 2.0 envelope, so it must not turn a broken one into a valid answer.
